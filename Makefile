@@ -1,0 +1,70 @@
+# Every target sets up what it needs: on a fresh machine `make test` and `make demo` are enough.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+EXTRAS := s3,zookeeper,test,dev
+ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
+PYTEST_ARGS ?=
+
+# Spark workers must find the venv's pyarrow, and spark-submit must be the venv's.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export PYSPARK_PYTHON := $(CURDIR)/$(PY)
+export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
+export SPARK_LOCAL_IP := 127.0.0.1
+
+DEPS_STAMP := $(VENV)/.deps.stamp
+BENCH_STAMP := $(VENV)/.bench.stamp
+
+.PHONY: venv deps system-deps test lint demo bench clean distclean
+
+venv: $(PY)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+deps: $(DEPS_STAMP)
+
+# Re-installs only when pyproject.toml or this file changed since the last install into this venv.
+$(DEPS_STAMP): pyproject.toml Makefile | $(PY)
+	$(PIP) install -q -e '.[$(EXTRAS)]'
+	@touch $@
+
+system-deps:
+	@command -v java >/dev/null 2>&1 \
+		&& echo "java: $$(java -version 2>&1 | head -n 1)" \
+		|| echo "java not found: ZooKeeper tests need OpenJDK 17 (apt-get install -y openjdk-17-jre-headless)"
+	@if [ -f $(ZOOKEEPER_JAR) ]; then \
+		echo "zookeeper: $(ZOOKEEPER_JAR)"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends zookeeper; \
+	else \
+		echo "zookeeper not installed and not root: run 'sudo apt-get install -y zookeeper';"; \
+		echo "ZooKeeper tests are skipped locally and fail under CI=true."; \
+	fi
+
+test: system-deps lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy lakecore sparkjobs operator/lakeoperator tests/support
+	$(VENV)/bin/lint-imports
+
+demo: deps
+	$(PY) -m lakecore.demo
+
+$(BENCH_STAMP): $(DEPS_STAMP)
+	$(PIP) install -q -e '.[bench]'
+	@touch $@
+
+bench: $(BENCH_STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf build dist *.egg-info bench/out .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

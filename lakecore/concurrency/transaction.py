@@ -1,0 +1,119 @@
+"""The write protocol: start an instant, let tasks write, complete it under the lock — or roll back.
+
+    begin:    lock -> reload timeline -> draw instant time -> create requested -> unlock -> inflight
+    tasks:    write files (one marker before each)                       [write.file_writer]
+    commit:   lock -> reload timeline -> check -> draw completion time -> still hold lock? ->
+              create completed instant -> unlock -> delete markers
+    rollback: delete the files named by the instant's markers, then record a rollback instant
+
+The lock is held only for the short critical sections. Anything that fails before the completed
+instant file exists leaves the instant pending and its files invisible to readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lakecore.concurrency.locks import Lock, ensure_held
+from lakecore.config import TableConfig, schema_to_json
+from lakecore.errors import InvalidInstantState
+from lakecore.layout import FileSlice, FileSystemView, build_view
+from lakecore.storage import Storage
+from lakecore.timeline import (
+    Action,
+    CommitMetadata,
+    Instant,
+    State,
+    Timeline,
+    TimelineStore,
+    WriteStat,
+    next_instant_time,
+    now_ms,
+)
+from lakecore.write import Operation, WriteContext, delete_markers, list_markers
+
+Clock = Callable[[], int]
+
+
+@dataclass(frozen=True)
+class WriteTransaction:
+    """A started write: the inflight instant plus what the writer saw when it started."""
+
+    storage: Storage
+    config: TableConfig
+    instant: Instant
+    operation: Operation
+    started_after: Instant | None            # last completed instant at start (for conflict checks)
+    slices: dict[tuple[str, str], FileSlice] = field(default_factory=dict)
+
+    def context(self, write_token: str = "0-0-0") -> WriteContext:
+        return WriteContext(self.storage, self.config, self.instant.requested_time, self.operation,
+                            self.slices, write_token)
+
+
+def draw_instant(store: TimelineStore, lock: Lock, action: Action, *, plan: bytes = b"",
+                 clock: Clock = now_ms) -> tuple[Instant, Timeline]:
+    """Create a requested instant with a fresh time; returns it and the timeline it was drawn from."""
+    with lock:
+        timeline = store.load()
+        t = next_instant_time(clock(), timeline.newest_time())
+        instant = store.create_requested(Instant(t, action), plan)
+    return instant, timeline
+
+
+def begin_write(storage: Storage, config: TableConfig, lock: Lock, operation: Operation, *,
+                clock: Clock = now_ms, need_view: bool = False) -> WriteTransaction:
+    store = TimelineStore(storage)
+    action: Action = "deltacommit" if config.table_type == "merge_on_read" else "commit"
+    requested, timeline = draw_instant(store, lock, action, clock=clock)
+    inflight = store.transition_inflight(requested)
+    slices = build_view(timeline, store.metadata).as_dict() if need_view else {}
+    return WriteTransaction(storage, config, inflight, operation, timeline.last_completed(), slices)
+
+
+def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: dict[str, Any] | None = None,
+                 lock: Lock, clock: Clock = now_ms) -> Instant:
+    store = TimelineStore(txn.storage)
+    meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(txn.config.schema), extra or {})
+    with lock:
+        timeline = store.load()
+        current = timeline.find(txn.instant.requested_time)
+        if current is None or current.state is not State.INFLIGHT:
+            raise InvalidInstantState(f"instant {txn.instant.requested_time} is no longer inflight "
+                                      f"({current}); it was rolled back: rerun the write")
+        completion = next_instant_time(clock(), timeline.newest_time())
+        ensure_held(lock, f"completing instant {txn.instant.requested_time}")
+        done = store.complete(txn.instant, completion, meta)
+    delete_markers(txn.storage, txn.instant.requested_time)
+    return done
+
+
+def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clock = now_ms) -> Instant:
+    """Undo a pending write: delete its data files (found through its markers), record a rollback
+    instant, then remove the pending instant's files. Completed instants are not rolled back here."""
+    store = TimelineStore(storage)
+    current = store.load().find(instant.requested_time)
+    if current is not None and current.is_completed:
+        raise InvalidInstantState(f"instant {instant.requested_time} is completed; rolling back completed "
+                                  "instants is a table service (weir table rollback)")
+    markers = list_markers(storage, instant.requested_time)
+    rb, _ = draw_instant(store, lock, "rollback", clock=clock)
+    rb = store.transition_inflight(rb)
+    for m in markers:
+        storage.delete(m.data_path)
+    meta = CommitMetadata("rollback", (), None,
+                          {"rolled_back": instant.requested_time, "action": instant.action,
+                           "deleted_files": sorted(m.data_path for m in markers)})
+    with lock:
+        timeline = store.load()
+        done = store.complete(rb, next_instant_time(clock(), timeline.newest_time()), meta)
+    delete_markers(storage, instant.requested_time)
+    for name in (instant.inflight_file(), instant.requested_file()):
+        storage.delete(f".weir/timeline/{name}")
+    return done
+
+
+def view_of(storage: Storage, timeline: Timeline) -> FileSystemView:
+    return build_view(timeline, TimelineStore(storage).metadata)

@@ -1,0 +1,354 @@
+"""The table configuration persisted in `<base>/.weir/table.json`, and the names of meta columns.
+
+Owns: `TableConfig` and `ColumnGroup` (validated, immutable), their JSON form, and the codec of Arrow
+schemas to plain JSON (so table.json stays human-readable and diffable). Must not do I/O: the table
+facade reads and writes the file through storage.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, cast, get_args
+
+import pyarrow as pa
+
+from lakecore.errors import CorruptMetadata, InvalidTableConfig, UnsupportedTableVersion, UnsupportedType
+
+FORMAT_VERSION = 1
+
+TableType = Literal["merge_on_read", "copy_on_write"]
+MergeMode = Literal["commit_time", "event_time", "partial_update"]
+
+# Meta columns. Stored in files: commit time (every file), op (log files), per-group ordering values
+# (partial-update tables). Derived on read: record key, partition path, file name.
+META_PREFIX = "_weir_"
+COMMIT_TIME = "_weir_commit_time"
+RECORD_KEY = "_weir_record_key"
+PARTITION_PATH = "_weir_partition_path"
+FILE_NAME = "_weir_file_name"
+OP = "_weir_op"
+OP_UPSERT = 0
+OP_DELETE = 1
+META_COLUMNS = (COMMIT_TIME, RECORD_KEY, PARTITION_PATH, FILE_NAME)
+
+
+def group_ordering_column(group: str) -> str:
+    """Hidden column holding a column group's ordering value (null: the row does not carry the group)."""
+    return f"{META_PREFIX}ord__{group}"
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+_ORDERABLE = (pa.types.is_integer, pa.types.is_floating, pa.types.is_timestamp, pa.types.is_date,
+              pa.types.is_string, pa.types.is_large_string, pa.types.is_decimal)
+
+
+@dataclass(frozen=True)
+class ColumnGroup:
+    """Columns one stream owns in a partial-update table, guarded by the group's own ordering field."""
+
+    name: str
+    columns: tuple[str, ...]
+    ordering_field: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "columns": list(self.columns), "ordering_field": self.ordering_field}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> ColumnGroup:
+        return cls(name=obj["name"], columns=tuple(obj["columns"]), ordering_field=obj["ordering_field"])
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """Everything that defines a table and never changes after create (except the schema's evolution)."""
+
+    name: str
+    schema: pa.Schema
+    record_key: tuple[str, ...]
+    partition_fields: tuple[str, ...] = ()
+    table_type: TableType = "merge_on_read"
+    ordering_field: str | None = None
+    merge_mode: MergeMode = "commit_time"
+    column_groups: tuple[ColumnGroup, ...] = ()
+    column_defaults: Mapping[str, Any] = field(default_factory=dict)
+    buckets: int = 4
+    compression: str = "zstd"
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # -- derived views ---------------------------------------------------------------------
+
+    @property
+    def data_columns(self) -> tuple[str, ...]:
+        """Columns a write can change: all but record key and partition fields."""
+        fixed = set(self.record_key) | set(self.partition_fields)
+        return tuple(n for n in self.schema.names if n not in fixed)
+
+    @property
+    def ordering_fields(self) -> tuple[str, ...]:
+        if self.merge_mode == "partial_update":
+            return tuple(dict.fromkeys(g.ordering_field for g in self.column_groups))
+        return (self.ordering_field,) if self.ordering_field else ()
+
+    def shared_ordering_fields(self) -> tuple[str, ...]:
+        """Ordering fields used by more than one column group (stored as the max over those groups)."""
+        owners: dict[str, int] = {}
+        for g in self.column_groups:
+            owners[g.ordering_field] = owners.get(g.ordering_field, 0) + 1
+        return tuple(f for f, n in owners.items() if n > 1)
+
+    def group(self, name: str) -> ColumnGroup:
+        for g in self.column_groups:
+            if g.name == name:
+                return g
+        raise InvalidTableConfig(f"table {self.name!r} has no column group {name!r}; "
+                                 f"groups are {[g.name for g in self.column_groups]}")
+
+    def with_schema(self, schema: pa.Schema) -> TableConfig:
+        return replace(self, schema=schema)
+
+    # -- JSON ------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format_version": self.format_version,
+            "name": self.name,
+            "table_type": self.table_type,
+            "record_key": list(self.record_key),
+            "partition_fields": list(self.partition_fields),
+            "ordering_field": self.ordering_field,
+            "merge_mode": self.merge_mode,
+            "column_groups": [g.to_json() for g in self.column_groups],
+            "column_defaults": dict(self.column_defaults),
+            "buckets": self.buckets,
+            "compression": self.compression,
+            "schema": schema_to_json(self.schema),
+        }
+
+    def dumps(self) -> bytes:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> TableConfig:
+        version = obj.get("format_version")
+        if not isinstance(version, int):
+            raise CorruptMetadata("table.json has no integer format_version; restore it from a backup")
+        if version > FORMAT_VERSION:
+            raise UnsupportedTableVersion(
+                f"table format version {version} is newer than this lakecore reads ({FORMAT_VERSION}); "
+                "upgrade weir")
+        try:
+            return cls(
+                name=obj["name"],
+                schema=schema_from_json(obj["schema"]),
+                record_key=tuple(obj["record_key"]),
+                partition_fields=tuple(obj.get("partition_fields", ())),
+                table_type=obj["table_type"],
+                ordering_field=obj.get("ordering_field"),
+                merge_mode=obj["merge_mode"],
+                column_groups=tuple(ColumnGroup.from_json(g) for g in obj.get("column_groups", ())),
+                column_defaults=dict(obj.get("column_defaults", {})),
+                buckets=int(obj["buckets"]),
+                compression=obj.get("compression", "zstd"),
+                format_version=version,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptMetadata(f"table.json is missing or has a malformed field ({exc!r}); "
+                                  "restore it from a backup") from exc
+
+    @classmethod
+    def loads(cls, data: bytes, *, source: str = "table.json") -> TableConfig:
+        try:
+            obj = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptMetadata(f"{source} is not valid JSON ({exc}); it is truncated or corrupted: "
+                                  "restore it from a backup") from exc
+        if not isinstance(obj, dict):
+            raise CorruptMetadata(f"{source} does not hold a JSON object; restore it from a backup")
+        return cls.from_json(obj)
+
+
+def default_merge_mode(ordering_field: str | None, column_groups: Sequence[ColumnGroup]) -> MergeMode:
+    if column_groups:
+        return "partial_update"
+    return "event_time" if ordering_field else "commit_time"
+
+
+def _validate(c: TableConfig) -> None:
+    def bad(msg: str) -> InvalidTableConfig:
+        return InvalidTableConfig(f"table {c.name!r}: {msg}")
+
+    if not _NAME.match(c.name or ""):
+        raise bad("name must be 1-128 characters of letters, digits, '_', '.', '-'")
+    if c.table_type not in get_args(TableType):
+        raise bad(f"table_type must be one of {get_args(TableType)}, got {c.table_type!r}")
+    if c.merge_mode not in get_args(MergeMode):
+        raise bad(f"merge_mode must be one of {get_args(MergeMode)}, got {c.merge_mode!r}")
+    if not isinstance(c.buckets, int) or not 1 <= c.buckets <= 65536:
+        raise bad(f"buckets must be an integer in 1..65536, got {c.buckets!r}")
+    names = c.schema.names
+    if len(set(names)) != len(names):
+        raise bad("schema has duplicate column names")
+    reserved = [n for n in names if n.startswith(META_PREFIX)]
+    if reserved:
+        raise bad(f"column names starting with {META_PREFIX!r} are reserved: {reserved}")
+    for f in c.schema:
+        check_supported_type(f.name, f.type)
+    if not c.record_key:
+        raise bad("record_key needs at least one column")
+    for role, cols in (("record_key", c.record_key), ("partition_fields", c.partition_fields)):
+        missing = [n for n in cols if n not in names]
+        if missing:
+            raise bad(f"{role} {missing} not in the schema {names}")
+        for n in cols:
+            t = c.schema.field(n).type
+            if pa.types.is_nested(t) or pa.types.is_floating(t):
+                raise bad(f"{role} column {n!r} has type {t}; use a string, integer, date or timestamp")
+    if set(c.record_key) & set(c.partition_fields):
+        raise bad("a column cannot be both record key and partition field")
+    if c.merge_mode == "event_time" and not c.ordering_field:
+        raise bad("merge_mode 'event_time' needs an ordering_field")
+    if c.merge_mode == "commit_time" and c.ordering_field:
+        raise bad("merge_mode 'commit_time' ignores ordering_field; drop it or use 'event_time'")
+    if c.ordering_field:
+        _check_orderable(c, c.ordering_field, bad)
+    if c.merge_mode == "partial_update":
+        _validate_groups(c, bad)
+    elif c.column_groups:
+        raise bad("column_groups need merge_mode 'partial_update'")
+    for col, value in c.column_defaults.items():
+        if col not in names:
+            raise bad(f"column_defaults names {col!r}, which is not in the schema")
+        try:
+            pa.scalar(value, c.schema.field(col).type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
+            raise bad(f"default {value!r} does not fit column {col!r} ({exc})") from exc
+
+
+def _check_orderable(c: TableConfig, name: str, bad: Any) -> None:
+    if name not in c.schema.names:
+        raise bad(f"ordering field {name!r} is not in the schema {c.schema.names}")
+    t = c.schema.field(name).type
+    if not any(pred(t) for pred in _ORDERABLE):
+        raise bad(f"ordering field {name!r} has type {t}; use an integer, float, timestamp, date or string")
+
+
+def _validate_groups(c: TableConfig, bad: Any) -> None:
+    if c.ordering_field:
+        raise bad("partial_update takes one ordering_field per column group, not a table-wide one")
+    if not c.column_groups:
+        raise bad("merge_mode 'partial_update' needs column_groups")
+    seen: dict[str, str] = {}
+    group_names = [g.name for g in c.column_groups]
+    if len(set(group_names)) != len(group_names):
+        raise bad(f"duplicate column group names {group_names}")
+    shared = set(c.shared_ordering_fields())
+    for g in c.column_groups:
+        if not _NAME.match(g.name) or "__" in g.name:
+            raise bad(f"column group name {g.name!r} must be letters, digits, '_', '.', '-' without '__'")
+        _check_orderable(c, g.ordering_field, bad)
+        if not g.columns:
+            raise bad(f"column group {g.name!r} has no columns")
+        for col in g.columns:
+            if col not in c.data_columns:
+                raise bad(f"column group {g.name!r} lists {col!r}, which is not a data column "
+                          f"(record key and partition fields belong to every group)")
+            if col in seen:
+                raise bad(f"column {col!r} is in groups {seen[col]!r} and {g.name!r}; a column has one owner")
+            if col in shared:
+                raise bad(f"ordering field {col!r} is shared by several groups, so no group may list it")
+            seen[col] = g.name
+    ungrouped = [n for n in c.data_columns if n not in seen and n not in shared]
+    if ungrouped:
+        raise bad(f"columns {ungrouped} belong to no column group; add each to exactly one group")
+
+
+def normalize_groups(groups: Sequence[ColumnGroup]) -> tuple[ColumnGroup, ...]:
+    """Add each group's own (unshared) ordering field to its columns, so it travels with the group."""
+    counts: dict[str, int] = {}
+    for g in groups:
+        counts[g.ordering_field] = counts.get(g.ordering_field, 0) + 1
+    out = []
+    for g in groups:
+        if counts[g.ordering_field] == 1 and g.ordering_field not in g.columns:
+            g = replace(g, columns=(*g.columns, g.ordering_field))
+        out.append(g)
+    return tuple(out)
+
+
+# -- Arrow schema <-> JSON ---------------------------------------------------------------------
+
+_PRIMITIVES: dict[str, pa.DataType] = {
+    "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+    "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(), "uint64": pa.uint64(),
+    "float32": pa.float32(), "float64": pa.float64(), "string": pa.string(),
+    "large_string": pa.large_string(), "binary": pa.binary(), "large_binary": pa.large_binary(),
+    "date32": pa.date32(),
+}
+_PRIMITIVE_NAMES = {v: k for k, v in _PRIMITIVES.items()}
+
+
+def check_supported_type(name: str, t: pa.DataType) -> None:
+    try:
+        _type_to_json(t)
+    except UnsupportedType as exc:
+        raise UnsupportedType(f"column {name!r}: {exc}") from None
+
+
+def _type_to_json(t: pa.DataType) -> dict[str, Any]:
+    if t in _PRIMITIVE_NAMES:
+        return {"type": _PRIMITIVE_NAMES[t]}
+    if pa.types.is_timestamp(t):
+        return {"type": "timestamp", "unit": t.unit, "tz": t.tz}
+    if pa.types.is_time32(t) or pa.types.is_time64(t):
+        return {"type": "time", "unit": t.unit}
+    if pa.types.is_decimal128(t):
+        return {"type": "decimal", "precision": t.precision, "scale": t.scale}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return {"type": "large_list" if pa.types.is_large_list(t) else "list",
+                "item": _field_to_json(t.value_field)}
+    if pa.types.is_struct(t):
+        return {"type": "struct", "fields": [_field_to_json(t.field(i)) for i in range(t.num_fields)]}
+    hint = " (decode it first: table.cast() to the value type)" if pa.types.is_dictionary(t) else ""
+    raise UnsupportedType(f"type {t} cannot be stored{hint}; use bool, integers, floats, string, binary, "
+                          "date32, time, timestamp, decimal128, list or struct")
+
+
+def _type_from_json(obj: Mapping[str, Any]) -> pa.DataType:
+    kind = obj["type"]
+    if kind in _PRIMITIVES:
+        return _PRIMITIVES[kind]
+    if kind == "timestamp":
+        return pa.timestamp(obj["unit"], tz=obj.get("tz"))
+    if kind == "time":
+        unit = obj["unit"]
+        return pa.time32(unit) if unit in ("s", "ms") else pa.time64(unit)
+    if kind == "decimal":
+        return pa.decimal128(obj["precision"], obj["scale"])
+    if kind in ("list", "large_list"):
+        item = _field_from_json(obj["item"])
+        return pa.large_list(item) if kind == "large_list" else pa.list_(item)
+    if kind == "struct":
+        return pa.struct([_field_from_json(f) for f in obj["fields"]])
+    raise ValueError(f"unknown type {kind!r}")
+
+
+def _field_to_json(f: pa.Field) -> dict[str, Any]:
+    return {"name": f.name, "nullable": f.nullable, **_type_to_json(f.type)}
+
+
+def _field_from_json(obj: Mapping[str, Any]) -> pa.Field:
+    return pa.field(obj["name"], _type_from_json(obj), nullable=bool(obj.get("nullable", True)))
+
+
+def schema_to_json(schema: pa.Schema) -> list[dict[str, Any]]:
+    return [_field_to_json(f) for f in schema]
+
+
+def schema_from_json(fields: Sequence[Mapping[str, Any]]) -> pa.Schema:
+    return pa.schema([_field_from_json(f) for f in cast(Sequence[Mapping[str, Any]], fields)])

@@ -1,0 +1,106 @@
+"""Every error lakecore raises.
+
+One root (`LakecoreError`); leaf classes carry a one-line docstring. Messages say what happened and
+end with what to do. `retryable` marks errors a caller may retry as-is (the Spark jobs map it to exit
+codes, the operator to kopf's TemporaryError). Nothing here imports anything but the standard library.
+"""
+
+from __future__ import annotations
+
+
+class LakecoreError(Exception):
+    """Root of every lakecore error."""
+
+    retryable: bool = False
+
+
+# -- table and configuration -------------------------------------------------------------------
+
+
+class TableNotFound(LakecoreError):
+    """No table exists at the URI."""
+
+
+class TableAlreadyExists(LakecoreError):
+    """A table already exists at the URI given to create()."""
+
+
+class InvalidTableConfig(LakecoreError):
+    """The table configuration is inconsistent or incomplete."""
+
+
+class CorruptMetadata(LakecoreError):
+    """A metadata file (table config, instant, plan) is truncated or unreadable."""
+
+
+class UnsupportedTableVersion(LakecoreError):
+    """The table was written by a newer format version than this lakecore reads."""
+
+
+# -- bad input data ----------------------------------------------------------------------------
+
+
+class InvalidInput(LakecoreError):
+    """The data given to a write does not fit the table."""
+
+
+class SchemaMismatch(InvalidInput):
+    """Input columns or types do not match the table schema."""
+
+
+class MissingColumn(InvalidInput):
+    """A required column (record key, ordering field, partition field) is missing from the input."""
+
+
+class NullKey(InvalidInput):
+    """Record-key or partition values are null."""
+
+
+class UnsupportedType(InvalidInput):
+    """An Arrow type lakecore cannot store."""
+
+
+# -- timeline and storage ----------------------------------------------------------------------
+
+
+class StorageError(LakecoreError):
+    """The storage backend failed an operation."""
+
+    retryable = True
+
+
+class AlreadyExists(StorageError):
+    """A create-if-absent write found the object already there."""
+
+    retryable = False
+
+
+class AtomicCreateUnsupported(StorageError):
+    """The storage cannot create a file atomically only-if-absent."""
+
+    retryable = False
+
+
+class InstantNotFound(LakecoreError):
+    """No instant on the timeline matches the given time."""
+
+
+class InvalidInstantState(LakecoreError):
+    """An instant is not in the state an operation needs (e.g. committing a completed instant)."""
+
+
+# -- concurrency -------------------------------------------------------------------------------
+
+
+class LockError(LakecoreError):
+    """The table lock could not be acquired or was lost."""
+
+    retryable = True
+
+
+class LockTimeout(LockError):
+    """The table lock was not acquired within the timeout."""
+
+
+class WriteAborted(LakecoreError):
+    """A write was abandoned before commit; nothing of it is visible."""

@@ -1,0 +1,1 @@
+"""Read: file schemas, merge specs, file-slice reads, snapshot and incremental queries."""

@@ -1,0 +1,65 @@
+"""Reading one file slice: its base file and log files merged into one row per live record key.
+
+Owns column projection for merging (a query for a few columns still reads the key, the ordering
+values and the op marker that decide which version wins) and the per-row `_weir_file_name`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.config import COMMIT_TIME, OP, TableConfig
+from lakecore.formats import read_files
+from lakecore.layout import FileSlice
+from lakecore.merge import GroupSpec, MergeSpec, merge
+from lakecore.read.spec import file_schema, merge_spec
+from lakecore.storage import Storage
+
+
+def merge_columns(config: TableConfig, columns: Sequence[str] | None) -> list[str]:
+    """File columns to read so that `columns` can be merged correctly (None: all of them)."""
+    schema = file_schema(config)
+    if columns is None:
+        return schema.names
+    spec = merge_spec(config)
+    need = set(columns) | set(config.record_key) | {COMMIT_TIME}
+    for g in spec.groups:
+        if g.ordering:
+            need.add(g.ordering)
+    return [n for n in schema.names if n in need]
+
+
+def projected_spec(spec: MergeSpec, names: Sequence[str]) -> MergeSpec:
+    keep = set(names)
+    return MergeSpec(key=spec.key, groups=tuple(
+        GroupSpec(g.name, tuple(c for c in g.columns if c in keep), g.ordering) for g in spec.groups))
+
+
+def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: list[str], *,
+               keep_deletes: bool = False, base_only: bool = False) -> pa.Table:
+    """Merged rows of a slice with exactly `columns` (file-schema names) [+ _weir_op if keep_deletes]."""
+    schema = pa.schema([file_schema(config).field(c) for c in columns])
+    files = [fs.base.path] if fs.base else []
+    logs = [] if base_only else [lf.stat.path for lf in fs.logs]
+    tables = read_files(storage, files + logs, [*columns, OP])
+    if len(tables) == 1 and fs.base and not keep_deletes:
+        return tables[0].select(columns).cast(schema)
+    spec = projected_spec(merge_spec(config), columns)
+    return merge(tables, spec, schema, keep_deletes=keep_deletes, first_unique=fs.base is not None)
+
+
+def file_names(fs: FileSlice, commit_times: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The file holding each row's latest version: the log its commit wrote, else the base file."""
+    logs = {int(lf.instant_time): lf.stat.file_name for lf in fs.logs}
+    base = fs.base.file_name if fs.base else ""
+    n = len(commit_times)
+    if not logs:
+        return pa.array(np.full(n, base, dtype=object), pa.string())
+    names = pa.array([base, *logs.values()], pa.string())
+    idx = pc.index_in(commit_times, value_set=pa.array(list(logs), pa.int64()))
+    idx = pc.fill_null(pc.add(idx, 1), 0)
+    return names.take(idx)

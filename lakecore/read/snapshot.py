@@ -1,0 +1,150 @@
+"""Table queries over a file-system view: snapshot (merged), read-optimized (base only), and the
+finishing steps every query shares (meta columns, column-group defaults, projection).
+
+Slices are independent, so they are read concurrently; the merge inside each is vectorized.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.config import (
+    COMMIT_TIME,
+    FILE_NAME,
+    META_COLUMNS,
+    OP,
+    PARTITION_PATH,
+    RECORD_KEY,
+    TableConfig,
+    group_ordering_column,
+)
+from lakecore.errors import InvalidInput
+from lakecore.layout import FileSlice, FileSystemView, parse_partition_path
+from lakecore.read.slices import file_names, merge_columns, read_slice
+from lakecore.read.spec import file_schema
+from lakecore.storage import Storage
+
+_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-slice")
+
+
+def prune(view: FileSystemView, config: TableConfig,
+          partitions: Mapping[str, Any] | None) -> list[FileSlice]:
+    """Slices whose partition matches every `field: value` (or `field: [values]`) given."""
+    if not partitions:
+        return list(view.slices)
+    unknown = [k for k in partitions if k not in config.partition_fields]
+    if unknown:
+        raise InvalidInput(f"{unknown} are not partition fields of table {config.name!r} "
+                           f"({list(config.partition_fields)}); filter other columns with `filter=`")
+    wanted = {k: {str(x) for x in (v if isinstance(v, (list, tuple, set, frozenset)) else [v])}
+              for k, v in partitions.items()}
+    out = []
+    for s in view.slices:
+        values = parse_partition_path(s.partition)
+        if all(values.get(k) in vs for k, vs in wanted.items()):
+            out.append(s)
+    return out
+
+
+def check_columns(config: TableConfig, columns: Sequence[str] | None) -> None:
+    if columns is None:
+        return
+    known = set(config.schema.names) | set(META_COLUMNS)
+    unknown = [c for c in columns if c not in known]
+    if unknown:
+        raise InvalidInput(f"unknown column(s) {unknown}; the table has {config.schema.names} "
+                           f"and meta columns {list(META_COLUMNS)}")
+
+
+def read_view(storage: Storage, config: TableConfig, view: FileSystemView, *,
+              columns: Sequence[str] | None = None, partitions: Mapping[str, Any] | None = None,
+              filter: pc.Expression | None = None, with_meta: bool = False,
+              base_only: bool = False) -> pa.Table:
+    check_columns(config, columns)
+    slices = prune(view, config, partitions)
+    wanted = merge_columns(config, None if columns is None else
+                           [c for c in columns if c not in META_COLUMNS] + _filter_columns(filter))
+    meta = with_meta or bool(columns and set(columns) & set(META_COLUMNS))
+
+    def one(fs: FileSlice) -> pa.Table:
+        t = read_slice(storage, config, fs, wanted, base_only=base_only)
+        if meta:
+            t = t.append_column(FILE_NAME, file_names(fs, t.column(COMMIT_TIME)))
+            t = t.append_column(PARTITION_PATH, pa.array([fs.partition] * t.num_rows, pa.string()))
+        return t
+
+    if slices:
+        parts = list(_pool.map(one, slices)) if len(slices) > 1 else [one(slices[0])]
+        table = pa.concat_tables(parts)
+    else:
+        table = file_schema(config).empty_table()
+        if meta:
+            table = table.append_column(FILE_NAME, pa.array([], pa.string()))
+            table = table.append_column(PARTITION_PATH, pa.array([], pa.string()))
+    return finish(table, config, columns=columns, filter=filter, with_meta=meta)
+
+
+def _filter_columns(expr: pc.Expression | None) -> list[str]:
+    # pyarrow has no public accessor for an expression's field references; its text names them, and
+    # merge_columns keeps only names that are real columns, so an extra word here reads nothing more.
+    return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(expr)) if expr is not None else []
+
+
+def finish(table: pa.Table, config: TableConfig, *, columns: Sequence[str] | None,
+           filter: pc.Expression | None, with_meta: bool) -> pa.Table:
+    """Apply column-group defaults and shared ordering fields, meta columns, filter, projection."""
+    if config.merge_mode == "partial_update":
+        table = _fill_groups(table, config)
+    if with_meta:
+        table = _add_meta(table, config)
+    if filter is not None:
+        table = table.filter(filter)
+    out = list(columns) if columns is not None else \
+        ([*META_COLUMNS] if with_meta else []) + list(config.schema.names)
+    return table.select(out)
+
+
+def _fill_groups(table: pa.Table, config: TableConfig) -> pa.Table:
+    names = table.column_names
+    for shared in config.shared_ordering_fields():
+        if shared in names:
+            ords = [table.column(group_ordering_column(g.name)) for g in config.column_groups
+                    if g.ordering_field == shared and group_ordering_column(g.name) in names]
+            if ords:
+                idx = names.index(shared)
+                table = table.set_column(idx, shared, pc.max_element_wise(*ords, skip_nulls=True))
+    for g in config.column_groups:
+        hidden = group_ordering_column(g.name)
+        if hidden not in names:
+            continue
+        absent = pc.is_null(table.column(hidden))
+        for col in g.columns:
+            if col in config.column_defaults and col in names:
+                dflt = pa.scalar(config.column_defaults[col], config.schema.field(col).type)
+                i = table.column_names.index(col)
+                table = table.set_column(i, col, pc.if_else(absent, dflt, table.column(col)))
+    return table
+
+
+def _add_meta(table: pa.Table, config: TableConfig) -> pa.Table:
+    if len(config.record_key) == 1:
+        key = pc.cast(table.column(config.record_key[0]), pa.string())
+    else:
+        key = pc.binary_join_element_wise(
+            *[pc.binary_join_element_wise(f"{k}:", pc.cast(table.column(k), pa.string()), "")
+              for k in config.record_key], ",")
+    commit = pc.cast(table.column(COMMIT_TIME), pa.string())
+    table = table.set_column(table.column_names.index(COMMIT_TIME), COMMIT_TIME, commit)
+    return table.append_column(RECORD_KEY, key)
+
+
+def changes_view(table: pa.Table) -> pa.Table:
+    """Rename the op column of a keep-deletes read to readable labels."""
+    labels = pc.if_else(pc.equal(table.column(OP), 1), "delete", "upsert")
+    return table.set_column(table.column_names.index(OP), OP, labels)

@@ -1,0 +1,62 @@
+"""The narrow storage protocol every other layer talks to.
+
+Owns: `Storage` (paths relative to the table base, '/'-separated) and `FileInfo`. Implementations live
+one per module (`local`, `fsspec_store`, `memory`); `open_storage` picks one by URI scheme. Nothing
+above this layer knows which backend it runs on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import pyarrow.fs as pafs
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str  # relative to the table base
+    size: int
+    mtime: float  # seconds since the epoch
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """A table's files. Picklable: tasks in other processes re-open it from its URI and options."""
+
+    @property
+    def uri(self) -> str:
+        """The table base URI this storage is rooted at."""
+        ...
+
+    def read(self, path: str) -> bytes:
+        """Whole file; raises FileNotFoundError when absent."""
+        ...
+
+    def write(self, path: str, data: bytes) -> None:
+        """Create or replace the file with exactly `data` (readers never see a partial file)."""
+        ...
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        """Atomically create the file with `data`; raises errors.AlreadyExists when it exists."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def list_dir(self, directory: str) -> list[FileInfo]:
+        """Files directly inside `directory` (not recursive); [] when it does not exist."""
+        ...
+
+    def list_tree(self, directory: str) -> list[FileInfo]: ...
+
+    def delete(self, path: str) -> None:
+        """Remove a file; a missing file is fine."""
+        ...
+
+    def arrow(self) -> tuple[pafs.FileSystem, str]:
+        """(pyarrow filesystem, root path inside it) for Parquet reads and writes."""
+        ...
+
+
+def join(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))

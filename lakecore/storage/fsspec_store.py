@@ -1,0 +1,123 @@
+"""Storage on any fsspec filesystem (memory://, s3://, ...). The only module that imports fsspec.
+
+Create-if-absent uses fsspec's `pipe_file(mode="create")`, which s3fs maps to a conditional PUT
+(`If-None-Match: *`) and the memory filesystem to an exclusive open. Schemes not known to do that
+atomically refuse `write_if_absent` rather than risk two writers both "winning" a create.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import fsspec
+import pyarrow.fs as pafs
+
+from lakecore.errors import AlreadyExists, AtomicCreateUnsupported, StorageError
+from lakecore.storage.base import FileInfo
+
+ATOMIC_CREATE = frozenset({"memory", "s3", "s3a"})
+_memory_lock = threading.Lock()  # the memory filesystem checks-then-creates; serialize within the process
+
+
+class FsspecStorage:
+    def __init__(self, uri: str, options: dict[str, Any] | None = None) -> None:
+        self._uri = uri.rstrip("/")
+        self._options = dict(options or {})
+        self._fs: Any = None
+        self._root = ""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_uri": self._uri, "_options": self._options, "_fs": None, "_root": ""}
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is None:
+            self._fs, root = fsspec.core.url_to_fs(self._uri, **self._options)
+            self._root = root.rstrip("/")
+        return self._fs
+
+    @property
+    def protocol(self) -> str:
+        p = self.fs.protocol
+        return p if isinstance(p, str) else p[0]
+
+    def _abs(self, path: str) -> str:
+        self.fs  # noqa: B018 - resolves _root
+        return f"{self._root}/{path}" if path else self._root
+
+    def _rel(self, full: str) -> str:
+        full = full.lstrip("/") if not self._root.startswith("/") else full
+        return full[len(self._root):].lstrip("/")
+
+    def read(self, path: str) -> bytes:
+        try:
+            return bytes(self.fs.cat_file(self._abs(path)))
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise StorageError(f"reading {self._uri}/{path} failed: {exc}; check connectivity") from exc
+
+    def write(self, path: str, data: bytes) -> None:
+        self.fs.pipe_file(self._abs(path), data)
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        proto = self.protocol
+        if proto not in ATOMIC_CREATE:
+            raise AtomicCreateUnsupported(
+                f"storage {proto!r} cannot create files atomically; use local disk, s3:// or memory://")
+        full = self._abs(path)
+        try:
+            if proto == "memory":
+                with _memory_lock:
+                    if self.fs.exists(full):
+                        raise FileExistsError(full)
+                    self.fs.pipe_file(full, data)
+            else:
+                self.fs.pipe_file(full, data, mode="create")
+        except FileExistsError:
+            raise AlreadyExists(f"{path} already exists") from None
+        except OSError as exc:
+            if "PreconditionFailed" in str(exc) or "412" in str(exc):
+                raise AlreadyExists(f"{path} already exists") from None
+            raise
+
+    def exists(self, path: str) -> bool:
+        return bool(self.fs.exists(self._abs(path)))
+
+    def _infos(self, entries: Any) -> list[FileInfo]:
+        out = []
+        for e in entries:
+            if e.get("type") != "file":
+                continue
+            mtime = e.get("LastModified") or e.get("mtime") or e.get("created") or 0
+            if hasattr(mtime, "timestamp"):
+                mtime = mtime.timestamp()
+            out.append(FileInfo(self._rel(e["name"]), int(e.get("size") or 0), float(mtime)))
+        return out
+
+    def list_dir(self, directory: str) -> list[FileInfo]:
+        try:
+            return self._infos(self.fs.ls(self._abs(directory), detail=True, refresh=True))
+        except FileNotFoundError:
+            return []
+
+    def list_tree(self, directory: str) -> list[FileInfo]:
+        try:
+            found = self.fs.find(self._abs(directory), detail=True)
+        except FileNotFoundError:
+            return []
+        return self._infos(found.values())
+
+    def delete(self, path: str) -> None:
+        try:
+            self.fs.rm_file(self._abs(path))
+        except FileNotFoundError:
+            pass
+
+    def arrow(self) -> tuple[pafs.FileSystem, str]:
+        return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs)), self._abs("")

@@ -1,0 +1,87 @@
+"""What a completed instant records: the files it wrote, the schema, the operation.
+
+Owns `WriteStat` (one data file written for one file group) and `CommitMetadata` (the JSON body of a
+completed instant file), with strict parsing: a truncated or hand-edited file raises CorruptMetadata
+naming the file, never a KeyError from deep inside a reader.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lakecore.errors import CorruptMetadata
+
+FileKind = Literal["base", "log"]
+
+
+@dataclass(frozen=True)
+class WriteStat:
+    partition: str          # partition path ("" for unpartitioned tables)
+    file_id: str            # file group id within the partition
+    file_name: str          # data file name inside the partition directory
+    kind: FileKind
+    records: int            # rows in the file (upserts + deletes)
+    deletes: int = 0
+    bytes: int = 0
+    base_instant: str | None = None  # for base files written by a merge: the base they replace
+
+    @property
+    def path(self) -> str:
+        return f"{self.partition}/{self.file_name}" if self.partition else self.file_name
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"partition": self.partition, "file_id": self.file_id, "file": self.file_name,
+                             "kind": self.kind, "records": self.records, "deletes": self.deletes,
+                             "bytes": self.bytes}
+        if self.base_instant:
+            d["base_instant"] = self.base_instant
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> WriteStat:
+        kind = d["kind"]
+        if kind not in ("base", "log"):
+            raise ValueError(f"unknown file kind {kind!r}")
+        return cls(partition=str(d["partition"]), file_id=str(d["file_id"]), file_name=str(d["file"]),
+                   kind=kind, records=int(d["records"]), deletes=int(d.get("deletes", 0)),
+                   bytes=int(d.get("bytes", 0)), base_instant=d.get("base_instant"))
+
+
+@dataclass(frozen=True)
+class CommitMetadata:
+    operation: str
+    write_stats: tuple[WriteStat, ...] = ()
+    schema: list[dict[str, Any]] | None = None  # config.schema_to_json form
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def file_groups(self) -> frozenset[tuple[str, str]]:
+        return frozenset((s.partition, s.file_id) for s in self.write_stats)
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.write_stats)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"operation": self.operation, "write_stats": [s.to_json() for s in self.write_stats],
+                "schema": self.schema, "extra": dict(self.extra)}
+
+    def dumps(self) -> bytes:
+        return json.dumps(self.to_json(), separators=(",", ":")).encode()
+
+    @classmethod
+    def loads(cls, data: bytes, *, source: str) -> CommitMetadata:
+        try:
+            obj = json.loads(data)
+            return cls(operation=str(obj["operation"]),
+                       write_stats=tuple(WriteStat.from_json(s) for s in obj.get("write_stats", ())),
+                       schema=obj.get("schema"), extra=dict(obj.get("extra") or {}))
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
+                AttributeError) as exc:
+            raise CorruptMetadata(
+                f"instant file {source} is truncated or corrupted ({exc!r}); the table cannot be read "
+                "past it: restore the file from a backup, or if the instant's data is expendable, "
+                "roll it back with `weir table rollback`") from exc

@@ -1,0 +1,167 @@
+"""Input checking for writes: make user data fit the table, or say precisely why it does not.
+
+Owns: column presence (record key, partition fields, ordering fields, whole column groups), null
+keys, type compatibility (only lossless widenings are applied), and the meta columns a write adds
+(`_weir_op`, per-group ordering values). Pure: takes Arrow data and the config, returns Arrow data.
+Every failure raises before anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+
+from lakecore.config import (
+    OP,
+    OP_DELETE,
+    OP_UPSERT,
+    TableConfig,
+    check_supported_type,
+    group_ordering_column,
+)
+from lakecore.errors import InvalidInput, MissingColumn, NullKey, SchemaMismatch
+
+Operation = Literal["upsert", "insert", "bulk_insert", "delete"]
+
+
+@dataclass(frozen=True)
+class Conformed:
+    rows: pa.Table                 # table columns in schema order (+ _weir_op, hidden ordering columns)
+    groups: tuple[str, ...]        # column groups this write carries (partial-update tables)
+
+
+def as_table(data: Any) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "to_arrow"):
+        return pa.table(data)
+    try:
+        import pandas as pd
+        if isinstance(data, pd.DataFrame):
+            return pa.Table.from_pandas(data, preserve_index=False)
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pass
+    raise InvalidInput(f"cannot write a {type(data).__name__}; pass a pyarrow.Table, RecordBatch or "
+                       "pandas.DataFrame")
+
+
+def _widening_ok(src: pa.DataType, dst: pa.DataType) -> bool:
+    families = (pa.types.is_integer, pa.types.is_floating, pa.types.is_timestamp, pa.types.is_date,
+                pa.types.is_decimal)
+    if any(f(src) and f(dst) for f in families):
+        return True
+    strings = (pa.types.is_string, pa.types.is_large_string)
+    binaries = (pa.types.is_binary, pa.types.is_large_binary)
+    return (any(f(src) for f in strings) and any(f(dst) for f in strings)) or \
+        (any(f(src) for f in binaries) and any(f(dst) for f in binaries)) or \
+        (pa.types.is_integer(src) and pa.types.is_floating(dst))
+
+
+def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if pa.types.is_null(col.type):
+        col = pa.chunked_array([pa.nulls(len(col), field.type)])
+    if col.type != field.type:
+        if not _widening_ok(col.type, field.type):
+            raise SchemaMismatch(f"column {name!r} has type {col.type} but the table stores {field.type}; "
+                                 f"cast it to {field.type} before writing")
+        try:
+            col = col.cast(field.type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SchemaMismatch(f"column {name!r} cannot be converted from {col.type} to {field.type} "
+                                 f"without loss ({exc}); fix the values or the type") from None
+    if not field.nullable and col.null_count:
+        raise SchemaMismatch(f"column {name!r} is declared non-nullable but has {col.null_count} nulls; "
+                             "fill them before writing")
+    return col
+
+
+def _require(data: pa.Table, columns: tuple[str, ...], role: str) -> None:
+    missing = [c for c in columns if c not in data.column_names]
+    if missing:
+        raise MissingColumn(f"input lacks {role} column(s) {missing}; input has {data.column_names}")
+
+
+def _no_nulls(data: pa.Table, columns: tuple[str, ...], role: str) -> None:
+    for c in columns:
+        n = data.column(c).null_count
+        if n:
+            raise NullKey(f"{n} row(s) have a null {role} {c!r}; every row needs one: drop or fill them")
+
+
+def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
+    """Check and convert one write's input. Deletes need only the record key (and partition fields)."""
+    table = as_table(data)
+    schema = config.schema
+    unknown = [c for c in table.column_names if c not in schema.names]
+    if unknown:
+        raise SchemaMismatch(f"input columns {unknown} are not in the table schema {schema.names}; "
+                             "drop them, or evolve the table schema first")
+    if len(set(table.column_names)) != table.num_columns:
+        raise SchemaMismatch(f"input has duplicate column names {table.column_names}")
+    for f in table.schema:
+        if not pa.types.is_dictionary(f.type) and not pa.types.is_null(f.type):
+            check_supported_type(f.name, f.type)
+    fixed = (*config.record_key, *config.partition_fields)
+    _require(table, config.record_key, "record key")
+    _require(table, config.partition_fields, "partition field")
+    if operation == "delete":
+        wanted = [c for c in schema.names if c in table.column_names and
+                  (c in fixed or c in config.ordering_fields)]
+        groups: tuple[str, ...] = tuple(g.name for g in config.column_groups)
+    else:
+        groups = _carried_groups(table, config)
+        wanted = [c for c in schema.names if c in table.column_names]
+        if config.merge_mode != "partial_update":
+            _require(table, tuple(schema.names), "table")
+    cols = {c: _conform_column(c, table.column(c), schema.field(c)) for c in wanted}
+    out = pa.table(cols) if cols else pa.table({})
+    _no_nulls(out, fixed, "record key" if len(fixed) == len(config.record_key) else "key/partition value")
+    if operation != "delete":
+        for f in _required_orderings(config, groups):
+            n = out.column(f).null_count
+            if n:
+                raise InvalidInput(f"{n} row(s) have a null ordering field {f!r}; every upsert needs an "
+                                   "ordering value: fill them (e.g. with the event time)")
+    op = OP_DELETE if operation == "delete" else OP_UPSERT
+    out = out.append_column(OP, pa.array(np.full(out.num_rows, op, dtype=np.int8)))
+    if config.merge_mode == "partial_update":
+        for g in config.column_groups:
+            hidden = group_ordering_column(g.name)
+            if g.name in groups and g.ordering_field in out.column_names:
+                out = out.append_column(hidden, out.column(g.ordering_field))
+    return Conformed(out, groups)
+
+
+def _carried_groups(table: pa.Table, config: TableConfig) -> tuple[str, ...]:
+    if config.merge_mode != "partial_update":
+        return ()
+    shared = set(config.shared_ordering_fields())
+    carried = []
+    for g in config.column_groups:
+        own = [c for c in g.columns if c not in shared]
+        present = [c for c in own if c in table.column_names]
+        if not present:
+            continue
+        missing = [c for c in (*g.columns, g.ordering_field) if c not in table.column_names]
+        if missing:
+            raise MissingColumn(f"input carries column group {g.name!r} partly: it lacks {missing}; "
+                                f"a write updates whole groups ({list(g.columns)})")
+        carried.append(g.name)
+    if not carried:
+        raise MissingColumn("input carries no column group; include all columns of at least one of "
+                            f"{[list(g.columns) for g in config.column_groups]}")
+    return tuple(carried)
+
+
+def _required_orderings(config: TableConfig, groups: tuple[str, ...]) -> tuple[str, ...]:
+    if config.merge_mode == "partial_update":
+        return tuple(dict.fromkeys(config.group(g).ordering_field for g in groups))
+    return config.ordering_fields
+

@@ -1,0 +1,98 @@
+"""The task side of a write: one file group's rows in, one data file and its write stat out.
+
+Runs anywhere (driver, Spark executor, another process): `WriteContext` carries everything it needs
+and pickles. Steps: precombine the rows (one per key), create the marker, then write a log file
+(merge-on-read), a new base file merged with the current one (copy-on-write), or a fresh base file
+(bulk insert into an empty file group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
+from lakecore.formats import write_file
+from lakecore.layout import FileSlice, base_file_name, log_file_name
+from lakecore.merge import merge, precombine
+from lakecore.read.slices import projected_spec, read_slice
+from lakecore.read.spec import file_schema, merge_spec
+from lakecore.storage import Storage
+from lakecore.timeline import WriteStat
+from lakecore.write.conform import Operation
+from lakecore.write.markers import Marker, create_marker
+from lakecore.write.routing import FileGroupRows
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    storage: Storage
+    config: TableConfig
+    instant_time: str
+    operation: Operation
+    slices: Mapping[tuple[str, str], FileSlice] = field(default_factory=dict)  # view at write start
+    write_token: str = "0-0-0"
+
+
+def _with_commit_time(rows: pa.Table, instant_time: str) -> pa.Table:
+    col = pa.array(np.full(rows.num_rows, int(instant_time), dtype=np.int64))
+    if COMMIT_TIME in rows.column_names:
+        return rows.set_column(rows.column_names.index(COMMIT_TIME), COMMIT_TIME, col)
+    return rows.append_column(COMMIT_TIME, col)
+
+
+def _log_schema(ctx: WriteContext, rows: pa.Table) -> pa.Schema:
+    full = file_schema(ctx.config)
+    present = [f for f in full if f.name in rows.column_names]
+    return pa.schema([*present, pa.field(OP, pa.int8())])
+
+
+def write_file_group(ctx: WriteContext, group: FileGroupRows) -> WriteStat:
+    config = ctx.config
+    rows = _with_commit_time(group.rows, ctx.instant_time)
+    current = ctx.slices.get((group.partition, group.file_id))
+    if config.table_type == "copy_on_write":
+        return _write_base(ctx, group, rows, current, merge_with_current=True)
+    if ctx.operation == "bulk_insert" and (current is None or not current.files):
+        return _write_base(ctx, group, rows, None, merge_with_current=False)
+    return _write_log(ctx, group, rows)
+
+
+def _write_log(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> WriteStat:
+    schema = _log_schema(ctx, rows)
+    data_schema = schema.remove(schema.get_field_index(OP))
+    spec = projected_spec(merge_spec(ctx.config), data_schema.names)
+    rows = precombine(rows, spec, data_schema).select(schema.names).cast(schema)
+    name = log_file_name(group.file_id, ctx.instant_time, ctx.write_token)
+    path = f"{group.partition}/{name}" if group.partition else name
+    create_marker(ctx.storage, Marker(ctx.instant_time, path, "append"))
+    size = write_file(ctx.storage, path, rows, compression=ctx.config.compression)
+    deletes = int(pc.sum(rows.column(OP)).as_py() or 0)
+    return WriteStat(group.partition, group.file_id, name, "log", rows.num_rows, deletes, size)
+
+
+def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current: FileSlice | None,
+                *, merge_with_current: bool) -> WriteStat:
+    config = ctx.config
+    schema = file_schema(config)
+    spec = merge_spec(config)
+    if merge_with_current and current is not None and current.files:
+        existing = read_slice(ctx.storage, config, current, schema.names)
+        merged = merge([existing, rows], spec, schema, keep_deletes=False, first_unique=True)
+    else:
+        merged = precombine(rows, spec, schema)
+        if int(pc.sum(merged.column(OP)).as_py() or 0):
+            merged = merged.filter(pc.equal(merged.column(OP), 0))
+        merged = merged.select(schema.names).cast(schema)
+    name = base_file_name(group.file_id, ctx.write_token, ctx.instant_time)
+    path = f"{group.partition}/{name}" if group.partition else name
+    io = "merge" if current is not None and current.files else "create"
+    create_marker(ctx.storage, Marker(ctx.instant_time, path, io))
+    size = write_file(ctx.storage, path, merged, compression=config.compression)
+    deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
+    return WriteStat(group.partition, group.file_id, name, "base", merged.num_rows, deletes, size,
+                     base_instant=current.base_instant if current is not None else None)

@@ -1,0 +1,65 @@
+"""Routing: which file group each record goes to (bucket index within its partition).
+
+A record's file group is (partition path, bucket file id), where the bucket comes from the record key
+through `layout.buckets`. Vectorized: partition values are dictionary-encoded, combined with the
+bucket into one integer per row, and rows are split by a single stable argsort.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.config import TableConfig
+from lakecore.layout import bucket_file_id, partition_path
+from lakecore.layout.buckets import bucket_of
+
+
+@dataclass(frozen=True)
+class FileGroupRows:
+    partition: str
+    file_id: str
+    rows: pa.Table
+
+
+def file_group_codes(rows: pa.Table, config: TableConfig) -> tuple[np.ndarray, list[str]]:
+    """(code per row, partition path per partition code); code = partition code * buckets + bucket."""
+    n = rows.num_rows
+    buckets = bucket_of([rows.column(c) for c in config.record_key], config.buckets).astype(np.int64)
+    if not config.partition_fields:
+        return buckets, [""]
+    part = np.zeros(n, dtype=np.int64)
+    dictionaries = []
+    for name in config.partition_fields:
+        enc = pc.dictionary_encode(rows.column(name)).combine_chunks()
+        values = enc.dictionary.to_pylist()
+        part = part * len(values) + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        dictionaries.append(values)
+    uniq, part = np.unique(part, return_inverse=True)
+    paths = []
+    for code in uniq.tolist():
+        vals = []
+        for values in reversed(dictionaries):
+            code, idx = divmod(code, len(values))
+            vals.append(values[idx])
+        paths.append(partition_path(config.partition_fields, tuple(reversed(vals))))
+    return part * config.buckets + buckets, paths
+
+
+def route(rows: pa.Table, config: TableConfig) -> list[FileGroupRows]:
+    if rows.num_rows == 0:
+        return []
+    codes, paths = file_group_codes(rows, config)
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    stops = np.r_[starts[1:], len(ordered)]
+    taken = rows.take(pa.array(order)) if len(starts) > 1 else rows
+    out = []
+    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+        part, bucket = divmod(int(ordered[start]), config.buckets)
+        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), taken.slice(start, stop - start)))
+    return out

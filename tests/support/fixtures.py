@@ -1,0 +1,81 @@
+"""Session fixtures for external systems, and the hermetic environment every test runs in.
+
+Loaded by tests/conftest.py as a pytest plugin. Under CI=true a missing external system fails the test
+instead of skipping it: CI must run everything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.s3 import S3Server
+from tests.support.zookeeper import ZooKeeperServer, zookeeper_missing_reason
+
+# Minimal valid kubeconfig with no cluster: nothing a test starts can reach a real Kubernetes API.
+EMPTY_KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
+# Real credentials or profiles must not leak into S3 tests.
+AWS_VARIABLES = ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
+def running_in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def require_zookeeper() -> None:
+    reason = zookeeper_missing_reason()
+    if reason is None:
+        return
+    if running_in_ci():
+        pytest.fail(f"ZooKeeper is required under CI: {reason}", pytrace=False)
+    pytest.skip(f"ZooKeeper not available: {reason}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hermetic_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """HOME and KUBECONFIG point at throw-away files: Spark and kopf otherwise read ~/.kube/config."""
+    home = tmp_path_factory.mktemp("home")
+    kubeconfig = home / ".kube" / "config"
+    kubeconfig.parent.mkdir()
+    kubeconfig.write_text(EMPTY_KUBECONFIG)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        patch.setenv("KUBECONFIG", str(kubeconfig))
+        for name in AWS_VARIABLES:
+            patch.delenv(name, raising=False)
+        yield home
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """One ZooKeeper for the whole session. Tests that stop or kill ZooKeeper use `zookeeper_factory`."""
+    require_zookeeper()
+    with ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")) as server:
+        yield server
+
+
+@pytest.fixture
+def zookeeper_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], ZooKeeperServer]]:
+    """Starts private ZooKeeper servers for one test (free to stop/restart them); stops them afterwards."""
+    require_zookeeper()
+    servers: list[ZooKeeperServer] = []
+
+    def start() -> ZooKeeperServer:
+        server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop(kill=True)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """One moto S3 server for the whole session; tests create their own uniquely named buckets."""
+    server = S3Server().start()
+    yield server
+    server.stop()
