@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
@@ -351,4 +351,4 @@ def schema_to_json(schema: pa.Schema) -> list[dict[str, Any]]:
 
 
 def schema_from_json(fields: Sequence[Mapping[str, Any]]) -> pa.Schema:
-    return pa.schema([_field_from_json(f) for f in cast(Sequence[Mapping[str, Any]], fields)])
+    return pa.schema([_field_from_json(f) for f in fields])

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, Self
 
 from lakecore.errors import AlreadyExists, LockError, LockTimeout
 from lakecore.storage import Storage
@@ -33,14 +33,14 @@ class Lock(Protocol):
         """Whether this holder still owns the lock (checked right before completing an instant)."""
         ...
 
-    def __enter__(self) -> Lock: ...
+    def __enter__(self) -> Self: ...
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None: ...
 
 
 class _ContextLock:
-    def __enter__(self) -> _ContextLock:
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 
@@ -122,7 +122,7 @@ class StorageLock(_ContextLock):
             except AlreadyExists:
                 pass
             cur = self._current()
-            if cur is not None and float(cur[1].get("expires", 0) or 0) < time.time():
+            if cur is not None and _expires(cur[1]) < time.time():
                 # Break a stale lock only if it is still the same stale file we read.
                 again = self._current()
                 if again is not None and again[0] == cur[0]:
@@ -149,7 +149,12 @@ class StorageLock(_ContextLock):
         cur = self._current()
         if cur is None or cur[1].get("owner") != self._owner:
             return False
-        return float(cur[1].get("expires", 0) or 0) > time.time()
+        return _expires(cur[1]) > time.time()
+
+
+def _expires(body: dict[str, object]) -> float:
+    value = body.get("expires", 0)
+    return float(value) if isinstance(value, (int, float, str)) else 0.0
 
 
 def ensure_held(lock: Lock, what: str) -> None:

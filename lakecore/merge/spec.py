@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from lakecore.merge.errors import InvalidMergeSpec
+
 OP_COLUMN = "_weir_op"
 """int8 column of a change batch: 0 = upsert, 1 = delete. Absent means all rows are upserts."""
 UPSERT = 0
@@ -36,18 +38,18 @@ class GroupSpec:
 
     def __post_init__(self) -> None:
         if not self.name:
-            raise ValueError("a column group needs a name; give each GroupSpec a non-empty name")
+            raise InvalidMergeSpec("a column group needs a name; give each GroupSpec a non-empty name")
         if not self.columns:
-            raise ValueError(
+            raise InvalidMergeSpec(
                 f"column group {self.name!r} has no columns; list the data columns it updates"
             )
         repeated = sorted(c for c, n in Counter(self.columns).items() if n > 1)
         if repeated:
-            raise ValueError(
+            raise InvalidMergeSpec(
                 f"column group {self.name!r} lists {repeated} more than once; list each column once"
             )
         if OP_COLUMN in self.columns or self.ordering == OP_COLUMN:
-            raise ValueError(
+            raise InvalidMergeSpec(
                 f"column group {self.name!r} uses {OP_COLUMN!r}, which is the op marker; "
                 "remove it from the group"
             )
@@ -69,24 +71,24 @@ class MergeSpec:
 
     def __post_init__(self) -> None:
         if not self.key:
-            raise ValueError("a merge spec needs at least one record key column")
+            raise InvalidMergeSpec("a merge spec needs at least one record key column")
         if len(set(self.key)) != len(self.key):
-            raise ValueError(f"record key {self.key} repeats a column; list each key column once")
+            raise InvalidMergeSpec(f"record key {self.key} repeats a column; list each key column once")
         if OP_COLUMN in self.key:
-            raise ValueError(f"{OP_COLUMN!r} cannot be a record key column; it is the op marker")
+            raise InvalidMergeSpec(f"{OP_COLUMN!r} cannot be a record key column; it is the op marker")
         if not self.groups:
-            raise ValueError(
+            raise InvalidMergeSpec(
                 "a merge spec needs at least one column group; "
                 "use one group with all data columns for a plain table"
             )
         names = [g.name for g in self.groups]
         if len(set(names)) != len(names):
-            raise ValueError(f"column group names {names} repeat; give each group its own name")
+            raise InvalidMergeSpec(f"column group names {names} repeat; give each group its own name")
         owner: dict[str, str] = {}
         for group in self.groups:
             for column in group.columns:
                 if column in owner:
-                    raise ValueError(
+                    raise InvalidMergeSpec(
                         f"column {column!r} is in groups {owner[column]!r} and {group.name!r}; "
                         "a column belongs to at most one group"
                     )
@@ -94,7 +96,7 @@ class MergeSpec:
         for group in self.groups:
             for column in group.travelling:
                 if column in self.key:
-                    raise ValueError(
+                    raise InvalidMergeSpec(
                         f"record key column {column!r} is in group {group.name!r}; "
                         "key columns never belong to a group"
                     )
@@ -104,12 +106,12 @@ class MergeSpec:
             if ordering is None:
                 continue
             if orderings.count(ordering) > 1:
-                raise ValueError(
+                raise InvalidMergeSpec(
                     f"ordering column {ordering!r} is shared by several groups; a group's ordering "
                     "column travels with its winner, so give each group its own (e.g. _weir_ord__<group>)"
                 )
             if ordering in owner and owner[ordering] != group.name:
-                raise ValueError(
+                raise InvalidMergeSpec(
                     f"ordering column {ordering!r} of group {group.name!r} belongs to group "
                     f"{owner[ordering]!r}; use a column of the same group or a hidden one"
                 )
@@ -120,23 +122,25 @@ class MergeSpec:
         return frozenset(c for g in self.groups for c in g.travelling)
 
     def check_schema(self, schema: pa.Schema) -> None:
-        """Raise ValueError unless `schema` can hold this spec's tables."""
+        """Raise InvalidMergeSpec unless `schema` can hold this spec's tables."""
         names = set(schema.names)
         if len(names) != len(schema.names):
-            raise ValueError(f"schema repeats column names {schema.names}; name each column once")
+            raise InvalidMergeSpec(f"schema repeats column names {schema.names}; name each column once")
         if OP_COLUMN in names:
-            raise ValueError(
+            raise InvalidMergeSpec(
                 f"the table schema lists {OP_COLUMN!r}; it is added by the merge, drop it from the schema"
             )
         missing = [c for c in (*self.key, *sorted(self.grouped)) if c not in names]
         if missing:
-            raise ValueError(f"columns {missing} of the merge spec are not in the table schema; add them")
+            raise InvalidMergeSpec(
+                f"columns {missing} of the merge spec are not in the table schema; add them"
+            )
         for group in self.groups:
             if group.ordering is None:
                 continue
             kind = schema.field(group.ordering).type
             if pa.types.is_nested(kind) or pa.types.is_null(kind) or pa.types.is_dictionary(kind):
-                raise ValueError(
+                raise InvalidMergeSpec(
                     f"ordering column {group.ordering!r} has type {kind}, which has no order; "
                     "use a number, timestamp or string"
                 )

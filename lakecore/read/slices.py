@@ -21,22 +21,30 @@ from lakecore.storage import Storage
 
 
 def merge_columns(config: TableConfig, columns: Sequence[str] | None) -> list[str]:
-    """File columns to read so that `columns` can be merged correctly (None: all of them)."""
+    """File columns to read so that `columns` can be merged correctly (None: all of them): the key,
+    the commit time, every group's ordering column, and one column of each commit-time group (its
+    presence is what says a batch carries the group)."""
     schema = file_schema(config)
     if columns is None:
         return schema.names
-    spec = merge_spec(config)
     need = set(columns) | set(config.record_key) | {COMMIT_TIME}
-    for g in spec.groups:
-        if g.ordering:
-            need.add(g.ordering)
+    for g in merge_spec(config).groups:
+        need.add(g.ordering if g.ordering else g.columns[0])
     return [n for n in schema.names if n in need]
 
 
 def projected_spec(spec: MergeSpec, names: Sequence[str]) -> MergeSpec:
+    """The spec restricted to `names`. A group none of whose columns is present keeps its ordering
+    column (so it still decides liveness); a group absent altogether is dropped."""
     keep = set(names)
-    return MergeSpec(key=spec.key, groups=tuple(
-        GroupSpec(g.name, tuple(c for c in g.columns if c in keep), g.ordering) for g in spec.groups))
+    groups = []
+    for g in spec.groups:
+        cols = tuple(c for c in g.columns if c in keep)
+        if not cols and g.ordering in keep:
+            cols = (g.ordering,)
+        if cols:
+            groups.append(GroupSpec(g.name, cols, g.ordering))
+    return MergeSpec(key=spec.key, groups=tuple(groups))
 
 
 def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: list[str], *,

@@ -72,8 +72,16 @@ def read_view(storage: Storage, config: TableConfig, view: FileSystemView, *,
                            [c for c in columns if c not in META_COLUMNS] + _filter_columns(filter))
     meta = with_meta or bool(columns and set(columns) & set(META_COLUMNS))
 
+    table = read_slices(storage, config, slices, wanted, meta=meta, base_only=base_only)
+    return finish(table, config, columns=columns, filter=filter, with_meta=meta)
+
+
+def read_slices(storage: Storage, config: TableConfig, slices: Sequence[FileSlice], wanted: list[str], *,
+                meta: bool, base_only: bool = False, keep_deletes: bool = False) -> pa.Table:
+    """Merged rows of many slices, concurrently; with `meta`, plus file name and partition path."""
+
     def one(fs: FileSlice) -> pa.Table:
-        t = read_slice(storage, config, fs, wanted, base_only=base_only)
+        t = read_slice(storage, config, fs, wanted, base_only=base_only, keep_deletes=keep_deletes)
         if meta:
             t = t.append_column(FILE_NAME, file_names(fs, t.column(COMMIT_TIME)))
             t = t.append_column(PARTITION_PATH, pa.array([fs.partition] * t.num_rows, pa.string()))
@@ -81,13 +89,15 @@ def read_view(storage: Storage, config: TableConfig, view: FileSystemView, *,
 
     if slices:
         parts = list(_pool.map(one, slices)) if len(slices) > 1 else [one(slices[0])]
-        table = pa.concat_tables(parts)
-    else:
-        table = file_schema(config).empty_table()
-        if meta:
-            table = table.append_column(FILE_NAME, pa.array([], pa.string()))
-            table = table.append_column(PARTITION_PATH, pa.array([], pa.string()))
-    return finish(table, config, columns=columns, filter=filter, with_meta=meta)
+        return pa.concat_tables(parts)
+    schema = file_schema(config)
+    table = pa.schema([schema.field(c) for c in wanted]).empty_table()
+    if keep_deletes:
+        table = table.append_column(OP, pa.array([], pa.int8()))
+    if meta:
+        table = table.append_column(FILE_NAME, pa.array([], pa.string()))
+        table = table.append_column(PARTITION_PATH, pa.array([], pa.string()))
+    return table
 
 
 def _filter_columns(expr: pc.Expression | None) -> list[str]:
@@ -142,9 +152,3 @@ def _add_meta(table: pa.Table, config: TableConfig) -> pa.Table:
     commit = pc.cast(table.column(COMMIT_TIME), pa.string())
     table = table.set_column(table.column_names.index(COMMIT_TIME), COMMIT_TIME, commit)
     return table.append_column(RECORD_KEY, key)
-
-
-def changes_view(table: pa.Table) -> pa.Table:
-    """Rename the op column of a keep-deletes read to readable labels."""
-    labels = pc.if_else(pc.equal(table.column(OP), 1), "delete", "upsert")
-    return table.set_column(table.column_names.index(OP), OP, labels)

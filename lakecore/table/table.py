@@ -18,9 +18,6 @@ import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, StorageLock, begin_write, commit_write, rollback_write, view_of
 from lakecore.config import (
-    COMMIT_TIME,
-    META_COLUMNS,
-    OP,
     ColumnGroup,
     MergeMode,
     TableConfig,
@@ -34,11 +31,10 @@ from lakecore.errors import (
     TableAlreadyExists,
     TableNotFound,
 )
-from lakecore.read.slices import merge_columns, read_slice
-from lakecore.read.spec import file_schema
-from lakecore.read.snapshot import changes_view, check_columns, finish, read_view
+from lakecore.read.changes import read_changes
+from lakecore.read.snapshot import read_view
 from lakecore.storage import Storage, open_storage
-from lakecore.timeline import Instant, Timeline, TimelineStore, WriteStat, parse_point_in_time
+from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, WriteStat, parse_point_in_time
 from lakecore.write import Operation, conform, route, write_file_group
 
 CONFIG_PATH = ".weir/table.json"
@@ -119,24 +115,26 @@ class Table:
 
     # -- writes -------------------------------------------------------------------------------
 
-    def upsert(self, data: Any) -> WriteResult:
+    def upsert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Insert new keys and update existing ones (per the table's merge mode)."""
-        return self.write(data, "upsert")
+        return self.write(data, "upsert", extra=extra)
 
-    def insert(self, data: Any) -> WriteResult:
+    def insert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Write records expected to be new; an existing key is still merged, never duplicated."""
-        return self.write(data, "insert")
+        return self.write(data, "insert", extra=extra)
 
-    def bulk_insert(self, data: Any) -> WriteResult:
+    def bulk_insert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Fast initial load: empty file groups get base files directly (no log, no merge)."""
-        return self.write(data, "bulk_insert")
+        return self.write(data, "bulk_insert", extra=extra)
 
-    def delete(self, keys: Any) -> WriteResult:
+    def delete(self, keys: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Delete by record key (plus partition fields; plus the ordering field for event-time
         ordering, where a delete older than the live row is ignored)."""
-        return self.write(keys, "delete")
+        return self.write(keys, "delete", extra=extra)
 
-    def write(self, data: Any, operation: Operation) -> WriteResult:
+    def write(self, data: Any, operation: Operation, *,
+              extra: Mapping[str, Any] | None = None) -> WriteResult:
+        """Run one write. `extra` is stored in the commit metadata (e.g. source offsets)."""
         conformed = conform(data, self.config, operation)  # bad input fails here, before any instant
         groups = route(conformed.rows, self.config)
         need_view = self.config.table_type == "copy_on_write" or operation == "bulk_insert"
@@ -147,7 +145,7 @@ class Table:
                 stats = list(_tasks.map(lambda g: write_file_group(ctx, g), groups))
             else:
                 stats = [write_file_group(ctx, g) for g in groups]
-            done = commit_write(txn, stats, lock=self.lock)
+            done = commit_write(txn, stats, extra=dict(extra or {}), lock=self.lock)
         except BaseException:
             self._abandon(txn.instant)
             raise
@@ -156,7 +154,7 @@ class Table:
     def _abandon(self, instant: Instant) -> None:
         try:
             rollback_write(self.storage, self.lock, instant)
-        except Exception:  # noqa: BLE001 - the original error matters more; the instant stays pending
+        except Exception:
             pass
 
     def rollback(self, instant_time: str) -> Instant:
@@ -171,6 +169,10 @@ class Table:
 
     def timeline(self) -> Timeline:
         return self._store.load()
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """What a completed instant wrote (files per file group, operation, schema)."""
+        return self._store.metadata(instant)
 
     def read(self, *, as_of: str | datetime | None = None, columns: Sequence[str] | None = None,
              partitions: Mapping[str, Any] | None = None, filter: pc.Expression | None = None,
@@ -187,32 +189,9 @@ class Table:
                      columns: Sequence[str] | None = None) -> pa.Table:
         """Records changed by instants completed in (start, end]: their latest version as of `end`,
         with `_weir_op` = 'upsert' or 'delete' and the meta columns."""
-        check_columns(self.config, columns)
         timeline = self.timeline()
-        lo = timeline.resolve_point(parse_point_in_time(start))
-        last = timeline.last_completed()
-        hi = timeline.resolve_point(parse_point_in_time(end)) if end is not None else \
-            (last.completion_time if last and last.completion_time else lo)
-        writes = [i for i in timeline.completed_between(lo, hi)
-                  if i.action in ("commit", "deltacommit")]
-        touched = set().union(*(self._store.metadata(i).file_groups for i in writes)) if writes else set()
-        times = pa.array([int(i.requested_time) for i in writes], pa.int64())
-        view = view_of(self.storage, timeline.as_of(hi))
-        wanted = merge_columns(self.config, None)
-        parts = []
-        for fs in view.slices:
-            if (fs.partition, fs.file_id) in touched:
-                t = read_slice(self.storage, self.config, fs, wanted, keep_deletes=True)
-                parts.append(t.filter(pc.is_in(t.column(COMMIT_TIME), value_set=times)))
-        fields = file_schema(self.config)
-        schema = pa.schema([*[fields.field(c) for c in wanted], pa.field(OP, pa.int8())])
-        table = pa.concat_tables(parts) if parts else schema.empty_table()
-        table = changes_view(table)
-        out = finish(table, self.config, columns=None, filter=None, with_meta=True)
-        out = out.append_column(OP, table.column(OP))
-        if columns is not None:
-            out = out.select([*[c for c in META_COLUMNS if c not in columns], OP, *columns])
-        return out
+        return read_changes(self.storage, self.config, timeline, parse_point_in_time(start),
+                            None if end is None else parse_point_in_time(end), columns=columns)
 
     # -- inspection ---------------------------------------------------------------------------
 

@@ -85,3 +85,9 @@ def _remember(uri: str, name: str, meta: CommitMetadata) -> None:
         _cache[(uri, name)] = meta
         if len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
+
+
+def clear_cache() -> None:
+    """Forget cached commit metadata (after files were changed behind lakecore's back)."""
+    with _cache_lock:
+        _cache.clear()

@@ -19,12 +19,12 @@ from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
 from lakecore.formats import write_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
 from lakecore.merge import merge, precombine
-from lakecore.read.slices import projected_spec, read_slice
+from lakecore.read.slices import read_slice
 from lakecore.read.spec import file_schema, merge_spec
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 from lakecore.write.conform import Operation
-from lakecore.write.markers import Marker, create_marker
+from lakecore.write.markers import IOType, Marker, create_marker
 from lakecore.write.routing import FileGroupRows
 
 
@@ -64,9 +64,9 @@ def write_file_group(ctx: WriteContext, group: FileGroupRows) -> WriteStat:
 
 def _write_log(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> WriteStat:
     schema = _log_schema(ctx, rows)
-    data_schema = schema.remove(schema.get_field_index(OP))
-    spec = projected_spec(merge_spec(ctx.config), data_schema.names)
-    rows = precombine(rows, spec, data_schema).select(schema.names).cast(schema)
+    # precombine over the full schema (so every group still decides), then keep only what was written
+    rows = precombine(rows, merge_spec(ctx.config), file_schema(ctx.config))
+    rows = rows.select(schema.names).cast(schema)
     name = log_file_name(group.file_id, ctx.instant_time, ctx.write_token)
     path = f"{group.partition}/{name}" if group.partition else name
     create_marker(ctx.storage, Marker(ctx.instant_time, path, "append"))
@@ -90,7 +90,7 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
         merged = merged.select(schema.names).cast(schema)
     name = base_file_name(group.file_id, ctx.write_token, ctx.instant_time)
     path = f"{group.partition}/{name}" if group.partition else name
-    io = "merge" if current is not None and current.files else "create"
+    io: IOType = "merge" if current is not None and current.files else "create"
     create_marker(ctx.storage, Marker(ctx.instant_time, path, io))
     size = write_file(ctx.storage, path, merged, compression=config.compression)
     deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)

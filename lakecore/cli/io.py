@@ -1,0 +1,57 @@
+"""File formats the CLI reads and writes (Parquet, CSV, JSON lines), chosen by flag or extension."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.json as pjson
+import pyarrow.parquet as pq
+
+from lakecore.errors import InvalidInput
+
+Format = Literal["parquet", "csv", "json"]
+
+
+def guess_format(path: str) -> Format:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".json", ".jsonl", ".ndjson"):
+        return "json"
+    raise InvalidInput(f"cannot tell the format of {path!r}; use a .parquet, .csv or .json(l) file")
+
+
+def read_input(path: str, schema: pa.Schema | None = None) -> pa.Table:
+    if not Path(path).exists():
+        raise InvalidInput(f"input file {path!r} does not exist")
+    fmt = guess_format(path)
+    if fmt == "parquet":
+        return pq.read_table(path)
+    if fmt == "csv":
+        types = {f.name: f.type for f in schema} if schema is not None else None
+        return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types))
+    opts = pjson.ParseOptions(explicit_schema=schema) if schema is not None else None
+    table = pjson.read_json(path, parse_options=opts) if opts else pjson.read_json(path)
+    return table
+
+
+def write_output(table: pa.Table, fmt: Format, output: str | None) -> None:
+    if fmt == "parquet":
+        if output is None:
+            raise InvalidInput("--format parquet needs --output FILE")
+        pq.write_table(table, output)
+    elif fmt == "csv":
+        pcsv.write_csv(table, output if output else sys.stdout.buffer)
+    else:
+        lines = "".join(json.dumps(r, default=str) + "\n" for r in table.to_pylist())
+        if output:
+            Path(output).write_text(lines)
+        else:
+            sys.stdout.write(lines)

@@ -1,0 +1,254 @@
+"""`weir`: create, write, read and inspect lake tables from a shell.
+
+Human-readable tables by default, `--json` for machines. Every lakecore error becomes a one-line
+message on stderr and exit code 1; nothing is half-done because the library itself is atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Annotated, Any, TypeVar
+
+import pyarrow as pa
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from lakecore.cli.io import read_input, write_output
+from lakecore.config import ColumnGroup, schema_to_json
+from lakecore.errors import InvalidInput, LakecoreError
+from lakecore.table import Table
+from lakecore.write import Operation
+
+app = typer.Typer(help="Weir: lake tables with a timeline, merge-on-read and multi-writer control.",
+                  no_args_is_help=True)
+table_app = typer.Typer(help="Create, write, read and inspect one table.", no_args_is_help=True)
+app.add_typer(table_app, name="table")
+out = Console()
+err = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+Uri = Annotated[str, typer.Argument(help="Table location: a path, file://, s3:// or memory:// URI.")]
+
+
+def friendly(fn: F) -> F:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LakecoreError as exc:
+            err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+    return wrapper  # type: ignore[return-value]
+
+
+_TYPES = {"bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(),
+          "int64": pa.int64(), "float32": pa.float32(), "float64": pa.float64(), "double": pa.float64(),
+          "string": pa.string(), "binary": pa.binary(), "date": pa.date32(),
+          "timestamp": pa.timestamp("us", tz="UTC")}
+
+
+def parse_schema(text: str) -> pa.Schema:
+    """`id:int64,ts:int64,name:string` -> Arrow schema."""
+    fields = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, type_name = part.partition(":")
+        if type_name not in _TYPES:
+            raise InvalidInput(f"unknown type {type_name!r} for column {name!r}; use one of {sorted(_TYPES)}")
+        fields.append(pa.field(name, _TYPES[type_name]))
+    if not fields:
+        raise InvalidInput("--schema is empty; give e.g. 'id:int64,ts:int64,name:string'")
+    return pa.schema(fields)
+
+
+def parse_group(text: str) -> ColumnGroup:
+    """`name:ordering_field:col1+col2` -> ColumnGroup."""
+    parts = text.split(":")
+    if len(parts) != 3 or not all(parts):
+        raise InvalidInput(f"--group {text!r} must look like NAME:ORDERING_FIELD:COL1+COL2")
+    return ColumnGroup(parts[0], tuple(c for c in parts[2].split("+") if c), parts[1])
+
+
+def emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+TYPES_HELP = "Columns as 'name:type,...' (types: " + ", ".join(sorted(_TYPES)) + ")."
+
+
+@table_app.command("create")
+@friendly
+def create(
+    uri: Uri,
+    schema: Annotated[str, typer.Option(help=TYPES_HELP)] = "",
+    schema_from: Annotated[str | None, typer.Option(help="Take the schema from a Parquet file.")] = None,
+    record_key: Annotated[list[str] | None, typer.Option(help="Key column (repeat: composite).")] = None,
+    partition_field: Annotated[list[str] | None, typer.Option(help="Partition column (repeatable).")] = None,
+    table_type: Annotated[str, typer.Option("--type", help="merge_on_read|copy_on_write")] = "merge_on_read",
+    ordering_field: Annotated[str | None, typer.Option(help="Event-time ordering column.")] = None,
+    group: Annotated[list[str] | None, typer.Option(
+        help="Column group NAME:ORDERING:COL1+COL2 (repeatable; makes a partial-update table).")] = None,
+    buckets: Annotated[int, typer.Option(help="Buckets (file groups) per partition.")] = 4,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an empty table."""
+    if schema_from:
+        import pyarrow.parquet as pq
+        arrow_schema = pq.read_schema(schema_from)
+    else:
+        arrow_schema = parse_schema(schema)
+    if not record_key:
+        raise InvalidInput("--record-key is required")
+    if table_type not in ("merge_on_read", "copy_on_write"):
+        raise InvalidInput(f"--type {table_type!r}: use merge_on_read or copy_on_write")
+    t = Table.create(uri, schema=arrow_schema, record_key=record_key, partition_fields=partition_field or (),
+                     table_type=table_type,  # type: ignore[arg-type]
+                     ordering_field=ordering_field, column_groups=[parse_group(g) for g in group or ()],
+                     buckets=buckets)
+    if as_json:
+        emit_json(t.config.to_json())
+    else:
+        out.print(f"created {t.config.table_type} table [bold]{t.config.name}[/bold] at {t.uri} "
+                  f"({t.config.merge_mode}, {t.config.buckets} buckets)")
+
+
+def _write(uri: str, input_file: str, operation: Operation, as_json: bool) -> None:
+    t = Table.open(uri)
+    data = read_input(input_file, t.schema)
+    result = t.write(data, operation)
+    if as_json:
+        emit_json({"instant": result.instant.requested_time, "completed": result.instant.completion_time,
+                   "records": result.records, "file_groups": result.file_groups})
+    else:
+        out.print(f"{operation}: {result.records} records into {result.file_groups} file groups, "
+                  f"instant {result.instant.requested_time} completed at {result.instant.completion_time}")
+
+
+InputFile = Annotated[str, typer.Option("--input", "-i", help="Parquet, CSV or JSON-lines file.")]
+
+
+@table_app.command("upsert")
+@friendly
+def upsert(uri: Uri, input_file: InputFile, as_json: JsonFlag = False) -> None:
+    """Insert new and update existing records from a file."""
+    _write(uri, input_file, "upsert", as_json)
+
+
+@table_app.command("insert")
+@friendly
+def insert(uri: Uri, input_file: InputFile,
+           bulk: Annotated[bool, typer.Option(help="Bulk insert (fast initial load).")] = False,
+           as_json: JsonFlag = False) -> None:
+    """Insert records from a file."""
+    _write(uri, input_file, "bulk_insert" if bulk else "insert", as_json)
+
+
+@table_app.command("delete")
+@friendly
+def delete(uri: Uri, input_file: InputFile, as_json: JsonFlag = False) -> None:
+    """Delete the records whose keys are in a file."""
+    _write(uri, input_file, "delete", as_json)
+
+
+@table_app.command("read")
+@friendly
+def read(uri: Uri,
+         as_of: Annotated[str | None, typer.Option(help="Instant time or ISO timestamp.")] = None,
+         columns: Annotated[str | None, typer.Option(help="Comma-separated columns.")] = None,
+         fmt: Annotated[str | None, typer.Option("--format", help="parquet, csv or json.")] = None,
+         output: Annotated[str | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
+         limit: Annotated[int, typer.Option(help="Rows shown in the human view.")] = 20,
+         with_meta: Annotated[bool, typer.Option(help="Include _weir_ meta columns.")] = False,
+         as_json: JsonFlag = False) -> None:
+    """Read the table (snapshot, or as of an instant)."""
+    t = Table.open(uri)
+    cols = [c.strip() for c in columns.split(",")] if columns else None
+    data = t.read(as_of=as_of, columns=cols, with_meta=with_meta)
+    if as_json and fmt is None:
+        fmt = "json"
+    if fmt is not None:
+        if fmt not in ("parquet", "csv", "json"):
+            raise InvalidInput(f"--format {fmt!r}: use parquet, csv or json")
+        write_output(data, fmt, output)  # type: ignore[arg-type]
+        return
+    if output:
+        from lakecore.cli.io import guess_format
+        write_output(data, guess_format(output), output)
+        out.print(f"wrote {data.num_rows} rows to {output}")
+        return
+    view = RichTable(*data.column_names, title=f"{t.config.name}: {data.num_rows} rows")
+    for row in data.slice(0, limit).to_pylist():
+        view.add_row(*("" if v is None else str(v) for v in row.values()))
+    out.print(view)
+    if data.num_rows > limit:
+        out.print(f"... {data.num_rows - limit} more rows (use --output or --format)")
+
+
+@table_app.command("timeline")
+@friendly
+def timeline(uri: Uri, as_json: JsonFlag = False) -> None:
+    """List the table's instants."""
+    t = Table.open(uri)
+    tl = t.timeline()
+    rows = []
+    for i in tl.instants:
+        meta = t.commit_metadata(i) if i.is_completed else None
+        rows.append({"instant": i.requested_time, "action": i.action, "state": i.state.name.lower(),
+                     "completed": i.completion_time, "operation": meta.operation if meta else None,
+                     "records": meta.records if meta else None,
+                     "file_groups": len(meta.file_groups) if meta else None})
+    if as_json:
+        emit_json(rows)
+        return
+    view = RichTable("instant", "action", "state", "completed", "operation", "records", "file groups",
+                     title=f"{t.config.name}: {len(rows)} instants")
+    for r in rows:
+        view.add_row(*("" if v is None else str(v) for v in r.values()))
+    out.print(view)
+
+
+@table_app.command("describe")
+@friendly
+def describe(uri: Uri, as_json: JsonFlag = False) -> None:
+    """Show the table's configuration and size."""
+    t = Table.open(uri)
+    info = t.describe()
+    if as_json:
+        emit_json(info)
+        return
+    cfg = info["config"]
+    out.print(f"[bold]{cfg['name']}[/bold] at {info['uri']}")
+    for label, value in (("type", cfg["table_type"]), ("merge mode", cfg["merge_mode"]),
+                         ("record key", ", ".join(cfg["record_key"])),
+                         ("partition fields", ", ".join(cfg["partition_fields"]) or "(unpartitioned)"),
+                         ("ordering field", cfg["ordering_field"] or "-"), ("buckets", cfg["buckets"]),
+                         ("instants", f"{info['instants']['completed']} completed, "
+                                      f"{len(info['instants']['pending'])} pending"),
+                         ("data", f"{info['files']} files in {info['file_groups']} file groups, "
+                                  f"{info['partitions']} partitions, {info['bytes']:,} bytes")):
+        out.print(f"  {label:<17} {value}")
+    for g in cfg["column_groups"]:
+        out.print(f"  group {g['name']:<11} {', '.join(g['columns'])} (ordered by {g['ordering_field']})")
+    out.print("  schema")
+    for f in schema_to_json(t.schema):
+        out.print(f"    {f['name']:<20} {f['type']}{'' if f['nullable'] else ' not null'}")
+
+
+@table_app.command("rollback")
+@friendly
+def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending instant time.")],
+             as_json: JsonFlag = False) -> None:
+    """Roll back a pending (failed) write instant and delete its files."""
+    done = Table.open(uri).rollback(instant)
+    if as_json:
+        emit_json({"rollback": done.requested_time, "completed": done.completion_time})
+    else:
+        out.print(f"rolled back {instant} (rollback instant {done.requested_time})")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()

@@ -1,0 +1,118 @@
+"""Building the merged table from the winners.
+
+Owns the shape of the merge output: which keys appear, which winner each column is gathered
+from, and how a result is restated as a change batch when deletes are kept. Must not decide
+winners (`winners.py`) or read batches (`changes.py`).
+
+Snapshot rows (deletes dropped): one per live key. Key and ungrouped columns come from the row
+winner (the newest of the groups' winners); a group's columns from its winner if that is an
+upsert, else null; a group's ordering column from its winner whatever its kind.
+
+Change rows (deletes kept): each key restated by at most three rows, in this order, so that the
+result read as a batch has the effect of the rows it replaces:
+  1. a reset marker, only if some event-time group's winner follows a key-only delete: a delete
+     whose ordering is null for those groups (so they forget anything older) and the winner's
+     ordering elsewhere (so the other groups compare exactly as before);
+  2. a delete row, if some group's winner is a delete: the ordering of every group's winner;
+  3. an upsert row, if the key is live: the upsert winners' columns and orderings only, so the
+     groups whose winner is a delete stay with row 2.
+Most keys need one row. The marker and the delete row ahead of an upsert exist because one row
+with one op cannot say "group a was deleted at 7 while group b lives at 5".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lakecore.merge.keys import IntArray
+from lakecore.merge.rows import NO_ROW, RowSpace
+from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, MergeSpec
+from lakecore.merge.winners import Winners
+
+_MARKER, _DELETE_ROW, _UPSERT_ROW = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class _Picks:
+    """Per output row, the row id each column is gathered from (NO_ROW gives null)."""
+
+    row: IntArray  # key and ungrouped columns
+    order: tuple[IntArray, ...]  # per group: its ordering column
+    value: tuple[IntArray, ...]  # per group: its other columns
+
+
+def output_schema(schema: pa.Schema, *, keep_deletes: bool) -> pa.Schema:
+    """The merge output's schema: the table's, plus the op column when deletes are kept."""
+    return schema.append(pa.field(OP_COLUMN, pa.int8())) if keep_deletes else schema
+
+
+def assemble(
+    space: RowSpace, winners: Winners, spec: MergeSpec, schema: pa.Schema, *, keep_deletes: bool
+) -> pa.Table:
+    """The output rows of the keys in `winners` (keys no row carried are left out)."""
+    upsert = [(w >= 0) & ~space.delete(w) for w in winners.rows]
+    live = np.logical_or.reduce(upsert)
+    row_winner = np.maximum.reduce(winners.rows)
+    if not keep_deletes:
+        keys = np.flatnonzero(live)
+        picks = _Picks(
+            row=row_winner[keys],
+            order=tuple(w[keys] for w in winners.rows),
+            value=tuple(np.where(u, w, NO_ROW)[keys] for u, w in zip(upsert, winners.rows, strict=True)),
+        )
+        return _build(space, spec, schema, picks, op=None)
+
+    deleted = [(w >= 0) & ~u for u, w in zip(upsert, winners.rows, strict=True)]
+    needs_reset = [
+        reset & space.ordered(i, w)
+        for i, (reset, w) in enumerate(zip(winners.reset, winners.rows, strict=True))
+    ]
+    wanted = {
+        _MARKER: np.logical_or.reduce(needs_reset),
+        _DELETE_ROW: np.logical_or.reduce(deleted),
+        _UPSERT_ROW: live,
+    }
+    counts = np.zeros(winners.num_keys, dtype=np.int64)
+    for has in wanted.values():
+        counts += has
+    key_of = np.repeat(np.arange(winners.num_keys, dtype=np.int64), counts)
+    kind = np.empty(len(key_of), dtype=np.int8)
+    slot = np.cumsum(counts) - counts
+    for code, has in wanted.items():
+        kind[slot[has]] = code
+        slot += has
+    is_upsert = kind == _UPSERT_ROW
+    is_delete = kind == _DELETE_ROW
+    order = []
+    value = []
+    for u, w, reset in zip(upsert, winners.rows, needs_reset, strict=True):
+        upsert_winner = np.where(u, w, NO_ROW)[key_of]
+        marker_order = np.where(reset, NO_ROW, w)[key_of]
+        order.append(np.select([is_upsert, is_delete], [upsert_winner, w[key_of]], marker_order))
+        value.append(np.where(is_upsert, upsert_winner, NO_ROW))
+    picks = _Picks(row=row_winner[key_of], order=tuple(order), value=tuple(value))
+    op = np.where(is_upsert, UPSERT, DELETE).astype(np.int8)
+    return _build(space, spec, schema, picks, op=op)
+
+
+def _build(
+    space: RowSpace,
+    spec: MergeSpec,
+    schema: pa.Schema,
+    picks: _Picks,
+    *,
+    op: npt.NDArray[np.int8] | None,
+) -> pa.Table:
+    source: dict[str, IntArray] = {}
+    for i, group in enumerate(spec.groups):
+        source.update((c, picks.value[i]) for c in group.columns)
+        if group.ordering is not None:
+            source[group.ordering] = picks.order[i]
+    columns = [space.gather(name, source.get(name, picks.row)) for name in schema.names]
+    if op is not None:
+        columns.append(pa.array(op, type=pa.int8()))
+    return pa.Table.from_arrays(columns, schema=output_schema(schema, keep_deletes=op is not None))

@@ -1,0 +1,84 @@
+"""Record keys reduced to integers.
+
+Owns turning one or more key columns into dense int64 codes (equal codes iff equal keys) and
+probing a large table's keys against a small set of distinct keys. Both are hash based (Arrow's
+dictionary encoding and `index_in`), so neither side is ever sorted. Must not know about column
+groups or ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+IntArray = npt.NDArray[np.int64]
+
+# Mixed-radix codes stay below this so that `code * radix + digit` cannot overflow int64.
+_CODE_LIMIT = 1 << 62
+
+
+def key_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[IntArray, int]:
+    """Dense codes in [0, n) for the rows' keys, and n, the number of distinct keys.
+
+    A code is the key's position of first appearance, so codes are deterministic.
+    """
+    codes, size = _encode(columns[0])
+    for column in columns[1:]:
+        digit, radix = _encode(column)
+        if size * max(radix, 1) >= _CODE_LIMIT:
+            codes, size = _encode(pa.chunked_array([codes]))
+        codes = codes * radix + digit
+        size *= radix
+    if len(columns) > 1:
+        codes, size = _encode(pa.chunked_array([codes]))
+    return codes, size
+
+
+def probe(columns: Sequence[pa.ChunkedArray], keys: Sequence[pa.Array]) -> IntArray:
+    """For each row of `columns`, the position of its key among `keys` (distinct), else -1.
+
+    Hashes only `keys` (the small side) and streams the rows through it.
+    """
+    if len(columns) == 1:
+        return _positions(pc.index_in(columns[0], value_set=keys[0]))
+    n_rows = len(columns[0])
+    row_codes = np.zeros(n_rows, dtype=np.int64)
+    key_side = np.zeros(len(keys[0]), dtype=np.int64)
+    absent = np.zeros(n_rows, dtype=np.bool_)
+    size = 1
+    for column, key in zip(columns, keys, strict=True):
+        dictionary = pc.unique(key)
+        radix = len(dictionary)
+        if size * max(radix, 1) >= _CODE_LIMIT:
+            # Re-number the key tuples seen so far densely, on both sides alike.
+            distinct = pa.array(np.unique(key_side))
+            key_side = _positions(pc.index_in(pa.array(key_side), value_set=distinct))
+            row_codes = _positions(pc.index_in(pa.array(row_codes), value_set=distinct))
+            absent |= row_codes < 0
+            size = len(distinct)
+        digit = _positions(pc.index_in(column, value_set=dictionary))
+        absent |= digit < 0
+        row_codes = row_codes * radix + digit
+        key_side = key_side * radix + _positions(pc.index_in(key, value_set=dictionary))
+        size *= radix
+    found = _positions(pc.index_in(pa.array(row_codes, mask=absent), value_set=pa.array(key_side)))
+    return found
+
+
+def _encode(column: pa.ChunkedArray) -> tuple[IntArray, int]:
+    if len(column) == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    encoded = pc.dictionary_encode(column)
+    # Arrow encodes all chunks against one growing memo table, so the indices agree across chunks.
+    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+    codes = np.concatenate([c.indices.to_numpy().astype(np.int64) for c in chunks])
+    return codes, len(chunks[-1].dictionary)
+
+
+def _positions(found: pa.Array | pa.ChunkedArray) -> IntArray:
+    result: IntArray = np.asarray(found.fill_null(-1).to_numpy(), dtype=np.int64)
+    return result

@@ -1,0 +1,86 @@
+"""Child process for the crash tests: writes to a table and SIGKILLs itself at a chosen point.
+
+    python -m tests.lakecore.table.crash_writer URI point NAME BATCH
+    python -m tests.lakecore.table.crash_writer URI loop FIRST_BATCH
+
+Points are injected by wrapping lakecore functions here, in the test's own process, so the product
+code carries no test hooks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+KEYS = 500
+
+
+def batch(n: int) -> pa.Table:
+    """Batch n: deterministic rows (some keys updated, some deleted later by the model)."""
+    rng = np.random.default_rng(n)
+    keys = rng.choice(KEYS, 60, replace=False)
+    return pa.table({"id": pa.array(keys, pa.int64()), "ts": pa.array(np.full(60, n), pa.int64()),
+                     "name": pa.array([f"b{n}"] * 60), "value": pa.array(rng.random(60))})
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def inject(point: str) -> None:
+    import lakecore.concurrency.transaction as tx
+    import lakecore.formats.parquet as parquet
+    import lakecore.write.file_writer as fw
+    from lakecore.timeline import store
+
+    if point == "before_inflight":
+        store.TimelineStore.transition_inflight = lambda self, i: die()  # type: ignore[assignment]
+    elif point == "after_first_file":
+        real = parquet.write_file
+
+        def once(*a, **kw):
+            size = real(*a, **kw)
+            die()
+            return size
+        fw.write_file = once  # type: ignore[assignment]
+    elif point == "mid_file":
+        def half(storage, path, table, *, compression):
+            fs, root = storage.arrow()
+            with fs.open_output_stream(f"{root}/{path}") as out:
+                out.write(b"PAR1" + b"\0" * 100)
+                out.flush()
+                die()
+        fw.write_file = half  # type: ignore[assignment]
+    elif point == "before_complete":
+        store.TimelineStore.complete = lambda self, *a, **kw: die()  # type: ignore[assignment]
+    elif point == "after_complete":
+        tx.delete_markers = lambda *a, **kw: die()  # type: ignore[assignment]
+    else:
+        raise SystemExit(f"unknown point {point}")
+
+
+def main() -> None:
+    from lakecore import Table
+    from lakecore.concurrency import StorageLock
+
+    uri, mode = sys.argv[1], sys.argv[2]
+    table = Table.open(uri)
+    table = Table.open(uri, lock=StorageLock(table.storage, expiry_s=2.0))
+    if mode == "point":
+        inject(sys.argv[3])
+        n = int(sys.argv[4])
+        table.upsert(batch(n), extra={"batch": n})
+        return
+    n = int(sys.argv[3])
+    while True:
+        table.upsert(batch(n), extra={"batch": n})
+        print(n, flush=True)
+        n += 1
+
+
+if __name__ == "__main__":
+    main()
