@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecore.storage import Storage
 
 _ROW_GROUP = 1 << 20
+_SAMPLE = 16_384
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-io")
 
 
@@ -25,9 +27,27 @@ def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str
     parent = full.rsplit("/", 1)[0]
     fs.create_dir(parent, recursive=True)
     with fs.open_output_stream(full) as out:
-        pq.write_table(table, out, compression=compression, row_group_size=_ROW_GROUP)
+        pq.write_table(table, out, compression=compression, row_group_size=_ROW_GROUP,
+                       use_dictionary=dictionary_columns(table))
         size = out.tell()
     return int(size)
+
+
+def dictionary_columns(table: pa.Table) -> list[str]:
+    """Columns worth dictionary-encoding: those whose leading sample repeats values.
+
+    Parquet writers try a dictionary for every column and fall back to plain encoding once it
+    overflows; for high-cardinality columns that attempt is pure cost, and it is paid again in every
+    file, so bucketed tables (many smaller files) would pay it many times over.
+    """
+    sample = table.slice(0, _SAMPLE)
+    out = []
+    for name, col in zip(table.column_names, sample.columns, strict=True):
+        if pa.types.is_nested(col.type) or len(col) == 0:
+            continue
+        if pc.count_distinct(col).as_py() <= len(col) // 2:
+            out.append(name)
+    return out
 
 
 def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None) -> pa.Table:

@@ -99,7 +99,7 @@ def combine(space: RowSpace, base_rows: IntArray, later: Winners, spec: MergeSpe
         carried = _at(base.carries[i], base_rows, has_base)
         base_barrier = carried & ~_at(base.ordered[i], base_rows, has_base)
         # The later winner needs no comparison when a barrier stands before it, on either side.
-        take_later = has_later & (later.reset[i] | ~carried | base_barrier)
+        take_later = has_later & (later.reset[i] | ~carried)
         compare = has_later & ~take_later
         if compare.any():
             assert group.ordering is not None, "commit-time winners are always barriers"

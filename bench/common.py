@@ -1,0 +1,31 @@
+"""Shared bench helpers: the peers' data generator, timing, and result printing."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "bench", "peers"))
+
+
+def datagen() -> Any:
+    """The fixed-seed generator the peer figures were measured with (../shared/bench/peers)."""
+    if PEERS not in sys.path:
+        sys.path.insert(0, PEERS)
+    import datagen as dg  # type: ignore[import-not-found]
+    return dg
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)

@@ -1,0 +1,115 @@
+"""lakecore vs a pyarrow floor on the peers' data: bulk insert, MOR upsert, snapshot read, peak RSS.
+
+    python bench/format_bench.py [--reps N] [--rows N] [--upsert N]
+
+Each repetition runs the floor and lakecore back to back in this process (same data, same codec,
+warm page cache for both), so the ratios compare like with like. Peak RSS of lakecore's
+write + upsert + read is measured in a fresh child process (`--rss-child`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import datagen, median, timed  # noqa: E402
+
+from lakecore import Table  # noqa: E402
+
+CODEC = "zstd"
+BUCKETS = 4
+
+
+def lakecore_table(path: str, schema: pa.Schema) -> Table:
+    return Table.create(path, schema=schema, record_key="key", ordering_field="ts", buckets=BUCKETS,
+                        compression=CODEC)
+
+
+def verify(result: pa.Table, base: pa.Table, ups: pa.Table) -> None:
+    keep = pc.invert(pc.is_in(base["key"], ups["key"]))
+    expected = pa.concat_tables([base.filter(keep), ups])
+    assert result.num_rows == expected.num_rows, (result.num_rows, expected.num_rows)
+    assert pc.sum(result["i1"]).as_py() == pc.sum(expected["i1"]).as_py()
+    assert pc.count_distinct(result["key"]).as_py() == result.num_rows
+
+
+def one_rep(work: str, base: pa.Table, ups: pa.Table) -> dict[str, float]:
+    floor_file = os.path.join(work, "floor.parquet")
+    r: dict[str, float] = {}
+    r["floor_write"], _ = timed(lambda: pq.write_table(base, floor_file, compression=CODEC))
+    r["floor_read"], _ = timed(lambda: pq.read_table(floor_file))
+    path = os.path.join(work, "lake")
+    table = lakecore_table(path, base.schema)
+    r["bulk_insert"], _ = timed(lambda: table.bulk_insert(base))
+    r["read_base"], _ = timed(lambda: table.read())
+    r["upsert"], _ = timed(lambda: table.upsert(ups))
+    r["read_after_upsert"], result = timed(lambda: table.read())
+    verify(result, base, ups)
+    shutil.rmtree(work)
+    os.makedirs(work)
+    return r
+
+
+def rss_child(rows: int, upsert: int) -> None:
+    base, ups = datagen().base_and_upsert(rows, upsert)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with tempfile.TemporaryDirectory() as d:
+        t = lakecore_table(os.path.join(d, "lake"), base.schema)
+        t.bulk_insert(base)
+        t.upsert(ups)
+        t.read()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"peak_rss_mb": peak / 1024, "rss_after_datagen_mb": before / 1024}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--upsert", type=int, default=100_000)
+    ap.add_argument("--rss-child", action="store_true")
+    a = ap.parse_args()
+    if a.rss_child:
+        rss_child(a.rows, a.upsert)
+        return
+    base, ups = datagen().base_and_upsert(a.rows, a.upsert)
+    reps = []
+    with tempfile.TemporaryDirectory() as work:
+        for _ in range(a.reps):
+            reps.append(one_rep(work, base, ups))
+    med = {k: median([r[k] for r in reps]) for k in reps[0]}
+    child = subprocess.run([sys.executable, __file__, "--rss-child", "--rows", str(a.rows), "--upsert",
+                            str(a.upsert)], capture_output=True, text=True, check=True)
+    rss = json.loads(child.stdout.strip().splitlines()[-1])
+    result = {
+        "seconds": {k: round(v, 4) for k, v in med.items()},
+        "ratios": {
+            "bulk_insert / floor_write": round(med["bulk_insert"] / med["floor_write"], 3),
+            "upsert / floor_write": round(med["upsert"] / med["floor_write"], 3),
+            "read_after_upsert / floor_read": round(med["read_after_upsert"] / med["floor_read"], 3),
+            "read_base / floor_read": round(med["read_base"] / med["floor_read"], 3),
+        },
+        "bars": {"bulk_insert / floor_write": 1.5, "upsert / floor_write": 0.4,
+                 "read_after_upsert / floor_read": 2.5, "peak_rss_mb": 1200},
+        "peak_rss_mb": round(rss["peak_rss_mb"], 1),
+        "rss_after_datagen_mb": round(rss["rss_after_datagen_mb"], 1),
+        "reps": a.reps, "rows": a.rows, "upsert_rows": a.upsert, "codec": CODEC, "buckets": BUCKETS,
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
