@@ -37,8 +37,19 @@ def read_input(path: str, schema: pa.Schema | None = None) -> pa.Table:
     if fmt == "csv":
         types = {f.name: f.type for f in schema} if schema is not None else None
         return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types))
-    opts = pjson.ParseOptions(explicit_schema=schema) if schema is not None else None
-    table = pjson.read_json(path, parse_options=opts) if opts else pjson.read_json(path)
+    table = pjson.read_json(path)
+    return _typed(table, schema) if schema is not None else table
+
+
+def _typed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """JSON infers types (int64, double, string, timestamp); cast the columns the file has to the
+    table's types where that is lossless, and leave the rest for the table's own checks."""
+    for i, name in enumerate(table.column_names):
+        if name in schema.names and table.column(i).type != schema.field(name).type:
+            try:
+                table = table.set_column(i, name, table.column(i).cast(schema.field(name).type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                pass
     return table
 
 
