@@ -1,0 +1,59 @@
+"""`make bench`: every benchmark, with ratios against floors measured in the same run.
+
+1. format_bench  lakecore vs pyarrow writing/reading the same rows (the issue's bars)
+2. stitch_bench  3-stream partial-update read vs pyarrow joining the streams' latest values
+3. merge_bench   the merge engine alone
+4. peers         the shared peers harness with lakecore added (floor zstd, lakecore, delta-rs, Lance),
+                 3 rounds interleaved, each run a fresh process; skipped with --no-peers
+
+Results go to bench/out/ (JSON) and a summary is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "out")
+
+
+def run(args: list[str]) -> str:
+    print(f"$ {' '.join(args)}", file=sys.stderr, flush=True)
+    return subprocess.run([sys.executable, *args], check=True, capture_output=True, text=True).stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    results = {"format": json.loads(run([os.path.join(HERE, "format_bench.py")])),
+               "stitch": json.loads(run([os.path.join(HERE, "stitch_bench.py")]))}
+    print(run([os.path.join(HERE, "merge_bench.py")]))
+    if not a.no_peers:
+        jsonl = os.path.join(OUT, f"peers-{stamp}.jsonl")
+        peers = [["floor", "--compression", "zstd"], ["lakecore"], ["deltalake"], ["lance"]]
+        for rnd in range(1, a.rounds + 1):
+            for spec in peers:
+                try:
+                    run([os.path.join(HERE, "peer_harness.py"), spec[0], jsonl, "--run", str(rnd), *spec[1:]])
+                except subprocess.CalledProcessError as exc:
+                    print(f"peer {spec[0]} failed: {exc.stderr[-500:]}", file=sys.stderr)
+        summary = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "shared", "bench", "peers",
+                                  "summarize.py"), jsonl], capture_output=True, text=True, check=False)
+        results["peers_table"] = summary.stdout
+        print(summary.stdout)
+    with open(os.path.join(OUT, f"results-{stamp}.json"), "w") as fh:
+        json.dump(results, fh, indent=2)
+    print(json.dumps({k: v for k, v in results.items() if k != "peers_table"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
