@@ -43,7 +43,7 @@ Output
     unspecified but deterministic.
 """
 
-from lakecore.merge.engine import merge, precombine
+from lakecore.merge.engine import merge, merge_to_base, precombine
 from lakecore.merge.errors import InvalidChanges, InvalidMergeSpec
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, GroupSpec, MergeSpec
 
@@ -56,5 +56,6 @@ __all__ = [
     "InvalidMergeSpec",
     "MergeSpec",
     "merge",
+    "merge_to_base",
     "precombine",
 ]

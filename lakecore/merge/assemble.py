@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lakecore.merge.changes import BoolArray
 from lakecore.merge.keys import IntArray
 from lakecore.merge.rows import NO_ROW, RowSpace
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, MergeSpec
@@ -54,18 +55,23 @@ def assemble(
     space: RowSpace, winners: Winners, spec: MergeSpec, schema: pa.Schema, *, keep_deletes: bool
 ) -> pa.Table:
     """The output rows of the keys in `winners` (keys no row carried are left out)."""
-    upsert = [(w >= 0) & ~space.delete(w) for w in winners.rows]
-    live = np.logical_or.reduce(upsert)
-    row_winner = np.maximum.reduce(winners.rows)
-    if not keep_deletes:
-        keys = np.flatnonzero(live)
-        picks = _Picks(
-            row=row_winner[keys],
-            order=tuple(w[keys] for w in winners.rows),
-            value=tuple(np.where(u, w, NO_ROW)[keys] for u, w in zip(upsert, winners.rows, strict=True)),
-        )
-        return _build(space, spec, schema, picks, op=None)
+    upsert = tuple((w >= 0) & ~space.delete(w) for w in winners.rows)
+    if keep_deletes:
+        picks, op = _change_rows(space, winners, upsert)
+        return _build(space, spec, schema, picks, op=op)
+    keys = np.flatnonzero(np.logical_or.reduce(upsert))
+    picks = _Picks(
+        row=np.maximum.reduce(winners.rows)[keys],
+        order=tuple(w[keys] for w in winners.rows),
+        value=tuple(np.where(u, w, NO_ROW)[keys] for u, w in zip(upsert, winners.rows, strict=True)),
+    )
+    return _build(space, spec, schema, picks, op=None)
 
+
+def _change_rows(
+    space: RowSpace, winners: Winners, upsert: tuple[BoolArray, ...]
+) -> tuple[_Picks, npt.NDArray[np.int8]]:
+    """Picks and ops of the change rows (marker, delete, upsert) restating each key."""
     deleted = [(w >= 0) & ~u for u, w in zip(upsert, winners.rows, strict=True)]
     needs_reset = [
         reset & space.ordered(i, w)
@@ -74,8 +80,9 @@ def assemble(
     wanted = {
         _MARKER: np.logical_or.reduce(needs_reset),
         _DELETE_ROW: np.logical_or.reduce(deleted),
-        _UPSERT_ROW: live,
+        _UPSERT_ROW: np.logical_or.reduce(upsert),
     }
+    # Lay each key's rows out consecutively, in kind order, without sorting.
     counts = np.zeros(winners.num_keys, dtype=np.int64)
     for has in wanted.values():
         counts += has
@@ -94,9 +101,9 @@ def assemble(
         marker_order = np.where(reset, NO_ROW, w)[key_of]
         order.append(np.select([is_upsert, is_delete], [upsert_winner, w[key_of]], marker_order))
         value.append(np.where(is_upsert, upsert_winner, NO_ROW))
-    picks = _Picks(row=row_winner[key_of], order=tuple(order), value=tuple(value))
-    op = np.where(is_upsert, UPSERT, DELETE).astype(np.int8)
-    return _build(space, spec, schema, picks, op=op)
+    row = np.maximum.reduce(winners.rows)[key_of]
+    picks = _Picks(row=row, order=tuple(order), value=tuple(value))
+    return picks, np.where(is_upsert, UPSERT, DELETE).astype(np.int8)
 
 
 def _build(
@@ -112,7 +119,15 @@ def _build(
         source.update((c, picks.value[i]) for c in group.columns)
         if group.ordering is not None:
             source[group.ordering] = picks.order[i]
-    columns = [space.gather(name, source.get(name, picks.row)) for name in schema.names]
+    # Columns gathered from the same rows share one index array.
+    by_rows: dict[int, tuple[IntArray, list[str]]] = {}
+    for name in schema.names:
+        rows = source.get(name, picks.row)
+        by_rows.setdefault(id(rows), (rows, []))[1].append(name)
+    gathered: dict[str, pa.Array | pa.ChunkedArray] = {}
+    for rows, names in by_rows.values():
+        gathered.update(zip(names, space.gather(names, rows), strict=True))
+    columns = [gathered[name] for name in schema.names]
     if op is not None:
         columns.append(pa.array(op, type=pa.int8()))
     return pa.Table.from_arrays(columns, schema=output_schema(schema, keep_deletes=op is not None))

@@ -51,11 +51,21 @@ def conform(batch: pa.Table, schema: pa.Schema) -> pa.Table:
         if field.name in batch.column_names:
             column = batch.column(field.name)
             if column.type != field.type:
-                column = column.cast(field.type)
+                column = _cast(column, field)
             columns.append(column)
         else:
             columns.append(pa.chunked_array([pa.nulls(batch.num_rows, field.type)]))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _cast(column: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+    try:
+        return column.cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise InvalidChanges(
+            f"column {field.name!r} of a change batch has type {column.type}, which does not cast "
+            f"to the table's {field.type} ({exc}); convert it before merging"
+        ) from exc
 
 
 def read_changes(batches: Sequence[pa.Table], spec: MergeSpec, schema: pa.Schema) -> Changes:

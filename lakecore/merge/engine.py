@@ -1,9 +1,10 @@
 """The merge entry points: `merge` (a snapshot or a reduced change batch) and `precombine`.
 
-Owns choosing the path: the general one folds every row grouped by hashed key codes; the base
-path, for a first batch with unique keys (a base file), folds only the later batches, probes the
-base's keys against theirs with a hash lookup, and copies the untouched base rows as they are.
-Both give the same result. Must not read files or know about the timeline: callers pass tables.
+Owns choosing the path. The general one folds every row, grouped by integer key codes. The base
+path, for a first batch with unique keys (a base file), folds only the later batches, looks the
+base's keys up among theirs (a lookup table or a hash of the small side, never a sort), decides
+the matched keys, and copies the base rows that kept their values as they are. Both paths give
+the same result. Must not read files or know about the timeline: callers pass tables.
 """
 
 from __future__ import annotations
@@ -33,18 +34,17 @@ def merge(
     """Merge change batches given oldest first (see `lakecore.merge` for the contract).
 
     Returns `schema`'s columns; with `keep_deletes`, also `_weir_op` (last), and the result is
-    itself a change batch equivalent to `batches`. Set `first_unique` when `batches[0]` has
-    unique keys (a base file always does): its keys are then never hashed or sorted, which is
-    what makes snapshot reads fast. A wrong `first_unique=True` gives wrong results; it is not
-    checked because checking costs as much as the merge.
+    itself a change batch with the effect of `batches` (it may restate a key in up to three
+    rows, so it is not a batch with unique keys). Set `first_unique` when `batches[0]` has unique
+    keys (a base file written from a snapshot does): then only the later batches are folded and
+    the base is probed and copied, which is what makes snapshot reads fast. A wrong
+    `first_unique=True` gives wrong results; it is not checked, as checking costs more than
+    the merge.
     """
     spec.check_schema(schema)
     if first_unique and batches:
         return _merge_onto_base(batches[0], batches[1:], spec, schema, keep_deletes=keep_deletes)
-    changes = read_changes(batches, spec, schema)
-    codes, n_keys = key_codes([changes.table.column(k) for k in spec.key])
-    winners = reduce(changes, codes, n_keys, spec)
-    return assemble(RowSpace(None, changes), winners, spec, schema, keep_deletes=keep_deletes)
+    return _merge_all(read_changes(batches, spec, schema), spec, schema, keep_deletes=keep_deletes)
 
 
 def precombine(batch: pa.Table, spec: MergeSpec, schema: pa.Schema) -> pa.Table:
@@ -62,13 +62,19 @@ def precombine(batch: pa.Table, spec: MergeSpec, schema: pa.Schema) -> pa.Table:
         if g.ordering is None and not any(c in batch.column_names for c in g.columns)
         for c in g.columns
     ]
-    if _unique_keys(batch, spec):
-        changes = read_changes([batch], spec, schema)  # validates keys and ops
+    changes = read_changes([batch], spec, schema)
+    if _unique_keys(changes.table, spec):
         ops = np.where(changes.delete, DELETE, UPSERT).astype(np.int8)
         result = changes.table.append_column(OP_COLUMN, pa.array(ops))
     else:
-        result = merge([batch], spec, schema, keep_deletes=True)
+        result = _merge_all(changes, spec, schema, keep_deletes=True)
     return result.drop_columns(absent)
+
+
+def _merge_all(changes: Changes, spec: MergeSpec, schema: pa.Schema, *, keep_deletes: bool) -> pa.Table:
+    codes, n_keys = key_codes([changes.table.column(k) for k in spec.key])
+    winners = reduce(changes, codes, n_keys, spec)
+    return assemble(RowSpace(None, changes), winners, spec, schema, keep_deletes=keep_deletes)
 
 
 def _merge_onto_base(
@@ -92,22 +98,26 @@ def _merge_onto_base(
     matched = position >= 0
     base_rows = np.full(len(touched), NO_ROW, dtype=np.int64)
     base_rows[position[matched]] = np.flatnonzero(matched)
-    # A base row that is a delete or leaves a group uncarried is not its own snapshot row.
+    # A base row that is a delete or leaves a group uncarried is not its own output row.
     plain = ~base.delete & np.logical_and.reduce(base.carries)
-    untouched = ~matched & plain
     odd = np.flatnonzero(~matched & ~plain)
     base_rows = np.concatenate([base_rows, odd])
-    reduced = reduced.padded(len(odd))
     space = RowSpace(base, later)
-    winners = combine(space, base_rows, reduced, spec)
-    head = _copy(base, untouched, keep_deletes=keep_deletes)
-    tail = assemble(space, winners, spec, schema, keep_deletes=keep_deletes)
+    winners = combine(space, base_rows, reduced.padded(len(odd)), spec)
+    # A plain base row that won every group is its own output row too: copying it with the
+    # untouched rows, in base order, is cheaper than gathering it column by column.
+    won = (base_rows >= 0) & np.logical_and.reduce([w < space.offset for w in winners.rows])
+    won[won] = plain[base_rows[won]]
+    as_is = ~matched & plain
+    as_is[base_rows[won]] = True
+    head = _copy(base, as_is, keep_deletes=keep_deletes)
+    tail = assemble(space, winners.select(np.flatnonzero(~won)), spec, schema, keep_deletes=keep_deletes)
     return pa.concat_tables([head, tail])
 
 
 def _copy(base: Changes, rows: BoolArray, *, keep_deletes: bool) -> pa.Table:
     """The base rows selected by mask `rows`, which are their own snapshot rows."""
-    table = base.table if rows.all() else base.table.take(pa.array(np.flatnonzero(rows)))
+    table = base.table if rows.all() else base.table.filter(pa.array(rows))
     if keep_deletes:
         table = table.append_column(OP_COLUMN, pa.array(np.full(table.num_rows, UPSERT, dtype=np.int8)))
     return table
@@ -118,3 +128,31 @@ def _unique_keys(batch: pa.Table, spec: MergeSpec) -> bool:
         return bool(pc.count_distinct(batch.column(spec.key[0])).as_py() == batch.num_rows)
     _, n_keys = key_codes([batch.column(k) for k in spec.key])
     return n_keys == batch.num_rows
+
+
+def merge_to_base(
+    batches: Sequence[pa.Table],
+    spec: MergeSpec,
+    schema: pa.Schema,
+    *,
+    first_unique: bool = False,
+) -> pa.Table:
+    """The state a base file stores: one row per key, with `_weir_op`.
+
+    Live keys are their snapshot rows (op 0); dead keys keep one delete row (op 1) carrying the
+    groups' delete orderings, a tombstone, so an older event arriving later still loses to the
+    delete, as it would have before the merge. Nothing lies beneath a base file, so the barrier
+    rows a reduced change batch needs are dropped. (For several groups, a live key whose group
+    was deleted keeps that group's delete ordering but not the fact that it was a delete.)
+    """
+    live = merge(batches, spec, schema, first_unique=first_unique)
+    live = live.append_column(OP_COLUMN, pa.array(np.full(live.num_rows, UPSERT, dtype=np.int8)))
+    changes = merge(batches, spec, schema, keep_deletes=True, first_unique=first_unique)
+    ops = changes.column(OP_COLUMN).to_numpy(zero_copy_only=False)
+    if not (ops == DELETE).any():
+        return live
+    codes, n_keys = key_codes([changes.column(k) for k in spec.key])
+    last = np.full(n_keys, -1, dtype=np.int64)
+    np.maximum.at(last, codes, np.arange(len(codes), dtype=np.int64))
+    dead = last[ops[last] == DELETE]
+    return pa.concat_tables([live, changes.take(pa.array(dead)).cast(live.schema)])

@@ -24,7 +24,7 @@ _CODE_LIMIT = 1 << 62
 def key_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[IntArray, int]:
     """Dense codes in [0, n) for the rows' keys, and n, the number of distinct keys.
 
-    A code is the key's position of first appearance, so codes are deterministic.
+    Codes depend only on the keys and their order of appearance, so they are deterministic.
     """
     codes, size = _encode(columns[0])
     for column in columns[1:]:
@@ -44,6 +44,9 @@ def probe(columns: Sequence[pa.ChunkedArray], keys: Sequence[pa.Array]) -> IntAr
     Hashes only `keys` (the small side) and streams the rows through it.
     """
     if len(columns) == 1:
+        found = _probe_dense(columns[0], keys[0])
+        if found is not None:
+            return found
         return _positions(pc.index_in(columns[0], value_set=keys[0]))
     n_rows = len(columns[0])
     row_codes = np.zeros(n_rows, dtype=np.int64)
@@ -69,14 +72,64 @@ def probe(columns: Sequence[pa.ChunkedArray], keys: Sequence[pa.Array]) -> IntAr
     return found
 
 
+def _probe_dense(column: pa.ChunkedArray, keys: pa.Array) -> IntArray | None:
+    """`probe` by direct addressing, for integer keys spanning a range not much wider than the rows.
+
+    A lookup table indexed by key value costs a few array passes where hashing the rows costs
+    several times more; sparse keys (span far above the row count) fall back to hashing.
+    """
+    if not _addressable(column.type) or len(keys) == 0:
+        return None
+    wanted = np.asarray(keys.to_numpy(), dtype=np.int64)
+    low, high = int(wanted.min()), int(wanted.max())
+    span = high - low + 1
+    if span > 4 * (len(column) + len(wanted)) or len(wanted) >= 1 << 31:
+        return None
+    # int32 positions: half the table, so more of it stays in cache during the random lookups.
+    table = np.full(span + 1, -1, dtype=np.int32)  # the extra slot answers for out-of-range rows
+    table[wanted - low] = np.arange(len(wanted), dtype=np.int32)
+    rows = np.asarray(column.to_numpy(), dtype=np.int64)
+    inside = (rows >= low) & (rows <= high)
+    result: IntArray = table[np.where(inside, rows - low, span)].astype(np.int64)
+    return result
+
+
 def _encode(column: pa.ChunkedArray) -> tuple[IntArray, int]:
     if len(column) == 0:
         return np.zeros(0, dtype=np.int64), 0
+    dense = _encode_dense(column)
+    if dense is not None:
+        return dense
     encoded = pc.dictionary_encode(column)
     # Arrow encodes all chunks against one growing memo table, so the indices agree across chunks.
     chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
     codes = np.concatenate([c.indices.to_numpy().astype(np.int64) for c in chunks])
     return codes, len(chunks[-1].dictionary)
+
+
+def _encode_dense(column: pa.ChunkedArray) -> tuple[IntArray, int] | None:
+    """`_encode` for integers spanning a range not much wider than the rows: rank by value.
+
+    Marks present values in a bitmap over the range and numbers them in order: a few array
+    passes, where hashing costs several times more. Sparse integers fall back to hashing.
+    """
+    if not _addressable(column.type):
+        return None
+    values = np.asarray(column.to_numpy(), dtype=np.int64)
+    low, high = int(values.min()), int(values.max())
+    if high - low >= 4 * len(values):
+        return None
+    offsets = values - low
+    present = np.zeros(high - low + 1, dtype=np.bool_)
+    present[offsets] = True
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    codes: IntArray = rank[offsets]
+    return codes, int(rank[-1]) + 1
+
+
+def _addressable(kind: pa.DataType) -> bool:
+    """Integer types whose values fit int64, so value - minimum can index an array."""
+    return bool(pa.types.is_integer(kind) and not pa.types.is_uint64(kind))
 
 
 def _positions(found: pa.Array | pa.ChunkedArray) -> IntArray:

@@ -56,26 +56,33 @@ class Winners:
 
 def reduce(changes: Changes, codes: IntArray, n_keys: int, spec: MergeSpec) -> Winners:
     """Fold `changes` per key; `codes` are dense key codes in [0, n_keys), one per row."""
-    positions = np.arange(changes.num_rows, dtype=np.int64)
     rows: list[IntArray] = []
     reset: list[BoolArray] = []
     for i, group in enumerate(spec.groups):
-        carries, ordered = changes.carries[i], changes.ordered[i]
+        carriers = np.flatnonzero(changes.carries[i])  # row ids, oldest first
+        keys = codes[carriers]
+        competing = changes.ordered[i][carriers]
         last_barrier = np.full(n_keys, NO_ROW, dtype=np.int64)
-        barrier = carries & ~ordered
-        if barrier.any():
-            np.maximum.at(last_barrier, codes[barrier], positions[barrier])
+        if not competing.all():
+            barriers = ~competing
+            np.maximum.at(last_barrier, keys[barriers], carriers[barriers])
+            # Ordered rows compete by value only after their key's last barrier.
+            competing &= carriers > last_barrier[keys]
         winner = last_barrier
-        if group.ordering is not None and ordered.any():
-            # Ordered rows carry the group; those after the key's last barrier compete by value.
-            after = ordered & (positions > last_barrier[codes])
-            values = _ordinals(changes.table.column(group.ordering))
-            top = np.full(n_keys, _lowest(values), dtype=values.dtype)
-            np.maximum.at(top, codes[after], values[after])
-            best = after & (values == top[codes])
-            # Every competing row is newer than the barrier, so the max id is the newest best row.
+        if group.ordering is not None and competing.any():
+            carriers, keys = carriers[competing], keys[competing]
             winner = last_barrier.copy()
-            np.maximum.at(winner, codes[best], positions[best])
+            # A key with one competing row needs no comparison; only crowded keys are compared.
+            alone = np.bincount(keys, minlength=n_keys)[keys] == 1
+            winner[keys[alone]] = carriers[alone]
+            if not alone.all():
+                carriers, keys = carriers[~alone], keys[~alone]
+                values = _ordinals(changes.table.column(group.ordering), carriers)
+                top = np.full(n_keys, _lowest(values), dtype=values.dtype)
+                np.maximum.at(top, keys, values)
+                best = values == top[keys]
+                # Competing rows are newer than the barrier, so the max id is the newest best row.
+                np.maximum.at(winner, keys[best], carriers[best])
         rows.append(winner)
         reset.append(last_barrier != NO_ROW)
     return Winners(rows=tuple(rows), reset=tuple(reset))
@@ -99,7 +106,7 @@ def combine(space: RowSpace, base_rows: IntArray, later: Winners, spec: MergeSpe
         carried = _at(base.carries[i], base_rows, has_base)
         base_barrier = carried & ~_at(base.ordered[i], base_rows, has_base)
         # The later winner needs no comparison when a barrier stands before it, on either side.
-        take_later = has_later & (later.reset[i] | ~carried)
+        take_later = has_later & (later.reset[i] | ~carried | base_barrier)
         compare = has_later & ~take_later
         if compare.any():
             assert group.ordering is not None, "commit-time winners are always barriers"
@@ -119,14 +126,14 @@ def _at(flags: BoolArray, rows: IntArray, valid: BoolArray) -> BoolArray:
     return result
 
 
-def _ordinals(column: pa.ChunkedArray) -> npt.NDArray[np.int64] | npt.NDArray[np.float64]:
-    """Numbers that order like the column's values (nulls map to anything; callers mask them)."""
+def _ordinals(column: pa.ChunkedArray, rows: IntArray) -> npt.NDArray[np.int64] | npt.NDArray[np.float64]:
+    """Numbers that order like the column's values at `rows` (which hold no nulls)."""
     kind = column.type
     if pa.types.is_floating(kind):
         floats: npt.NDArray[np.float64] = np.asarray(
             column.cast(pa.float64()).fill_null(0).to_numpy(), dtype=np.float64
         )
-        return floats
+        return floats[rows]
     if pa.types.is_date32(kind) or pa.types.is_time32(kind):
         column = column.cast(pa.int32())
     if pa.types.is_temporal(kind) or pa.types.is_boolean(kind) or (
@@ -135,10 +142,11 @@ def _ordinals(column: pa.ChunkedArray) -> npt.NDArray[np.int64] | npt.NDArray[np
         ints: npt.NDArray[np.int64] = np.asarray(
             column.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64
         )
-        return ints
+        return ints[rows]
     # Strings, decimals, uint64: Arrow's own order, as dense ranks.
     ranks: npt.NDArray[np.int64] = np.asarray(
-        pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy(), dtype=np.int64
+        pc.rank(column.take(pa.array(rows)), sort_keys="ascending", tiebreaker="dense").to_numpy(),
+        dtype=np.int64,
     )
     return ranks
 

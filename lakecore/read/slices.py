@@ -55,7 +55,10 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
     logs = [] if base_only else [lf.stat.path for lf in fs.logs]
     tables = read_files(storage, files + logs, [*columns, OP])
     if len(tables) == 1 and fs.base and not keep_deletes:
-        return tables[0].select(columns).cast(schema)
+        base = tables[0]  # one row per key already; drop its tombstones
+        if OP in base.column_names and pc.any(pc.equal(base.column(OP), 1)).as_py():
+            base = base.filter(pc.equal(base.column(OP), 0))
+        return base.select(columns).cast(schema)
     spec = projected_spec(merge_spec(config), columns)
     return merge(tables, spec, schema, keep_deletes=keep_deletes, first_unique=fs.base is not None)
 

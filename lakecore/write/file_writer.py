@@ -16,10 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
-from lakecore.formats import write_file
+from lakecore.formats import read_files, write_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
-from lakecore.merge import merge, precombine
-from lakecore.read.slices import read_slice
+from lakecore.merge import merge_to_base, precombine
 from lakecore.read.spec import file_schema, merge_spec
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
@@ -77,22 +76,25 @@ def _write_log(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> Write
 
 def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current: FileSlice | None,
                 *, merge_with_current: bool) -> WriteStat:
+    """A new base file: the file group's whole state (tombstones included, see merge_to_base)."""
     config = ctx.config
     schema = file_schema(config)
     spec = merge_spec(config)
-    if merge_with_current and current is not None and current.files:
-        existing = read_slice(ctx.storage, config, current, schema.names)
-        merged = merge([existing, rows], spec, schema, keep_deletes=False, first_unique=True)
-    else:
-        merged = precombine(rows, spec, schema)
-        if int(pc.sum(merged.column(OP)).as_py() or 0):
-            merged = merged.filter(pc.equal(merged.column(OP), 0))
-        merged = merged.select(schema.names).cast(schema)
+    has_deletes = bool(pc.any(pc.equal(rows.column(OP), OP_DELETE)).as_py())
+    if merge_with_current and current is not None and current.base is not None:
+        existing = read_files(ctx.storage, [current.base.path], [*schema.names, OP])[0]
+        state = merge_to_base([existing, rows], spec, schema, first_unique=True)
+    elif has_deletes:
+        state = merge_to_base([rows], spec, schema)
+    else:  # all upserts: pre-combining alone gives one row per key
+        state = precombine(rows, spec, schema)
+    state = state.select([*schema.names, OP]).cast(pa.schema([*schema, pa.field(OP, pa.int8())]))
     name = base_file_name(group.file_id, ctx.write_token, ctx.instant_time)
     path = f"{group.partition}/{name}" if group.partition else name
     io: IOType = "merge" if current is not None and current.files else "create"
     create_marker(ctx.storage, Marker(ctx.instant_time, path, io))
-    size = write_file(ctx.storage, path, merged, compression=config.compression)
+    size = write_file(ctx.storage, path, state, compression=config.compression)
+    live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
     deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
-    return WriteStat(group.partition, group.file_id, name, "base", merged.num_rows, deletes, size,
+    return WriteStat(group.partition, group.file_id, name, "base", live, deletes, size,
                      base_instant=current.base_instant if current is not None else None)
