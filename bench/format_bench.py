@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import datagen, median, timed  # noqa: E402
+from common import datagen, median, timed
 
-from lakecore import Table  # noqa: E402
+from lakecore import Table
 
 CODEC = "zstd"
 BUCKETS = 4

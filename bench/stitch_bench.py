@@ -21,9 +21,9 @@ import pyarrow as pa
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import median, timed  # noqa: E402
+from common import median, timed
 
-from lakecore import ColumnGroup, Table  # noqa: E402
+from lakecore import ColumnGroup, Table
 
 GROUPS = [ColumnGroup("a", ("a_int", "a_float"), "a_ts"), ColumnGroup("b", ("b_str", "b_int"), "b_ts"),
           ColumnGroup("c", ("c_float", "c_str"), "c_ts")]
@@ -51,8 +51,10 @@ def schema() -> pa.Schema:
     fields = [pa.field("key", pa.int64())]
     for g in GROUPS:
         for c in (*g.columns, g.ordering_field):
-            t = pa.int64() if c.endswith(("int", "ts")) else pa.float64() if c.endswith("float") else pa.string()
-            fields.append(pa.field(c, t))
+            if c.endswith(("int", "ts")):
+                fields.append(pa.field(c, pa.int64()))
+            else:
+                fields.append(pa.field(c, pa.float64() if c.endswith("float") else pa.string()))
     return pa.schema(fields)
 
 

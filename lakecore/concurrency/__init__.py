@@ -1,6 +1,15 @@
 """Concurrency: locks, the write transaction protocol, rollback of failed writes."""
 
-from lakecore.concurrency.locks import InProcessLock, Lock, StorageLock, ensure_held
+from lakecore.concurrency.locks import (
+    InProcessLock,
+    Lock,
+    LockAlreadyHeld,
+    LockUnavailable,
+    LockUnsupported,
+    StorageLock,
+    ensure_held,
+    lock_from_options,
+)
 from lakecore.concurrency.transaction import (
     WriteTransaction,
     begin_write,
@@ -10,5 +19,7 @@ from lakecore.concurrency.transaction import (
     view_of,
 )
 
-__all__ = ["InProcessLock", "Lock", "StorageLock", "WriteTransaction", "begin_write", "commit_write",
-           "draw_instant", "ensure_held", "rollback_write", "view_of"]
+# ZooKeeperLock lives in lakecore.concurrency.zookeeper, not re-exported: importing it imports kazoo.
+__all__ = ["InProcessLock", "Lock", "LockAlreadyHeld", "LockUnavailable", "LockUnsupported", "StorageLock",
+           "WriteTransaction", "begin_write", "commit_write", "draw_instant", "ensure_held",
+           "lock_from_options", "rollback_write", "view_of"]

@@ -1,0 +1,67 @@
+"""Lock providers under test: each `LockBench` makes independent lock objects on one table."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakecore.concurrency.locks import Lock, lock_from_options
+from lakecore.storage import Storage, open_storage
+
+
+@dataclass
+class LockBench:
+    """One table and the lock options every contender for its lock uses (as a table would)."""
+
+    provider: str
+    storage: Storage
+    options: dict[str, Any]
+    made: list[Lock] = field(default_factory=list)
+
+    def new_lock(self, **overrides: Any) -> Lock:
+        lock = lock_from_options(self.storage, {**self.options, **overrides})
+        self.made.append(lock)
+        return lock
+
+    def close(self) -> None:
+        for lock in self.made:
+            close = getattr(lock, "close", None)
+            if close is not None:
+                close()
+            else:
+                lock.release()
+
+
+PROVIDERS = ["in_process", "storage", pytest.param("zookeeper", marks=pytest.mark.zookeeper)]
+CROSS_PROCESS = ["storage", pytest.param("zookeeper", marks=pytest.mark.zookeeper)]
+
+
+def make_bench(request: pytest.FixtureRequest, provider: str, tmp_path: Path) -> Iterator[LockBench]:
+    storage = open_storage(str(tmp_path / "table"))
+    options: dict[str, Any] = {"provider": provider, "acquire_timeout_s": 10.0}
+    if provider == "zookeeper":
+        server = request.getfixturevalue("zookeeper_server")
+        options |= {"connect": server.connect_string, "base_path": f"/weir-tests/{uuid.uuid4().hex[:8]}",
+                    "session_timeout_s": 4.0, "connection_timeout_s": 5.0}
+    bench = LockBench(provider, storage, options)
+    yield bench
+    bench.close()
+    if provider == "zookeeper":
+        from lakecore.concurrency.zookeeper import close_shared_clients
+
+        close_shared_clients()
+
+
+@pytest.fixture(params=PROVIDERS)
+def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LockBench]:
+    yield from make_bench(request, request.param, tmp_path)
+
+
+@pytest.fixture(params=CROSS_PROCESS)
+def cross_process_bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LockBench]:
+    yield from make_bench(request, request.param, tmp_path)
