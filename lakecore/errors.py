@@ -104,3 +104,21 @@ class LockTimeout(LockError):
 
 class WriteAborted(LakecoreError):
     """A write was abandoned before commit; nothing of it is visible."""
+
+
+class WriteConflict(LakecoreError):
+    """Another writer changed the same file groups first (optimistic concurrency); ours was rolled back."""
+
+    retryable = True
+
+
+class EarlyConflict(WriteConflict):
+    """Early conflict detection found an older live writer (or a newer commit) on our file groups."""
+
+
+class SchemaConflict(LakecoreError):
+    """Concurrent writers evolved the table schema incompatibly."""
+
+
+class HeartbeatExpired(LakecoreError):
+    """This writer missed its heartbeats for too long; its instant may be rolled back by others."""
