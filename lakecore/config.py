@@ -21,6 +21,7 @@ FORMAT_VERSION = 1
 
 TableType = Literal["merge_on_read", "copy_on_write"]
 MergeMode = Literal["commit_time", "event_time", "partial_update"]
+ConcurrencyMode = Literal["single_writer", "optimistic", "non_blocking"]
 
 # Meta columns. Stored in files: commit time (every file), op (log files), per-group ordering values
 # (partial-update tables). Derived on read: record key, partition path, file name.
@@ -76,6 +77,7 @@ class TableConfig:
     column_defaults: Mapping[str, Any] = field(default_factory=dict)
     buckets: int = 4
     compression: str = "zstd"
+    concurrency_mode: ConcurrencyMode = "optimistic"
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
@@ -127,6 +129,7 @@ class TableConfig:
             "column_defaults": dict(self.column_defaults),
             "buckets": self.buckets,
             "compression": self.compression,
+            "concurrency_mode": self.concurrency_mode,
             "schema": schema_to_json(self.schema),
         }
 
@@ -155,6 +158,7 @@ class TableConfig:
                 column_defaults=dict(obj.get("column_defaults", {})),
                 buckets=int(obj["buckets"]),
                 compression=obj.get("compression", "zstd"),
+                concurrency_mode=obj.get("concurrency_mode", "optimistic"),
                 format_version=version,
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -189,6 +193,11 @@ def _validate(c: TableConfig) -> None:
         raise bad(f"table_type must be one of {get_args(TableType)}, got {c.table_type!r}")
     if c.merge_mode not in get_args(MergeMode):
         raise bad(f"merge_mode must be one of {get_args(MergeMode)}, got {c.merge_mode!r}")
+    if c.concurrency_mode not in get_args(ConcurrencyMode):
+        raise bad(f"concurrency_mode must be one of {get_args(ConcurrencyMode)}, got {c.concurrency_mode!r}")
+    if c.concurrency_mode == "non_blocking" and c.table_type != "merge_on_read":
+        raise bad("non_blocking concurrency needs a merge_on_read table (writers only append log files); "
+                  "use optimistic for copy_on_write")
     if not isinstance(c.buckets, int) or not 1 <= c.buckets <= 65536:
         raise bad(f"buckets must be an integer in 1..65536, got {c.buckets!r}")
     names = c.schema.names

@@ -7,6 +7,9 @@ codes, the operator to kopf's TemporaryError). Nothing here imports anything but
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 
 class LakecoreError(Exception):
     """Root of every lakecore error."""
@@ -110,6 +113,18 @@ class WriteConflict(LakecoreError):
     """Another writer changed the same file groups first (optimistic concurrency); ours was rolled back."""
 
     retryable = True
+
+    def __init__(self, message: str, *, instant: str = "", conflicts: tuple[Any, ...] = ()) -> None:
+        super().__init__(message)
+        self.instant = instant
+        self.conflicts = conflicts  # lakecore.concurrency.occ.Conflict values
+
+    @classmethod
+    def of(cls, instant: str, conflicts: Sequence[Any]) -> WriteConflict:
+        detail = "; ".join(c.describe() for c in conflicts)
+        return cls(f"write {instant} conflicts with concurrent writes: {detail}. It was rolled back and "
+                   "nothing of it is visible: retry it (the input is unchanged), or give concurrent "
+                   "writers disjoint partitions or buckets", instant=instant, conflicts=tuple(conflicts))
 
 
 class EarlyConflict(WriteConflict):

@@ -2,8 +2,9 @@
 
     begin:    lock -> reload timeline -> draw instant time -> create requested -> unlock -> inflight
     tasks:    write files (one marker before each)                       [write.file_writer]
-    commit:   lock -> reload timeline -> check -> draw completion time -> still hold lock? ->
-              create completed instant -> unlock -> delete markers
+    commit:   lock -> reload timeline -> conflict check [occ] -> draw completion time ->
+              still hold lock? -> create completed instant -> unlock -> delete markers
+              (on a conflict: unlock -> roll our instant back -> raise WriteConflict)
     rollback: delete the files named by the instant's markers, then record a rollback instant
 
 The lock is held only for the short critical sections. Anything that fails before the completed
@@ -17,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakecore.concurrency.locks import Lock, ensure_held
+from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts, needs_check
 from lakecore.config import TableConfig, schema_to_json
-from lakecore.errors import InvalidInstantState
+from lakecore.errors import InvalidInstantState, WriteConflict
 from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -75,17 +77,31 @@ def begin_write(storage: Storage, config: TableConfig, lock: Lock, operation: Op
 
 def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: dict[str, Any] | None = None,
                  lock: Lock, clock: Clock = now_ms) -> Instant:
+    """Complete the instant under the lock after the conflict check; on a conflict, roll it back and
+    raise WriteConflict (nothing of the write is visible)."""
     store = TimelineStore(txn.storage)
     meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(txn.config.schema), extra or {})
+    mode = txn.config.concurrency_mode
+    base_groups = frozenset((s.partition, s.file_id) for s in stats if s.kind == "base")
+    conflicts: list[Conflict] = []
     with lock:
         timeline = store.load()
         current = timeline.find(txn.instant.requested_time)
         if current is None or current.state is not State.INFLIGHT:
             raise InvalidInstantState(f"instant {txn.instant.requested_time} is no longer inflight "
                                       f"({current}); it was rolled back: rerun the write")
-        completion = next_instant_time(clock(), timeline.newest_time())
-        ensure_held(lock, f"completing instant {txn.instant.requested_time}")
-        done = store.complete(txn.instant, completion, meta)
+        if needs_check(mode, bool(base_groups)):
+            only_bases = mode == "non_blocking"
+            conflicts = find_conflicts(txn.instant, base_groups if only_bases else meta.file_groups,
+                                       completed_since(timeline, txn.instant), store.metadata,
+                                       only_base_writers=only_bases)
+        if not conflicts:
+            completion = next_instant_time(clock(), timeline.newest_time())
+            ensure_held(lock, f"completing instant {txn.instant.requested_time}")
+            done = store.complete(txn.instant, completion, meta)
+    if conflicts:
+        rollback_write(txn.storage, lock, txn.instant, clock=clock)
+        raise WriteConflict.of(txn.instant.requested_time, conflicts)
     delete_markers(txn.storage, txn.instant.requested_time)
     return done
 

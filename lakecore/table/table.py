@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from lakecore.concurrency import Lock, StorageLock, begin_write, commit_write, rollback_write, view_of
 from lakecore.config import (
     ColumnGroup,
+    ConcurrencyMode,
     MergeMode,
     TableConfig,
     TableType,
@@ -30,6 +31,7 @@ from lakecore.errors import (
     InvalidInstantState,
     TableAlreadyExists,
     TableNotFound,
+    WriteConflict,
 )
 from lakecore.read.changes import read_changes
 from lakecore.read.snapshot import read_view
@@ -73,7 +75,8 @@ class Table:
                ordering_field: str | None = None, merge_mode: MergeMode | None = None,
                column_groups: Sequence[ColumnGroup | Mapping[str, Any]] = (),
                column_defaults: Mapping[str, Any] | None = None, buckets: int = 4,
-               compression: str = "zstd", name: str | None = None,
+               compression: str = "zstd", concurrency_mode: ConcurrencyMode = "optimistic",
+               name: str | None = None,
                storage_options: dict[str, Any] | None = None, lock: Lock | None = None) -> Table:
         """Create a new, empty table at `uri` (fails if one exists there)."""
         groups = normalize_groups([g if isinstance(g, ColumnGroup) else ColumnGroup.from_json(g)
@@ -85,7 +88,7 @@ class Table:
             ordering_field=ordering_field,
             merge_mode=merge_mode or default_merge_mode(ordering_field, groups),
             column_groups=groups, column_defaults=dict(column_defaults or {}), buckets=buckets,
-            compression=compression)
+            compression=compression, concurrency_mode=concurrency_mode)
         storage = open_storage(uri, storage_options)
         try:
             storage.write_if_absent(CONFIG_PATH, config.dumps())
@@ -146,6 +149,8 @@ class Table:
             else:
                 stats = [write_file_group(ctx, g) for g in groups]
             done = commit_write(txn, stats, extra=dict(extra or {}), lock=self.lock)
+        except WriteConflict:
+            raise  # commit_write rolled the instant back already
         except BaseException:
             self._abandon(txn.instant)
             raise
