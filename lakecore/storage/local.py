@@ -67,8 +67,15 @@ class LocalStorage:
             return []
         with entries:
             for e in entries:
-                if e.is_file() and TMP_MARK not in e.name:
+                if TMP_MARK in e.name:
+                    continue
+                try:  # a file may vanish between the listing and its stat (rollbacks delete files)
+                    if not e.is_file():
+                        continue
                     st = e.stat()
+                except FileNotFoundError:
+                    continue
+                else:
                     out.append(FileInfo(f"{directory.strip('/')}/{e.name}".lstrip("/"), st.st_size,
                                         st.st_mtime))
         return out
@@ -81,7 +88,10 @@ class LocalStorage:
             for n in names:
                 if TMP_MARK in n:
                     continue
-                st = os.stat(os.path.join(dirpath, n))
+                try:
+                    st = os.stat(os.path.join(dirpath, n))
+                except FileNotFoundError:
+                    continue
                 path = n if rel == "." else f"{rel}/{n}"
                 out.append(FileInfo(path, st.st_size, st.st_mtime))
         return out

@@ -1,0 +1,53 @@
+"""One writer process of the multi-writer proof tests.
+
+    python -m tests.lakecore.concurrency.writer_process URI ZK_CONNECT WRITER COMMITS SEED LOG
+
+Each attempt upserts a random batch of keys with a ZooKeeper table lock; the outcome (committed
+instant, or the conflict it lost) is appended to LOG as one JSON line. Lost batches are not retried:
+the history checker must find each of them absent from the table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+KEYS = 3000
+BATCH = 25
+
+
+def batch(writer: int, n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng([seed, writer, n])
+    keys = rng.choice(KEYS, BATCH, replace=False).astype(np.int64)
+    return pa.table({"id": pa.array(keys), "writer": pa.array(np.full(BATCH, writer, np.int64)),
+                     "seq": pa.array(np.full(BATCH, n, np.int64)),
+                     "v": pa.array(rng.random(BATCH))})
+
+
+def main() -> None:
+    from lakecore import Table
+    from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+    from lakecore.errors import WriteConflict
+
+    uri, connect, writer, commits, seed, log = sys.argv[1:7]
+    probe = Table.open(uri)
+    table = Table.open(uri, lock=zookeeper_lock(connect, table_lock_key(probe.uri), session_timeout_s=10))
+    with open(log, "a") as out:
+        for n in range(int(commits)):
+            tag = f"w{writer}-{n}"
+            try:
+                res = table.upsert(batch(int(writer), n, int(seed)), extra={"batch": tag})
+                entry = {"batch": tag, "outcome": "committed", "instant": res.instant.requested_time}
+            except WriteConflict as exc:
+                entry = {"batch": tag, "outcome": "conflict", "instant": exc.instant,
+                         "conflicts": [{"theirs": c.theirs, "file_groups": sorted(map(list, c.file_groups))}
+                                       for c in exc.conflicts]}
+            out.write(json.dumps(entry) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    main()
