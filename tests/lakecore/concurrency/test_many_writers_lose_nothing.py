@@ -22,8 +22,10 @@ def batch_of(tag: str) -> pa.Table:
 
 
 def run_writers(uri: str, connect: str, log: str) -> None:
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.lakecore.concurrency.writer_process", uri, connect,
-                               str(w), str(COMMITS), str(SEED), log], stderr=subprocess.PIPE, text=True)
+    module = "tests.lakecore.concurrency.writer_process"
+    args = [str(COMMITS), str(SEED), log]
+    procs = [subprocess.Popen([sys.executable, "-m", module, uri, connect, str(w), *args],
+                              stderr=subprocess.PIPE, text=True)
              for w in range(WRITERS)]
     for p in procs:
         _, err = p.communicate(timeout=600)
