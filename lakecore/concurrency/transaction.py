@@ -17,10 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from lakecore.concurrency.locks import Lock, ensure_held
 from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts, needs_check
-from lakecore.config import TableConfig, schema_to_json
-from lakecore.errors import InvalidInstantState, WriteConflict
+from lakecore.concurrency.schema_conflict import is_additive_evolution, resolve_schema
+from lakecore.config import TableConfig, schema_from_json, schema_to_json
+from lakecore.errors import InvalidInstantState, SchemaConflict, WriteConflict
 from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -49,10 +52,12 @@ class WriteTransaction:
     operation: Operation
     started_after: Instant | None            # last completed instant at start (for conflict checks)
     slices: dict[tuple[str, str], FileSlice] = field(default_factory=dict)
+    schema_at_start: pa.Schema | None = None  # the table's schema when the write started
 
-    def context(self, write_token: str = "0-0-0") -> WriteContext:
+    def context(self, write_token: str = "0-0-0", **options: Any) -> WriteContext:
+        """What a task needs to write file groups (pickles); options: markers, max_rows_per_file."""
         return WriteContext(self.storage, self.config, self.instant.requested_time, self.operation,
-                            self.slices, write_token)
+                            self.slices, write_token, **options)
 
 
 def draw_instant(store: TimelineStore, lock: Lock, action: Action, *, plan: bytes = b"",
@@ -66,13 +71,31 @@ def draw_instant(store: TimelineStore, lock: Lock, action: Action, *, plan: byte
 
 
 def begin_write(storage: Storage, config: TableConfig, lock: Lock, operation: Operation, *,
-                clock: Clock = now_ms, need_view: bool = False) -> WriteTransaction:
+                clock: Clock = now_ms, need_view: bool = False,
+                table_schema: pa.Schema | None = None) -> WriteTransaction:
+    """Start a write. `config.schema` is the writer's schema; `table_schema` the table's as the writer
+    knows it (they differ when the write evolves the schema; default: the same)."""
     store = TimelineStore(storage)
     action: Action = "deltacommit" if config.table_type == "merge_on_read" else "commit"
     requested, timeline = draw_instant(store, lock, action, clock=clock)
     inflight = store.transition_inflight(requested)
     slices = build_view(timeline, store.metadata).as_dict() if need_view else {}
-    return WriteTransaction(storage, config, inflight, operation, timeline.last_completed(), slices)
+    recorded = store.latest_schema(timeline)
+    at_start = schema_from_json(recorded) if recorded else (table_schema or config.schema)
+    return WriteTransaction(storage, config, inflight, operation, timeline.last_completed(), slices, at_start)
+
+
+def _decide_schema(txn: WriteTransaction, store: TimelineStore, timeline: Timeline) -> pa.Schema:
+    """The schema to commit (concurrent schema evolution, schema_conflict.py) or SchemaConflict."""
+    at_start = txn.schema_at_start or txn.config.schema
+    recorded = store.latest_schema(timeline)
+    at_validation = schema_from_json(recorded) if recorded else at_start
+    decision = resolve_schema(at_start, at_validation, txn.config.schema)
+    if decision.case == 5 and not is_additive_evolution(at_start, txn.config.schema):
+        raise SchemaConflict(f"write {txn.instant.requested_time} changes the table schema beyond adding "
+                             "nullable columns; only additive evolution is supported: keep every existing "
+                             "column as it is")
+    return decision.schema
 
 
 def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: dict[str, Any] | None = None,
@@ -80,27 +103,35 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
     """Complete the instant under the lock after the conflict check; on a conflict, roll it back and
     raise WriteConflict (nothing of the write is visible)."""
     store = TimelineStore(txn.storage)
-    meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(txn.config.schema), extra or {})
     mode = txn.config.concurrency_mode
     base_groups = frozenset((s.partition, s.file_id) for s in stats if s.kind == "base")
     conflicts: list[Conflict] = []
+    refused: SchemaConflict | None = None
+    groups = frozenset((s.partition, s.file_id) for s in stats)
     with lock:
         timeline = store.load()
         current = timeline.find(txn.instant.requested_time)
         if current is None or current.state is not State.INFLIGHT:
             raise InvalidInstantState(f"instant {txn.instant.requested_time} is no longer inflight "
                                       f"({current}); it was rolled back: rerun the write")
-        if needs_check(mode, bool(base_groups)):
+        try:
+            schema = _decide_schema(txn, store, timeline)
+        except SchemaConflict as exc:
+            refused = exc
+        if refused is None and needs_check(mode, bool(base_groups)):
             only_bases = mode == "non_blocking"
-            conflicts = find_conflicts(txn.instant, base_groups if only_bases else meta.file_groups,
+            conflicts = find_conflicts(txn.instant, base_groups if only_bases else groups,
                                        completed_since(timeline, txn.instant), store.metadata,
                                        only_base_writers=only_bases)
-        if not conflicts:
+        if refused is None and not conflicts:
+            meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(schema), extra or {})
             completion = next_instant_time(clock(), timeline.newest_time())
             ensure_held(lock, f"completing instant {txn.instant.requested_time}")
             done = store.complete(txn.instant, completion, meta)
-    if conflicts:
+    if refused is not None or conflicts:
         rollback_write(txn.storage, lock, txn.instant, clock=clock)
+        if refused is not None:
+            raise refused
         raise WriteConflict.of(txn.instant.requested_time, conflicts)
     delete_markers(txn.storage, txn.instant.requested_time)
     return done

@@ -12,6 +12,7 @@ import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from lakecore.layout.file_names import parse_data_file_name
 from lakecore.timeline import CommitMetadata, Instant, Timeline, WriteStat
 
 
@@ -62,10 +63,15 @@ def slice_logs(bases: list[str], logs: Iterable[LogFile]) -> dict[str | None, li
     """Assign each log to the newest base instant <= its completion time (None if there is none)."""
     ordered = sorted(bases)
     out: dict[str | None, list[LogFile]] = {}
-    for lf in sorted(logs, key=lambda lf: (lf.completion_time, lf.instant_time, lf.stat.file_name)):
+    for lf in sorted(logs, key=_log_order):
         i = bisect.bisect_right(ordered, lf.completion_time)
         out.setdefault(ordered[i - 1] if i else None, []).append(lf)
     return out
+
+
+def _log_order(lf: LogFile) -> tuple[str, str, int, str]:
+    parsed = parse_data_file_name(lf.stat.file_name)
+    return lf.completion_time, lf.instant_time, parsed.version if parsed else 0, lf.stat.file_name
 
 
 def build_view(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]) -> FileSystemView:

@@ -1,5 +1,6 @@
 """The table facade."""
 
-from lakecore.table.table import Table, WriteResult
+from lakecore.table.table import Table
+from lakecore.table.writer import WriteResult, WriterOptions
 
-__all__ = ["Table", "WriteResult"]
+__all__ = ["Table", "WriteResult", "WriterOptions"]

@@ -8,15 +8,13 @@ instant, tasks write file groups and return write stats, driver commits), here w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.concurrency import Lock, StorageLock, begin_write, commit_write, rollback_write, view_of
+from lakecore.concurrency import Lock, StorageLock, rollback_write, view_of
 from lakecore.config import (
     ColumnGroup,
     ConcurrencyMode,
@@ -25,46 +23,34 @@ from lakecore.config import (
     TableType,
     default_merge_mode,
     normalize_groups,
+    schema_from_json,
 )
 from lakecore.errors import (
     AlreadyExists,
     InvalidInstantState,
     TableAlreadyExists,
     TableNotFound,
-    WriteConflict,
 )
 from lakecore.read.changes import read_changes
 from lakecore.read.snapshot import read_view
 from lakecore.storage import Storage, open_storage
-from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, WriteStat, parse_point_in_time
-from lakecore.write import Operation, conform, route, write_file_group
+from lakecore.table.writer import WriteResult, WriterOptions, write_groups
+from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
+from lakecore.write import Operation, as_table, conform, evolved_schema, route
 
 CONFIG_PATH = ".weir/table.json"
 QueryType = Literal["snapshot", "read_optimized"]
-_tasks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-task")
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    instant: Instant
-    stats: tuple[WriteStat, ...]
-
-    @property
-    def records(self) -> int:
-        return sum(s.records for s in self.stats)
-
-    @property
-    def file_groups(self) -> int:
-        return len(self.stats)
 
 
 class Table:
     """A lake table at a URI. Obtain one with `Table.create(...)` or `Table.open(uri)`."""
 
-    def __init__(self, storage: Storage, config: TableConfig, *, lock: Lock | None = None) -> None:
+    def __init__(self, storage: Storage, config: TableConfig, *, lock: Lock | None = None,
+                 options: WriterOptions | None = None) -> None:
         self.storage = storage
         self.config = config
         self.lock: Lock = lock if lock is not None else StorageLock(storage)
+        self.options = options or WriterOptions()
         self._store = TimelineStore(storage)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -77,7 +63,8 @@ class Table:
                column_defaults: Mapping[str, Any] | None = None, buckets: int = 4,
                compression: str = "zstd", concurrency_mode: ConcurrencyMode = "optimistic",
                name: str | None = None,
-               storage_options: dict[str, Any] | None = None, lock: Lock | None = None) -> Table:
+               storage_options: dict[str, Any] | None = None, lock: Lock | None = None,
+               options: WriterOptions | None = None) -> Table:
         """Create a new, empty table at `uri` (fails if one exists there)."""
         groups = normalize_groups([g if isinstance(g, ColumnGroup) else ColumnGroup.from_json(g)
                                    for g in column_groups])
@@ -95,18 +82,23 @@ class Table:
         except AlreadyExists:
             raise TableAlreadyExists(f"a table already exists at {uri}; open it with Table.open, "
                                      "or choose another location") from None
-        return cls(storage, config, lock=lock)
+        return cls(storage, config, lock=lock, options=options)
 
     @classmethod
     def open(cls, uri: str, *, storage_options: dict[str, Any] | None = None,
-             lock: Lock | None = None) -> Table:
+             lock: Lock | None = None, options: WriterOptions | None = None) -> Table:
         storage = open_storage(uri, storage_options)
         try:
             raw = storage.read(CONFIG_PATH)
         except (FileNotFoundError, NotADirectoryError):
             raise TableNotFound(f"no table at {uri} (no {CONFIG_PATH}); check the URI, or create one "
                                 "with `weir table create`") from None
-        return cls(storage, TableConfig.loads(raw, source=f"{uri}/{CONFIG_PATH}"), lock=lock)
+        config = TableConfig.loads(raw, source=f"{uri}/{CONFIG_PATH}")
+        store = TimelineStore(storage)
+        current = store.latest_schema(store.load())  # the schema evolves through commits
+        if current:
+            config = config.with_schema(schema_from_json(current))
+        return cls(storage, config, lock=lock, options=options)
 
     @property
     def uri(self) -> str:
@@ -138,29 +130,19 @@ class Table:
     def write(self, data: Any, operation: Operation, *,
               extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Run one write. `extra` is stored in the commit metadata (e.g. source offsets)."""
-        conformed = conform(data, self.config, operation)  # bad input fails here, before any instant
-        groups = route(conformed.rows, self.config)
-        need_view = self.config.table_type == "copy_on_write" or operation == "bulk_insert"
-        txn = begin_write(self.storage, self.config, self.lock, operation, need_view=need_view)
-        try:
-            ctx = txn.context()
-            if len(groups) > 1:
-                stats = list(_tasks.map(lambda g: write_file_group(ctx, g), groups))
-            else:
-                stats = [write_file_group(ctx, g) for g in groups]
-            done = commit_write(txn, stats, extra=dict(extra or {}), lock=self.lock)
-        except WriteConflict:
-            raise  # commit_write rolled the instant back already
-        except BaseException:
-            self._abandon(txn.instant)
-            raise
-        return WriteResult(done, tuple(stats))
-
-    def _abandon(self, instant: Instant) -> None:
-        try:
-            rollback_write(self.storage, self.lock, instant)
-        except Exception:
-            pass
+        table = as_table(data)
+        config = self.config
+        if self.options.evolve_schema and operation != "delete":
+            evolved = evolved_schema(table, config)
+            config = config.with_schema(evolved) if evolved is not None else config
+        conformed = conform(table, config, operation)  # bad input fails here, before any instant
+        groups = route(conformed.rows, config)
+        result = write_groups(self.storage, config, self.lock, operation, groups, self.options, extra,
+                              table_schema=self.config.schema)
+        committed = self._store.metadata(result.instant).schema
+        if committed:
+            self.config = self.config.with_schema(schema_from_json(committed))
+        return result
 
     def rollback(self, instant_time: str) -> Instant:
         """Roll back a pending (requested/inflight) write instant, deleting its files."""

@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from lakecore.errors import AlreadyExists, CorruptMetadata, InvalidInstantState
 from lakecore.storage import Storage
-from lakecore.timeline.instant import Instant, State, parse_file_name
+from lakecore.timeline.instant import WRITE_ACTIONS, Instant, State, parse_file_name
 from lakecore.timeline.metadata import CommitMetadata
 from lakecore.timeline.timeline import Timeline
 
@@ -75,6 +75,15 @@ class TimelineStore:
         meta = CommitMetadata.loads(data, source=path)
         _remember(self.storage.uri, instant.file_name, meta)
         return meta
+
+    def latest_schema(self, timeline: Timeline) -> list[dict[str, object]] | None:
+        """The schema (JSON form) of the newest completed write that recorded one."""
+        for instant in reversed(timeline.completed):
+            if instant.action in WRITE_ACTIONS:
+                schema = self.metadata(instant).schema
+                if schema:
+                    return schema
+        return None
 
     def read_plan(self, instant: Instant) -> bytes:
         return self.storage.read(self._path(instant.requested_file()))

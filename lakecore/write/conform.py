@@ -139,6 +139,30 @@ def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
     return Conformed(out, groups)
 
 
+def evolved_schema(data: pa.Table, config: TableConfig) -> pa.Schema | None:
+    """The table schema plus the input's new columns (as nullable), or None when there are none.
+
+    Additive evolution only: new columns are appended, existing ones keep their types (the input is
+    still conformed to them). Partial-update tables would need each new column placed in a column
+    group, which is a table change, so they refuse evolution through writes.
+    """
+    new = [f for f in data.schema if f.name not in config.schema.names]
+    if not new:
+        return None
+    if config.merge_mode == "partial_update":
+        raise SchemaMismatch(f"input columns {[f.name for f in new]} are not in the table; a partial-update "
+                             "table cannot gain columns through a write (each must join a column group)")
+    fields = []
+    for f in new:
+        t = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
+        if pa.types.is_null(t):
+            raise SchemaMismatch(f"new column {f.name!r} is all nulls, so its type is unknown; cast it to "
+                                 "the type it should have")
+        check_supported_type(f.name, t)
+        fields.append(pa.field(f.name, t, nullable=True))
+    return pa.schema([*config.schema, *fields])
+
+
 def _carried_groups(table: pa.Table, config: TableConfig) -> tuple[str, ...]:
     if config.merge_mode != "partial_update":
         return ()

@@ -23,7 +23,7 @@ from lakecore.read.spec import file_schema, merge_spec
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 from lakecore.write.conform import Operation
-from lakecore.write.markers import IOType, Marker, create_marker
+from lakecore.write.markers import DirectMarkers, IOType, Marker, MarkerWriter
 from lakecore.write.routing import FileGroupRows
 
 
@@ -35,6 +35,11 @@ class WriteContext:
     operation: Operation
     slices: Mapping[tuple[str, str], FileSlice] = field(default_factory=dict)  # view at write start
     write_token: str = "0-0-0"
+    markers: MarkerWriter = field(default_factory=DirectMarkers)
+    max_rows_per_file: int | None = None  # log files roll over after this many rows
+
+    def mark(self, path: str, io: IOType, partition: str, file_id: str) -> None:
+        self.markers.create(self.storage, Marker(self.instant_time, path, io), partition, file_id)
 
 
 def _with_commit_time(rows: pa.Table, instant_time: str) -> pa.Table:
@@ -50,28 +55,34 @@ def _log_schema(ctx: WriteContext, rows: pa.Table) -> pa.Schema:
     return pa.schema([*present, pa.field(OP, pa.int8())])
 
 
-def write_file_group(ctx: WriteContext, group: FileGroupRows) -> WriteStat:
+def write_file_group(ctx: WriteContext, group: FileGroupRows) -> list[WriteStat]:
+    """Write one file group's rows; returns the stats of the file(s) written."""
     config = ctx.config
     rows = _with_commit_time(group.rows, ctx.instant_time)
     current = ctx.slices.get((group.partition, group.file_id))
     if config.table_type == "copy_on_write":
-        return _write_base(ctx, group, rows, current, merge_with_current=True)
+        return [_write_base(ctx, group, rows, current, merge_with_current=True)]
     if ctx.operation == "bulk_insert" and (current is None or not current.files):
-        return _write_base(ctx, group, rows, None, merge_with_current=False)
-    return _write_log(ctx, group, rows)
+        return [_write_base(ctx, group, rows, None, merge_with_current=False)]
+    return _write_logs(ctx, group, rows)
 
 
-def _write_log(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> WriteStat:
+def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list[WriteStat]:
     schema = _log_schema(ctx, rows)
     # precombine over the full schema (so every group still decides), then keep only what was written
     rows = precombine(rows, merge_spec(ctx.config), file_schema(ctx.config))
     rows = rows.select(schema.names).cast(schema)
-    name = log_file_name(group.file_id, ctx.instant_time, ctx.write_token)
-    path = f"{group.partition}/{name}" if group.partition else name
-    create_marker(ctx.storage, Marker(ctx.instant_time, path, "append"))
-    size = write_file(ctx.storage, path, rows, compression=ctx.config.compression)
-    deletes = int(pc.sum(rows.column(OP)).as_py() or 0)
-    return WriteStat(group.partition, group.file_id, name, "log", rows.num_rows, deletes, size)
+    step = ctx.max_rows_per_file or max(rows.num_rows, 1)
+    stats = []
+    for version, start in enumerate(range(0, max(rows.num_rows, 1), step), start=1):
+        chunk = rows.slice(start, step)
+        name = log_file_name(group.file_id, ctx.instant_time, ctx.write_token, version)
+        path = f"{group.partition}/{name}" if group.partition else name
+        ctx.mark(path, "append", group.partition, group.file_id)
+        size = write_file(ctx.storage, path, chunk, compression=ctx.config.compression)
+        deletes = int(pc.sum(chunk.column(OP)).as_py() or 0)
+        stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size))
+    return stats
 
 
 def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current: FileSlice | None,
@@ -92,7 +103,7 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
     name = base_file_name(group.file_id, ctx.write_token, ctx.instant_time)
     path = f"{group.partition}/{name}" if group.partition else name
     io: IOType = "merge" if current is not None and current.files else "create"
-    create_marker(ctx.storage, Marker(ctx.instant_time, path, io))
+    ctx.mark(path, io, group.partition, group.file_id)
     size = write_file(ctx.storage, path, state, compression=config.compression)
     live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
     deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)

@@ -1,19 +1,27 @@
-"""Direct markers: one empty file per data file, created BEFORE the data file.
+"""Markers: one per data file, created BEFORE the data file.
 
-`<base>/.weir/markers/<T>/<partition>/<data file name>.marker.<IO type>`. A crashed or aborted write
-is cleaned up from its markers alone (every file it may have created is named by one), and the
-markers are deleted after the instant completes.
+Direct: an empty file `<base>/.weir/markers/<T>/<partition>/<data file name>.marker.<IO type>`.
+Batched (written by the marker service, `marker_service.py`): the same names, relative to the
+instant's marker dir, one per line in `<base>/.weir/markers/<T>/MARKERS<i>`, beside a `MARKERS.type`
+file. Reading understands both at once, so a reader never needs to know which kind a writer used. A
+crashed or aborted write is cleaned up from its markers alone (every file it may have created is
+named by one), and the markers are deleted after the instant completes.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from lakecore.storage import Storage, join
 
 MARKERS_DIR = ".weir/markers"
 IOType = Literal["create", "merge", "append"]
+IO_TYPES: tuple[IOType, ...] = ("create", "merge", "append")
+MARKER_TYPE_FILE = "MARKERS.type"    # says the dir holds batched markers; readers do not need it
+BATCHED_TYPE = b"BATCHED"
+_BATCH_FILE = re.compile(r"MARKERS\d+")
 
 
 @dataclass(frozen=True)
@@ -21,6 +29,20 @@ class Marker:
     instant_time: str
     data_path: str   # data file path relative to the table base
     io_type: IOType
+
+
+class MarkerWriter(Protocol):
+    """Creates the marker of a data file before the file is written. Early conflict detection and
+    the batched marker service plug in here; raising stops the write before the file exists."""
+
+    def create(self, storage: Storage, marker: Marker, partition: str, file_id: str) -> None: ...
+
+
+class DirectMarkers:
+    """The default: one marker file per data file, no conflict checks."""
+
+    def create(self, storage: Storage, marker: Marker, partition: str, file_id: str) -> None:
+        create_marker(storage, marker)
 
 
 def marker_path(m: Marker) -> str:
@@ -31,17 +53,46 @@ def create_marker(storage: Storage, m: Marker) -> None:
     storage.write(marker_path(m), b"")
 
 
+def batch_file(instant_time: str, index: int) -> str:
+    """Path of the `index`-th MARKERS file of an instant (marker service)."""
+    return join(MARKERS_DIR, instant_time, f"MARKERS{index}")
+
+
+def parse_marker_name(instant_time: str, name: str) -> Marker | None:
+    """`<partition>/<data file>.marker.<io>` (relative to the instant's marker dir) -> Marker; None for
+    anything else (temp files, a line cut short)."""
+    data_path, sep, io_type = name.rpartition(".marker.")
+    if sep and data_path and io_type in IO_TYPES:
+        return Marker(instant_time, data_path, io_type)
+    return None
+
+
+def read_batch_file(storage: Storage, path: str) -> list[str]:
+    """Marker names in one MARKERS file. Blank lines are skipped; a file deleted meanwhile is empty."""
+    try:
+        data = storage.read(path)
+    except FileNotFoundError:
+        return []
+    return [line for line in data.decode("utf-8", errors="replace").splitlines() if line.strip()]
+
+
 def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
+    """Every marker of the instant, direct and batched, each once."""
     root = join(MARKERS_DIR, instant_time)
-    out = []
+    out: dict[Marker, None] = {}  # ordered set: a marker named twice is listed once
     for f in storage.list_tree(root):
         rel = f.path[len(root) + 1:]
-        data_path, sep, io_type = rel.rpartition(".marker.")
-        if sep and io_type in ("create", "merge", "append"):
-            out.append(Marker(instant_time, data_path, io_type))  # type: ignore[arg-type]
-    return out
+        names = read_batch_file(storage, f.path) if _BATCH_FILE.fullmatch(rel) else [rel]
+        for name in names:
+            m = parse_marker_name(instant_time, name)
+            if m is not None:
+                out[m] = None
+    return list(out)
 
 
 def delete_markers(storage: Storage, instant_time: str) -> None:
-    for f in storage.list_tree(join(MARKERS_DIR, instant_time)):
+    """Remove the instant's marker dir: direct marker files, MARKERS<i> files, then MARKERS.type."""
+    files = storage.list_tree(join(MARKERS_DIR, instant_time))
+    # The type file goes last, so a dir with batched markers left is never without it.
+    for f in sorted(files, key=lambda f: f.path.endswith("/" + MARKER_TYPE_FILE)):
         storage.delete(f.path)

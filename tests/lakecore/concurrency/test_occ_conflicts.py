@@ -16,14 +16,15 @@ SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 
 def keys_in_bucket(bucket: int, n: int, buckets: int = 4) -> list[int]:
     ids = pa.array(range(2000), pa.int64())
-    found = [k for k, b in zip(ids.to_pylist(), bucket_of([ids], buckets).tolist(), strict=True) if b == bucket]
-    return found[:n]
+    of = bucket_of([ids], buckets).tolist()
+    return [k for k, b in zip(ids.to_pylist(), of, strict=True) if b == bucket][:n]
 
 
 def start(t: Table, ids: list[int], tag: str, op: str = "upsert"):
     data = pa.table({"id": pa.array(ids, pa.int64()), "ts": [1] * len(ids), "v": [tag] * len(ids)})
     txn = begin_write(t.storage, t.config, t.lock, op, need_view=True)
-    stats = [write_file_group(txn.context(), g) for g in route(conform(data, t.config, op).rows, t.config)]
+    groups = route(conform(data, t.config, op).rows, t.config)
+    stats = [s for g in groups for s in write_file_group(txn.context(), g)]
     return txn, stats
 
 

@@ -27,7 +27,8 @@ def test_tasks_in_other_processes_write_file_groups_the_driver_commits(table_uri
     assert len(groups) == 4
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(2, mp_context=spawn) as pool:
-        stats = list(pool.map(task, [pickle.dumps((txn.context(f"{i}-0-0"), g)) for i, g in enumerate(groups)]))
+        payloads = [pickle.dumps((txn.context(f"{i}-0-0"), g)) for i, g in enumerate(groups)]
+        stats = [s for written in pool.map(task, payloads) for s in written]
     assert not t.read().column("name").to_pylist().count("x15")  # invisible until the driver commits
     commit_write(txn, stats, lock=t.lock)
     got = as_dict(t.read())

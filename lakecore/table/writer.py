@@ -1,0 +1,161 @@
+"""The driver side of one write: instant, heartbeat, tasks, commit — and cleanup when it fails.
+
+Owns the order of a write's steps in one process (the Spark jobs run the same steps with Spark
+tasks): begin the instant, start its heartbeat, run one task per file group on a thread pool, stop
+the other tasks as soon as one fails, commit under the lock, and on any failure roll back only
+after every task has stopped (so no task writes a file after its markers were used to clean up).
+Bounded retry of a whole write that lost a conflict is opt-in.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.concurrency import Lock, WriteTransaction, begin_write, commit_write, rollback_write
+from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection
+from lakecore.config import TableConfig
+from lakecore.errors import EarlyConflict, WriteAborted, WriteConflict
+from lakecore.storage import Storage
+from lakecore.timeline import Instant, WriteStat
+from lakecore.write import (
+    DirectMarkers,
+    FileGroupRows,
+    Marker,
+    MarkerWriter,
+    Operation,
+    list_markers,
+    write_file_group,
+)
+from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig
+
+_tasks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-task")
+
+
+@dataclass(frozen=True)
+class WriterOptions:
+    """How this process writes (not part of the table): liveness, early detection, retries."""
+
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
+    early_detection: EarlyDetection | None = None
+    max_rows_per_file: int | None = None   # roll log files over (bounds what an early abort wastes)
+    conflict_retries: int = 0              # re-run a write that lost a conflict this many times
+    retry_backoff_s: float = 0.2
+    evolve_schema: bool = False            # let writes add nullable columns to the table
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    instant: Instant
+    stats: tuple[WriteStat, ...]
+    attempts: int = 1
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.stats)
+
+    @property
+    def file_groups(self) -> int:
+        return len({(s.partition, s.file_id) for s in self.stats})
+
+
+class _Stoppable:
+    """Wraps the marker writer so that sibling tasks stop before their next file once one failed."""
+
+    def __init__(self, inner: MarkerWriter) -> None:
+        self.inner = inner
+        self.stopped = threading.Event()
+
+    def create(self, storage: Storage, marker: Marker, partition: str, file_id: str) -> None:
+        if self.stopped.is_set():
+            raise WriteAborted(f"write {marker.instant_time} stopped: another task of it failed")
+        self.inner.create(storage, marker, partition, file_id)
+
+
+def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: Operation,
+                 groups: Sequence[FileGroupRows], options: WriterOptions,
+                 extra: Mapping[str, Any] | None = None, *, table_schema: pa.Schema | None = None
+                 ) -> WriteResult:
+    """Write routed rows as one instant. `config.schema` is the writer's schema, `table_schema` the
+    table's (they differ when the write adds columns)."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            done, stats = _attempt(storage, config, lock, operation, groups, options, extra, table_schema)
+            return WriteResult(done, stats, attempt)
+        except WriteConflict:
+            if attempt > options.conflict_retries:
+                raise
+            delay = options.retry_backoff_s * (2 ** (attempt - 1))
+            time.sleep(min(delay, 10.0) * (0.5 + random.random()))
+
+
+def _attempt(storage: Storage, config: TableConfig, lock: Lock, operation: Operation,
+             groups: Sequence[FileGroupRows], options: WriterOptions,
+             extra: Mapping[str, Any] | None, table_schema: pa.Schema | None
+             ) -> tuple[Instant, tuple[WriteStat, ...]]:
+    need_view = config.table_type == "copy_on_write" or operation == "bulk_insert"
+    txn = begin_write(storage, config, lock, operation, need_view=need_view, table_schema=table_schema)
+    heartbeat = Heartbeat(storage, txn.instant.requested_time, options.heartbeat)
+    heartbeat.start()
+    markers = _Stoppable(_marker_writer(txn, options))
+    ctx = txn.context(markers=markers, max_rows_per_file=options.max_rows_per_file)
+    try:
+        futures = [_tasks.submit(write_file_group, ctx, g) for g in groups]
+        finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        if any(f.exception() is not None for f in finished):
+            markers.stopped.set()
+            wait(futures)  # every task has stopped before anything is cleaned up
+            raise _first_cause([e for f in futures if (e := f.exception()) is not None])
+        stats = tuple(s for f in futures for s in f.result())
+        heartbeat.check()
+        done = commit_write(txn, stats, extra=dict(extra or {}), lock=lock)
+    except EarlyConflict as exc:
+        exc.bytes_written = _bytes_written(storage, txn)
+        _abandon(storage, lock, txn)
+        raise
+    except WriteConflict:
+        raise  # commit_write rolled the instant back already
+    except BaseException:
+        _abandon(storage, lock, txn)
+        raise
+    finally:
+        heartbeat.stop()
+    return done, stats
+
+
+def _first_cause(errors: list[BaseException]) -> BaseException:
+    """The error that stopped the write, not the WriteAborted its sibling tasks raised after it."""
+    causes = [e for e in errors if not isinstance(e, WriteAborted)]
+    return (causes or errors)[0]
+
+
+def _marker_writer(txn: WriteTransaction, options: WriterOptions) -> MarkerWriter:
+    detection = options.early_detection
+    if detection is None or txn.config.concurrency_mode != "optimistic":
+        return DirectMarkers()
+    return EarlyConflictDetector(txn.instant, detection, options.heartbeat)
+
+
+def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
+    """Size of the data files our markers name (what the aborted write had produced)."""
+    wanted = {m.data_path for m in list_markers(storage, txn.instant.requested_time)}
+    sizes: dict[str, int] = {}
+    for directory in {p.rsplit("/", 1)[0] if "/" in p else "" for p in wanted}:
+        sizes.update({f.path: f.size for f in storage.list_dir(directory)})
+    return sum(sizes.get(p, 0) for p in wanted)
+
+
+def _abandon(storage: Storage, lock: Lock, txn: WriteTransaction) -> None:
+    try:
+        rollback_write(storage, lock, txn.instant)
+    except Exception:
+        pass

@@ -1,0 +1,250 @@
+"""Heartbeats: how a writer says "instant T is still being written", and how others tell that it died.
+
+Owns the heartbeat file `<base>/.weir/heartbeats/<T>`, whose content is the last beat as epoch
+milliseconds in ASCII digits (not the file's mtime: S3 and memory:// report it coarsely or not at all),
+the expiry rule, and `Heartbeat`, the thread a writer beats with. A missing, empty or garbled file
+means "never beat", so expired. Must not roll anything back: what to do with an expired instant is the
+failed-writes rollback's decision, taken under the table lock after re-checking that the instant is
+still in flight.
+
+Expiry compares the reader's clock with the writer's, so writers' clocks must agree to well within
+`interval x tolerable misses` (they must for instant times anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import TracebackType
+
+from lakecore.errors import HeartbeatExpired, InvalidInstantState, InvalidTableConfig
+from lakecore.storage import Storage, join
+from lakecore.timeline import now_ms
+
+HEARTBEATS_DIR = ".weir/heartbeats"
+_BEAT = re.compile(rb"\d{1,19}")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HeartbeatConfig:
+    """A writer beats every `interval_s`; it is dead once `interval_s x tolerable_misses` pass without one."""
+
+    interval_s: float = 10.0
+    tolerable_misses: int = 3
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.interval_s, int | float) and math.isfinite(self.interval_s)
+                and self.interval_s > 0):
+            raise InvalidTableConfig(f"heartbeat interval_s must be a number > 0, got {self.interval_s!r}")
+        if isinstance(self.tolerable_misses, bool) or not isinstance(self.tolerable_misses, int) \
+                or self.tolerable_misses < 1:
+            raise InvalidTableConfig(f"heartbeat tolerable_misses must be an integer >= 1, got "
+                                     f"{self.tolerable_misses!r}")
+
+    @property
+    def timeout_ms(self) -> int:
+        """How long after its last beat a writer counts as dead."""
+        return round(self.interval_s * self.tolerable_misses * 1000)
+
+
+# -- the rule ----------------------------------------------------------------------------------
+
+
+def is_expired(last_beat_ms: int | None, now_ms: int, config: HeartbeatConfig) -> bool:
+    """Dead iff it never beat, or more than `interval x misses` passed since its last beat (Hudi's rule:
+    exactly at the boundary it is still alive)."""
+    return last_beat_ms is None or now_ms - last_beat_ms > config.timeout_ms
+
+
+# -- the file ----------------------------------------------------------------------------------
+
+
+def heartbeat_path(instant_time: str) -> str:
+    return join(HEARTBEATS_DIR, instant_time)
+
+
+def parse_beat(data: bytes) -> int | None:
+    """The beat time in a heartbeat file; None for an empty, cut-short-to-nothing or garbled one."""
+    text = data.strip()
+    return int(text) if _BEAT.fullmatch(text) else None
+
+
+def read_last_beat(storage: Storage, instant_time: str) -> int | None:
+    """Epoch ms of the instant's last beat; None if it has no (readable) heartbeat file. Storage errors
+    other than "not found" propagate: not being able to look is no evidence that the writer died."""
+    try:
+        data = storage.read(heartbeat_path(instant_time))
+    except FileNotFoundError:
+        return None
+    return parse_beat(data)
+
+
+def beat(storage: Storage, instant_time: str, now_ms: int) -> None:
+    """Record a beat at `now_ms` (the whole file is replaced, so readers never see half a number)."""
+    storage.write(heartbeat_path(instant_time), str(int(now_ms)).encode("ascii"))
+
+
+def delete_heartbeat(storage: Storage, instant_time: str) -> None:
+    storage.delete(heartbeat_path(instant_time))
+
+
+def list_heartbeats(storage: Storage) -> dict[str, int | None]:
+    """Every heartbeat file on the table: instant time -> last beat (None when unreadable or just deleted)."""
+    found: dict[str, int | None] = {}
+    for info in storage.list_dir(HEARTBEATS_DIR):
+        instant_time = info.path.rsplit("/", 1)[-1]
+        found[instant_time] = read_last_beat(storage, instant_time)
+    return found
+
+
+def expired_instants(storage: Storage, instant_times: Iterable[str], now_ms: int,
+                     config: HeartbeatConfig) -> list[str]:
+    """Those of `instant_times` whose writer is dead, in the order given."""
+    return [t for t in instant_times if is_expired(read_last_beat(storage, t), now_ms, config)]
+
+
+# -- the writer's side -------------------------------------------------------------------------
+
+
+class Heartbeat:
+    """The heartbeat of one writer's instant: `start()` beats once, synchronously, then a daemon thread
+    beats every interval until `stop()`.
+
+    Self-check: a failed beat is a miss, retried at the next interval. Once the last successful beat
+    is older than `interval x misses` (by `clock`), other writers may already treat this instant as
+    dead and roll it back, so the heartbeat is *lost*: it stops beating for good (a late beat would
+    revive the file of a rolled-back instant) and `check()` raises HeartbeatExpired. The writer calls
+    `check()` before committing, and wherever it wants to stop early.
+    """
+
+    def __init__(self, storage: Storage, instant_time: str, config: HeartbeatConfig | None = None, *,
+                 clock: Callable[[], int] = now_ms) -> None:
+        self.storage = storage
+        self.instant_time = instant_time
+        self.config = config if config is not None else HeartbeatConfig()
+        self._clock = clock
+        self._guard = threading.Lock()  # a beat and stop() never interleave
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = False
+        self._stopped = False
+        self._last_ok: int | None = None
+        self._last_error: BaseException | None = None
+        self._lost: str | None = None  # why, once lost; never cleared
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> Heartbeat:
+        """First beat now (its storage error propagates: the write must not start), then beat on a thread."""
+        with self._guard:
+            if self._started:
+                raise InvalidInstantState(f"the heartbeat of {self.instant_time} was started already; "
+                                          "make a new Heartbeat for each write")
+            now = self._clock()
+            beat(self.storage, self.instant_time, now)
+            self._last_ok, self._started = now, True
+        self._thread = threading.Thread(target=self._run, name=f"weir-heartbeat-{self.instant_time}",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, delete: bool = True) -> None:
+        """Stop beating at once and (by default) delete the heartbeat file. Never raises: it runs after
+        commits and in cleanup, where a leftover file of a finished instant is harmless."""
+        self._wake.set()
+        with self._guard:  # waits for a beat in progress; none starts after this
+            self._stopped = True
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=1.0)
+        if delete and self._started:
+            try:
+                delete_heartbeat(self.storage, self.instant_time)
+            except Exception as exc:
+                log.warning("could not delete the heartbeat of %s (%s); it is harmless once the instant "
+                            "is no longer in flight", self.instant_time, exc)
+
+    def __enter__(self) -> Heartbeat:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def last_beat_ms(self) -> int | None:
+        """Time of the last successful beat (by `clock`)."""
+        return self._last_ok
+
+    @property
+    def running(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    @property
+    def lost(self) -> bool:
+        return self._started and self._lost_reason() is not None
+
+    def check(self) -> None:
+        """Raise HeartbeatExpired if the heartbeat is lost (or was never started)."""
+        if not self._started:
+            reason = "it was never started"
+        else:
+            reason = self._lost_reason() or ""
+        if reason:
+            raise HeartbeatExpired(
+                f"the heartbeat of write {self.instant_time} is lost: {reason}. Other writers, the cleaner "
+                f"or the operator may roll instant {self.instant_time} back: abandon this write and retry it "
+                "(if storage is slow or flaky, raise the heartbeat interval or tolerable misses)")
+
+    # -- the beating thread ------------------------------------------------------------------
+
+    def _lost_reason(self) -> str | None:
+        if self._lost is None and self._last_ok is not None:
+            now = self._clock()
+            if is_expired(self._last_ok, now, self.config):
+                self._lose(now)
+        return self._lost
+
+    def _lose(self, now: int) -> None:
+        if self._lost is not None:
+            return
+        cfg = self.config
+        reason = (f"its last successful beat was {now - (self._last_ok or 0)} ms ago, more than "
+                  f"{cfg.timeout_ms} ms ({cfg.interval_s:g} s x {cfg.tolerable_misses} tolerable misses)")
+        if self._last_error is not None:
+            reason += f"; the last beat failed with {type(self._last_error).__name__}: {self._last_error}"
+        self._lost = reason
+
+    def _run(self) -> None:
+        interval = self.config.interval_s
+        due = time.monotonic() + interval
+        while not self._wake.wait(max(0.0, due - time.monotonic())):
+            due = max(due + interval, time.monotonic())  # fell behind (a slow beat): no burst of beats
+            if not self._beat_once():
+                return
+
+    def _beat_once(self) -> bool:
+        """One scheduled beat; False when the thread must stop."""
+        with self._guard:
+            if self._stopped:
+                return False
+            if self._lost_reason() is not None:  # others may have rolled us back already: do not revive
+                return False
+            now = self._clock()
+            try:
+                beat(self.storage, self.instant_time, now)
+            except Exception as exc:  # a miss; lost only once the misses add up (checked next time)
+                self._last_error = exc
+                return self._lost_reason() is None
+            self._last_ok, self._last_error = now, None
+            return True
