@@ -10,16 +10,16 @@ from lakecore.concurrency.locks import (
     ensure_held,
     lock_from_options,
 )
+from lakecore.concurrency.rollback import rollback_failed_writes, rollback_write
 from lakecore.concurrency.transaction import (
     WriteTransaction,
     begin_write,
     commit_write,
     draw_instant,
-    rollback_write,
     view_of,
 )
 
 # ZooKeeperLock lives in lakecore.concurrency.zookeeper, not re-exported: importing it imports kazoo.
 __all__ = ["InProcessLock", "Lock", "LockAlreadyHeld", "LockUnavailable", "LockUnsupported", "StorageLock",
            "WriteTransaction", "begin_write", "commit_write", "draw_instant", "ensure_held",
-           "lock_from_options", "rollback_write", "view_of"]
+           "lock_from_options", "rollback_failed_writes", "rollback_write", "view_of"]

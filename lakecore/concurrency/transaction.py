@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from lakecore.concurrency.locks import Lock, ensure_held
 from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts, needs_check
+from lakecore.concurrency.rollback import claimed_by_rollbacks, rollback_write
 from lakecore.concurrency.schema_conflict import is_additive_evolution, resolve_schema
 from lakecore.config import TableConfig, schema_from_json, schema_to_json
 from lakecore.errors import InvalidInstantState, SchemaConflict, WriteConflict
@@ -37,7 +38,7 @@ from lakecore.timeline import (
     next_instant_time,
     now_ms,
 )
-from lakecore.write import Operation, WriteContext, delete_markers, list_markers
+from lakecore.write import Operation, WriteContext, delete_markers
 
 Clock = Callable[[], int]
 
@@ -111,9 +112,11 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
     with lock:
         timeline = store.load()
         current = timeline.find(txn.instant.requested_time)
-        if current is None or current.state is not State.INFLIGHT:
+        if current is None or current.state is not State.INFLIGHT or \
+                txn.instant.requested_time in claimed_by_rollbacks(store, timeline):
             raise InvalidInstantState(f"instant {txn.instant.requested_time} is no longer inflight "
-                                      f"({current}); it was rolled back: rerun the write")
+                                      f"({current}); it was rolled back (its heartbeat had expired?): "
+                                      "rerun the write")
         try:
             schema = _decide_schema(txn, store, timeline)
         except SchemaConflict as exc:
@@ -134,31 +137,6 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
             raise refused
         raise WriteConflict.of(txn.instant.requested_time, conflicts)
     delete_markers(txn.storage, txn.instant.requested_time)
-    return done
-
-
-def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clock = now_ms) -> Instant:
-    """Undo a pending write: delete its data files (found through its markers), record a rollback
-    instant, then remove the pending instant's files. Completed instants are not rolled back here."""
-    store = TimelineStore(storage)
-    current = store.load().find(instant.requested_time)
-    if current is not None and current.is_completed:
-        raise InvalidInstantState(f"instant {instant.requested_time} is completed; rolling back completed "
-                                  "instants is a table service (weir table rollback)")
-    markers = list_markers(storage, instant.requested_time)
-    rb, _ = draw_instant(store, lock, "rollback", clock=clock)
-    rb = store.transition_inflight(rb)
-    for m in markers:
-        storage.delete(m.data_path)
-    meta = CommitMetadata("rollback", (), None,
-                          {"rolled_back": instant.requested_time, "action": instant.action,
-                           "deleted_files": sorted(m.data_path for m in markers)})
-    with lock:
-        timeline = store.load()
-        done = store.complete(rb, next_instant_time(clock(), timeline.newest_time()), meta)
-    delete_markers(storage, instant.requested_time)
-    for name in (instant.inflight_file(), instant.requested_file()):
-        storage.delete(f".weir/timeline/{name}")
     return done
 
 

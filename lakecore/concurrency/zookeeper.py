@@ -391,3 +391,101 @@ class ZooKeeperLock(_GuardedLock):
 def zookeeper_lock(connect_string: str, key: str, **options: Any) -> ZooKeeperLock:
     """`ZooKeeperLock(ZooKeeperLockConfig(connect_string, key, **options))`."""
     return ZooKeeperLock(ZooKeeperLockConfig(connect_string, key, **options))
+
+
+# -- ephemeral nodes and child watches: the writer registry (lakecore.concurrency.writers) ---------
+# Each call answers within `timeout` or raises LockUnavailable (this module's "ZooKeeper did not
+# answer"); the registry translates that into its own error.
+
+from collections.abc import Callable  # noqa: E402 - this section was appended to the lock module
+
+from kazoo.exceptions import NodeExistsError  # noqa: E402
+
+
+def _unreachable(doing: str, exc: BaseException) -> LockUnavailable:
+    return LockUnavailable(f"ZooKeeper did not answer while {doing} ({type(exc).__name__}: {exc}); check "
+                           "that ZooKeeper is running and reachable, then retry")
+
+
+def create_ephemeral(client: Any, path: str, data: bytes, timeout: float) -> bool:
+    """Create `path` holding `data` as an ephemeral node of the client's session (missing parents are
+    created as persistent nodes); False when the node exists already."""
+    try:
+        client.create_async(path, data, ephemeral=True, makepath=True).get(timeout=timeout)
+    except NodeExistsError:
+        return False
+    except KazooTimeoutError as exc:
+        _forget(client, path)  # the create is still queued; the delete is queued after it
+        raise _unreachable(f"creating {path}", exc) from exc
+    except KazooException as exc:
+        raise _unreachable(f"creating {path}", exc) from exc
+    return True
+
+
+def delete_node(client: Any, path: str, timeout: float) -> None:
+    """Delete `path`; a missing node is fine. When ZooKeeper does not answer in time the delete stays
+    queued (an ephemeral node goes with its session anyway). Never raises."""
+    try:
+        client.delete_async(path).get(timeout=timeout)
+    except NoNodeError:
+        pass
+    except KazooTimeoutError:
+        pass  # still queued
+    except Exception:
+        _forget(client, path)
+
+
+def children_data(client: Any, path: str, timeout: float) -> dict[str, bytes]:
+    """Each child of `path` with its data; {} when `path` does not exist. Children that go away while
+    being read are left out."""
+    deadline = time.monotonic() + timeout
+    try:
+        names = client.get_children_async(path).get(timeout=timeout)
+    except NoNodeError:
+        return {}
+    except (KazooException, KazooTimeoutError) as exc:
+        raise _unreachable(f"listing {path}", exc) from exc
+    pending = [(name, client.get_async(f"{path}/{name}")) for name in names]
+    found: dict[str, bytes] = {}
+    for name, result in pending:
+        try:
+            data, _ = result.get(timeout=max(0.0, deadline - time.monotonic()))
+        except NoNodeError:
+            continue
+        except (KazooException, KazooTimeoutError) as exc:
+            raise _unreachable(f"reading {path}/{name}", exc) from exc
+        found[name] = bytes(data or b"")
+    return found
+
+
+def watch_children(client: Any, path: str, callback: Callable[[list[str]], bool], timeout: float) -> None:
+    """Call `callback(children)` now and after every change of `path`'s children (kazoo's ChildrenWatch,
+    which re-lists after a reconnect or a new session), until it returns False. `path` is created
+    (persistent) when missing. Later calls run on kazoo's event thread: the callback must not block."""
+    try:
+        client.ensure_path_async(path).get(timeout=timeout)
+    except (KazooException, KazooTimeoutError) as exc:
+        raise _unreachable(f"creating {path}", exc) from exc
+    first = threading.Event()
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def call(children: list[str]) -> bool:
+        first.set()
+        return callback(children)
+
+    def establish() -> None:  # ChildrenWatch lists synchronously, without a deadline: keep it off our thread
+        try:
+            client.ChildrenWatch(path, call)
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=establish, name="weir-zookeeper-watch", daemon=True).start()
+    if not done.wait(timeout):
+        raise _unreachable(f"watching {path}", TimeoutError(f"no answer within {timeout:.1f}s"))
+    if failed:
+        raise _unreachable(f"watching {path}", failed[0]) from failed[0]
+    if not first.is_set():  # kazoo stops a watch silently when the node vanished before listing it
+        raise _unreachable(f"watching {path}", NoNodeError(f"{path} was deleted meanwhile"))

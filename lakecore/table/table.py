@@ -150,7 +150,10 @@ class Table:
         if instant.is_completed:
             raise InvalidInstantState(f"instant {instant_time} is completed; only pending writes can be "
                                       "rolled back for now")
-        return rollback_write(self.storage, self.lock, instant)
+        done = rollback_write(self.storage, self.lock, instant)
+        if done is None:
+            raise InvalidInstantState(f"instant {instant_time} is already being rolled back")
+        return done
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -19,7 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.concurrency import Lock, WriteTransaction, begin_write, commit_write, rollback_write
+from lakecore.concurrency import (
+    Lock,
+    WriteTransaction,
+    begin_write,
+    commit_write,
+    rollback_failed_writes,
+    rollback_write,
+)
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection
 from lakecore.config import TableConfig
 from lakecore.errors import EarlyConflict, WriteAborted, WriteConflict
@@ -49,6 +56,7 @@ class WriterOptions:
     conflict_retries: int = 0              # re-run a write that lost a conflict this many times
     retry_backoff_s: float = 0.2
     evolve_schema: bool = False            # let writes add nullable columns to the table
+    clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,8 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
         attempt += 1
         try:
             done, stats = _attempt(storage, config, lock, operation, groups, options, extra, table_schema)
+            if options.clean_failed_writes:
+                _clean_failed(storage, lock, options)
             return WriteResult(done, stats, attempt)
         except WriteConflict:
             if attempt > options.conflict_retries:
@@ -152,6 +162,14 @@ def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
     for directory in {p.rsplit("/", 1)[0] if "/" in p else "" for p in wanted}:
         sizes.update({f.path: f.size for f in storage.list_dir(directory)})
     return sum(sizes.get(p, 0) for p in wanted)
+
+
+def _clean_failed(storage: Storage, lock: Lock, options: WriterOptions) -> None:
+    """Best effort: a dead writer's leftovers must not fail this write, which already committed."""
+    try:
+        rollback_failed_writes(storage, lock, options.heartbeat)
+    except Exception:
+        pass
 
 
 def _abandon(storage: Storage, lock: Lock, txn: WriteTransaction) -> None:
