@@ -1,5 +1,6 @@
 """Writes whose heartbeat expired are rolled back (under the lock, re-checked); live ones never."""
 
+import json
 import os
 import signal
 import subprocess
@@ -95,7 +96,7 @@ def test_a_rollback_whose_process_died_is_resumed(tmp_path):
     txn, _, _ = half_written(t, [1], heartbeat=False)
     store = TimelineStore(t.storage)
     # a cleaner claimed the write, then died before deleting anything
-    plan = ('{"rolled_back": "%s", "action": "deltacommit"}' % txn.instant.requested_time).encode()
+    plan = json.dumps({"rolled_back": txn.instant.requested_time, "action": "deltacommit"}).encode()
     with t.lock:
         tl = store.load()
         store.create_requested(Instant(next_instant_time(now_ms(), tl.newest_time()), "rollback"), plan)
