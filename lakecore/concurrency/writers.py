@@ -4,7 +4,8 @@ Owns the `WriterRegistry` protocol (register an instant's writer; list and watch
 writers), its ZooKeeper implementation — one ephemeral znode per writer,
 `<base_path>/<table key>/<instant time>`, holding JSON info (host, pid, started, operation) — and an
 in-memory one for tests of callers. An ephemeral node lives as long as its writer's ZooKeeper session,
-so a writer killed with SIGKILL disappears after its session timeout.
+so a writer killed with SIGKILL disappears after its session timeout — and so does a live writer cut
+off from ZooKeeper for longer than that (its node is not re-created).
 
 Advisory only: whether an in-flight instant may be rolled back is decided by its heartbeat on storage
 (write/heartbeat.py), never by this registry. Kazoo-free: the ZooKeeper calls are in `zookeeper.py`,

@@ -144,9 +144,9 @@ class Heartbeat:
     def start(self) -> Heartbeat:
         """First beat now (its storage error propagates: the write must not start), then beat on a thread."""
         with self._guard:
-            if self._started:
-                raise InvalidInstantState(f"the heartbeat of {self.instant_time} was started already; "
-                                          "make a new Heartbeat for each write")
+            if self._started or self._stopped:
+                raise InvalidInstantState(f"the heartbeat of {self.instant_time} was started (or stopped) "
+                                          "already; make a new Heartbeat for each write")
             now = self._clock()
             beat(self.storage, self.instant_time, now)
             self._last_ok, self._started = now, True

@@ -6,7 +6,8 @@ Checks (each failure names the batch or instant):
 3. the table equals a serial replay of the committed batches in completion order (no lost update,
    no duplicate key, nothing from a lost batch);
 4. every conflict is a true file-group overlap with an instant that completed while the loser wrote;
-5. nothing is left pending.
+5. nothing is left pending;
+6. writes that failed (e.g. the lock was unavailable) left nothing on the timeline.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def check(table: Table, entries: list[dict], batch_of: Callable[[str], pa.Table]
     assert len(on_timeline) == len(writes), "a batch was committed twice"
     committed = {e["batch"]: e for e in entries if e["outcome"] == "committed"}
     lost = {e["batch"]: e for e in entries if e["outcome"] == "conflict"}
+    failed = {e["batch"] for e in entries if e["outcome"] == "failed"}
     assert not committed.keys() & lost.keys(), f"both committed and lost: {committed.keys() & lost.keys()}"
+    assert not failed & on_timeline.keys(), f"writes that failed are on the timeline: {failed & on_timeline.keys()}"
     assert committed.keys() == on_timeline.keys(), (
         f"writers committed {sorted(committed.keys() - on_timeline.keys())} that the timeline lacks; "
         f"timeline has {sorted(on_timeline.keys() - committed.keys())} no writer committed")

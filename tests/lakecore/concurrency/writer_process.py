@@ -28,13 +28,20 @@ def batch(writer: int, n: int, seed: int) -> pa.Table:
 
 
 def main() -> None:
-    from lakecore import Table
+    import time
+
+    from lakecore import Table, WriterOptions
     from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
-    from lakecore.errors import WriteConflict
+    from lakecore.errors import LakecoreError, WriteConflict
+    from lakecore.write.heartbeat import HeartbeatConfig
 
     uri, connect, writer, commits, seed, log = sys.argv[1:7]
+    tolerate = len(sys.argv) > 7 and sys.argv[7] == "tolerate-outages"
     probe = Table.open(uri)
-    table = Table.open(uri, lock=zookeeper_lock(connect, table_lock_key(probe.uri), session_timeout_s=10))
+    lock = zookeeper_lock(connect, table_lock_key(probe.uri), session_timeout_s=4 if tolerate else 10,
+                          connection_timeout_s=2, acquire_timeout_s=5)
+    options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.5, tolerable_misses=4))
+    table = Table.open(uri, lock=lock, options=options)
     with open(log, "a") as out:
         for n in range(int(commits)):
             tag = f"w{writer}-{n}"
@@ -45,6 +52,11 @@ def main() -> None:
                 entry = {"batch": tag, "outcome": "conflict", "instant": exc.instant,
                          "conflicts": [{"theirs": c.theirs, "file_groups": sorted(map(list, c.file_groups))}
                                        for c in exc.conflicts]}
+            except LakecoreError as exc:  # ZooKeeper outage: a clear error, nothing committed
+                if not tolerate:
+                    raise
+                entry = {"batch": tag, "outcome": "failed", "error": type(exc).__name__, "message": str(exc)}
+                time.sleep(0.2)
             out.write(json.dumps(entry) + "\n")
             out.flush()
 

@@ -1,0 +1,81 @@
+"""ZooKeeper stopped or restarted under running writers: writers fail with a clear error or resume;
+no commit completes without the lock; afterwards the history checker finds nothing lost."""
+
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+
+from lakecore import Table, WriterOptions
+from lakecore.concurrency import begin_write, commit_write, rollback_failed_writes
+from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+from lakecore.errors import LockError
+from lakecore.write import conform, route, write_file_group
+from lakecore.write.heartbeat import HeartbeatConfig
+from tests.lakecore.concurrency.history import check, load_log
+from tests.lakecore.concurrency.test_many_writers_lose_nothing import SCHEMA, batch_of
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.slow]
+
+
+def test_a_commit_whose_lock_session_is_lost_does_not_complete(tmp_path, zookeeper_factory):
+    zk = zookeeper_factory()
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=SCHEMA, record_key="id")
+    lock = zookeeper_lock(zk.connect_string, table_lock_key(uri), session_timeout_s=2, connection_timeout_s=1,
+                          acquire_timeout_s=2)
+    t = Table.open(uri, lock=lock)
+    txn = begin_write(t.storage, t.config, t.lock, "upsert")
+    data = batch_of("w0-0")
+    stats = [s for g in route(conform(data, t.config, "upsert").rows, t.config)
+             for s in write_file_group(txn.context(), g)]
+    zk.stop()
+    with pytest.raises(LockError, match="ZooKeeper"):
+        commit_write(txn, stats, lock=t.lock)
+    from lakecore.timeline import TimelineStore
+    assert not TimelineStore(t.storage).load().completed  # nothing completed without the lock
+
+
+def test_writers_survive_a_zookeeper_restart_without_losing_commits(tmp_path, zookeeper_factory):
+    zk = zookeeper_factory()
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=SCHEMA, record_key="id", buckets=16)
+    log = str(tmp_path / "log.jsonl")
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.lakecore.concurrency.writer_process", uri,
+                               zk.connect_string, str(w), "40", "7", log, "tolerate-outages"],
+                              stderr=subprocess.PIPE, text=True) for w in range(3)]
+    time.sleep(2.0)
+    zk.stop()
+    time.sleep(3.0)
+    zk.restart()
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    entries = load_log(log)
+    outcomes = {e["outcome"] for e in entries}
+    assert "committed" in outcomes
+    for e in entries:
+        if e["outcome"] == "failed":
+            assert "ZooKeeper" in e["message"] or "lock" in e["message"].lower(), e
+    # writes that failed mid-way may be left pending: the lazy cleanup removes them once expired
+    hb = HeartbeatConfig(interval_s=0.5, tolerable_misses=4)
+    time.sleep(hb.timeout_ms / 1000 + 0.5)
+    lock = zookeeper_lock(zk.connect_string, table_lock_key(uri))
+    t = Table.open(uri, lock=lock, options=WriterOptions(heartbeat=hb))
+    rollback_failed_writes(t.storage, t.lock, hb)
+    check(Table.open(uri), entries, batch_of)
+    assert sum(e["outcome"] == "committed" for e in entries) >= 40
+
+
+def test_unreachable_zookeeper_fails_a_write_fast_and_cleanly(tmp_path):
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=SCHEMA, record_key="id")
+    lock = zookeeper_lock("127.0.0.1:1", table_lock_key(uri), connection_timeout_s=1, acquire_timeout_s=1)
+    t = Table.open(uri, lock=lock)
+    started = time.monotonic()
+    with pytest.raises(LockError, match="127.0.0.1:1"):
+        t.upsert(pa.table({"id": pa.array([1], pa.int64()), "writer": [0], "seq": [0], "v": [0.5]}))
+    assert time.monotonic() - started < 10
+    assert len(Table.open(uri).timeline()) == 0
