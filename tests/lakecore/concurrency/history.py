@@ -43,7 +43,8 @@ def check(table: Table, entries: list[dict], batch_of: Callable[[str], pa.Table]
     lost = {e["batch"]: e for e in entries if e["outcome"] == "conflict"}
     failed = {e["batch"] for e in entries if e["outcome"] == "failed"}
     assert not committed.keys() & lost.keys(), f"both committed and lost: {committed.keys() & lost.keys()}"
-    assert not failed & on_timeline.keys(), f"writes that failed are on the timeline: {failed & on_timeline.keys()}"
+    landed = failed & on_timeline.keys()
+    assert not landed, f"writes that failed are on the timeline: {landed}"
     assert committed.keys() == on_timeline.keys(), (
         f"writers committed {sorted(committed.keys() - on_timeline.keys())} that the timeline lacks; "
         f"timeline has {sorted(on_timeline.keys() - committed.keys())} no writer committed")
