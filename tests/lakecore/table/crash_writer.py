@@ -37,7 +37,10 @@ def inject(point: str) -> None:
     import lakecore.write.file_writer as fw
     from lakecore.timeline import store
 
-    if point == "before_inflight":
+    if point == "before_markers":
+        import lakecore.write.markers as markers
+        markers.create_marker = lambda *a, **kw: die()  # type: ignore[assignment]
+    elif point == "before_inflight":
         store.TimelineStore.transition_inflight = lambda self, i: die()  # type: ignore[assignment]
     elif point == "after_first_file":
         real = parquet.write_file
@@ -64,12 +67,22 @@ def inject(point: str) -> None:
 
 
 def main() -> None:
-    from lakecore import Table
+    import os
+
+    from lakecore import Table, WriterOptions
     from lakecore.concurrency import StorageLock
+    from lakecore.write.heartbeat import HeartbeatConfig
 
     uri, mode = sys.argv[1], sys.argv[2]
     table = Table.open(uri)
-    table = Table.open(uri, lock=StorageLock(table.storage, expiry_s=2.0))
+    connect = os.environ.get("WEIR_TEST_ZOOKEEPER")
+    if connect:  # the ZooKeeper lock of a SIGKILLed holder frees after its (short) session timeout
+        from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+        lock = zookeeper_lock(connect, table_lock_key(table.uri), session_timeout_s=2)
+    else:
+        lock = StorageLock(table.storage, expiry_s=2.0)
+    options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.2, tolerable_misses=2))
+    table = Table.open(uri, lock=lock, options=options)
     if mode == "point":
         inject(sys.argv[3])
         n = int(sys.argv[4])
