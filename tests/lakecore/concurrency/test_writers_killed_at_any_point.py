@@ -36,15 +36,16 @@ def test_the_next_writer_recovers_from_a_writer_killed_at(tmp_path, point, provi
     Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=4).upsert(
         batch(0), extra={"batch": 0})
     env = dict(os.environ, WEIR_TEST_ZOOKEEPER=zk.connect_string if zk else "")
-    proc = subprocess.run([sys.executable, "-m", "tests.lakecore.table.crash_writer", uri, "point", point, "1"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    args = [sys.executable, "-m", "tests.lakecore.table.crash_writer", uri, "point", point, "1"]
+    proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == -9, proc.stderr
     survivor = Table.open(uri, lock=lock_for(provider, uri, zk), options=WriterOptions(heartbeat=FAST))
     assert actual(survivor) == expected(survivor)  # readable, exactly the committed data
     time.sleep(FAST.timeout_ms / 1000 + 0.2)
     survivor.upsert(batch(2), extra={"batch": 2})  # waits out a dead holder's lock, then cleans up
     assert survivor.timeline().pending == ()
-    live = {s.file_name for i in survivor.timeline().completed for s in survivor.commit_metadata(i).write_stats}
+    completed = survivor.timeline().completed
+    live = {s.file_name for i in completed for s in survivor.commit_metadata(i).write_stats}
     assert data_files(uri) == live
     assert actual(survivor) == expected(survivor)
     assert {0, 2} <= {survivor.commit_metadata(i).extra.get("batch") for i in survivor.timeline().completed}
