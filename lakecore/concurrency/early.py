@@ -3,31 +3,35 @@
 Plugs into the write path as a `MarkerWriter`: before each data file's marker is created, look for
 live, OLDER in-flight writers that already hold a marker in the same file group, and (optionally)
 for writes that completed on that file group since ours started. Only older writers are checked,
-so of two overlapping writers the younger always loses and they never abort each other.
+so of two overlapping writers the younger always loses and they never abort each other. A writer
+is live while its heartbeat is fresh (a write that has not beaten yet counts from its start).
 
 Strategies (`EarlyDetection.strategy`):
-- "direct": list the candidate writers' markers of this partition only (a race between two
-  writers checking at the same moment is still caught at commit);
+- "direct": list the candidate writers' markers of this partition only (two writers checking at
+  the same moment can both pass; the commit check still catches them);
 - "direct_zk": the same check and the marker creation inside a ZooKeeper lock keyed by
-  partition/file group, which closes that race;
-- "marker_service": the batched marker service checks asynchronously on a period (see
-  write/marker_service.py); a found conflict makes the next marker request fail.
+  table/partition/file group, which closes that race;
+- "marker_service": the writer's batched marker service runs `async_checker` every `period_s`
+  over all of the write's markers; a found conflict makes the next marker request fail.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from lakecore.concurrency.occ import CHECKED_ACTIONS, completed_since
 from lakecore.errors import EarlyConflict, InvalidTableConfig
+from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage, join
-from lakecore.timeline import Instant, TimelineStore, now_ms
-from lakecore.write import Marker, create_marker
-from lakecore.write.heartbeat import HeartbeatConfig, is_expired, read_last_beat
+from lakecore.timeline import Instant, Timeline, TimelineStore, now_ms
+from lakecore.write import Marker, create_marker, list_markers
+from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life
 from lakecore.write.markers import MARKERS_DIR
 
 Strategy = Literal["direct", "direct_zk", "marker_service"]
+FileGroup = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -45,23 +49,69 @@ class EarlyDetection:
             raise InvalidTableConfig("early conflict detection 'direct_zk' needs a ZooKeeper connect string")
 
 
+@dataclass(frozen=True)
+class Found:
+    other: str          # the instant we conflict with
+    state: str          # "is still writing" or "completed at ..."
+    file_group: FileGroup
+
+
+def file_group_of(data_path: str) -> FileGroup | None:
+    """(partition, file id) of a data file path relative to the table base."""
+    partition, _, name = data_path.rpartition("/")
+    parsed = parse_data_file_name(name)
+    return (partition, parsed.file_id) if parsed else None
+
+
 def _holds(name: str, file_id: str) -> bool:
     return name.startswith((f"{file_id}_", f".{file_id}_"))
 
 
-def marker_holders(storage: Storage, candidates: list[str], partition: str, file_id: str) -> list[str]:
-    """Which of the candidate instants have a marker in (partition, file group)."""
-    found = []
-    for cand in candidates:
-        directory = join(MARKERS_DIR, cand, partition)
-        if any(_holds(f.path.rsplit("/", 1)[-1], file_id) for f in storage.list_dir(directory)):
-            found.append(cand)
-    return found
+def live_older_writers(storage: Storage, timeline: Timeline, ours: Instant, heartbeat: HeartbeatConfig,
+                       now: int) -> list[str]:
+    return [i.requested_time for i in timeline.pending
+            if i.requested_time < ours.requested_time and i.action in CHECKED_ACTIONS
+            and not is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
+
+
+def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup], heartbeat: HeartbeatConfig,
+                        *, check_commits: bool, batched: bool = False) -> Found | None:
+    """An older live writer holding a marker in one of `groups`, or a write completed on one of them
+    since ours started. `batched`: read the candidates' markers with `list_markers` (MARKERS files
+    too) instead of listing only the partition's direct marker directory."""
+    store = TimelineStore(storage)
+    timeline = store.load()
+    for cand in live_older_writers(storage, timeline, ours, heartbeat, now_ms()):
+        if batched:
+            held = {file_group_of(m.data_path) for m in list_markers(storage, cand)}
+            hit = next((g for g in sorted(groups) if g in held), None)
+            if hit:
+                return Found(cand, "is still writing", hit)
+            continue
+        for partition, file_id in sorted(groups):
+            directory = join(MARKERS_DIR, cand, partition)
+            if any(_holds(f.path.rsplit("/", 1)[-1], file_id) for f in storage.list_dir(directory)):
+                return Found(cand, "is still writing", (partition, file_id))
+    if check_commits:
+        for other in completed_since(timeline, ours):
+            hit = next((g for g in sorted(groups) if g in store.metadata(other).file_groups), None)
+            if hit:
+                return Found(other.requested_time, f"completed at {other.completion_time}", hit)
+    return None
+
+
+def early_conflict(ours: str, found: Found) -> EarlyConflict:
+    partition, file_id = found.file_group
+    return EarlyConflict(
+        f"early conflict: write {ours} stopped before writing file group {file_id} in "
+        f"{partition or '(unpartitioned)'}: the older write {found.other} {found.state} there. Ours is "
+        "rolled back; retry it after that write commits, or give concurrent writers disjoint file groups",
+        instant=ours, other=found.other, file_groups=frozenset({found.file_group}))
 
 
 @dataclass
 class EarlyConflictDetector:
-    """A MarkerWriter that checks before creating. Pickles (Spark executors run it)."""
+    """A MarkerWriter that checks before creating ("direct", "direct_zk"). Pickles for executors."""
 
     ours: Instant
     detection: EarlyDetection
@@ -81,26 +131,24 @@ class EarlyConflictDetector:
         create_marker(storage, marker)
 
     def check(self, storage: Storage, partition: str, file_id: str) -> None:
-        timeline = TimelineStore(storage).load()
-        older = [i.requested_time for i in timeline.pending
-                 if i.requested_time < self.ours.requested_time and i.action in CHECKED_ACTIONS]
-        now = now_ms()
-        live = [t for t in older if not is_expired(read_last_beat(storage, t), now, self.heartbeat)]
-        holders = marker_holders(storage, live, partition, file_id)
-        if holders:
-            raise self._conflict(holders[0], "is still writing", partition, file_id)
-        if self.detection.check_commits:
-            store = TimelineStore(storage)
-            for other in completed_since(timeline, self.ours):
-                if (partition, file_id) in store.metadata(other).file_groups:
-                    raise self._conflict(other.requested_time, f"completed at {other.completion_time}",
-                                         partition, file_id)
+        found = find_early_conflict(storage, self.ours, {(partition, file_id)}, self.heartbeat,
+                                    check_commits=self.detection.check_commits)
+        if found is not None:
+            raise early_conflict(self.ours.requested_time, found)
 
-    def _conflict(self, other: str, state: str, partition: str, file_id: str) -> EarlyConflict:
-        return EarlyConflict(
-            f"early conflict: write {self.ours.requested_time} stopped before writing file group {file_id} "
-            f"in {partition or '(unpartitioned)'}: the older write {other} {state} there. Ours is rolled "
-            "back; retry it after that write commits, or give concurrent writers disjoint file groups",
-            instant=self.ours.requested_time, other=other,
-            file_groups=frozenset({(partition, file_id)}))
 
+def async_checker(storage: Storage, ours: Instant, detection: EarlyDetection, heartbeat: HeartbeatConfig,
+                  found: list[Found]) -> Callable[[str, list[str]], str | None]:
+    """The marker service's periodic check of our instant's markers; appends what it finds to `found`
+    (so the driver can report the structured conflict) and returns the message that rejects us."""
+    def check(instant_time: str, markers: list[str]) -> str | None:
+        if instant_time != ours.requested_time:
+            return None
+        groups = {g for m in markers if (g := file_group_of(m.rpartition(".marker.")[0])) is not None}
+        hit = find_early_conflict(storage, ours, groups, heartbeat,
+                                  check_commits=detection.check_commits, batched=True)
+        if hit is None:
+            return None
+        found.append(hit)
+        return str(early_conflict(ours.requested_time, hit))
+    return check

@@ -26,7 +26,7 @@ from lakecore.timeline import (
     next_instant_time,
     now_ms,
 )
-from lakecore.write.heartbeat import HeartbeatConfig, delete_heartbeat, is_expired, read_last_beat
+from lakecore.write.heartbeat import HeartbeatConfig, delete_heartbeat, is_expired, last_sign_of_life
 from lakecore.write.markers import delete_markers, list_markers
 
 Clock = Callable[[], int]
@@ -62,7 +62,7 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
         if instant.requested_time in claimed_by_rollbacks(store, timeline):
             return None  # another rollback is already on it
         if only_if_expired is not None and (target is None or not is_expired(
-                read_last_beat(storage, instant.requested_time), clock(), only_if_expired)):
+                last_sign_of_life(storage, instant.requested_time), clock(), only_if_expired)):
             return None
         rb = store.create_requested(Instant(next_instant_time(clock(), timeline.newest_time()), "rollback"),
                                     plan)
@@ -121,7 +121,7 @@ def rollback_failed_writes(storage: Storage, lock: Lock, heartbeat: HeartbeatCon
     candidates = [i for i in timeline.pending
                   if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES
                   and i.state is not State.COMPLETED
-                  and is_expired(read_last_beat(storage, i.requested_time), now, heartbeat)]
+                  and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
     done = list(resumed)
     for inst in sorted(candidates, key=lambda i: i.requested_time, reverse=True):
         try:

@@ -27,7 +27,7 @@ from lakecore.concurrency import (
     rollback_failed_writes,
     rollback_write,
 )
-from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection
+from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
 from lakecore.config import TableConfig
 from lakecore.errors import EarlyConflict, WriteAborted, WriteConflict
 from lakecore.storage import Storage
@@ -42,6 +42,7 @@ from lakecore.write import (
     write_file_group,
 )
 from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig
+from lakecore.write.marker_service import MarkerClient, MarkerService, ServiceMarkers
 
 _tasks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-task")
 
@@ -56,6 +57,9 @@ class WriterOptions:
     conflict_retries: int = 0              # re-run a write that lost a conflict this many times
     retry_backoff_s: float = 0.2
     evolve_schema: bool = False            # let writes add nullable columns to the table
+    batched_markers: bool = False          # markers through a marker service (implied by that strategy)
+    marker_batch_interval_s: float = 0.05
+    marker_files: int = 20
     clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
 
 
@@ -116,7 +120,15 @@ def _attempt(storage: Storage, config: TableConfig, lock: Lock, operation: Opera
     txn = begin_write(storage, config, lock, operation, need_view=need_view, table_schema=table_schema)
     heartbeat = Heartbeat(storage, txn.instant.requested_time, options.heartbeat)
     heartbeat.start()
-    markers = _Stoppable(_marker_writer(txn, options))
+    service: MarkerService | None = None
+    found: list[Found] = []
+    try:
+        writer, service = _marker_writer(txn, options, found)
+    except BaseException:
+        heartbeat.stop()
+        _abandon(storage, lock, txn)
+        raise
+    markers = _Stoppable(writer)
     ctx = txn.context(markers=markers, max_rows_per_file=options.max_rows_per_file)
     try:
         futures = [_tasks.submit(write_file_group, ctx, g) for g in groups]
@@ -126,9 +138,14 @@ def _attempt(storage: Storage, config: TableConfig, lock: Lock, operation: Opera
             wait(futures)  # every task has stopped before anything is cleaned up
             raise _first_cause([e for f in futures if (e := f.exception()) is not None])
         stats = tuple(s for f in futures for s in f.result())
+        if service is not None:
+            service.stop()
+            service = None
         heartbeat.check()
         done = commit_write(txn, stats, extra=dict(extra or {}), lock=lock)
     except EarlyConflict as exc:
+        if found and not exc.other:  # raised by the marker service client: only a message came back
+            exc.other, exc.file_groups = found[0].other, frozenset({found[0].file_group})
         exc.bytes_written = _bytes_written(storage, txn)
         _abandon(storage, lock, txn)
         raise
@@ -138,6 +155,8 @@ def _attempt(storage: Storage, config: TableConfig, lock: Lock, operation: Opera
         _abandon(storage, lock, txn)
         raise
     finally:
+        if service is not None:
+            service.stop()
         heartbeat.stop()
     return done, stats
 
@@ -148,11 +167,24 @@ def _first_cause(errors: list[BaseException]) -> BaseException:
     return (causes or errors)[0]
 
 
-def _marker_writer(txn: WriteTransaction, options: WriterOptions) -> MarkerWriter:
+def _marker_writer(txn: WriteTransaction, options: WriterOptions, found: list[Found]
+                   ) -> tuple[MarkerWriter, MarkerService | None]:
+    """Direct markers, direct markers with early checks, or a marker service (batched markers, with
+    the asynchronous early check when that strategy is chosen)."""
     detection = options.early_detection
-    if detection is None or txn.config.concurrency_mode != "optimistic":
-        return DirectMarkers()
-    return EarlyConflictDetector(txn.instant, detection, options.heartbeat)
+    if txn.config.concurrency_mode != "optimistic":
+        detection = None
+    if not options.batched_markers and (detection is None or detection.strategy != "marker_service"):
+        if detection is None:
+            return DirectMarkers(), None
+        return EarlyConflictDetector(txn.instant, detection, options.heartbeat), None
+    service = MarkerService(txn.storage, batch_interval_s=options.marker_batch_interval_s,
+                            num_files=options.marker_files)
+    url = service.start()
+    if detection is not None:
+        checker = async_checker(txn.storage, txn.instant, detection, options.heartbeat, found)
+        service.set_conflict_checker(checker, detection.period_s)
+    return ServiceMarkers(MarkerClient(url)), service
 
 
 def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:

@@ -248,3 +248,13 @@ class Heartbeat:
                 return self._lost_reason() is None
             self._last_ok, self._last_error = now, None
             return True
+
+
+def last_sign_of_life(storage: Storage, instant_time: str) -> int:
+    """The writer's last beat, or its instant's start if it has not beaten yet: a write is created
+    a moment before its first beat, and must not look dead in between."""
+    from lakecore.timeline.instant_time import to_epoch_ms
+
+    started = to_epoch_ms(instant_time)
+    last = read_last_beat(storage, instant_time)
+    return started if last is None else max(last, started)

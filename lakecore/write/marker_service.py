@@ -14,7 +14,8 @@ marker request for it is refused with the message, and the client raises `EarlyC
 
 Wire protocol (JSON over HTTP, one request per connection):
   POST /v1/markers/<T>  {"data_path": ..., "io_type": ...} -> 200 {"created": bool} once durable;
-                        409 conflict, 400 bad request, 500 store failed (retryable), 503 stopping
+                        409 conflict, 400 bad request, 500 store failed (retryable),
+                        503 stopping, 410 instant's markers deleted meanwhile
   GET  /v1/markers/<T>  -> 200 {"markers": [...]}  (flushed and pending)
 """
 
@@ -47,6 +48,7 @@ from lakecore.write.markers import (
     Marker,
     batch_file,
     delete_markers,
+    is_batch_file,
     read_batch_file,
 )
 
@@ -154,8 +156,12 @@ class MarkerService:
             if self._started:
                 raise RuntimeError("a MarkerService starts once; create a new one")
             self._started = True
+        try:
+            self._server = _Server(self._address, _Handler)
+        except OSError as e:
+            raise MarkerServiceError(f"the marker service cannot listen on {self._address}: {e}; pass "
+                                     "port=0 to take any free port, or use direct markers") from e
         self._pool = ThreadPoolExecutor(self._num_threads, thread_name_prefix="weir-markers-write")
-        self._server = _Server(self._address, _Handler)
         self._server.service = self
         host = self._address[0]
         if host in ("0.0.0.0", ""):  # listening everywhere: executors on other hosts use our name
@@ -177,7 +183,7 @@ class MarkerService:
     def stop(self) -> None:
         """Refuse new requests, make every pending marker durable (answering its request), then stop."""
         with self._lock:
-            if not self._started or self._stopping:
+            if self._server is None or self._stopping:  # never started, or start() failed
                 return
             self._stopping = True
         self._halt.set()
@@ -220,10 +226,9 @@ class MarkerService:
             orphans = [st.known[n] for n in st.pending] if st else []
             if st:
                 st.pending = []
-        for fut in orphans:
-            fut.set_exception(MarkerServiceError(
-                f"the markers of {instant_time} were deleted before this one was written; the instant "
-                "is finished, so stop writing for it"))
+        for fut in orphans:  # 410, not retried: a retry would create the marker dir anew
+            fut.set_exception(_Refused(410, f"the markers of {instant_time} were deleted before this one "
+                                            "was written: the instant is finished; stop writing for it"))
         delete_markers(self._storage, instant_time)
 
     def _create(self, instant_time: str, data_path: str, io_type: str) -> bool:
@@ -254,7 +259,7 @@ class MarkerService:
             raise _Refused(500, f"marker {name} of {instant_time} was not written within "
                                 f"{self._request_timeout}s; the table storage may be stalled") from None
         except MarkerServiceError as e:
-            raise _Refused(500, str(e)) from None
+            raise _Refused(500, str(e)) from None  # retryable: the retry queues the marker again
         return created
 
     def _state(self, instant_time: str) -> _Instant:
@@ -275,7 +280,7 @@ class MarkerService:
             base = f.path.rsplit("/", 1)[-1]
             if base == MARKER_TYPE_FILE:
                 st.type_written = True
-            elif base.startswith("MARKERS") and base[7:].isdigit():
+            elif is_batch_file(base):
                 names = read_batch_file(self._storage, f.path)
                 if int(base[7:]) < self._num_files:  # more files than now: stay on disk, never rewritten
                     st.files[int(base[7:])] = names
@@ -410,6 +415,7 @@ def _daemon(name: str, target: Callable[[], None]) -> threading.Thread:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # the default 5 drops connects of many tasks at once (1 s SYN retry)
     service: MarkerService
 
 

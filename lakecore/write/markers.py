@@ -58,6 +58,11 @@ def batch_file(instant_time: str, index: int) -> str:
     return join(MARKERS_DIR, instant_time, f"MARKERS{index}")
 
 
+def is_batch_file(name: str) -> bool:
+    """Whether a file name directly in an instant's marker dir is a MARKERS<i> file."""
+    return _BATCH_FILE.fullmatch(name) is not None
+
+
 def parse_marker_name(instant_time: str, name: str) -> Marker | None:
     """`<partition>/<data file>.marker.<io>` (relative to the instant's marker dir) -> Marker; None for
     anything else (temp files, a line cut short)."""
@@ -82,7 +87,7 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
     out: dict[Marker, None] = {}  # ordered set: a marker named twice is listed once
     for f in storage.list_tree(root):
         rel = f.path[len(root) + 1:]
-        names = read_batch_file(storage, f.path) if _BATCH_FILE.fullmatch(rel) else [rel]
+        names = read_batch_file(storage, f.path) if is_batch_file(rel) else [rel]
         for name in names:
             m = parse_marker_name(instant_time, name)
             if m is not None:

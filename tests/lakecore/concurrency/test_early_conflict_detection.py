@@ -1,6 +1,7 @@
 """Early conflict detection: the younger of two overlapping writers stops before writing a file."""
 
 import pickle
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -74,6 +75,7 @@ def test_dead_older_writers_are_ignored(tmp_path):
     txn = begin_write(t.storage, t.config, t.lock, "upsert")  # no heartbeat: it died
     groups = route(conform(rows(keys_in_bucket(1, 2), "dead"), t.config, "upsert").rows, t.config)
     [write_file_group(txn.context(), g) for g in groups]
+    time.sleep(FAST.timeout_ms / 1000 + 0.1)  # a write that never beat is dead once its start is old
     t.upsert(rows(keys_in_bucket(1, 2), "alive"))
     assert {r["v"] for r in t.read().to_pylist()} == {"alive"}
 
@@ -134,3 +136,49 @@ def test_large_writer_rolling_files_stops_within_one_file(tmp_path):
     Table.open(t.uri).upsert(rows([1], "small"))  # a younger small write commits into the group first
     with pytest.raises(EarlyConflict):
         write_file_group(ours.context(markers=detector, max_rows_per_file=100), group)
+
+
+def test_marker_service_checks_asynchronously_and_refuses_the_next_marker(tmp_path):
+    opts = WriterOptions(heartbeat=FAST, max_rows_per_file=50,
+                         early_detection=EarlyDetection("marker_service", period_s=0.02),
+                         marker_batch_interval_s=0.01)
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", buckets=1, options=opts)
+    older, older_stats, hb = open_writer(t, [1], "older")
+    before = data_files(t)
+    ids = np.arange(20_000)
+    ones = pa.array(np.ones(len(ids), np.int64))
+    big = pa.table({"id": pa.array(ids), "ts": ones, "v": ["big"] * len(ids)})
+    with pytest.raises(EarlyConflict) as err:
+        t.upsert(big)
+    assert err.value.other == older.instant.requested_time
+    assert err.value.file_groups == {("", bucket_file_id(0))}
+    assert data_files(t) == before
+    hb.stop()
+    commit_write(older, older_stats, lock=t.lock)
+
+
+def test_batched_markers_write_and_roll_back_like_direct_ones(tmp_path):
+    opts = WriterOptions(heartbeat=FAST, batched_markers=True, marker_batch_interval_s=0.01)
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", options=opts)
+    t.upsert(rows(list(range(40)), "a"))
+    assert t.read().num_rows == 40
+    assert not [f for f in t.storage.list_tree(".weir/markers")]  # deleted after the commit
+    # a failing write is rolled back through its MARKERS files
+    import lakecore.write.file_writer as fw
+    real = fw.write_file
+    calls = []
+
+    def failing(*a, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("disk full")
+        return real(*a, **kw)
+
+    fw.write_file = failing
+    try:
+        before = data_files(t)
+        with pytest.raises(OSError):
+            t.upsert(rows(list(range(40, 80)), "b"))
+    finally:
+        fw.write_file = real
+    assert data_files(t) == before and t.timeline().pending == ()

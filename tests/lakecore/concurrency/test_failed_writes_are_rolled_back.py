@@ -37,6 +37,8 @@ def test_an_expired_write_is_rolled_back_and_its_files_deleted(tmp_path):
     before = data_files(t)
     txn, _, _ = half_written(t, [1, 2, 3], heartbeat=False)
     assert data_files(t) > before
+    assert rollback_failed_writes(t.storage, t.lock, FAST) == []  # just started: not dead yet
+    time.sleep(FAST.timeout_ms / 1000 + 0.1)
     assert rollback_failed_writes(t.storage, t.lock, FAST) == [txn.instant.requested_time]
     assert t.timeline().pending == () and data_files(t) == before
     assert [r["v"] for r in t.read().to_pylist()] == ["kept"]
