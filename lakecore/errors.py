@@ -78,6 +78,10 @@ class AlreadyExists(StorageError):
     retryable = False
 
 
+class MarkerServiceError(StorageError):
+    """The marker service was unreachable, stopping, or could not make a marker durable."""
+
+
 class AtomicCreateUnsupported(StorageError):
     """The storage cannot create a file atomically only-if-absent."""
 

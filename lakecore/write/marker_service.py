@@ -38,7 +38,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from lakecore.errors import EarlyConflict, InvalidInput, InvalidTableConfig, StorageError
+from lakecore.errors import EarlyConflict, InvalidInput, InvalidTableConfig, MarkerServiceError
 from lakecore.storage import Storage, join
 from lakecore.write.markers import (
     BATCHED_TYPE,
@@ -57,11 +57,6 @@ log = logging.getLogger(__name__)
 ConflictChecker = Callable[[str, list[str]], str | None]
 _INSTANT = re.compile(r"[0-9A-Za-z_-]+")
 _API = "/v1/markers/"
-
-
-class MarkerServiceError(StorageError):
-    """The marker service was unreachable, stopping, or could not make a marker durable."""
-    # TODO(errors.py owner): move beside StorageError; defined here because this change may not edit it.
 
 
 def marker_name(instant_time: str, data_path: str, io_type: str) -> str:
