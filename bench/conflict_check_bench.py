@@ -63,10 +63,13 @@ def main() -> None:
                 t.storage.write(batch_file(T, f), "".join(n + "\n" for n in names[f::FILES]).encode())
         ours = begin_write(t.storage, t.config, t.lock, "upsert")
         groups = {("", bucket_file_id(5000 + j)) for j in range(20)}  # disjoint: the check must scan all
-        assert find_early_conflict(t.storage, ours.instant, groups, HB, check_commits=True, batched=True) is None
-        floor = median_ms(lambda: [list_markers(t.storage, w.instant.requested_time) for w in writers], a.reps)
-        full = median_ms(lambda: find_early_conflict(t.storage, ours.instant, groups, HB, check_commits=True,
-                                                     batched=True), a.reps)
+        def check() -> object:
+            return find_early_conflict(t.storage, ours.instant, groups, HB, check_commits=True, batched=True)
+
+        assert check() is None
+        floor = median_ms(lambda: [list_markers(t.storage, w.instant.requested_time) for w in writers],
+                          a.reps)
+        full = median_ms(check, a.reps)
         one = median_ms(lambda: find_early_conflict(t.storage, ours.instant, {("", bucket_file_id(5001))}, HB,
                                                     check_commits=True), a.reps)
         hit = find_early_conflict(t.storage, ours.instant, {("", bucket_file_id(5))}, HB, check_commits=True,
