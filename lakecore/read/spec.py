@@ -29,5 +29,6 @@ def merge_spec(config: TableConfig) -> MergeSpec:
         groups = tuple(GroupSpec(g.name, g.columns, group_ordering_column(g.name))
                        for g in config.column_groups)
     else:
-        groups = (GroupSpec("all", config.data_columns, config.ordering_field),)
+        # a table of keys only still needs one group to decide liveness: the commit time carries it
+        groups = (GroupSpec("all", config.data_columns or (COMMIT_TIME,), config.ordering_field),)
     return MergeSpec(key=config.record_key, groups=groups)

@@ -28,6 +28,7 @@ from lakecore.concurrency import (
     rollback_write,
 )
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
+from lakecore.concurrency.writers import Registration, WriterRegistry, writer_info
 from lakecore.config import TableConfig
 from lakecore.errors import EarlyConflict, WriteAborted, WriteConflict
 from lakecore.storage import Storage
@@ -60,6 +61,7 @@ class WriterOptions:
     batched_markers: bool = False          # markers through a marker service (implied by that strategy)
     marker_batch_interval_s: float = 0.05
     marker_files: int = 20
+    registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
     clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
 
 
@@ -120,11 +122,14 @@ def _attempt(storage: Storage, config: TableConfig, lock: Lock, operation: Opera
     txn = begin_write(storage, config, lock, operation, need_view=need_view, table_schema=table_schema)
     heartbeat = Heartbeat(storage, txn.instant.requested_time, options.heartbeat)
     heartbeat.start()
+    registration = _register(storage, txn, options)
     service: MarkerService | None = None
     found: list[Found] = []
     try:
         writer, service = _marker_writer(txn, options, found)
     except BaseException:
+        if registration is not None:
+            registration.close()
         heartbeat.stop()
         _abandon(storage, lock, txn)
         raise
@@ -157,8 +162,17 @@ def _attempt(storage: Storage, config: TableConfig, lock: Lock, operation: Opera
     finally:
         if service is not None:
             service.stop()
+        if registration is not None:
+            registration.close()
         heartbeat.stop()
     return done, stats
+
+
+def _register(storage: Storage, txn: WriteTransaction, options: WriterOptions) -> Registration | None:
+    if options.registry is None:
+        return None
+    info = writer_info(txn.operation)
+    return options.registry.register(storage.uri, txn.instant.requested_time, info)
 
 
 def _first_cause(errors: list[BaseException]) -> BaseException:

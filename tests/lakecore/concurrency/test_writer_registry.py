@@ -213,3 +213,20 @@ def test_unreachable_zookeeper_fails_fast_and_says_so() -> None:
         registry.register(TABLE, T1, {})
     assert raised.value.retryable and time.monotonic() - started < 2.0
     registry.close()
+
+
+def test_table_writes_register_while_they_run(tmp_path):
+    import pyarrow as pa
+
+    from lakecore import Table, WriterOptions
+    from lakecore.concurrency.writers import InMemoryWriterRegistry
+
+    registry = InMemoryWriterRegistry()
+    seen: list[frozenset[str]] = []
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), record_key="id",
+                     options=WriterOptions(registry=registry))
+    watch = registry.watch(t.uri, seen.append)
+    result = t.upsert(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    watch.close()
+    assert frozenset({result.instant.requested_time}) in seen  # registered during the write
+    assert seen[-1] == frozenset() and registry.live_writers(t.uri) == {}  # and gone after it
