@@ -115,7 +115,8 @@ def test_reopen_sees_the_same_table(table_uri):
 
 @pytest.mark.parametrize("table_type", ["merge_on_read", "copy_on_write"])
 def test_a_table_of_keys_only(table_uri, table_type):
-    t = Table.create(table_uri, schema=pa.schema([("id", pa.int64())]), record_key="id", table_type=table_type)
+    keys = pa.schema([("id", pa.int64())])
+    t = Table.create(table_uri, schema=keys, record_key="id", table_type=table_type)
     t.upsert(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
     t.delete(pa.table({"id": pa.array([2], pa.int64())}))
     assert sorted(t.read().column("id").to_pylist()) == [1, 3]
