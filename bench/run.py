@@ -35,7 +35,9 @@ def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     results = {"format": json.loads(run([os.path.join(HERE, "format_bench.py")])),
-               "stitch": json.loads(run([os.path.join(HERE, "stitch_bench.py")]))}
+               "stitch": json.loads(run([os.path.join(HERE, "stitch_bench.py")])),
+               "concurrency": json.loads(run([os.path.join(HERE, "concurrency_bench.py")])),
+               "ecd": json.loads(run([os.path.join(HERE, "ecd_bench.py")]))}
     print(run([os.path.join(HERE, "merge_bench.py")]))
     if not a.no_peers:
         jsonl = os.path.join(OUT, f"peers-{stamp}.jsonl")

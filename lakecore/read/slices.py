@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from lakecore.config import COMMIT_TIME, OP, TableConfig
 from lakecore.formats import read_files
 from lakecore.layout import FileSlice
-from lakecore.merge import GroupSpec, MergeSpec, merge
+from lakecore.merge import GroupSpec, MergeSpec, merge, merge_to_base
 from lakecore.read.spec import file_schema, merge_spec
 from lakecore.storage import Storage
 
@@ -49,7 +49,8 @@ def projected_spec(spec: MergeSpec, names: Sequence[str]) -> MergeSpec:
 
 def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: list[str], *,
                keep_deletes: bool = False, base_only: bool = False) -> pa.Table:
-    """Merged rows of a slice with exactly `columns` (file-schema names) [+ _weir_op if keep_deletes]."""
+    """Merged rows of a slice with exactly `columns` (file-schema names). With `keep_deletes`, one row
+    per key including deleted keys (as tombstone rows), plus `_weir_op`."""
     schema = pa.schema([file_schema(config).field(c) for c in columns])
     files = [fs.base.path] if fs.base else []
     logs = [] if base_only else [lf.stat.path for lf in fs.logs]
@@ -60,7 +61,9 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
             base = base.filter(pc.equal(base.column(OP), 0))
         return base.select(columns).cast(schema)
     spec = projected_spec(merge_spec(config), columns)
-    return merge(tables, spec, schema, keep_deletes=keep_deletes, first_unique=fs.base is not None)
+    if keep_deletes:
+        return merge_to_base(tables, spec, schema, first_unique=fs.base is not None)
+    return merge(tables, spec, schema, first_unique=fs.base is not None)
 
 
 def file_names(fs: FileSlice, commit_times: pa.ChunkedArray | pa.Array) -> pa.Array:

@@ -49,6 +49,10 @@ class Storage(Protocol):
 
     def list_tree(self, directory: str) -> list[FileInfo]: ...
 
+    def list_names(self, directory: str) -> list[str]:
+        """Names of the files directly inside `directory` (no sizes: cheaper); [] when absent."""
+        ...
+
     def delete(self, path: str) -> None:
         """Remove a file; a missing file is fine."""
         ...

@@ -106,6 +106,9 @@ class FsspecStorage:
         except FileNotFoundError:
             return []
 
+    def list_names(self, directory: str) -> list[str]:
+        return [f.path.rsplit("/", 1)[-1] for f in self.list_dir(directory)]
+
     def list_tree(self, directory: str) -> list[FileInfo]:
         try:
             found = self.fs.find(self._abs(directory), detail=True)

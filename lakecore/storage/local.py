@@ -80,6 +80,15 @@ class LocalStorage:
                                         st.st_mtime))
         return out
 
+    def list_names(self, directory: str) -> list[str]:
+        try:
+            with os.scandir(self._abs(directory)) as entries:
+                # d_type comes with the directory entry: no stat per file
+                return [e.name for e in entries
+                        if TMP_MARK not in e.name and e.is_file(follow_symlinks=False)]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
     def list_tree(self, directory: str) -> list[FileInfo]:
         out = []
         base = self._abs(directory)

@@ -31,7 +31,7 @@ class TimelineStore:
         return f"{TIMELINE_DIR}/{name}"
 
     def load(self) -> Timeline:
-        found = (parse_file_name(f.path.rsplit("/", 1)[-1]) for f in self.storage.list_dir(TIMELINE_DIR))
+        found = (_parsed(name) for name in self.storage.list_names(TIMELINE_DIR))
         return Timeline.of(i for i in found if i is not None)
 
     def create_requested(self, instant: Instant, plan: bytes = b"") -> Instant:
@@ -87,6 +87,23 @@ class TimelineStore:
 
     def read_plan(self, instant: Instant) -> bytes:
         return self.storage.read(self._path(instant.requested_file()))
+
+
+_names: dict[str, Instant | None] = {}
+
+
+def _parsed(name: str) -> Instant | None:
+    """parse_file_name, memoized: a timeline file's name never changes meaning, and the commit
+    critical section reloads the timeline, so parsing thousands of names each time would show."""
+    hit = _names.get(name, _MISSING)
+    if hit is _MISSING:
+        if len(_names) > 200_000:
+            _names.clear()
+        hit = _names[name] = parse_file_name(name)
+    return hit  # type: ignore[return-value]
+
+
+_MISSING = object()
 
 
 def _remember(uri: str, name: str, meta: CommitMetadata) -> None:

@@ -51,6 +51,7 @@ def test_listing_and_delete(storage):
     assert sorted(f.path for f in storage.list_dir("d")) == ["d/1", "d/2"]
     assert sorted(f.path for f in storage.list_tree("d")) == ["d/1", "d/2", "d/sub/3"]
     assert storage.list_dir("nothing") == [] and storage.list_tree("nothing") == []
+    assert sorted(storage.list_names("d")) == ["1", "2"] and storage.list_names("nothing") == []
     storage.delete("d/1")
     storage.delete("d/1")  # deleting a missing file is fine
     assert sorted(f.path for f in storage.list_dir("d")) == ["d/2"]

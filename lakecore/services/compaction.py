@@ -1,0 +1,191 @@
+"""Compaction of merge-on-read tables: schedule (driver, under the lock), execute (one task per file
+slice, anywhere), commit (driver, under the lock) — and resume or roll back a failed one.
+
+    schedule: lock -> reload timeline -> no compaction pending? -> draw P -> plan over the view of
+              completed instants -> create P.compaction.requested (body: the plan) -> unlock
+    execute:  per operation: read the planned base + logs (nothing else), merge to the base state
+              (tombstones kept), marker, write `<fileId>_<token>_<P>.parquet`
+    commit:   P.compaction.inflight ... lock -> reload -> still ours? -> complete with the new base
+              files as WriteStat(kind="base") -> unlock -> delete markers
+
+Every log in the plan completed before P (P is drawn under the lock after them), and the view gives
+a base named with P every log completed before P — exactly the planned ones — so logs of writers
+that complete after P join the new slice: nothing is lost, and compaction never conflicts with
+writers (`occ.CHECKED_ACTIONS` leaves compaction out). One compaction per table at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
+from lakecore.concurrency.rollback import claimed_by_rollbacks
+from lakecore.config import OP, TableConfig, schema_from_json
+from lakecore.errors import InvalidInstantState
+from lakecore.formats import read_files, write_file
+from lakecore.layout import base_file_name, parse_data_file_name
+from lakecore.merge import merge_to_base
+from lakecore.read.spec import file_schema, merge_spec
+from lakecore.services.compaction_plan import (
+    COMPACT_ALL,
+    CompactionOperation,
+    CompactionPlan,
+    CompactionStrategy,
+    plan_compaction,
+)
+from lakecore.services.errors import CompactionPending, NotMergeOnRead
+from lakecore.storage import Storage
+from lakecore.timeline import (
+    Action,
+    CommitMetadata,
+    Instant,
+    State,
+    Timeline,
+    TimelineStore,
+    WriteStat,
+    next_instant_time,
+    now_ms,
+)
+from lakecore.write import Marker, create_marker, delete_markers, list_markers
+
+Clock = Callable[[], int]
+ACTION: Action = "compaction"
+
+
+def pending_compactions(store: TimelineStore, timeline: Timeline) -> list[Instant]:
+    """Compactions requested or inflight and not claimed by a rollback."""
+    claimed = claimed_by_rollbacks(store, timeline)
+    return [i for i in timeline.pending if i.action == ACTION and i.requested_time not in claimed]
+
+
+def schedule_compaction(storage: Storage, config: TableConfig, lock: Lock,
+                        strategy: CompactionStrategy = COMPACT_ALL, *,
+                        clock: Clock = now_ms) -> CompactionPlan | None:
+    """Plan a compaction and record it as `P.compaction.requested`; None when nothing needs it.
+    Raises CompactionPending when another compaction is scheduled or running."""
+    if config.table_type != "merge_on_read":
+        raise NotMergeOnRead(f"table {config.name!r} is {config.table_type}; its writes already produce "
+                             "base files, so there is nothing to compact")
+    store = TimelineStore(storage)
+    with lock:
+        timeline = store.load()
+        pending = pending_compactions(store, timeline)
+        if pending:
+            raise CompactionPending(f"compaction {pending[0].requested_time} is already "
+                                    f"{pending[0].state.name.lower()} on table {config.name!r}; finish it "
+                                    "with run_compaction or drop it with rollback_compaction first")
+        # P is drawn after every completion on this timeline, so all logs in the view precede it.
+        p = next_instant_time(clock(), timeline.newest_time())
+        operations = plan_compaction(view_of(storage, timeline), config, strategy)
+        if not operations:
+            return None
+        plan = CompactionPlan(p, operations, strategy.kind)
+        store.create_requested(Instant(p, ACTION), plan.dumps())
+    return plan
+
+
+def load_plan(storage: Storage, instant_time: str) -> CompactionPlan:
+    """The plan of a scheduled compaction (to resume it from another process)."""
+    store = TimelineStore(storage)
+    return CompactionPlan.loads(store.read_plan(Instant(instant_time, ACTION)),
+                                source=f"plan of compaction {instant_time}")
+
+
+def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, op: CompactionOperation,
+                      write_token: str = "0-0-0") -> WriteStat:
+    """Merge one planned slice into a new base file named with the plan's instant. Task-side: all
+    arguments pickle. `config.schema` must cover every column of the planned files."""
+    schema = file_schema(config)
+    tables = read_files(storage, op.paths(), [*schema.names, OP])
+    state = merge_to_base(tables, merge_spec(config), schema, first_unique=op.base_file is not None)
+    out_schema = pa.schema([*schema, pa.field(OP, pa.int8())])
+    state = state.select(out_schema.names).cast(out_schema)
+    name = base_file_name(op.file_id, write_token, plan_instant)
+    path = f"{op.partition}/{name}" if op.partition else name
+    create_marker(storage, Marker(plan_instant, path, "create"))
+    size = write_file(storage, path, state, compression=config.compression)
+    tombstones = int(pc.sum(state.column(OP)).as_py() or 0)
+    return WriteStat(op.partition, op.file_id, name, "base", state.num_rows - tombstones, tombstones, size,
+                     base_instant=op.base_instant or _instant_of(op.base_file))
+
+
+def _instant_of(base_file: str | None) -> str | None:
+    parsed = parse_data_file_name(base_file) if base_file else None
+    return parsed.instant_time if parsed else None
+
+
+def _schema_as_of_plan(store: TimelineStore, timeline: Timeline, config: TableConfig,
+                       plan_instant: str) -> TableConfig:
+    """The config with the table schema recorded before P: it covers every column of the planned
+    files even when the caller's config is stale."""
+    recorded = store.latest_schema(timeline.as_of(plan_instant))
+    return config.with_schema(schema_from_json(recorded)) if recorded else config
+
+
+def run_compaction(storage: Storage, config: TableConfig, lock: Lock, plan: CompactionPlan, *,
+                   workers: int = 4, clock: Clock = now_ms) -> Instant:
+    """Execute a scheduled compaction and complete it. Resumes one left requested or inflight by a
+    dead process (its partial files are deleted first, through its markers); returns the completed
+    instant, also when it had completed already."""
+    store = TimelineStore(storage)
+    p = plan.instant_time
+    timeline = store.load()
+    current = timeline.find(p)
+    if current is not None and current.is_completed:
+        return current
+    if current is None or current.action != ACTION or p in claimed_by_rollbacks(store, timeline):
+        raise InvalidInstantState(f"compaction {p} is not pending on the table ({current}); it was rolled "
+                                  "back or never scheduled: schedule a new one")
+    _delete_partial_files(storage, p)
+    inflight = store.transition_inflight(current) if current.state is State.REQUESTED else current
+    config = _schema_as_of_plan(store, timeline, config, p)
+    stats = _execute_all(storage, config, plan, workers)
+    with lock:
+        timeline = store.load()
+        now = timeline.find(p)
+        if now is None or now.state is not State.INFLIGHT or p in claimed_by_rollbacks(store, timeline):
+            raise InvalidInstantState(f"compaction {p} is no longer inflight ({now}); it was rolled back "
+                                      "meanwhile: its files are orphans the rollback removes; schedule anew")
+        recorded = store.latest_schema(timeline)
+        meta = CommitMetadata(ACTION, tuple(stats), recorded, {"strategy": plan.strategy})
+        completion = next_instant_time(clock(), timeline.newest_time())
+        ensure_held(lock, f"completing compaction {p}")
+        done = store.complete(inflight, completion, meta)
+    delete_markers(storage, p)
+    return done
+
+
+def _delete_partial_files(storage: Storage, instant_time: str) -> None:
+    for m in list_markers(storage, instant_time):
+        storage.delete(m.data_path)
+    delete_markers(storage, instant_time)
+
+
+def _execute_all(storage: Storage, config: TableConfig, plan: CompactionPlan,
+                 workers: int) -> list[WriteStat]:
+    ops: Sequence[CompactionOperation] = plan.operations
+    tokens = [f"{i}-0-0" for i in range(len(ops))]
+    if workers <= 1 or len(ops) <= 1:
+        return [execute_operation(storage, config, plan.instant_time, op, t)
+                for op, t in zip(ops, tokens, strict=True)]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="weir-compact") as pool:
+        futures = [pool.submit(execute_operation, storage, config, plan.instant_time, op, t)
+                   for op, t in zip(ops, tokens, strict=True)]
+        return [f.result() for f in futures]
+
+
+def rollback_compaction(storage: Storage, lock: Lock, instant_time: str, *,
+                        clock: Clock = now_ms) -> Instant | None:
+    """Drop a pending compaction: delete its files (named by its markers), record a rollback, remove
+    the requested/inflight instant. None when a rollback already claimed it."""
+    timeline = TimelineStore(storage).load()
+    target = timeline.get(instant_time)
+    if target.action != ACTION:
+        raise InvalidInstantState(f"instant {instant_time} is a {target.action}, not a compaction; roll "
+                                  "writes back with Table.rollback")
+    return rollback_write(storage, lock, target, clock=clock)
+

@@ -1,0 +1,17 @@
+"""Errors of the table services; all derive from `ServiceError` (itself a LakecoreError)."""
+
+from __future__ import annotations
+
+from lakecore.errors import LakecoreError
+
+
+class ServiceError(LakecoreError):
+    """A table service could not be scheduled or run."""
+
+
+class CompactionPending(ServiceError):
+    """Another compaction is already scheduled or running on the table (one at a time)."""
+
+
+class NotMergeOnRead(ServiceError):
+    """Compaction applies to merge-on-read tables only."""
