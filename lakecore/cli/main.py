@@ -238,6 +238,42 @@ def describe(uri: Uri, as_json: JsonFlag = False) -> None:
         out.print(f"    {f['name']:<20} {f['type']}{'' if f['nullable'] else ' not null'}")
 
 
+@table_app.command("compact")
+@friendly
+def compact(uri: Uri,
+            strategy: Annotated[str, typer.Option(help="all | log_count | log_size | bounded_io")] = "all",
+            min_logs: Annotated[int, typer.Option(help="log_count: slices with at least this many logs")] = 1,
+            dry_run: Annotated[bool, typer.Option(help="Print the plan, change nothing.")] = False,
+            as_json: JsonFlag = False) -> None:
+    """Compact merge-on-read file slices (logs merged into new base files)."""
+    from lakecore.services import CompactionPlan, CompactionStrategy
+    t = Table.open(uri)
+    result = t.compact(CompactionStrategy(strategy, min_logs=min_logs), dry_run=dry_run)  # type: ignore[arg-type]
+    if result is None:
+        if as_json:
+            emit_json({"compacted": None})
+        else:
+            out.print("nothing to compact")
+        return
+    if isinstance(result, CompactionPlan):
+        ops = [{"partition": o.partition, "file_id": o.file_id, "base": o.base_file, "logs": len(o.log_files)}
+               for o in result.operations]
+        if as_json:
+            emit_json({"dry_run": True, "operations": ops})
+        else:
+            out.print(f"would compact {len(ops)} file slice(s):")
+            for o in ops:
+                where = o["partition"] or "(unpartitioned)"
+                out.print(f"  {o['file_id']} in {where}: {o['logs']} log file(s)")
+        return
+    meta = t.commit_metadata(result)
+    if as_json:
+        emit_json({"compaction": result.requested_time, "completed": result.completion_time,
+                   "file_groups": len(meta.file_groups)})
+    else:
+        out.print(f"compacted {len(meta.file_groups)} file group(s): instant {result.requested_time}")
+
+
 @table_app.command("rollback")
 @friendly
 def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending instant time.")],

@@ -33,6 +33,13 @@ from lakecore.errors import (
 )
 from lakecore.read.changes import read_changes
 from lakecore.read.snapshot import read_view
+from lakecore.services import (
+    CompactionPlan,
+    CompactionStrategy,
+    plan_compaction,
+    run_compaction,
+    schedule_compaction,
+)
 from lakecore.storage import Storage, open_storage
 from lakecore.table.writer import WriteResult, WriterOptions, write_groups
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
@@ -154,6 +161,20 @@ class Table:
         if done is None:
             raise InvalidInstantState(f"instant {instant_time} is already being rolled back")
         return done
+
+    # -- table services -----------------------------------------------------------------------
+
+    def compact(self, strategy: CompactionStrategy | None = None, *, dry_run: bool = False
+                ) -> CompactionPlan | Instant | None:
+        """Merge file slices' log files into new base files (merge-on-read). Returns the completed
+        compaction instant, the plan only with `dry_run`, or None when nothing needs compacting."""
+        strategy = strategy or CompactionStrategy()
+        if dry_run:
+            timeline = self.timeline()
+            ops = plan_compaction(view_of(self.storage, timeline), self.config, strategy)
+            return CompactionPlan("", ops, strategy.kind) if ops else None
+        plan = schedule_compaction(self.storage, self.config, self.lock, strategy)
+        return run_compaction(self.storage, self.config, self.lock, plan) if plan is not None else None
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -91,3 +91,22 @@ def test_installed_entry_point_runs(tmp_path):
                            "--record-key", "id", "--json"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["record_key"] == ["id"]
+
+
+def test_compact_dry_run_then_compact(tmp_path):
+    uri = str(tmp_path / "t")
+    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
+                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    for ts in (1, 2):
+        (tmp_path / f"{ts}.json").write_text(f'{{"id": 1, "ts": {ts}}}\n{{"id": {ts + 1}, "ts": {ts}}}\n')
+        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+    code, out = weir("table", "compact", uri, "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["operations"][0]["logs"] == 2
+    assert len(json.loads(weir("table", "timeline", uri, "--json")[1])) == 2  # dry run changed nothing
+    code, out = weir("table", "compact", uri, "--json")
+    assert code == 0 and json.loads(out)["file_groups"] == 1
+    actions = [i["action"] for i in json.loads(weir("table", "timeline", uri, "--json")[1])]
+    assert actions == ["deltacommit", "deltacommit", "compaction"]
+    code, out = weir("table", "read", uri, "--format", "json")
+    assert sorted(json.loads(line)["id"] for line in out.splitlines()) == [1, 2, 3]
+    assert weir("table", "compact", uri)[1].strip() == "nothing to compact"
