@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakecore import Table
+from tests.lakecore.event_time_model import apply, live
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
-DELETED = object()
 
 
 def part(k: int) -> str:
@@ -25,21 +25,8 @@ write = st.one_of(
 )
 
 
-def apply(model: dict, op: str, rows: list) -> None:
-    for row in rows:
-        if op == "delete":
-            k, ts = row
-            new = (ts, DELETED)
-        else:
-            k, ts, v = row
-            new = (ts, v)
-        cur = model.get(k)
-        if cur is None or cur[0] is None or new[0] is None or new[0] >= cur[0]:
-            model[k] = new
-
-
 def snapshot(model: dict) -> dict:
-    return {k: (part(k), ts, v) for k, (ts, v) in model.items() if v is not DELETED}
+    return {k: (part(k), ts, v) for k, (ts, v) in live(model).items()}
 
 
 def to_arrow(op: str, rows: list) -> pa.Table:
