@@ -110,3 +110,48 @@ def test_non_blocking_needs_merge_on_read(tmp_path):
     with pytest.raises(InvalidTableConfig, match="merge_on_read"):
         Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", table_type="copy_on_write",
                      concurrency_mode="non_blocking")
+
+
+def test_opt_in_retry_reruns_a_write_that_lost_a_conflict(tmp_path, monkeypatch):
+    import lakecore.table.writer as writer
+    from lakecore import WriterOptions
+
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id",
+                     options=WriterOptions(conflict_retries=2, retry_backoff_s=0.01))
+    other = Table.open(t.uri)
+    ids = keys_in_bucket(1, 2)
+    real = writer.commit_write
+    calls = []
+
+    def commit_after_a_rival(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # a rival commits into the same file group while our first attempt runs
+            other.upsert(pa.table({"id": pa.array(ids[:1], pa.int64()), "ts": [1], "v": ["rival"]}))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writer, "commit_write", commit_after_a_rival)
+    result = t.upsert(pa.table({"id": pa.array(ids, pa.int64()), "ts": [1, 1], "v": ["ours", "ours"]}))
+    assert result.attempts == 2
+    assert {r["v"] for r in t.read().to_pylist()} == {"ours"}
+    actions = [i.action for i in t.timeline().completed]
+    assert actions == ["deltacommit", "rollback", "deltacommit"]
+
+
+def test_without_retry_the_conflict_surfaces(tmp_path, monkeypatch):
+    import lakecore.table.writer as writer
+
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id")
+    other = Table.open(t.uri)
+    ids = keys_in_bucket(1, 1)
+    real = writer.commit_write
+    calls = []
+
+    def commit_after_a_rival(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # the rival's own commit goes straight through
+            other.upsert(pa.table({"id": pa.array(ids, pa.int64()), "ts": [1], "v": ["rival"]}))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writer, "commit_write", commit_after_a_rival)
+    with pytest.raises(WriteConflict):
+        t.upsert(pa.table({"id": pa.array(ids, pa.int64()), "ts": [1], "v": ["ours"]}))
