@@ -3,7 +3,7 @@
 Streams: telemetry (temperature, humidity), location (site, region) and status (firmware, healthy)
 about the same devices, each guarded by its own event-time field. Batches arrive out of order; the
 table keeps, per device and per stream, the newest values — the same answer as joining each stream's
-latest values, without a join. Then: a compaction, the timeline, and a time-travel read.
+latest values, without a join. Then: a compaction, a clean, the timeline, and a time-travel read.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from lakecore import ColumnGroup, Table
+from lakecore import ColumnGroup, Instant, Table
+from lakecore.services import CleanPolicy, FilesCleaned
 
 SCHEMA = pa.schema([
     ("device", pa.string()),
@@ -100,15 +101,23 @@ def main(argv: list[str] | None = None) -> int:
                   f"{getattr(compaction, 'requested_time', None)}); same table after compaction: "
                   f"[bold]{same_after}[/bold]\n")
 
+    cleaned = table.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False)
+    deleted = table.commit_metadata(cleaned).extra["deleted"] if isinstance(cleaned, Instant) else []
+    console.print(f"Cleaned {len(deleted)} superseded log file(s), keeping the latest file slices\n")
+
     timeline = RichTable("instant", "completed", "action", "records", title="Timeline")
     for inst in table.timeline().completed:
-        timeline.add_row(inst.requested_time, inst.completion_time or "", inst.action,
-                         str(table.commit_metadata(inst).records))
+        meta = table.commit_metadata(inst)
+        count = len(meta.extra.get("deleted", ())) if inst.action == "clean" else meta.records
+        timeline.add_row(inst.requested_time, inst.completion_time or "", inst.action, str(count))
     console.print(timeline)
 
-    as_of = instants[2]
-    show(console, f"As of instant {as_of.requested_time} (after the first three batches)",
-         table.read(as_of=as_of.requested_time))
+    show(console, "As of the compaction (time travel to a retained point)",
+         table.read(as_of=getattr(compaction, "requested_time", None)))
+    try:
+        table.read(as_of=instants[0].requested_time)
+    except FilesCleaned as exc:
+        console.print(f"\nTime travel before the clean's retention is refused clearly:\n  {exc}")
     console.print(f"\nTable kept at {uri} — inspect it with `weir table describe {uri}`")
     return 0 if same and same_after else 1
 

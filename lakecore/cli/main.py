@@ -274,6 +274,37 @@ def compact(uri: Uri,
         out.print(f"compacted {len(meta.file_groups)} file group(s): instant {result.requested_time}")
 
 
+@table_app.command("clean")
+@friendly
+def clean(uri: Uri,
+          policy: Annotated[str, typer.Option(
+              help="keep_latest_commits|keep_latest_file_versions|keep_by_hours")] = "keep_latest_commits",
+          retain: Annotated[int | None, typer.Option(help="commits, versions or hours to keep")] = None,
+          dry_run: Annotated[bool, typer.Option("--dry-run/--run", help="Only print the plan.")] = True,
+          as_json: JsonFlag = False) -> None:
+    """Delete files that no retained read needs (dry run unless --run)."""
+    from lakecore.services import CleanPlan, CleanPolicy
+    t = Table.open(uri)
+    result = t.clean(CleanPolicy(policy, retain), dry_run=dry_run)  # type: ignore[arg-type]
+    if result is None:
+        emit_json({"deleted": []}) if as_json else out.print("nothing to clean")
+        return
+    if isinstance(result, CleanPlan):
+        if as_json:
+            emit_json({"dry_run": True, "files": result.files, "rollbacks": list(result.rollbacks)})
+        else:
+            out.print(f"would delete {len(result.files)} file(s) and roll back {len(result.rollbacks)} "
+                      "dead write(s); run with --run to do it")
+            for f in result.files[:50]:
+                out.print(f"  {f}")
+        return
+    deleted = t.commit_metadata(result).extra.get("deleted", [])
+    if as_json:
+        emit_json({"clean": result.requested_time, "deleted": deleted})
+    else:
+        out.print(f"clean {result.requested_time}: deleted {len(deleted)} file(s)")
+
+
 @table_app.command("rollback")
 @friendly
 def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending instant time.")],

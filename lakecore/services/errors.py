@@ -15,3 +15,7 @@ class CompactionPending(ServiceError):
 
 class NotMergeOnRead(ServiceError):
     """Compaction applies to merge-on-read tables only."""
+
+
+class FilesCleaned(ServiceError):
+    """A time-travel read needs files that a clean deleted (the point is older than the retention)."""

@@ -34,9 +34,13 @@ from lakecore.errors import (
 from lakecore.read.changes import read_changes
 from lakecore.read.snapshot import read_view
 from lakecore.services import (
+    CleanPlan,
+    CleanPolicy,
     CompactionPlan,
     CompactionStrategy,
+    check_readable,
     plan_compaction,
+    run_clean,
     run_compaction,
     schedule_compaction,
 )
@@ -176,6 +180,13 @@ class Table:
         plan = schedule_compaction(self.storage, self.config, self.lock, strategy)
         return run_compaction(self.storage, self.config, self.lock, plan) if plan is not None else None
 
+    def clean(self, policy: CleanPolicy | None = None, *, dry_run: bool = True
+              ) -> CleanPlan | Instant | None:
+        """Delete files no retained read needs (and roll back dead writes). Dry run by default:
+        returns the plan; with dry_run=False the completed clean instant; None if nothing to do."""
+        return run_clean(self.storage, self.config, self.lock, policy or CleanPolicy(), dry_run=dry_run,
+                         heartbeat=self.options.heartbeat)
+
     # -- reads --------------------------------------------------------------------------------
 
     def timeline(self) -> Timeline:
@@ -189,10 +200,13 @@ class Table:
              partitions: Mapping[str, Any] | None = None, filter: pc.Expression | None = None,
              with_meta: bool = False, query: QueryType = "snapshot") -> pa.Table:
         """The table's rows: latest (snapshot), as of a past instant or time, or base files only."""
-        timeline = self.timeline()
+        timeline = full = self.timeline()
         if as_of is not None:
-            timeline = timeline.as_of(parse_point_in_time(as_of))
+            point = parse_point_in_time(as_of)
+            timeline = full.as_of(point)
         view = view_of(self.storage, timeline)
+        if as_of is not None:
+            check_readable(self.storage, full, point, view)  # a clear error if a clean removed files
         return read_view(self.storage, self.config, view, columns=columns, partitions=partitions,
                          filter=filter, with_meta=with_meta, base_only=query == "read_optimized")
 

@@ -110,3 +110,26 @@ def test_compact_dry_run_then_compact(tmp_path):
     code, out = weir("table", "read", uri, "--format", "json")
     assert sorted(json.loads(line)["id"] for line in out.splitlines()) == [1, 2, 3]
     assert weir("table", "compact", uri)[1].strip() == "nothing to compact"
+
+
+def test_clean_is_a_dry_run_unless_asked(tmp_path):
+    uri = str(tmp_path / "t")
+    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
+                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    for ts in (1, 2):
+        (tmp_path / f"{ts}.json").write_text(f'{{"id": 1, "ts": {ts}}}\n')
+        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+    assert weir("table", "compact", uri)[0] == 0
+    keep_one = ["--policy", "keep_latest_file_versions", "--retain", "1"]
+    code, out = weir("table", "clean", uri, *keep_one, "--json")
+    planned = json.loads(out)["files"]
+    assert code == 0 and len(planned) == 2
+    assert all(os.path.exists(os.path.join(uri, f)) for f in planned)  # a dry run deletes nothing
+    code, out = weir("table", "clean", uri, *keep_one, "--run", "--json")
+    assert code == 0 and sorted(json.loads(out)["deleted"]) == sorted(planned)
+    assert not any(os.path.exists(os.path.join(uri, f)) for f in planned)
+    code, out = weir("table", "read", uri, "--format", "json")
+    assert json.loads(out) == {"id": 1, "ts": 2}
+    first = json.loads(weir("table", "timeline", uri, "--json")[1])[0]["instant"]
+    code, out = weir("table", "read", uri, "--as-of", first)
+    assert code == 1 and "retain more" in out

@@ -1,0 +1,160 @@
+"""The clean service: delete data files that no retained read needs, recorded as a `clean` instant.
+
+    lazy rollback: roll back pending writes whose heartbeat expired (rollback_failed_writes)
+    schedule:      lock -> reload timeline -> no clean pending? -> draw T -> plan (clean_plan.py)
+                   -> create T.clean.requested (body: the plan) -> unlock
+    execute:       T.clean.inflight -> delete the planned files (a missing file is fine)
+    commit:        lock -> reload -> still inflight? -> complete T_C.clean (deleted files) -> unlock
+
+A clean instant has no write stats, so no read changes: views are built from the write stats of
+commit/deltacommit/compaction instants only. Deleting is idempotent, so a clean whose process died is
+resumed by the next `run_clean` (one clean at a time). Planning under the lock is safe to act on later:
+instants completing afterwards only add newer slices, so what was garbage stays garbage.
+A time-travel read older than the retained points finds its files gone: `check_readable` names the
+clean that deleted them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from lakecore.concurrency import Lock, ensure_held, rollback_failed_writes, view_of
+from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
+from lakecore.config import TableConfig
+from lakecore.errors import InvalidInstantState
+from lakecore.layout import FileSystemView
+from lakecore.services.clean_plan import CleanPlan, CleanPolicy, plan_clean
+from lakecore.services.compaction import pending_compactions
+from lakecore.services.compaction_plan import CompactionPlan
+from lakecore.services.errors import FilesCleaned
+from lakecore.storage import Storage
+from lakecore.timeline import (
+    WRITE_ACTIONS,
+    Action,
+    CommitMetadata,
+    Instant,
+    State,
+    Timeline,
+    TimelineStore,
+    next_instant_time,
+    now_ms,
+)
+from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life
+
+Clock = Callable[[], int]
+ACTION: Action = "clean"
+DEFAULT_POLICY = CleanPolicy()
+DEFAULT_HEARTBEAT = HeartbeatConfig()
+
+
+def pending_cleans(store: TimelineStore, timeline: Timeline) -> list[Instant]:
+    claimed = claimed_by_rollbacks(store, timeline)
+    return [i for i in timeline.pending if i.action == ACTION and i.requested_time not in claimed]
+
+
+def _expired_writes(storage: Storage, store: TimelineStore, timeline: Timeline, heartbeat: HeartbeatConfig,
+                    now: int) -> list[str]:
+    claimed = claimed_by_rollbacks(store, timeline)
+    return [i.requested_time for i in timeline.pending
+            if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES
+            and i.requested_time not in claimed
+            and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
+
+
+def _in_use(storage: Storage, store: TimelineStore, timeline: Timeline) -> set[str]:
+    """Files that pending compactions will read."""
+    paths: set[str] = set()
+    for c in pending_compactions(store, timeline):
+        plan = CompactionPlan.loads(store.read_plan(c), source=f"plan of compaction {c.requested_time}")
+        paths |= {p for op in plan.operations for p in op.paths()}
+    return paths
+
+
+def _plan(storage: Storage, store: TimelineStore, timeline: Timeline, policy: CleanPolicy, now: int,
+          heartbeat: HeartbeatConfig, instant_time: str = "") -> CleanPlan:
+    return plan_clean(timeline, store.metadata, policy, now,
+                      expired=_expired_writes(storage, store, timeline, heartbeat, now),
+                      in_use=_in_use(storage, store, timeline), instant_time=instant_time)
+
+
+def load_clean_plan(storage: Storage, instant: Instant) -> CleanPlan:
+    return CleanPlan.loads(TimelineStore(storage).read_plan(instant),
+                           source=f"plan of clean {instant.requested_time}")
+
+
+def run_clean(storage: Storage, config: TableConfig, lock: Lock, policy: CleanPolicy = DEFAULT_POLICY, *,
+              dry_run: bool = True, heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT,
+              clock: Clock = now_ms) -> CleanPlan | Instant | None:
+    """Clean the table per `policy`. Dry run (the default): the plan, nothing changed. Otherwise roll
+    back expired writes, then schedule, execute and complete a clean; returns the completed instant,
+    or None when nothing is left to delete. A pending clean is resumed instead of planning anew."""
+    store = TimelineStore(storage)
+    if dry_run:
+        timeline = store.load()
+        pending = pending_cleans(store, timeline)
+        if pending:
+            return load_clean_plan(storage, pending[0])
+        plan = _plan(storage, store, timeline, policy, clock(), heartbeat)
+        return plan if plan.operations or plan.rollbacks else None
+    rolled_back = rollback_failed_writes(storage, lock, heartbeat, clock=clock)
+    with lock:
+        timeline = store.load()
+        pending = pending_cleans(store, timeline)
+        if pending:
+            target, plan = pending[0], load_clean_plan(storage, pending[0])
+        else:
+            t = next_instant_time(clock(), timeline.newest_time())
+            plan = _plan(storage, store, timeline, policy, clock(), heartbeat, t)
+            if not plan.operations:
+                return None
+            plan = replace(plan, rollbacks=tuple(sorted(rolled_back)))
+            target = store.create_requested(Instant(t, ACTION), plan.dumps())
+    return _execute(storage, lock, store, target, plan, clock, config)
+
+
+def _delete_file(storage: Storage, path: str) -> None:
+    storage.delete(path)  # a missing file is fine: a resumed clean deletes again
+
+
+def _execute(storage: Storage, lock: Lock, store: TimelineStore, instant: Instant, plan: CleanPlan,
+             clock: Clock, config: TableConfig) -> Instant:
+    inflight = store.transition_inflight(instant) if instant.state is State.REQUESTED else instant
+    for path in plan.files:
+        _delete_file(storage, path)
+    meta = CommitMetadata(ACTION, (), None, {"deleted": list(plan.files), "policy": plan.policy.to_json(),
+                                             "earliest_retained": plan.earliest_retained,
+                                             "rolled_back": list(plan.rollbacks)})
+    t = instant.requested_time
+    with lock:
+        timeline = store.load()
+        now = timeline.find(t)
+        if now is not None and now.is_completed:
+            return now
+        if now is None or now.state is not State.INFLIGHT:
+            raise InvalidInstantState(f"clean {t} of table {config.name!r} is no longer inflight ({now}); "
+                                      "its deletions are done: run the clean again to record a new one")
+        ensure_held(lock, f"completing clean {t}")
+        return store.complete(inflight, next_instant_time(clock(), timeline.newest_time()), meta)
+
+
+def check_readable(storage: Storage, timeline: Timeline, point: str,
+                   view: FileSystemView | None = None) -> None:
+    """Raise FilesCleaned when reading the table as of `point` needs files a completed clean deleted.
+    `view`: the view as of `point`, when the caller has built it already."""
+    store = TimelineStore(storage)
+    cleans = [c for c in timeline.completed if c.action == ACTION]
+    if not cleans:
+        return
+    view = view if view is not None else view_of(storage, timeline.as_of(point))
+    needed = {f.path for s in view.slices for f in s.files}
+    for c in cleans:
+        if c.action != ACTION:
+            continue
+        extra = store.metadata(c).extra
+        gone = needed.intersection(extra.get("deleted", ()))
+        if gone:
+            since = extra.get("earliest_retained") or "the latest commit"
+            raise FilesCleaned(f"reading as of {point} needs {len(gone)} file(s) (e.g. {min(gone)}) that "
+                               f"clean {c.requested_time} deleted; time travel works from {since} on: "
+                               "read a later point, or retain more with the clean policy")
