@@ -305,11 +305,45 @@ def clean(uri: Uri,
         out.print(f"clean {result.requested_time}: deleted {len(deleted)} file(s)")
 
 
+@table_app.command("savepoint")
+@friendly
+def savepoint(uri: Uri, instant: Annotated[str, typer.Argument(help="Completed write instant to pin.")],
+              comment: Annotated[str, typer.Option(help="Why this savepoint exists.")] = "",
+              as_json: JsonFlag = False) -> None:
+    """Pin a completed write instant (clean keeps its files; restore can return to it)."""
+    done = Table.open(uri).savepoint(instant, comment=comment)
+    if as_json:
+        emit_json({"savepoint": done.requested_time, "savepointed": instant})
+    else:
+        out.print(f"savepoint {done.requested_time} pins instant {instant}")
+
+
+@table_app.command("restore")
+@friendly
+def restore(uri: Uri, savepoint: Annotated[str, typer.Argument(help="Savepoint to return to.")],
+            dry_run: Annotated[bool, typer.Option("--dry-run/--run", help="Only print the plan.")] = True,
+            as_json: JsonFlag = False) -> None:
+    """Make the table read as at a savepoint (dry run unless --run)."""
+    from lakecore.services import UndoPlan
+    result = Table.open(uri).restore(savepoint, dry_run=dry_run)
+    if result is None:
+        emit_json({"restored": None}) if as_json else out.print("nothing to undo")
+    elif isinstance(result, UndoPlan):
+        if as_json:
+            emit_json({"dry_run": True, "undo": list(result.undone), "files": list(result.files)})
+        else:
+            out.print(f"would undo {len(result.undone)} instant file(s) and delete {len(result.files)} data "
+                      "file(s); run with --run to do it")
+    else:
+        emit_json({"restore": result.requested_time}) if as_json else \
+            out.print(f"restored savepoint {savepoint} (restore instant {result.requested_time})")
+
+
 @table_app.command("rollback")
 @friendly
-def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending instant time.")],
+def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending, or latest completed, write.")],
              as_json: JsonFlag = False) -> None:
-    """Roll back a pending (failed) write instant and delete its files."""
+    """Roll back a failed (pending) write, or the latest completed write; its files are deleted."""
     done = Table.open(uri).rollback(instant)
     if as_json:
         emit_json({"rollback": done.requested_time, "completed": done.completion_time})

@@ -3,6 +3,8 @@
 Compaction (merge-on-read): `compaction_plan.py` decides what to compact (pure), `compaction.py`
 schedules, executes and commits it. Clean: `clean_plan.py` decides which superseded files a retention
 policy lets go (pure), `clean.py` rolls back dead writes, deletes and records a clean instant.
+Savepoints (`savepoint.py`) pin a completed write for clean and restore; `rollback_completed.py`
+undoes completed instants: the latest write (rollback) or all after a savepoint (restore).
 Services sit above `concurrency` and below `table`.
 """
 
@@ -21,9 +23,22 @@ from lakecore.services.compaction_plan import (
     CompactionStrategy,
     plan_compaction,
 )
-from lakecore.services.errors import CompactionPending, FilesCleaned, ServiceError
+from lakecore.services.errors import (
+    CleanPending,
+    CompactionPending,
+    FilesCleaned,
+    RollbackBlocked,
+    SavepointNotFound,
+    ServiceError,
+    WriterLive,
+)
+from lakecore.services.savepoint import Savepoint, create_savepoint, delete_savepoint, list_savepoints
+from lakecore.services.undo import UndoPlan, restore, resume_undos, rollback_completed
 
 __all__ = ["CleanOperation", "CleanPlan", "CleanPolicy", "CompactionOperation", "CompactionPending",
            "CompactionPlan", "CompactionStrategy", "FilesCleaned", "ServiceError", "all_slices",
            "check_readable", "execute_operation", "pending_cleans", "pending_compactions", "plan_clean",
            "plan_compaction", "rollback_compaction", "run_clean", "run_compaction", "schedule_compaction"]
+__all__ += ["CleanPending", "RollbackBlocked", "Savepoint", "SavepointNotFound", "UndoPlan", "WriterLive",
+            "create_savepoint", "delete_savepoint", "list_savepoints", "restore", "resume_undos",
+            "rollback_completed"]

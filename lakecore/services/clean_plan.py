@@ -5,8 +5,8 @@ exactly the files of `all_slices(...)`. A file is kept when any retained read ne
 view (always), plus, for the time-travel policies, the view as of every retained point in time —
 built by the same `build_view` the readers use, so "kept" means "that read works", including logs
 that completion-time slicing puts into an older slice as of a past point than in the full history.
-Every other file is garbage and is listed, per file slice, in the plan (minus what completed cleans
-already deleted).
+Files a live savepoint needs (`savepoint.savepointed_files`) are always kept. Every other file is
+garbage and is listed, per file slice, in the plan (minus what completed cleans already deleted).
 
 Retained points: `keep_latest_commits` N: the completion of the N-th newest completed data write
 (commit/deltacommit) and every instant completed after it, so time travel to any point from that
@@ -25,6 +25,7 @@ from typing import Any, Literal
 from lakecore.errors import CorruptMetadata, InvalidTableConfig
 from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.layout.view import LogFile, slice_logs
+from lakecore.services.savepoint import savepointed_files
 from lakecore.timeline import CommitMetadata, Instant, Timeline, WriteStat
 from lakecore.timeline.instant_time import format_ms
 
@@ -168,6 +169,7 @@ def plan_clean(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
     expired (to roll back); `in_use`: paths pending table services still read (never deleted)."""
     slices = all_slices(timeline, metadata)
     keep = _paths(build_view(timeline, metadata)) | set(in_use) | cleaned(timeline, metadata)
+    keep |= savepointed_files(timeline, metadata)
     points = retained_points(timeline, policy, now_ms)
     for point in points:
         keep |= _paths(build_view(timeline.as_of(point), metadata))

@@ -19,3 +19,19 @@ class NotMergeOnRead(ServiceError):
 
 class FilesCleaned(ServiceError):
     """A time-travel read needs files that a clean deleted (the point is older than the retention)."""
+
+
+class CleanPending(ServiceError):
+    """A clean planned without the requested change is pending; finish it first."""
+
+
+class SavepointNotFound(ServiceError):
+    """No live savepoint has the given instant time."""
+
+
+class WriterLive(ServiceError):
+    """A pending write with a fresh heartbeat (or one that began meanwhile) blocks the operation."""
+
+
+class RollbackBlocked(ServiceError):
+    """A completed instant cannot be rolled back: a later write, compaction, savepoint or clean needs it."""

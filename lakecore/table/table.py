@@ -38,8 +38,12 @@ from lakecore.services import (
     CleanPolicy,
     CompactionPlan,
     CompactionStrategy,
+    UndoPlan,
     check_readable,
+    create_savepoint,
     plan_compaction,
+    restore,
+    rollback_completed,
     run_clean,
     run_compaction,
     schedule_compaction,
@@ -156,11 +160,12 @@ class Table:
         return result
 
     def rollback(self, instant_time: str) -> Instant:
-        """Roll back a pending (requested/inflight) write instant, deleting its files."""
+        """Roll back a write instant: a pending one (its files deleted), or the latest completed write
+        if nothing has built on it since (see lakecore.services.undo)."""
         instant = self.timeline().get(instant_time)
         if instant.is_completed:
-            raise InvalidInstantState(f"instant {instant_time} is completed; only pending writes can be "
-                                      "rolled back for now")
+            return rollback_completed(self.storage, self.config, self.lock, instant_time,
+                                      heartbeat=self.options.heartbeat)
         done = rollback_write(self.storage, self.lock, instant)
         if done is None:
             raise InvalidInstantState(f"instant {instant_time} is already being rolled back")
@@ -186,6 +191,16 @@ class Table:
         returns the plan; with dry_run=False the completed clean instant; None if nothing to do."""
         return run_clean(self.storage, self.config, self.lock, policy or CleanPolicy(), dry_run=dry_run,
                          heartbeat=self.options.heartbeat)
+
+    def savepoint(self, instant_time: str, *, comment: str = "") -> Instant:
+        """Pin a completed write instant: clean keeps its files, restore can return to it."""
+        return create_savepoint(self.storage, self.lock, instant_time, comment=comment)
+
+    def restore(self, savepoint: str, *, dry_run: bool = True) -> UndoPlan | Instant | None:
+        """Make the table read as at a savepoint, undoing everything completed after it. Dry run by
+        default (returns the plan)."""
+        return restore(self.storage, self.config, self.lock, savepoint, dry_run=dry_run,
+                       heartbeat=self.options.heartbeat)
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -133,3 +133,27 @@ def test_clean_is_a_dry_run_unless_asked(tmp_path):
     first = json.loads(weir("table", "timeline", uri, "--json")[1])[0]["instant"]
     code, out = weir("table", "read", uri, "--as-of", first)
     assert code == 1 and "retain more" in out
+
+
+def test_savepoint_restore_and_rollback_of_the_latest_write(tmp_path):
+    uri = str(tmp_path / "t")
+    assert weir("table", "create", uri, "--schema", "id:int64,v:string", "--record-key", "id")[0] == 0
+    for n in (1, 2, 3):
+        (tmp_path / f"{n}.json").write_text(f'{{"id": {n}, "v": "v{n}"}}\n')
+        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{n}.json"))[0] == 0
+    first, _, third = [i["instant"] for i in json.loads(weir("table", "timeline", uri, "--json")[1])]
+    code, out = weir("table", "rollback", uri, third, "--json")
+    assert code == 0
+
+    def ids():
+        return sorted(json.loads(line)["id"] for line in weir("table", "read", uri, "--format", "json")[1]
+                      .splitlines())
+
+    assert ids() == [1, 2]
+    sp = json.loads(weir("table", "savepoint", uri, first, "--json")[1])["savepoint"]
+    code, out = weir("table", "restore", uri, sp, "--json")
+    assert code == 0 and json.loads(out)["dry_run"] and ids() == [1, 2]  # dry run by default
+    assert weir("table", "restore", uri, sp, "--run")[0] == 0
+    assert ids() == [1]
+    code, out = weir("table", "rollback", uri, first)
+    assert code == 1 and "savepoint" in out  # pinned by the savepoint

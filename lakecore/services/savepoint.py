@@ -1,0 +1,133 @@
+"""Savepoints: a completed write instant pinned so that clean keeps every file its read needs, and
+restore (rollback_completed.py) can bring the table back to it.
+
+    create: lock -> reload -> target completed write? no clean pending? its files not cleaned?
+            -> draw S -> S.savepoint.requested -> inflight -> complete S_C.savepoint
+               (extra: savepointed T, every data file of the view as of T, comment) -> unlock
+    delete: lock -> reload -> S live? -> complete D_C.savepoint (extra: deleted_savepoint S) -> unlock
+
+Instant files are immutable, so a deletion is a later savepoint instant naming the deleted one (the
+timeline stays append-only: who pinned what, and when it was let go, stays auditable); the instant
+times stay monotonic because nothing leaves the timeline. A savepoint is live while no deletion names
+it and its savepointed instant is still completed (a restore to an older savepoint, or a rollback,
+undoes it). Creation refuses while a clean is pending: that clean was planned without the savepoint.
+`savepointed_files` is pure; clean planning keeps its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lakecore.concurrency import Lock, ensure_held, view_of
+from lakecore.concurrency.rollback import claimed_by_rollbacks
+from lakecore.errors import InstantNotFound
+from lakecore.services.errors import CleanPending, FilesCleaned, SavepointNotFound
+from lakecore.storage import Storage
+from lakecore.timeline import (
+    WRITE_ACTIONS,
+    Action,
+    CommitMetadata,
+    Instant,
+    Timeline,
+    TimelineStore,
+    next_instant_time,
+    now_ms,
+)
+
+Clock = Callable[[], int]
+ACTION: Action = "savepoint"
+
+
+@dataclass(frozen=True)
+class Savepoint:
+    instant_time: str            # the savepoint instant's requested time
+    savepointed: str             # the completed write instant it pins
+    files: tuple[str, ...]       # every data file the view as of `savepointed` needs
+    comment: str = ""
+
+
+def savepoints(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]) -> list[Savepoint]:
+    """The live savepoints, oldest first. Pure."""
+    found: list[Savepoint] = []
+    deleted: set[str] = set()
+    for i in timeline.completed:
+        if i.action != ACTION:
+            continue
+        extra = metadata(i).extra
+        if "deleted_savepoint" in extra:
+            deleted.add(str(extra["deleted_savepoint"]))
+        elif "savepointed" in extra:
+            files = tuple(str(f) for f in extra.get("files", ()))
+            found.append(Savepoint(i.requested_time, str(extra["savepointed"]), files,
+                                   str(extra.get("comment", ""))))
+    done = {i.requested_time for i in timeline.completed}
+    return [s for s in found if s.instant_time not in deleted and s.savepointed in done]
+
+
+def savepointed_files(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]) -> set[str]:
+    """Every data file a live savepoint needs: clean must keep them."""
+    return {f for s in savepoints(timeline, metadata) for f in s.files}
+
+
+def list_savepoints(storage: Storage) -> list[Savepoint]:
+    store = TimelineStore(storage)
+    return savepoints(store.load(), store.metadata)
+
+
+def find_savepoint(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata], time: str) -> Savepoint:
+    """The live savepoint with instant time `time` (or pinning the write instant `time`)."""
+    for s in savepoints(timeline, metadata):
+        if time in (s.instant_time, s.savepointed):
+            return s
+    raise SavepointNotFound(f"no live savepoint {time} on the table; list them with list_savepoints "
+                            "(a deleted savepoint, or one of an undone instant, is gone)")
+
+
+def create_savepoint(storage: Storage, lock: Lock, instant_time: str, *, comment: str = "",
+                     clock: Clock = now_ms) -> Instant:
+    """Pin the completed write instant `instant_time`; returns the completed savepoint instant (the
+    existing one when the instant is savepointed already)."""
+    store = TimelineStore(storage)
+    with lock:
+        timeline = store.load()
+        target = timeline.find(instant_time)
+        if target is None or not target.is_completed or target.action not in WRITE_ACTIONS:
+            raise InstantNotFound(f"{instant_time} is not a completed write instant ({target}); savepoint a "
+                                  "completed commit, deltacommit or compaction (see `weir table timeline`)")
+        for sp in savepoints(timeline, store.metadata):
+            if sp.savepointed == instant_time:
+                return timeline.get(sp.instant_time)
+        claimed = claimed_by_rollbacks(store, timeline)
+        cleans = [i for i in timeline.pending if i.action == "clean" and i.requested_time not in claimed]
+        if cleans:
+            raise CleanPending(f"clean {cleans[0].requested_time} is pending and was planned without this "
+                               "savepoint; finish it with run_clean, then create the savepoint")
+        view = view_of(storage, timeline.as_of(instant_time))
+        files = sorted({f.path for fs in view.slices for f in fs.files})
+        for c in timeline.completed:
+            if c.action == "clean":
+                gone = set(files).intersection(store.metadata(c).extra.get("deleted", ()))
+                if gone:
+                    raise FilesCleaned(f"clean {c.requested_time} already deleted {len(gone)} file(s) the "
+                                       f"read as of {instant_time} needs (e.g. {min(gone)}); savepoint a "
+                                       "later instant")
+        s = next_instant_time(clock(), timeline.newest_time())
+        meta = CommitMetadata(ACTION, (), None, {"savepointed": instant_time, "files": files,
+                                                 "comment": comment})
+        inflight = store.transition_inflight(store.create_requested(Instant(s, ACTION)))
+        ensure_held(lock, f"completing savepoint {s}")
+        return store.complete(inflight, next_instant_time(clock(), s), meta)
+
+
+def delete_savepoint(storage: Storage, lock: Lock, savepoint_time: str, *, clock: Clock = now_ms) -> Instant:
+    """Let a savepoint go (its files become cleanable): records a savepoint instant naming it."""
+    store = TimelineStore(storage)
+    with lock:
+        timeline = store.load()
+        sp = find_savepoint(timeline, store.metadata, savepoint_time)
+        d = next_instant_time(clock(), timeline.newest_time())
+        meta = CommitMetadata(ACTION, (), None, {"deleted_savepoint": sp.instant_time})
+        inflight = store.transition_inflight(store.create_requested(Instant(d, ACTION)))
+        ensure_held(lock, f"deleting savepoint {sp.instant_time}")
+        return store.complete(inflight, next_instant_time(clock(), d), meta)

@@ -1,0 +1,81 @@
+"""Rolling back the latest completed write brings back the previous snapshot; it is refused for an
+older write, a compacted one, a savepointed one, and while a writer is live."""
+
+import pytest
+
+from lakecore.services import (
+    CleanPolicy,
+    RollbackBlocked,
+    WriterLive,
+    create_savepoint,
+    delete_savepoint,
+    rollback_completed,
+    schedule_compaction,
+)
+from tests.lakecore.services.conftest import HeldWrite, compact, create, rows, snapshot
+
+
+def _data_files(t):
+    return {f.path for f in t.storage.list_tree("") if not f.path.startswith(".weir")}
+
+
+@pytest.mark.parametrize("table_type", ["merge_on_read", "copy_on_write"])
+def test_rolling_back_the_latest_write_restores_the_previous_snapshot(tmp_path, table_type):
+    t = create(str(tmp_path / "t"), "event_time", table_type=table_type)
+    t.upsert(rows(list(range(10)), 1))
+    t.upsert(rows(list(range(5)), 2))
+    before, files = snapshot(t), _data_files(t)
+    last = t.upsert(rows([1, 2, 40], 3)).instant
+    written = {s.path for s in t.commit_metadata(last).write_stats}
+    rb = rollback_completed(t.storage, t.config, t.lock, last.requested_time)
+    assert rb.action == "rollback" and rb.is_completed
+    assert t.timeline().find(last.requested_time) is None
+    assert t.commit_metadata(rb).extra["undone"] == [last.file_name]
+    assert snapshot(t) == before and _data_files(t) == files and not written & _data_files(t)
+    assert rollback_completed(t.storage, t.config, t.lock, last.requested_time) == rb  # idempotent
+    t.upsert(rows([3], 4))
+    assert len(snapshot(t)) == 10
+
+
+def test_an_older_write_or_a_compacted_one_is_refused(tmp_path):
+    t = create(str(tmp_path / "t"), "event_time")
+    first = t.upsert(rows(list(range(10)), 1)).instant.requested_time
+    second = t.upsert(rows(list(range(5)), 2)).instant.requested_time
+    with pytest.raises(RollbackBlocked, match=f"deltacommit {second} completed after it"):
+        rollback_completed(t.storage, t.config, t.lock, first)
+    c = compact(t)
+    assert c is not None
+    with pytest.raises(RollbackBlocked, match=f"compaction {c.requested_time} compacted its file groups"):
+        rollback_completed(t.storage, t.config, t.lock, second)
+    third = t.upsert(rows([1], 3)).instant.requested_time
+    plan = schedule_compaction(t.storage, t.config, t.lock)
+    assert plan is not None
+    with pytest.raises(RollbackBlocked, match=f"compaction {plan.instant_time} is pending"):
+        rollback_completed(t.storage, t.config, t.lock, third)
+
+
+def test_a_savepointed_write_or_a_live_writer_blocks_it(tmp_path):
+    t = create(str(tmp_path / "t"), "event_time")
+    t.upsert(rows(list(range(10)), 1))
+    last = t.upsert(rows(list(range(5)), 2)).instant.requested_time
+    sp = create_savepoint(t.storage, t.lock, last)
+    with pytest.raises(RollbackBlocked, match=f"savepoint {sp.requested_time} pins {last}"):
+        rollback_completed(t.storage, t.config, t.lock, last)
+    delete_savepoint(t.storage, t.lock, sp.requested_time)
+    live = HeldWrite(t, rows([5], 3))
+    before = snapshot(t)
+    with pytest.raises(WriterLive, match=live.txn.instant.requested_time):
+        rollback_completed(t.storage, t.config, t.lock, last)
+    assert snapshot(t) == before
+    t.rollback(live.txn.instant.requested_time)
+    rollback_completed(t.storage, t.config, t.lock, last)
+    assert len(snapshot(t)) == 10
+
+
+def test_a_clean_that_deleted_the_previous_files_blocks_it(tmp_path):
+    t = create(str(tmp_path / "t"), "event_time", table_type="copy_on_write")
+    t.upsert(rows(list(range(10)), 1))
+    last = t.upsert(rows(list(range(10)), 2)).instant.requested_time
+    assert t.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False) is not None
+    with pytest.raises(RollbackBlocked, match=r"clean \d+ deleted .* restore to a savepoint instead"):
+        rollback_completed(t.storage, t.config, t.lock, last)
