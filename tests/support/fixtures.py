@@ -55,6 +55,9 @@ def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKe
     require_zookeeper()
     with ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")) as server:
         yield server
+        # clients that lakecore shares per connect string would otherwise retry a stopped server
+        from lakecore.concurrency.zookeeper import close_shared_clients
+        close_shared_clients()
 
 
 @pytest.fixture
