@@ -33,12 +33,33 @@ from lakecore.services.errors import (
     WriterLive,
 )
 from lakecore.services.savepoint import Savepoint, create_savepoint, delete_savepoint, list_savepoints
+from lakecore.services.triggers import Trigger, due
 from lakecore.services.undo import UndoPlan, restore, resume_undos, rollback_completed
 
-__all__ = ["CleanOperation", "CleanPlan", "CleanPolicy", "CompactionOperation", "CompactionPending",
-           "CompactionPlan", "CompactionStrategy", "FilesCleaned", "ServiceError", "all_slices",
-           "check_readable", "execute_operation", "pending_cleans", "pending_compactions", "plan_clean",
-           "plan_compaction", "rollback_compaction", "run_clean", "run_compaction", "schedule_compaction"]
+__all__ = [
+    "CleanOperation",
+    "CleanPlan",
+    "CleanPolicy",
+    "CompactionOperation",
+    "CompactionPending",
+    "CompactionPlan",
+    "CompactionStrategy",
+    "FilesCleaned",
+    "ServiceError",
+    "Trigger",
+    "all_slices",
+    "check_readable",
+    "due",
+    "execute_operation",
+    "pending_cleans",
+    "pending_compactions",
+    "plan_clean",
+    "plan_compaction",
+    "rollback_compaction",
+    "run_clean",
+    "run_compaction",
+    "schedule_compaction",
+]
 __all__ += ["CleanPending", "RollbackBlocked", "Savepoint", "SavepointNotFound", "UndoPlan", "WriterLive",
             "create_savepoint", "delete_savepoint", "list_savepoints", "restore", "resume_undos",
             "rollback_completed"]

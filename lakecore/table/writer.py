@@ -31,8 +31,10 @@ from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Fo
 from lakecore.concurrency.writers import Registration, WriterRegistry, writer_info
 from lakecore.config import TableConfig
 from lakecore.errors import EarlyConflict, WriteAborted, WriteConflict
+from lakecore.services import CleanPolicy, ServiceError, run_clean, run_compaction, schedule_compaction
+from lakecore.services.triggers import Trigger, due
 from lakecore.storage import Storage
-from lakecore.timeline import Instant, WriteStat
+from lakecore.timeline import Instant, TimelineStore, WriteStat, now_ms
 from lakecore.write import (
     DirectMarkers,
     FileGroupRows,
@@ -62,6 +64,8 @@ class WriterOptions:
     marker_batch_interval_s: float = 0.05
     marker_files: int = 20
     registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
+    inline_compaction: Trigger | None = None  # compact after a write when due (merge-on-read)
+    inline_clean: Trigger | None = None       # clean (default policy) after a write when due
     clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
 
 
@@ -106,6 +110,7 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
             done, stats = _attempt(storage, config, lock, operation, groups, options, extra, table_schema)
             if options.clean_failed_writes:
                 _clean_failed(storage, lock, options)
+            _inline_services(storage, config, lock, options)
             return WriteResult(done, stats, attempt)
         except WriteConflict:
             if attempt > options.conflict_retries:
@@ -208,6 +213,28 @@ def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
     for directory in {p.rsplit("/", 1)[0] if "/" in p else "" for p in wanted}:
         sizes.update({f.path: f.size for f in storage.list_dir(directory)})
     return sum(sizes.get(p, 0) for p in wanted)
+
+
+def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> None:
+    """Run the services whose triggers are due. The write has committed: a service that cannot run
+    now (another one is pending) is simply left for the next write or the scheduler."""
+    if options.inline_compaction is None and options.inline_clean is None:
+        return
+    timeline = TimelineStore(storage).load()
+    now = now_ms()
+    if options.inline_compaction is not None and config.table_type == "merge_on_read" \
+            and due(options.inline_compaction, timeline, "compaction", now):
+        try:
+            plan = schedule_compaction(storage, config, lock)
+            if plan is not None:
+                run_compaction(storage, config, lock, plan)
+        except ServiceError:
+            pass
+    if options.inline_clean is not None and due(options.inline_clean, timeline, "clean", now):
+        try:
+            run_clean(storage, config, lock, CleanPolicy(), dry_run=False, heartbeat=options.heartbeat)
+        except ServiceError:
+            pass
 
 
 def _clean_failed(storage: Storage, lock: Lock, options: WriterOptions) -> None:

@@ -1,0 +1,58 @@
+"""Inline table services: a write runs compaction / clean right after it commits when they are due."""
+
+import pyarrow as pa
+import pytest
+
+from lakecore import Table, WriterOptions
+from lakecore.errors import InvalidTableConfig
+from lakecore.services import Trigger, due
+from lakecore.timeline import Instant, State, Timeline
+from lakecore.timeline.instant_time import format_ms, to_epoch_ms
+
+T0 = 1_795_000_000_000
+
+
+def timeline(*actions_at_seconds):
+    out = []
+    for n, (action, sec) in enumerate(actions_at_seconds):
+        t = format_ms(T0 + int(sec * 1000) + n)
+        out.append(Instant(t, action, State.COMPLETED, t))
+    return Timeline.of(out)
+
+
+def test_commits_time_either_both():
+    tl = timeline(("deltacommit", 0), ("deltacommit", 1), ("compaction", 2), ("deltacommit", 3),
+                  ("deltacommit", 4))
+    now = to_epoch_ms(tl.completed[-1].completion_time or "")
+    assert due(Trigger("commits", 2), tl, "compaction", now)          # two since the last compaction
+    assert not due(Trigger("commits", 3), tl, "compaction", now)
+    assert not due(Trigger("time", max_seconds=10), tl, "compaction", now)
+    assert due(Trigger("time", max_seconds=10), tl, "compaction", now + 9_000)
+    assert due(Trigger("either", 3, 10), tl, "compaction", now + 9_000)
+    assert not due(Trigger("both", 3, 10), tl, "compaction", now + 9_000)
+    assert due(Trigger("both", 2, 10), tl, "compaction", now + 9_000)
+    assert due(Trigger("commits", 4), tl, "clean", now)  # never cleaned: every write counts
+    assert not due(Trigger("time", max_seconds=1), timeline(("compaction", 0)), "compaction", T0 + 99_000)
+    with pytest.raises(InvalidTableConfig):
+        Trigger("sometimes")
+
+
+def test_a_write_compacts_inline_every_n_delta_commits(tmp_path):
+    opts = WriterOptions(inline_compaction=Trigger("commits", 3))
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+                     record_key="id", buckets=2, options=opts)
+    for n in range(7):
+        t.upsert(pa.table({"id": pa.array([n % 4], pa.int64()), "v": pa.array([n], pa.int64())}))
+    actions = [i.action for i in t.timeline().completed]
+    assert actions.count("compaction") == 2 and actions[3] == "compaction"
+    assert {r["id"]: r["v"] for r in t.read().to_pylist()} == {0: 4, 1: 5, 2: 6, 3: 3}
+
+
+def test_a_write_cleans_inline_when_due(tmp_path):
+    opts = WriterOptions(inline_compaction=Trigger("commits", 1), inline_clean=Trigger("commits", 1))
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), record_key="id",
+                     buckets=1, options=opts)
+    for n in range(12):
+        t.upsert(pa.table({"id": pa.array([n], pa.int64())}))
+    actions = [i.action for i in t.timeline().completed]
+    assert "clean" in actions and t.read().num_rows == 12
