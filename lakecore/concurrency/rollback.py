@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from lakecore.concurrency.locks import Lock
+from lakecore.concurrency.locks import Lock, ensure_held
 from lakecore.errors import CorruptMetadata, InvalidInstantState
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -82,6 +82,7 @@ def _execute(storage: Storage, lock: Lock, store: TimelineStore, rb: Instant, ta
                            "deleted_files": sorted(m.data_path for m in markers)})
     with lock:
         timeline = store.load()
+        ensure_held(lock, f"completing rollback {rb.requested_time}")
         done = store.complete(rb, next_instant_time(clock(), timeline.newest_time()), meta)
     delete_markers(storage, target)
     delete_heartbeat(storage, target)
