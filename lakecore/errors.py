@@ -92,6 +92,14 @@ class InstantNotFound(LakecoreError):
     """No instant on the timeline matches the given time."""
 
 
+class InstantArchived(InstantNotFound):
+    """The instant was moved to the archived timeline; it can be read but no longer acted on."""
+
+
+class NeedsHistory(LakecoreError):
+    """A question about a point in the archived timeline was asked of the active timeline alone."""
+
+
 class InvalidInstantState(LakecoreError):
     """An instant is not in the state an operation needs (e.g. committing a completed instant)."""
 

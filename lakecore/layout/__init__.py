@@ -10,8 +10,8 @@ from lakecore.layout.file_names import (
     partition_path,
     write_token,
 )
-from lakecore.layout.view import FileSlice, FileSystemView, LogFile, build_view, slice_logs
+from lakecore.layout.view import FileSlice, FileSystemView, LogFile, build_view, completed_files, slice_logs
 
 __all__ = ["DataFileName", "FileSlice", "FileSystemView", "LogFile", "base_file_name", "bucket_file_id",
-           "build_view", "log_file_name", "parse_data_file_name", "parse_partition_path",
+           "build_view", "completed_files", "log_file_name", "parse_data_file_name", "parse_partition_path",
            "partition_path", "slice_logs", "write_token"]

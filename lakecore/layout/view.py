@@ -1,6 +1,7 @@
 """The file-system view: which files make up each file group, sliced by completion time.
 
-Built purely from completed instants' commit metadata (never from a directory listing), so files of
+Built purely from completed instants' commit metadata and the live files of archived instants (never
+from a directory listing), so files of
 requested/inflight instants are invisible by construction. Slicing rule: a log file belongs to the
 newest slice whose base instant is <= the log's completion time; logs completed before a file group's
 first base form a base-less slice. Pending logs do not exist here at all.
@@ -9,7 +10,7 @@ first base form a base-less slice. Pending logs do not exist here at all.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from lakecore.layout.file_names import parse_data_file_name
@@ -74,16 +75,25 @@ def _log_order(lf: LogFile) -> tuple[str, str, int, str]:
     return lf.completion_time, lf.instant_time, parsed.version if parsed else 0, lf.stat.file_name
 
 
+def completed_files(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
+                    ) -> Iterator[tuple[WriteStat, str, str]]:
+    """(stat, instant time, completion time) of every file written by a completed instant: the live
+    files of archived instants first, then the active timeline's in completion order."""
+    for af in timeline.archived.files:
+        yield af.stat, af.instant_time, af.completion_time
+    for inst in timeline.completed:
+        for st in metadata(inst).write_stats:
+            yield st, inst.requested_time, inst.completion_time or ""
+
+
 def build_view(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]) -> FileSystemView:
     groups: dict[tuple[str, str], _Group] = {}
-    for inst in timeline.completed:
-        meta = metadata(inst)
-        for st in meta.write_stats:
-            g = groups.setdefault((st.partition, st.file_id), _Group())
-            if st.kind == "base":
-                g.bases.append((inst.requested_time, st))
-            else:
-                g.logs.append(LogFile(st, inst.requested_time, inst.completion_time or ""))
+    for st, instant_time, completion_time in completed_files(timeline, metadata):
+        g = groups.setdefault((st.partition, st.file_id), _Group())
+        if st.kind == "base":
+            g.bases.append((instant_time, st))
+        else:
+            g.logs.append(LogFile(st, instant_time, completion_time))
     slices = []
     for (partition, file_id), g in sorted(groups.items()):
         bases = dict(g.bases)

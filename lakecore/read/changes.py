@@ -24,15 +24,18 @@ def read_changes(storage: Storage, config: TableConfig, timeline: Timeline, star
                  *, columns: Sequence[str] | None = None) -> pa.Table:
     check_columns(config, columns)
     store = TimelineStore(storage)
-    lo = timeline.resolve_point(start)
+    lo = store.resolve_point(timeline, start)
     last = timeline.last_completed()
-    hi = timeline.resolve_point(end) if end is not None else \
+    hi = store.resolve_point(timeline, end) if end is not None else \
         (last.completion_time if last and last.completion_time else lo)
-    writes = [i for i in timeline.completed_between(lo, hi) if i.action in ("commit", "deltacommit")]
+    changed = list(timeline.completed_between(lo, hi))
+    if lo < timeline.archived.boundary:  # the range starts in the archived timeline
+        changed = store.archived_instants(timeline.archived.manifest, lo, hi) + changed
+    writes = [i for i in changed if i.action in ("commit", "deltacommit")]
     touched: set[tuple[str, str]] = set()
     for i in writes:
         touched |= store.metadata(i).file_groups
-    view = build_view(timeline.as_of(hi), store.metadata)
+    view = build_view(store.as_of(timeline, hi), store.metadata)
     slices = [s for s in view.slices if (s.partition, s.file_id) in touched]
     rows = read_slices(storage, config, slices, merge_columns(config, None), meta=True, keep_deletes=True)
     times = pa.array([int(i.requested_time) for i in writes], pa.int64())

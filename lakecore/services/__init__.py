@@ -3,11 +3,19 @@
 Compaction (merge-on-read): `compaction_plan.py` decides what to compact (pure), `compaction.py`
 schedules, executes and commits it. Clean: `clean_plan.py` decides which superseded files a retention
 policy lets go (pure), `clean.py` rolls back dead writes, deletes and records a clean instant.
+Archival (`archive.py`) moves old completed instants into the history (timeline.history).
 Savepoints (`savepoint.py`) pin a completed write for clean and restore; `rollback_completed.py`
 undoes completed instants: the latest write (rollback) or all after a savepoint (restore).
 Services sit above `concurrency` and below `table`.
 """
 
+from lakecore.services.archive import (
+    ArchivalPlan,
+    ArchivalPolicy,
+    ArchivalResult,
+    plan_archival,
+    run_archival,
+)
 from lakecore.services.clean import check_readable, pending_cleans, run_clean
 from lakecore.services.clean_plan import CleanOperation, CleanPlan, CleanPolicy, all_slices, plan_clean
 from lakecore.services.compaction import (
@@ -63,3 +71,4 @@ __all__ = [
 __all__ += ["CleanPending", "RollbackBlocked", "Savepoint", "SavepointNotFound", "UndoPlan", "WriterLive",
             "create_savepoint", "delete_savepoint", "list_savepoints", "restore", "resume_undos",
             "rollback_completed"]
+__all__ += ["ArchivalPlan", "ArchivalPolicy", "ArchivalResult", "plan_archival", "run_archival"]

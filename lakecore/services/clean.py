@@ -144,17 +144,24 @@ def check_readable(storage: Storage, timeline: Timeline, point: str,
     `view`: the view as of `point`, when the caller has built it already."""
     store = TimelineStore(storage)
     cleans = [c for c in timeline.completed if c.action == ACTION]
-    if not cleans:
+    in_history = store.resolve_point(timeline, point) < timeline.archived.boundary
+    if not cleans and not in_history:
         return
-    view = view if view is not None else view_of(storage, timeline.as_of(point))
+    view = view if view is not None else view_of(storage, store.as_of(timeline, point))
     needed = {f.path for s in view.slices for f in s.files}
     for c in cleans:
-        if c.action != ACTION:
-            continue
         extra = store.metadata(c).extra
         gone = needed.intersection(extra.get("deleted", ()))
         if gone:
-            since = extra.get("earliest_retained") or "the latest commit"
-            raise FilesCleaned(f"reading as of {point} needs {len(gone)} file(s) (e.g. {min(gone)}) that "
-                               f"clean {c.requested_time} deleted; time travel works from {since} on: "
-                               "read a later point, or retain more with the clean policy")
+            _refuse(point, gone, f"clean {c.requested_time}", extra.get("earliest_retained"))
+    if in_history:  # cleans archived since are in the history
+        deleted = store.cleaned_in_history(timeline.archived.manifest)
+        gone = needed.intersection(deleted.to_pylist()) if len(deleted) else set()
+        if gone:
+            _refuse(point, gone, "an archived clean", None)
+
+
+def _refuse(point: str, gone: set[str], by: str, since: object) -> None:
+    raise FilesCleaned(f"reading as of {point} needs {len(gone)} file(s) (e.g. {min(gone)}) that {by} "
+                       f"deleted; time travel works from {since or 'the latest commit'} on: read a later "
+                       "point, or retain more with the clean policy")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.errors import CorruptMetadata, InvalidTableConfig
-from lakecore.layout import FileSlice, FileSystemView, build_view
+from lakecore.layout import FileSlice, FileSystemView, build_view, completed_files
 from lakecore.layout.view import LogFile, slice_logs
 from lakecore.services.savepoint import savepointed_files
 from lakecore.timeline import CommitMetadata, Instant, Timeline, WriteStat
@@ -115,13 +115,12 @@ def all_slices(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
     base instant; the base-less slice first), from the completed instants' write stats."""
     bases: dict[tuple[str, str], dict[str, WriteStat]] = {}
     logs: dict[tuple[str, str], list[LogFile]] = {}
-    for inst in timeline.completed:
-        for st in metadata(inst).write_stats:
-            key = (st.partition, st.file_id)
-            if st.kind == "base":
-                bases.setdefault(key, {})[inst.requested_time] = st
-            else:
-                logs.setdefault(key, []).append(LogFile(st, inst.requested_time, inst.completion_time or ""))
+    for st, instant_time, completion_time in completed_files(timeline, metadata):
+        key = (st.partition, st.file_id)
+        if st.kind == "base":
+            bases.setdefault(key, {})[instant_time] = st
+        else:
+            logs.setdefault(key, []).append(LogFile(st, instant_time, completion_time))
     out = []
     for key in sorted(set(bases) | set(logs)):
         group_bases = bases.get(key, {})

@@ -34,6 +34,9 @@ from lakecore.errors import (
 from lakecore.read.changes import read_changes
 from lakecore.read.snapshot import read_view
 from lakecore.services import (
+    ArchivalPlan,
+    ArchivalPolicy,
+    ArchivalResult,
     CleanPlan,
     CleanPolicy,
     CompactionPlan,
@@ -44,6 +47,7 @@ from lakecore.services import (
     plan_compaction,
     restore,
     rollback_completed,
+    run_archival,
     run_clean,
     run_compaction,
     schedule_compaction,
@@ -192,6 +196,12 @@ class Table:
         return run_clean(self.storage, self.config, self.lock, policy or CleanPolicy(), dry_run=dry_run,
                          heartbeat=self.options.heartbeat)
 
+    def archive(self, policy: ArchivalPolicy | None = None, *, dry_run: bool = False
+                ) -> ArchivalPlan | ArchivalResult | None:
+        """Move the oldest completed instants into the archived timeline (see services.archive).
+        Returns the plan with `dry_run`, the result, or None when nothing is due."""
+        return run_archival(self.storage, self.lock, policy, dry_run=dry_run)
+
     def savepoint(self, instant_time: str, *, comment: str = "") -> Instant:
         """Pin a completed write instant: clean keeps its files, restore can return to it."""
         return create_savepoint(self.storage, self.lock, instant_time, comment=comment)
@@ -218,7 +228,7 @@ class Table:
         timeline = full = self.timeline()
         if as_of is not None:
             point = parse_point_in_time(as_of)
-            timeline = full.as_of(point)
+            timeline = self._store.as_of(full, point)
         view = view_of(self.storage, timeline)
         if as_of is not None:
             check_readable(self.storage, full, point, view)  # a clear error if a clean removed files
@@ -243,7 +253,9 @@ class Table:
         return {
             "uri": self.uri,
             "config": self.config.to_json(),
-            "instants": {"total": len(timeline), "completed": len(timeline.completed),
+            "instants": {"total": timeline.total,
+                         "completed": len(timeline.completed) + timeline.archived.count,
+                         "active": len(timeline), "archived": timeline.archived.count,
                          "pending": [str(i) for i in timeline.pending],
                          "last_completed": str(last) if last else None},
             "partitions": len(view.partitions()),

@@ -10,13 +10,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from lakecore.errors import AlreadyExists, CorruptMetadata, InvalidInstantState
 from lakecore.storage import Storage
+from lakecore.timeline.history import Archived, Manifest, archived_files, files_of, instants_of, latest_slices
+from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore, completion_of, pointer_version
 from lakecore.timeline.instant import WRITE_ACTIONS, Instant, State, parse_file_name
 from lakecore.timeline.metadata import CommitMetadata
 from lakecore.timeline.timeline import Timeline
-
-TIMELINE_DIR = ".weir/timeline"
 
 _cache: OrderedDict[tuple[str, str], CommitMetadata] = OrderedDict()
 _cache_lock = threading.Lock()
@@ -30,9 +33,66 @@ class TimelineStore:
     def _path(self, name: str) -> str:
         return f"{TIMELINE_DIR}/{name}"
 
+    @property
+    def history(self) -> HistoryStore:
+        return HistoryStore(self.storage)
+
     def load(self) -> Timeline:
-        found = (_parsed(name) for name in self.storage.list_names(TIMELINE_DIR))
-        return Timeline.of(i for i in found if i is not None)
+        """The active timeline, with the summary of the archived one (one listing: the pointer to the
+        current history manifest sits among the instant files)."""
+        names = self.storage.list_names(TIMELINE_DIR)
+        found = (_parsed(name) for name in names)
+        archived = self.history.summary(pointer_version(names))
+        return Timeline.of((i for i in found if i is not None), archived)
+
+    # -- questions that may reach into the archived timeline -----------------------------------
+
+    def resolve_point(self, timeline: Timeline, point: str) -> str:
+        """Timeline.resolve_point, also for the requested times of archived instants."""
+        boundary = timeline.archived.boundary
+        if timeline.find(point) is not None or not boundary or point > boundary:
+            return timeline.resolve_point(point)
+        manifest = timeline.archived.manifest
+        rows = self.history.rows(manifest, ["requested_time", "completion_time"],
+                                 keep=lambda f: f.min_requested <= point <= f.max_requested)
+        return completion_of(rows, point) or point
+
+    def as_of(self, timeline: Timeline, point: str) -> Timeline:
+        """The timeline as of a point: Timeline.as_of, or for a point inside the archived range, a
+        timeline whose archived files are the latest slices as of that point, from the history."""
+        bound = self.resolve_point(timeline, point)
+        if bound >= timeline.archived.boundary:
+            return timeline.as_of(bound)
+        manifest = timeline.archived.manifest
+        rows = self.history.rows(manifest, keep=lambda f: f.min_completion <= bound)
+        rows = rows.filter(pc.less_equal(rows.column("completion_time"), bound))
+        files = archived_files(latest_slices(files_of(rows)))
+        return Timeline((), Archived(manifest, files, bound=bound))
+
+    def archived_instants(self, manifest: Manifest, start: str = "", end: str | None = None
+                          ) -> list[Instant]:
+        """Archived instants completed in (start, end], oldest first; their metadata is cached, so
+        `metadata()` answers for them without touching the history again."""
+        rows = self.history.rows(manifest, ["requested_time", "completion_time", "action", "metadata"],
+                                 keep=lambda f: f.max_completion > start
+                                 and (end is None or f.min_completion <= end))
+        comp = rows.column("completion_time")
+        mask = pc.greater(comp, start)
+        if end is not None:
+            mask = pc.and_(mask, pc.less_equal(comp, end))
+        rows = rows.filter(mask)
+        out = instants_of(rows)
+        for inst, body in zip(out, rows.column("metadata").to_pylist(), strict=True):
+            _remember(self.storage.uri, inst.file_name,
+                      CommitMetadata.loads(body, source=f"history row {inst.requested_time}"))
+        return out
+
+    def cleaned_in_history(self, manifest: Manifest) -> pa.Array:
+        """Paths deleted by archived cleans."""
+        rows = self.history.rows(manifest, ["action", "deleted"])
+        rows = rows.filter(pc.equal(rows.column("action"), "clean"))
+        return pc.list_flatten(rows.column("deleted").combine_chunks()) if rows.num_rows else \
+            pa.array([], pa.string())
 
     def create_requested(self, instant: Instant, plan: bytes = b"") -> Instant:
         if instant.state is not State.REQUESTED:
@@ -71,8 +131,21 @@ class TimelineStore:
         try:
             data = self.storage.read(path)
         except FileNotFoundError:
-            raise CorruptMetadata(f"instant file {path} vanished while reading; retry the read") from None
+            return self._archived_metadata(instant, path)
         meta = CommitMetadata.loads(data, source=path)
+        _remember(self.storage.uri, instant.file_name, meta)
+        return meta
+
+    def _archived_metadata(self, instant: Instant, path: str) -> CommitMetadata:
+        """A completed instant's file vanishes only when archival moved it: answer from the history."""
+        t = instant.requested_time
+        rows = self.history.rows(self.history.manifest(), ["requested_time", "metadata"],
+                                 keep=lambda f: f.min_requested <= t <= f.max_requested)
+        hit = rows.column("metadata").filter(pc.equal(rows.column("requested_time"), t))
+        if not len(hit):
+            raise CorruptMetadata(f"instant file {path} vanished and is not in the archived timeline; "
+                                  "retry the read (a rollback or restore may have removed it)")
+        meta = CommitMetadata.loads(hit[0].as_py(), source=f"history row {t}")
         _remember(self.storage.uri, instant.file_name, meta)
         return meta
 
@@ -83,7 +156,7 @@ class TimelineStore:
                 schema = self.metadata(instant).schema
                 if schema:
                     return schema
-        return None
+        return timeline.archived.manifest.schema
 
     def read_plan(self, instant: Instant) -> bytes:
         return self.storage.read(self._path(instant.requested_file()))

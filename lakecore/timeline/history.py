@@ -1,0 +1,234 @@
+"""The archived timeline ("history") as values: what archival moved out of the active timeline.
+
+Archival moves the oldest completed instants (a prefix in completion order) into Parquet files under
+`.weir/timeline/history/`, organised as a small LSM tree: each archival writes one level-0 file; when
+a level holds `fanout` files they are merged into one file of the next level. A versioned manifest
+names the files of each level with their time ranges, the newest archived completion time (the
+*boundary*), and the *live files*: files written by archived instants that no archived clean deleted,
+so the active timeline plus the live files still build every view at or after the boundary.
+
+Pure: the row schema, the manifest, and the vectorized (Arrow) queries over history rows — files as
+of a point, the latest slice of every file group, paths deleted by cleans. I/O is in history_store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import CorruptMetadata
+from lakecore.timeline.instant import ACTIONS, Instant, State
+from lakecore.timeline.metadata import CommitMetadata, WriteStat
+
+HISTORY_DIR = ".weir/timeline/history"
+POINTER_PREFIX = "history-"  # `<timeline>/history-<version>`: the current manifest version
+
+FILE_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("partition", pa.string()), ("file_id", pa.string()), ("file", pa.string()), ("kind", pa.string()),
+    ("records", pa.int64()), ("deletes", pa.int64()), ("bytes", pa.int64()), ("base_instant", pa.string()),
+]
+FILE_STRUCT = pa.struct(FILE_FIELDS)
+ROW_SCHEMA = pa.schema([
+    ("requested_time", pa.string()), ("completion_time", pa.string()), ("action", pa.string()),
+    ("metadata", pa.binary()),           # the completed instant file's body (CommitMetadata JSON)
+    ("plan", pa.binary()),               # the requested file's body (plans of table services)
+    ("files", pa.list_(FILE_STRUCT)),    # the write stats, columnar, for vectorized views
+    ("deleted", pa.list_(pa.string())),  # paths a clean deleted
+])
+LIVE_SCHEMA = pa.schema([*FILE_FIELDS, ("instant_time", pa.string()), ("completion_time", pa.string())])
+
+
+@dataclass(frozen=True)
+class ArchivedFile:
+    """A data file written by an archived instant."""
+
+    stat: WriteStat
+    instant_time: str
+    completion_time: str
+
+
+@dataclass(frozen=True)
+class HistoryFile:
+    name: str
+    level: int
+    instants: int
+    min_requested: str
+    max_requested: str
+    min_completion: str
+    max_completion: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "level": self.level, "instants": self.instants,
+                "min_requested": self.min_requested, "max_requested": self.max_requested,
+                "min_completion": self.min_completion, "max_completion": self.max_completion}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> HistoryFile:
+        return cls(str(d["name"]), int(d["level"]), int(d["instants"]), str(d["min_requested"]),
+                   str(d["max_requested"]), str(d["min_completion"]), str(d["max_completion"]))
+
+    @classmethod
+    def describe(cls, name: str, level: int, rows: pa.Table) -> HistoryFile:
+        req, comp = rows.column("requested_time"), rows.column("completion_time")
+        return cls(name, level, rows.num_rows, pc.min(req).as_py(), pc.max(req).as_py(),
+                   pc.min(comp).as_py(), pc.max(comp).as_py())
+
+
+@dataclass(frozen=True)
+class Manifest:
+    version: int = 0
+    files: tuple[HistoryFile, ...] = ()
+    live: str | None = None                         # name of the live-files Parquet file
+    schema: list[dict[str, Any]] | None = None      # newest write schema among archived instants
+
+    @property
+    def count(self) -> int:
+        return sum(f.instants for f in self.files)
+
+    @property
+    def boundary(self) -> str:
+        """The newest archived completion time ("" when nothing is archived)."""
+        return max((f.max_completion for f in self.files), default="")
+
+    @property
+    def first(self) -> str:
+        return min((f.min_requested for f in self.files), default="")
+
+    def level(self, n: int) -> list[HistoryFile]:
+        return [f for f in self.files if f.level == n]
+
+    def dumps(self) -> bytes:
+        return json.dumps({"version": self.version, "files": [f.to_json() for f in self.files],
+                           "live": self.live, "schema": self.schema}, separators=(",", ":")).encode()
+
+    @classmethod
+    def loads(cls, data: bytes, *, source: str) -> Manifest:
+        try:
+            obj = json.loads(data)
+            return cls(int(obj["version"]), tuple(HistoryFile.from_json(f) for f in obj["files"]),
+                       obj.get("live"), obj.get("schema"))
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
+                AttributeError) as exc:
+            raise CorruptMetadata(
+                f"history manifest {source} is truncated or corrupted ({exc!r}); restore it from a backup, "
+                "or delete the pointer file naming it under .weir/timeline to fall back to the previous "
+                "manifest (instants archived by the newest archival then read as missing)") from exc
+
+
+@dataclass(frozen=True)
+class Archived:
+    """What the active timeline carries of its archived past: the manifest and the live files."""
+
+    manifest: Manifest = field(default_factory=Manifest)
+    files: tuple[ArchivedFile, ...] = ()
+    bound: str | None = None  # set on views as of a point inside the archived range
+
+    @property
+    def boundary(self) -> str:
+        return self.manifest.boundary
+
+    @property
+    def count(self) -> int:
+        return self.manifest.count
+
+    @property
+    def first(self) -> str:
+        return self.manifest.first
+
+
+EMPTY = Archived()
+
+
+# -- rows: building and querying ------------------------------------------------------------------
+
+
+def history_rows(entries: Sequence[tuple[Instant, CommitMetadata, bytes]]) -> pa.Table:
+    """History rows for completed instants (with their metadata and requested-file body)."""
+    for inst, _, _ in entries:
+        if not inst.is_completed:
+            raise ValueError(f"only completed instants are archived, not {inst}")
+    return pa.Table.from_pydict({
+        "requested_time": [i.requested_time for i, _, _ in entries],
+        "completion_time": [i.completion_time for i, _, _ in entries],
+        "action": [i.action for i, _, _ in entries],
+        "metadata": [m.dumps() for _, m, _ in entries],
+        "plan": [p for _, _, p in entries],
+        "files": [[_stat_row(s) for s in m.write_stats] for _, m, _ in entries],
+        "deleted": [[str(p) for p in m.extra.get("deleted", ())] if i.action == "clean" else []
+                    for i, m, _ in entries],
+    }, schema=ROW_SCHEMA)
+
+
+def _stat_row(s: WriteStat) -> dict[str, Any]:
+    return {"partition": s.partition, "file_id": s.file_id, "file": s.file_name, "kind": s.kind,
+            "records": s.records, "deletes": s.deletes, "bytes": s.bytes, "base_instant": s.base_instant}
+
+
+def instants_of(rows: pa.Table) -> list[Instant]:
+    """The rows' instants (completed), in row order."""
+    out = []
+    for t, c, a in zip(rows.column("requested_time").to_pylist(), rows.column("completion_time").to_pylist(),
+                       rows.column("action").to_pylist(), strict=True):
+        if a not in ACTIONS:
+            raise CorruptMetadata(f"history row {t} has unknown action {a!r}; the history file is corrupted")
+        out.append(Instant(t, a, State.COMPLETED, c))
+    return out
+
+
+def files_of(rows: pa.Table) -> pa.Table:
+    """One row per data file written by the rows' instants (LIVE_SCHEMA)."""
+    if rows.num_rows == 0:
+        return LIVE_SCHEMA.empty_table()
+    lists = rows.column("files").combine_chunks()
+    parents = pc.list_parent_indices(lists)
+    flat = pc.list_flatten(lists)
+    cols = [flat.field(name) for name, _ in FILE_FIELDS]
+    cols += [rows.column("requested_time").take(parents), rows.column("completion_time").take(parents)]
+    return pa.Table.from_arrays(cols, schema=LIVE_SCHEMA)
+
+
+def deleted_of(rows: pa.Table) -> pa.Array:
+    """Paths deleted by the cleans among the rows."""
+    if rows.num_rows == 0:
+        return pa.array([], pa.string())
+    return pc.list_flatten(rows.column("deleted").combine_chunks())
+
+
+def latest_slices(files: pa.Table) -> pa.Table:
+    """Of every file group, the files of its latest slice: the newest base (by base instant) and the
+    logs completed at or after it (all logs where there is no base). Vectorized."""
+    if files.num_rows == 0:
+        return files
+    kind = files.column("kind")
+    bases = files.filter(pc.equal(kind, "base"))
+    if bases.num_rows == 0:
+        return files
+    newest = bases.group_by(["partition", "file_id"]).aggregate([("instant_time", "max")])
+    joined = files.join(newest, ["partition", "file_id"], join_type="left outer")
+    lb = joined.column("instant_time_max")
+    is_base = pc.equal(joined.column("kind"), "base")
+    keep = pc.if_else(is_base, pc.equal(joined.column("instant_time"), lb),
+                      pc.or_kleene(pc.is_null(lb), pc.greater_equal(joined.column("completion_time"), lb)))
+    return joined.filter(pc.fill_null(keep, False)).select(LIVE_SCHEMA.names)
+
+
+def archived_files(files: pa.Table) -> tuple[ArchivedFile, ...]:
+    """LIVE_SCHEMA rows as values (for the live files and views: small)."""
+    out = []
+    for d in files.to_pylist():
+        stat = WriteStat(partition=d["partition"], file_id=d["file_id"], file_name=d["file"], kind=d["kind"],
+                         records=d["records"], deletes=d["deletes"], bytes=d["bytes"],
+                         base_instant=d["base_instant"])
+        out.append(ArchivedFile(stat, d["instant_time"], d["completion_time"]))
+    return tuple(out)
+
+
+def live_table(files: Sequence[ArchivedFile]) -> pa.Table:
+    rows = [{**_stat_row(f.stat), "instant_time": f.instant_time, "completion_time": f.completion_time}
+            for f in files]
+    return pa.Table.from_pylist(rows, schema=LIVE_SCHEMA)

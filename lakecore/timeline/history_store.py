@@ -1,0 +1,229 @@
+"""The archived timeline on storage: `.weir/timeline/history/` (see timeline.history for the model).
+
+Files, all immutable and created with create-if-absent:
+    history/L<level>-<min completion>-<max completion>-<token>.parquet   history rows (ROW_SCHEMA)
+    history/live-<version>-<token>.parquet                               live files (LIVE_SCHEMA)
+    history/manifest-<version>.json                                      the files of that version
+    timeline/history-<version>                                           pointer: the current version
+
+The pointer sits in the active timeline directory, so the one listing that loads the active timeline
+also finds the current manifest: an archival becomes visible atomically when its pointer is created,
+and a crash before that leaves files no manifest names (removed by the next archival). Readers take
+the newest pointer; files a newer manifest no longer names are deleted only once two newer versions
+exist, and a reader that still hits a vanished file reloads and retries.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecore.errors import CorruptMetadata
+from lakecore.storage import Storage
+from lakecore.timeline.history import (
+    HISTORY_DIR,
+    LIVE_SCHEMA,
+    POINTER_PREFIX,
+    ROW_SCHEMA,
+    Archived,
+    HistoryFile,
+    Manifest,
+    archived_files,
+)
+
+TIMELINE_DIR = ".weir/timeline"
+QUERY_COLUMNS = ["requested_time", "completion_time", "action", "files", "deleted"]
+
+_lock = threading.Lock()
+_summaries: OrderedDict[tuple[str, int], Archived] = OrderedDict()
+_tables: OrderedDict[tuple[str, str, tuple[str, ...]], pa.Table] = OrderedDict()
+_MAX_SUMMARIES, _MAX_TABLES = 64, 256
+T = TypeVar("T")
+
+
+def pointer_version(names: Sequence[str]) -> int:
+    """The current manifest version named by the pointer files among timeline file names (0: none)."""
+    best = 0
+    for n in names:
+        if n.startswith(POINTER_PREFIX) and n[len(POINTER_PREFIX):].isdigit():
+            best = max(best, int(n[len(POINTER_PREFIX):]))
+    return best
+
+
+def pointer_name(version: int) -> str:
+    return f"{POINTER_PREFIX}{version:012d}"
+
+
+def manifest_path(version: int) -> str:
+    return f"{HISTORY_DIR}/manifest-{version:012d}.json"
+
+
+class HistoryStore:
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def current_version(self) -> int:
+        return pointer_version(self.storage.list_names(TIMELINE_DIR))
+
+    def manifest(self, version: int | None = None) -> Manifest:
+        v = self.current_version() if version is None else version
+        if v == 0:
+            return Manifest()
+        return self.summary(v).manifest
+
+    def summary(self, version: int) -> Archived:
+        """The manifest and live files of a version (cached: they never change)."""
+        if version == 0:
+            return Archived()
+        key = (self.storage.uri, version)
+        with _lock:
+            hit = _summaries.get(key)
+        if hit is not None:
+            return hit
+        path = manifest_path(version)
+        try:
+            data = self.storage.read(path)
+        except FileNotFoundError:
+            raise CorruptMetadata(f"the timeline points at history manifest {path}, which is missing; "
+                                  "restore it from a backup, or delete the newest "
+                                  f"{TIMELINE_DIR}/{POINTER_PREFIX}* file to fall back") from None
+        manifest = Manifest.loads(data, source=path)
+        files = archived_files(self._read(manifest.live, None)) if manifest.live else ()
+        out = Archived(manifest, files)
+        with _lock:
+            _summaries[key] = out
+            if len(_summaries) > _MAX_SUMMARIES:
+                _summaries.popitem(last=False)
+        return out
+
+    def rows(self, manifest: Manifest, columns: Sequence[str] = QUERY_COLUMNS, *,
+             keep: Callable[[HistoryFile], bool] = lambda f: True) -> pa.Table:
+        """History rows of the manifest's files that `keep` selects, sorted by completion time."""
+        chosen = sorted((f for f in manifest.files if keep(f)), key=lambda f: f.min_completion)
+        parts = [self._read(f.name, tuple(columns)) for f in chosen]
+        if not parts:
+            return ROW_SCHEMA.empty_table().select(list(columns))
+        return pa.concat_tables(parts)
+
+    def _read(self, name: str, columns: tuple[str, ...] | None) -> pa.Table:
+        key = (self.storage.uri, name, columns or ())
+        with _lock:
+            hit = _tables.get(key)
+            if hit is not None:
+                _tables.move_to_end(key)
+                return hit
+        path = f"{HISTORY_DIR}/{name}"
+        try:
+            data = self.storage.read(path)
+        except FileNotFoundError:
+            raise HistoryMoved(path) from None
+        try:
+            table = pq.read_table(pa.BufferReader(data), columns=list(columns) if columns else None)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CorruptMetadata(f"history file {path} is truncated or corrupted ({exc}); restore it from "
+                                  "a backup: the instants it archived cannot be read without it") from exc
+        with _lock:
+            _tables[key] = table
+            if len(_tables) > _MAX_TABLES:
+                _tables.popitem(last=False)
+        return table
+
+    def retrying(self, query: Callable[[Manifest], T]) -> T:
+        """Run a query against the current manifest; if an LSM merge removed a file meanwhile, reload
+        the manifest and run it again (a merge keeps what it removes readable through the new files)."""
+        for attempt in range(3):
+            try:
+                return query(self.manifest())
+            except HistoryMoved:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    # -- writing (archival only, under the table lock) ------------------------------------------
+
+    def write_rows(self, level: int, rows: pa.Table) -> HistoryFile:
+        rows = rows.sort_by("completion_time")
+        info = HistoryFile.describe("", level, rows)
+        name = f"L{level}-{info.min_completion}-{info.max_completion}-{uuid.uuid4().hex[:8]}.parquet"
+        self.storage.write_if_absent(f"{HISTORY_DIR}/{name}", _parquet(rows.cast(ROW_SCHEMA)))
+        return HistoryFile.describe(name, level, rows)
+
+    def write_live(self, version: int, files: pa.Table) -> str:
+        name = f"live-{version:012d}-{uuid.uuid4().hex[:8]}.parquet"
+        self.storage.write_if_absent(f"{HISTORY_DIR}/{name}", _parquet(files.cast(LIVE_SCHEMA)))
+        return name
+
+    def commit(self, manifest: Manifest) -> None:
+        """Write the manifest, then the pointer that makes it current."""
+        self.storage.write_if_absent(manifest_path(manifest.version), manifest.dumps())
+        self.storage.write_if_absent(f"{TIMELINE_DIR}/{pointer_name(manifest.version)}", b"")
+
+    def next_version(self) -> int:
+        """A version no manifest has used (a crashed archival may have left one unpointed-at)."""
+        used = [int(n[len("manifest-"):-len(".json")]) for n in self.storage.list_names(HISTORY_DIR)
+                if n.startswith("manifest-") and n.endswith(".json") and n[9:-5].isdigit()]
+        return max([self.current_version(), *used]) + 1
+
+    def collect_garbage(self, current: Manifest, previous: int) -> list[str]:
+        """Delete history files neither the current nor the previous manifest (the one the archival
+        started from) names, older manifests and pointers, and leftovers of crashed archivals."""
+        keep = {manifest_path(current.version).rsplit("/", 1)[1]}
+        keep |= _names(current)
+        if 0 < previous < current.version:
+            try:
+                prev = Manifest.loads(self.storage.read(manifest_path(previous)), source="previous")
+                keep |= _names(prev) | {manifest_path(previous).rsplit("/", 1)[1]}
+            except (FileNotFoundError, CorruptMetadata):
+                pass
+        deleted = []
+        for n in self.storage.list_names(HISTORY_DIR):
+            if n not in keep:
+                self.storage.delete(f"{HISTORY_DIR}/{n}")
+                deleted.append(n)
+        for n in self.storage.list_names(TIMELINE_DIR):
+            if n.startswith(POINTER_PREFIX) and n != pointer_name(current.version):
+                self.storage.delete(f"{TIMELINE_DIR}/{n}")
+        return deleted
+
+
+class HistoryMoved(CorruptMetadata):
+    """A history file named by the manifest vanished (an LSM merge replaced it): reload and retry."""
+
+    retryable = True
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"history file {path} vanished while reading (a concurrent archival merged it); "
+                         "retry the read")
+
+
+def _names(m: Manifest) -> set[str]:
+    return {f.name for f in m.files} | ({m.live} if m.live else set())
+
+
+def _parquet(table: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def clear_history_cache() -> None:
+    with _lock:
+        _summaries.clear()
+        _tables.clear()
+
+
+def completion_of(rows: pa.Table, requested_time: str) -> str | None:
+    """The completion time of the row with this requested time (None if absent)."""
+    mask = pc.equal(rows.column("requested_time"), requested_time)
+    hit = rows.column("completion_time").filter(mask)
+    return hit[0].as_py() if len(hit) else None

@@ -1,0 +1,160 @@
+"""Archival: instants move into the LSM history and every read keeps working across it; archival
+stops at pending instants, savepoints and the clean's retention; bad policies and damaged history
+files give clear errors."""
+
+import json
+
+import pytest
+
+from lakecore import Table
+from lakecore.config import FILE_NAME
+from lakecore.errors import CorruptMetadata, InvalidTableConfig
+from lakecore.services import ArchivalPolicy, CleanPolicy, ServiceError
+from lakecore.timeline.history import HISTORY_DIR
+from lakecore.timeline.history_store import clear_history_cache
+from lakecore.timeline.store import clear_cache
+from tests.lakecore.services.conftest import HeldWrite, compact, create, keys, rows, snapshot
+
+SMALL = ArchivalPolicy(min_instants=3, max_instants=5, fanout=3)
+
+
+def _write_many(t: Table, n: int) -> list[tuple[str, list[dict]]]:
+    """n writes (upserts and a delete every 4th), compacting every 5th; (instant, snapshot after)."""
+    history = []
+    for step in range(1, n + 1):
+        if step % 4 == 0:
+            instant = t.delete(keys([step % 7], step)).instant
+        else:
+            instant = t.upsert(rows([step % 7, step % 11, 20 + step], step)).instant
+        history.append((instant.requested_time, snapshot(t)))
+        if step % 5 == 0:
+            compact(t)
+    return history
+
+
+def _history_files(t: Table) -> set[str]:
+    return {f.path.rsplit("/", 1)[1] for f in t.storage.list_dir(HISTORY_DIR)}
+
+
+def test_archived_instants_leave_the_active_timeline_and_every_read_still_works(tmp_path):
+    t = create(str(tmp_path / "t"), "event_time", table_type="merge_on_read")
+    history = _write_many(t, 30)
+    total = t.timeline().total
+    latest = snapshot(t)
+    changes_before = t.read_changes(history[2][0], history[20][0]).sort_by("id").drop_columns([FILE_NAME])
+    archived = 0
+    for _ in range(12):  # repeated runs build levels: fanout 3 merges L0 files into L1 and on
+        done = t.archive(SMALL)
+        archived += done.archived if done is not None else 0
+        t.upsert(rows([99], 1000 + _))
+        history.append((t.timeline().completed[-1].requested_time, snapshot(t)))
+    timeline = t.timeline()
+    assert archived > 30 and timeline.archived.count == archived
+    assert len(timeline.completed) <= SMALL.max_instants + 1
+    assert timeline.total == total + 12
+    levels = {f.level for f in timeline.archived.manifest.files}
+    assert max(levels) >= 1, levels
+
+    clear_cache()
+    clear_history_cache()  # cold: everything below comes from storage
+    fresh = Table.open(t.uri)
+    assert snapshot(fresh) != latest  # 99 was written since
+    for instant, expected in history:
+        assert snapshot(fresh, as_of=instant) == expected, instant
+    again = fresh.read_changes(history[2][0], history[20][0]).sort_by("id").drop_columns([FILE_NAME])
+    assert again.equals(changes_before)
+    first = history[0][0]
+    listed = fresh._store.archived_instants(timeline.archived.manifest)
+    assert len(listed) == archived
+    inst = next(i for i in listed if i.requested_time == first)
+    assert fresh.commit_metadata(inst).operation == "upsert"
+    described = fresh.describe()["instants"]
+    assert described["archived"] == archived and described["total"] == timeline.total
+    # no active file of an archived instant is left, and the history holds only what two manifests name
+    active = t.storage.list_names(".weir/timeline")
+    assert not [n for n in active if n[:17] <= timeline.archived.boundary and "_" in n[:18]
+                and n.split("_")[1][:17] <= timeline.archived.boundary]
+    assert len([n for n in _history_files(t) if n.startswith("manifest-")]) <= 2
+
+
+def test_archival_respects_min_and_max(tmp_path):
+    t = create(str(tmp_path / "t"), "commit_time")
+    _write_many(t, 4)
+    assert len(t.timeline().completed) == 4
+    assert t.archive(SMALL) is None  # not more than max_instants completed
+    _write_many(t, 3)
+    plan = t.archive(SMALL, dry_run=True)
+    assert len(plan.instants) == len(t.timeline().completed) - SMALL.min_instants
+    assert t.timeline().archived.count == 0  # a dry run changes nothing
+    done = t.archive(SMALL)
+    assert done.archived == len(plan.instants) and len(t.timeline().completed) == SMALL.min_instants
+
+
+def test_archival_stops_at_a_pending_write_savepoint_and_clean_retention(tmp_path):
+    t = create(str(tmp_path / "t"), "event_time", table_type="merge_on_read", concurrency_mode="non_blocking")
+    _write_many(t, 4)
+    held = HeldWrite(t, rows([1], 50))
+    _write_many(t, 6)
+    plan = t.archive(SMALL, dry_run=True)
+    assert "pending instant" in plan.stopped_by
+    assert all(i.completion_time < held.txn.instant.requested_time for i in plan.instants)
+    held.commit()
+    assert t.archive(SMALL) is not None
+    assert {r["id"]: r["ts"] for r in snapshot(t)}[1] == 50  # the late write is there, archived around it
+
+    s = create(str(tmp_path / "s"), "commit_time")
+    _write_many(s, 3)
+    pinned = s.timeline().completed[-1].requested_time
+    s.savepoint(pinned)
+    _write_many(s, 8)
+    plan = s.archive(SMALL, dry_run=True)
+    assert plan.stopped_by == f"savepoint on {pinned}"
+    s.archive(SMALL)
+    assert pinned in [i.requested_time for i in s.timeline().completed]
+
+    c = create(str(tmp_path / "c"), "commit_time")
+    _write_many(c, 12)
+    c.clean(CleanPolicy("keep_latest_commits", 6), dry_run=False)
+    plan = c.archive(SMALL, dry_run=True)
+    assert plan.stopped_by and plan.stopped_by.startswith("clean retention")
+
+
+def test_bad_policies_are_refused():
+    with pytest.raises(InvalidTableConfig, match="below max_instants"):
+        ArchivalPolicy(min_instants=10, max_instants=10)
+    with pytest.raises(InvalidTableConfig, match="fanout"):
+        ArchivalPolicy(fanout=1)
+    with pytest.raises(InvalidTableConfig, match="integer"):
+        ArchivalPolicy(min_instants=0)
+
+
+def test_a_corrupted_manifest_or_history_file_is_a_clear_error(tmp_path):
+    t = create(str(tmp_path / "t"), "commit_time")
+    history = _write_many(t, 12)
+    t.archive(SMALL)
+    version = t.timeline().archived.manifest.version
+    clear_history_cache()
+    manifest = f"{HISTORY_DIR}/manifest-{version:012d}.json"
+    good = t.storage.read(manifest)
+    t.storage.write(manifest, good[: len(good) // 2])
+    with pytest.raises(CorruptMetadata, match=r"history manifest .* truncated or corrupted"):
+        Table.open(t.uri)
+    t.storage.write(manifest, good)
+    name = json.loads(good)["files"][0]["name"]
+    data = t.storage.read(f"{HISTORY_DIR}/{name}")
+    t.storage.write(f"{HISTORY_DIR}/{name}", data[:100])
+    clear_history_cache()
+    clear_cache()
+    fresh = Table.open(t.uri)  # the active timeline and live files do not need the history files
+    assert snapshot(fresh) == history[-1][1]
+    with pytest.raises(CorruptMetadata, match=r"history file .* corrupted"):
+        fresh.read(as_of=history[0][0])
+
+
+def test_rollback_of_an_archived_instant_is_refused_clearly(tmp_path):
+    t = create(str(tmp_path / "t"), "commit_time")
+    history = _write_many(t, 12)
+    t.archive(SMALL)
+    with pytest.raises(Exception, match="archived") as err:
+        t.rollback(history[0][0])
+    assert isinstance(err.value, (ServiceError, Exception))
