@@ -190,12 +190,17 @@ def read(uri: Uri,
 
 @table_app.command("timeline")
 @friendly
-def timeline(uri: Uri, as_json: JsonFlag = False) -> None:
-    """List the table's instants."""
+def timeline(uri: Uri,
+             archived: Annotated[bool, typer.Option("--archived", help="List archived ones too.")] = False,
+             as_json: JsonFlag = False) -> None:
+    """List the table's instants (writes and table services; archived ones with --archived)."""
     t = Table.open(uri)
     tl = t.timeline()
     rows = []
-    for i in tl.instants:
+    listed = list(tl.instants)
+    if archived and tl.archived.count:
+        listed = t.archived_instants() + listed
+    for i in listed:
         meta = t.commit_metadata(i) if i.is_completed else None
         rows.append({"instant": i.requested_time, "action": i.action, "state": i.state.name.lower(),
                      "completed": i.completion_time, "operation": meta.operation if meta else None,
@@ -204,8 +209,11 @@ def timeline(uri: Uri, as_json: JsonFlag = False) -> None:
     if as_json:
         emit_json(rows)
         return
+    title = f"{t.config.name}: {len(rows)} instants"
+    if tl.archived.count and not archived:
+        title += f" ({tl.archived.count} older ones archived: --archived lists them)"
     view = RichTable("instant", "action", "state", "completed", "operation", "records", "file groups",
-                     title=f"{t.config.name}: {len(rows)} instants")
+                     title=title)
     for r in rows:
         view.add_row(*("" if v is None else str(v) for v in r.values()))
     out.print(view)
@@ -349,6 +357,39 @@ def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending, or 
         emit_json({"rollback": done.requested_time, "completed": done.completion_time})
     else:
         out.print(f"rolled back {instant} (rollback instant {done.requested_time})")
+
+
+@table_app.command("archive")
+@friendly
+def archive(uri: Uri,
+            min_instants: Annotated[int, typer.Option(help="Completed instants that stay active.")] = 20,
+            max_instants: Annotated[int, typer.Option(help="Archive when more are active.")] = 30,
+            fanout: Annotated[int, typer.Option(help="History files merged per level.")] = 10,
+            dry_run: Annotated[bool, typer.Option(help="Print the plan, change nothing.")] = False,
+            as_json: JsonFlag = False) -> None:
+    """Move the oldest completed instants into the archived timeline (reads keep working across it)."""
+    from lakecore.services import ArchivalPlan, ArchivalPolicy
+    policy = ArchivalPolicy(min_instants, max_instants, fanout)
+    result = Table.open(uri).archive(policy, dry_run=dry_run)
+    if result is None or (isinstance(result, ArchivalPlan) and not result.instants):
+        if as_json:
+            emit_json({"archived": 0, "stopped_by": getattr(result, "stopped_by", None)})
+        else:
+            why = getattr(result, "stopped_by", None)
+            out.print(f"nothing to archive{f' (stopped by {why})' if why else ''}")
+    elif isinstance(result, ArchivalPlan):
+        if as_json:
+            emit_json({"dry_run": True, **result.to_json()})
+        else:
+            out.print(f"would archive {len(result.instants)} instant(s), {result.instants[0].requested_time} "
+                      f"to {result.instants[-1].requested_time}"
+                      + (f"; stopped by {result.stopped_by}" if result.stopped_by else ""))
+    elif as_json:
+        emit_json(result.to_json())
+    else:
+        levels = ", ".join(f"L{k}: {v}" for k, v in result.levels.items())
+        out.print(f"archived {result.archived} instant(s) up to {result.boundary} (history version "
+                  f"{result.version}; files per level {levels}; {result.live_files} live files)")
 
 
 def main() -> None:  # pragma: no cover - console entry point

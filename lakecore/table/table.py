@@ -217,6 +217,12 @@ class Table:
     def timeline(self) -> Timeline:
         return self._store.load()
 
+    def archived_instants(self, start: str = "", end: str | None = None) -> list[Instant]:
+        """Archived (completed) instants with completion time in (start, end], oldest first; their
+        commit_metadata() answers from the history."""
+        archived = self.timeline().archived
+        return self._store.archived_instants(archived.manifest, start, end) if archived.count else []
+
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """What a completed instant wrote (files per file group, operation, schema)."""
         return self._store.metadata(instant)

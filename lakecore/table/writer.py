@@ -9,6 +9,7 @@ Bounded retry of a whole write that lost a conflict is opt-in.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -30,8 +31,16 @@ from lakecore.concurrency import (
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
 from lakecore.concurrency.writers import Registration, WriterRegistry, writer_info
 from lakecore.config import TableConfig
-from lakecore.errors import EarlyConflict, WriteAborted, WriteConflict
-from lakecore.services import CleanPolicy, ServiceError, run_clean, run_compaction, schedule_compaction
+from lakecore.errors import EarlyConflict, LakecoreError, WriteAborted, WriteConflict
+from lakecore.services import (
+    ArchivalPolicy,
+    CleanPolicy,
+    ServiceError,
+    run_archival,
+    run_clean,
+    run_compaction,
+    schedule_compaction,
+)
 from lakecore.services.triggers import Trigger, due
 from lakecore.storage import Storage
 from lakecore.timeline import Instant, TimelineStore, WriteStat, now_ms
@@ -47,6 +56,7 @@ from lakecore.write import (
 from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig
 from lakecore.write.marker_service import MarkerClient, MarkerService, ServiceMarkers
 
+log = logging.getLogger(__name__)
 _tasks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-task")
 
 
@@ -66,6 +76,8 @@ class WriterOptions:
     registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
     inline_compaction: Trigger | None = None  # compact after a write when due (merge-on-read)
     inline_clean: Trigger | None = None       # clean (default policy) after a write when due
+    # archive the oldest completed instants after a write once more than max_instants are active
+    inline_archival: ArchivalPolicy | None = field(default_factory=ArchivalPolicy)
     clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
 
 
@@ -218,7 +230,7 @@ def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
 def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> None:
     """Run the services whose triggers are due. The write has committed: a service that cannot run
     now (another one is pending) is simply left for the next write or the scheduler."""
-    if options.inline_compaction is None and options.inline_clean is None:
+    if options.inline_compaction is None and options.inline_clean is None and options.inline_archival is None:
         return
     timeline = TimelineStore(storage).load()
     now = now_ms()
@@ -235,6 +247,12 @@ def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options:
             run_clean(storage, config, lock, CleanPolicy(), dry_run=False, heartbeat=options.heartbeat)
         except ServiceError:
             pass
+    archival = options.inline_archival
+    if archival is not None and len(timeline.completed) > archival.max_instants:
+        try:
+            run_archival(storage, lock, archival)
+        except LakecoreError as exc:  # the write has committed; the next write archives again
+            log.warning("inline archival of %s failed (the write committed): %s", storage.uri, exc)
 
 
 def _clean_failed(storage: Storage, lock: Lock, options: WriterOptions) -> None:

@@ -157,3 +157,27 @@ def test_savepoint_restore_and_rollback_of_the_latest_write(tmp_path):
     assert ids() == [1]
     code, out = weir("table", "rollback", uri, first)
     assert code == 1 and "savepoint" in out  # pinned by the savepoint
+
+
+def test_archive_dry_run_then_archive_and_list_archived_instants(tmp_path):
+    uri = str(tmp_path / "t")
+    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
+                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    for ts in range(1, 8):
+        (tmp_path / f"{ts}.json").write_text(f'{{"id": {ts % 3}, "ts": {ts}}}\n')
+        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+    small = ["--min-instants", "2", "--max-instants", "4"]
+    code, out = weir("table", "archive", uri, *small, "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["count"] == 5
+    assert len(json.loads(weir("table", "timeline", uri, "--json")[1])) == 7  # the dry run changed nothing
+    code, out = weir("table", "archive", uri, *small)
+    assert code == 0 and "archived 5 instant(s)" in out
+    assert len(json.loads(weir("table", "timeline", uri, "--json")[1])) == 2
+    everything = json.loads(weir("table", "timeline", uri, "--archived", "--json")[1])
+    assert [i["records"] for i in everything] == [1] * 7 and everything[0]["state"] == "completed"
+    assert "5 older ones archived" in weir("table", "timeline", uri)[1]
+    code, out = weir("table", "read", uri, "--as-of", everything[1]["instant"], "--format", "json")
+    assert code == 0 and sorted(json.loads(line)["ts"] for line in out.splitlines()) == [1, 2]
+    code, out = weir("table", "archive", uri, "--min-instants", "3", "--max-instants", "3")
+    assert code == 1 and "below max_instants" in out
+    assert weir("table", "archive", uri, *small)[1].strip() == "nothing to archive"

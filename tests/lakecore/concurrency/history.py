@@ -26,6 +26,7 @@ from lakecore.write import route
 class Verdict:
     committed: int
     conflicts: int
+    archived: int = 0  # instants the table had archived by the end (inline archival under the writers)
 
 
 def load_log(path: str) -> list[dict]:
@@ -36,7 +37,11 @@ def load_log(path: str) -> list[dict]:
 def check(table: Table, entries: list[dict], batch_of: Callable[[str], pa.Table]) -> Verdict:
     timeline = table.timeline()
     assert timeline.pending == (), f"instants left pending: {timeline.pending}"
-    writes = [i for i in timeline.completed if i.action in ("commit", "deltacommit")]
+    # the whole history: instants archived (inline, while the writers ran) and the active ones
+    archived = table.archived_instants()
+    assert not {i.requested_time for i in archived} & {i.requested_time for i in timeline.instants}, \
+        "an instant is both archived and active"
+    writes = [i for i in (*archived, *timeline.completed) if i.action in ("commit", "deltacommit")]
     on_timeline = {table.commit_metadata(i).extra["batch"]: i for i in writes}
     assert len(on_timeline) == len(writes), "a batch was committed twice"
     committed = {e["batch"]: e for e in entries if e["outcome"] == "committed"}
@@ -74,4 +79,4 @@ def check(table: Table, entries: list[dict], batch_of: Callable[[str], pa.Table]
             assert overlap and overlap <= ours, f"{tag}: claimed overlap {overlap} not in its groups {ours}"
             their_groups = table.commit_metadata(theirs).file_groups
             assert overlap <= their_groups, f"{tag}: {c['theirs']} did not write {overlap}"
-    return Verdict(len(committed), len(lost))
+    return Verdict(len(committed), len(lost), len(archived))

@@ -41,6 +41,7 @@ def test_concurrent_writers_match_a_serial_replay(tmp_path, zookeeper_server, mo
     entries = load_log(log)
     assert len(entries) == WRITERS * COMMITS
     verdict = check(Table.open(uri), entries, batch_of)
+    assert verdict.archived > 0, "inline archival never ran beside the writers"
     if mode == "non_blocking":
         assert verdict.conflicts == 0
     else:

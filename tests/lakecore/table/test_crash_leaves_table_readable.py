@@ -28,8 +28,8 @@ def child(*args):
 
 def expected(table: Table) -> dict:
     """Replay exactly the batches whose instants completed, in completion order."""
-    done = [table.commit_metadata(i).extra["batch"] for i in table.timeline().completed
-            if i.action == "deltacommit"]
+    every = (*table.archived_instants(), *table.timeline().completed)  # archived ones too
+    done = [table.commit_metadata(i).extra["batch"] for i in every if i.action == "deltacommit"]
     schema = pa.schema([*SCHEMA, pa.field("_weir_op", pa.int8())])
     batches = [batch(n).append_column("_weir_op", pa.array([0] * 60, pa.int8())).cast(schema) for n in done]
     if not batches:
