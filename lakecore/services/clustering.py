@@ -104,8 +104,7 @@ def sort_state(state: pa.Table, sort_columns: Sequence[str]) -> pa.Table:
     """`state` stably sorted by `sort_columns` (ascending, nulls last); unchanged without columns."""
     if not sort_columns or state.num_rows < 2:
         return state
-    order = pc.sort_indices(state, sort_keys=[(c, "ascending") for c in sort_columns],
-                            null_placement="at_end")
+    order = pc.sort_indices(state, sort_keys=[(c, "ascending", "at_end") for c in sort_columns])
     return state.take(order)
 
 

@@ -1,4 +1,5 @@
-"""Helpers for the compaction tests: tables of each merge mode, a write held in flight, compaction."""
+"""Helpers for the service tests: tables of each merge mode, a write held in flight, compaction,
+clustering."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import pyarrow as pa
 from lakecore import ColumnGroup, Table
 from lakecore.concurrency import begin_write, commit_write, view_of
 from lakecore.config import FILE_NAME
-from lakecore.services import CompactionStrategy, run_compaction, schedule_compaction
+from lakecore.services import (
+    ClusteringStrategy,
+    CompactionStrategy,
+    run_clustering,
+    run_compaction,
+    schedule_clustering,
+    schedule_compaction,
+)
 from lakecore.timeline import Instant
 from lakecore.write import conform, route, write_file_group
 
@@ -72,3 +80,12 @@ class HeldWrite:
 
     def commit(self) -> Instant:
         return commit_write(self.txn, self.stats, lock=self.table.lock)
+
+
+def cluster(t: Table, strategy: ClusteringStrategy | None = None) -> Instant | None:
+    plan = schedule_clustering(t.storage, t.config, t.lock, strategy or ClusteringStrategy())
+    return None if plan is None else run_clustering(t.storage, t.config, t.lock, plan)
+
+
+def file_counts(t: Table) -> list[int]:
+    return [len(s.files) for s in view_of(t.storage, t.timeline()).slices]
