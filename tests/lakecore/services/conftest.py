@@ -89,3 +89,16 @@ def cluster(t: Table, strategy: ClusteringStrategy | None = None) -> Instant | N
 
 def file_counts(t: Table) -> list[int]:
     return [len(s.files) for s in view_of(t.storage, t.timeline()).slices]
+
+
+class HeldBaseWrite(HeldWrite):
+    """A write that has written its files but not committed, with the view a copy-on-write (or bulk
+    insert) write needs to merge with the current base files."""
+
+    def __init__(self, t: Table, data: pa.Table, operation: str = "upsert") -> None:
+        self.table = t
+        self.txn = begin_write(t.storage, t.config, t.lock, operation,  # type: ignore[arg-type]
+                               need_view=True)
+        ctx = self.txn.context()
+        groups = route(conform(data, t.config, operation).rows, t.config)  # type: ignore[arg-type]
+        self.stats = [s for g in groups for s in write_file_group(ctx, g)]

@@ -4,11 +4,10 @@ same file group and the clustering never both commit — whichever commits secon
 error naming both instants and the groups, and nothing is lost; disjoint file groups never conflict;
 one clustering at a time; clean keeps what a pending clustering reads."""
 
-import pyarrow as pa
 import pytest
 
 from lakecore import Table, WriterOptions
-from lakecore.concurrency import begin_write, commit_write, view_of
+from lakecore.concurrency import commit_write, view_of
 from lakecore.concurrency.early import EarlyDetection, find_early_conflict
 from lakecore.config import FILE_NAME
 from lakecore.errors import WriteConflict
@@ -25,23 +24,19 @@ from lakecore.services import (
     schedule_clustering,
 )
 from lakecore.services.clustering import execute_operation
-from lakecore.write import conform, list_markers, route, write_file_group
+from lakecore.write import list_markers
 from lakecore.write.heartbeat import HeartbeatConfig
-from tests.lakecore.services.conftest import HeldWrite, cluster, compact, create, rows, snapshot
+from tests.lakecore.services.conftest import (
+    HeldBaseWrite,
+    HeldWrite,
+    cluster,
+    compact,
+    create,
+    rows,
+    snapshot,
+)
 
 ALL = ClusteringStrategy("all", ("name",))
-
-
-class HeldBaseWrite(HeldWrite):
-    """A write that has written its files but not committed, with the view a copy-on-write (or bulk
-    insert) write needs to merge with the current base files."""
-
-    def __init__(self, t: Table, data: pa.Table, operation: str = "upsert") -> None:
-        self.table = t
-        self.txn = begin_write(t.storage, t.config, t.lock, operation, need_view=True)  # type: ignore[arg-type]
-        ctx = self.txn.context()
-        groups = route(conform(data, t.config, operation).rows, t.config)  # type: ignore[arg-type]
-        self.stats = [s for g in groups for s in write_file_group(ctx, g)]
 
 
 def by_id(t: Table) -> dict:
