@@ -31,7 +31,16 @@ from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Fo
 from lakecore.concurrency.writers import Registration, WriterRegistry, writer_info
 from lakecore.config import TableConfig
 from lakecore.errors import EarlyConflict, WriteAborted, WriteConflict
-from lakecore.services import CleanPolicy, ServiceError, run_clean, run_compaction, schedule_compaction
+from lakecore.services import (
+    CleanPolicy,
+    ClusteringStrategy,
+    ServiceError,
+    run_clean,
+    run_clustering,
+    run_compaction,
+    schedule_clustering,
+    schedule_compaction,
+)
 from lakecore.services.triggers import Trigger, due
 from lakecore.storage import Storage
 from lakecore.timeline import Instant, TimelineStore, WriteStat, now_ms
@@ -66,6 +75,8 @@ class WriterOptions:
     registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
     inline_compaction: Trigger | None = None  # compact after a write when due (merge-on-read)
     inline_clean: Trigger | None = None       # clean (default policy) after a write when due
+    inline_clustering: Trigger | None = None  # cluster (clustering_strategy) after a write when due
+    clustering_strategy: ClusteringStrategy = field(default_factory=ClusteringStrategy)
     clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
 
 
@@ -218,7 +229,7 @@ def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
 def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> None:
     """Run the services whose triggers are due. The write has committed: a service that cannot run
     now (another one is pending) is simply left for the next write or the scheduler."""
-    if options.inline_compaction is None and options.inline_clean is None:
+    if (options.inline_compaction, options.inline_clean, options.inline_clustering) == (None, None, None):
         return
     timeline = TimelineStore(storage).load()
     now = now_ms()
@@ -228,6 +239,14 @@ def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options:
             plan = schedule_compaction(storage, config, lock)
             if plan is not None:
                 run_compaction(storage, config, lock, plan)
+        except ServiceError:
+            pass
+    if options.inline_clustering is not None and \
+            due(options.inline_clustering, timeline, "replacecommit", now):
+        try:
+            clustering = schedule_clustering(storage, config, lock, options.clustering_strategy)
+            if clustering is not None:
+                run_clustering(storage, config, lock, clustering)
         except ServiceError:
             pass
     if options.inline_clean is not None and due(options.inline_clean, timeline, "clean", now):
