@@ -123,3 +123,15 @@ def test_small_files_leaves_big_single_base_groups_alone(tmp_path):
     assert done is not None and file_counts(t) == [1, 1]
     t.delete(keys([5]))
     assert 5 not in {r["id"] for r in snapshot(t)}
+
+
+def test_a_completed_clustering_that_is_the_latest_write_can_be_rolled_back(tmp_path):
+    t = create(str(tmp_path / "t"), "event_time")
+    t.upsert(rows(list(range(10)), 1))
+    t.upsert(rows([1, 2], 2))
+    before, files = snapshot(t), file_counts(t)
+    done = cluster(t, ClusteringStrategy("all", ("name",)))
+    assert done is not None
+    t.rollback(done.requested_time)
+    assert snapshot(t) == before and file_counts(t) == files
+    assert not [f for f in t.storage.list_dir("") if done.requested_time in f.path]
