@@ -45,7 +45,8 @@ class ClusteringStrategy:
     row_group_rows: int = 128 << 10
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sort_columns", tuple(self.sort_columns))
+        cols = self.sort_columns
+        object.__setattr__(self, "sort_columns", (cols,) if isinstance(cols, str) else tuple(cols))
         if self.kind not in KINDS:
             raise InvalidClusteringStrategy(f"unknown clustering strategy {self.kind!r}; use one of "
                                             f"{', '.join(KINDS)}")

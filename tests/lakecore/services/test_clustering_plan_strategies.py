@@ -69,6 +69,7 @@ def test_sort_columns_must_be_sortable_table_columns():
     with pytest.raises(InvalidClusteringStrategy, match="'tags' has type"):
         plan_clustering(VIEW, CONFIG, ClusteringStrategy(sort_columns=("tags",)))
     assert issubclass(InvalidClusteringStrategy, InvalidInput)
+    assert ClusteringStrategy(sort_columns="ts").sort_columns == ("ts",)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kw", [{"kind": "biggest"}, {"max_groups": 0}, {"row_group_rows": 0},
