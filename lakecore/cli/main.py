@@ -282,6 +282,47 @@ def compact(uri: Uri,
         out.print(f"compacted {len(meta.file_groups)} file group(s): instant {result.requested_time}")
 
 
+@table_app.command("cluster")
+@friendly
+def cluster(uri: Uri,
+            strategy: Annotated[str, typer.Option(help="small_files | all")] = "small_files",
+            sort_columns: Annotated[str | None, typer.Option(
+                help="Comma-separated columns to sort each new base file by.")] = None,
+            small_file_bytes: Annotated[int, typer.Option(
+                help="small_files: bases below this size are rewritten")] = 64 << 20,
+            max_groups: Annotated[int | None, typer.Option(
+                help="Rewrite at most this many file groups.")] = None,
+            dry_run: Annotated[bool, typer.Option(help="Print the plan, change nothing.")] = False,
+            as_json: JsonFlag = False) -> None:
+    """Cluster file groups: rewrite each chosen group's latest slice into one (sorted) base file."""
+    from lakecore.services import ClusteringPlan, ClusteringStrategy
+    cols = tuple(c.strip() for c in sort_columns.split(",") if c.strip()) if sort_columns else ()
+    chosen = ClusteringStrategy(strategy, cols, small_file_bytes, max_groups)  # type: ignore[arg-type]
+    t = Table.open(uri)
+    result = t.cluster(chosen, dry_run=dry_run)
+    if result is None:
+        emit_json({"clustered": None}) if as_json else out.print("nothing to cluster")
+        return
+    if isinstance(result, ClusteringPlan):
+        ops = [{"partition": o.partition, "file_id": o.file_id, "base_instant": o.base_instant,
+                "files": len(o.paths()), "bytes": o.bytes} for o in result.operations]
+        if as_json:
+            emit_json({"dry_run": True, "strategy": chosen.to_json(), "operations": ops})
+        else:
+            by = f", sorted by {', '.join(cols)}" if cols else ""
+            out.print(f"would cluster {len(ops)} file group(s){by}:")
+            for o in ops:
+                where = o["partition"] or "(unpartitioned)"
+                out.print(f"  {o['file_id']} in {where}: {o['files']} file(s), {o['bytes']:,} bytes")
+        return
+    meta = t.commit_metadata(result)
+    if as_json:
+        emit_json({"clustering": result.requested_time, "completed": result.completion_time,
+                   "file_groups": len(meta.file_groups), "sort_columns": list(cols)})
+    else:
+        out.print(f"clustered {len(meta.file_groups)} file group(s): replacecommit {result.requested_time}")
+
+
 @table_app.command("clean")
 @friendly
 def clean(uri: Uri,

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from lakecore.concurrency.occ import CHECKED_ACTIONS, completed_since
+from lakecore.concurrency.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
+from lakecore.concurrency.rollback import TABLE_SERVICES
 from lakecore.errors import EarlyConflict, InvalidTableConfig
 from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage, join
@@ -71,6 +72,7 @@ def live_older_writers(storage: Storage, timeline: Timeline, ours: Instant, hear
                        now: int) -> list[str]:
     return [i.requested_time for i in timeline.pending
             if i.requested_time < ours.requested_time and i.action in CHECKED_ACTIONS
+            and i.action not in TABLE_SERVICES  # a pending clustering is checked at its own commit
             and not is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
 
 
@@ -94,7 +96,10 @@ def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup],
                 return Found(cand, "is still writing", (partition, file_id))
     if check_commits:
         for other in completed_since(timeline, ours):
-            hit = next((g for g in sorted(groups) if g in store.metadata(other).file_groups), None)
+            meta = store.metadata(other)
+            if meta.operation in SLICE_REWRITES:
+                continue  # logs join a clustering's new slice; base writers are caught at commit
+            hit = next((g for g in sorted(groups) if g in meta.file_groups), None)
             if hit:
                 return Found(other.requested_time, f"completed at {other.completion_time}", hit)
     return None

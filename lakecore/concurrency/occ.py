@@ -5,6 +5,9 @@ after ours started (completion time > our requested time: every time of a table 
 sequence, so that is exactly "completed while we were writing"). Disjoint file groups never
 conflict. Under non-blocking concurrency, log appends never conflict (merge resolves their order by
 event or completion time); only writes of base files (bulk insert into a file group) are checked.
+A clustering (a replacecommit rewriting file slices as of its requested time) conflicts only with
+writes of base files too: logs completing after it was planned join its new slice, as they join a
+compaction's (which is no candidate at all).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from lakecore.timeline import CommitMetadata, Instant, Timeline
 
 FileGroup = tuple[str, str]  # (partition path, file id)
 CHECKED_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit"})
+SLICE_REWRITES = frozenset({"clustering"})  # operations whose new base files take later logs
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,18 @@ def completed_since(timeline: Timeline, ours: Instant) -> list[Instant]:
 
 def find_conflicts(ours: Instant, our_groups: Iterable[FileGroup], candidates: Iterable[Instant],
                    metadata: Callable[[Instant], CommitMetadata],
-                   only_base_writers: bool = False) -> list[Conflict]:
+                   only_base_writers: bool = False,
+                   our_base_groups: Iterable[FileGroup] | None = None) -> list[Conflict]:
+    """`our_base_groups`: the groups we wrote base files for (default: all of `our_groups`); only
+    they are checked against a clustering (SLICE_REWRITES)."""
     mine = frozenset(our_groups)
+    mine_bases = mine if our_base_groups is None else frozenset(our_base_groups)
     found = []
     for other in candidates:
         meta = metadata(other)
         stats = [s for s in meta.write_stats if s.kind == "base"] if only_base_writers else meta.write_stats
-        overlap = mine & frozenset((s.partition, s.file_id) for s in stats)
+        checked = mine_bases if meta.operation in SLICE_REWRITES else mine
+        overlap = checked & frozenset((s.partition, s.file_id) for s in stats)
         if overlap:
             found.append(Conflict(ours.requested_time, other.requested_time, other.completion_time, overlap))
     return found

@@ -125,7 +125,7 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
             only_bases = mode == "non_blocking"
             conflicts = find_conflicts(txn.instant, base_groups if only_bases else groups,
                                        completed_since(timeline, txn.instant), store.metadata,
-                                       only_base_writers=only_bases)
+                                       only_base_writers=only_bases, our_base_groups=base_groups)
         if refused is None and not conflicts:
             meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(schema), extra or {})
             completion = next_instant_time(clock(), timeline.newest_time())

@@ -20,14 +20,16 @@ _SAMPLE = 16_384
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-io")
 
 
-def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str) -> int:
-    """Write `table` to `path`; returns the file size in bytes."""
+def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str,
+               row_group_size: int | None = None) -> int:
+    """Write `table` to `path`; returns the file size in bytes. `row_group_size` (rows): smaller row
+    groups let readers prune by their min/max statistics (clustering sets it)."""
     fs, root = storage.arrow()
     full = f"{root}/{path}"
     parent = full.rsplit("/", 1)[0]
     fs.create_dir(parent, recursive=True)
     with fs.open_output_stream(full) as out:
-        pq.write_table(table, out, compression=compression, row_group_size=_ROW_GROUP,
+        pq.write_table(table, out, compression=compression, row_group_size=row_group_size or _ROW_GROUP,
                        use_dictionary=dictionary_columns(table))
         size = out.tell()
     return int(size)

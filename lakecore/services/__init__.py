@@ -1,7 +1,9 @@
 """Table services: work that rewrites a table's files without changing its contents.
 
 Compaction (merge-on-read): `compaction_plan.py` decides what to compact (pure), `compaction.py`
-schedules, executes and commits it. Clean: `clean_plan.py` decides which superseded files a retention
+schedules, executes and commits it. Clustering: `clustering_plan.py` decides which file groups to
+rewrite into one sorted base file each (pure), `clustering.py` schedules, executes and commits it as a
+replacecommit. Clean: `clean_plan.py` decides which superseded files a retention
 policy lets go (pure), `clean.py` rolls back dead writes, deletes and records a clean instant.
 Archival (`archive.py`) moves old completed instants into the history (timeline.history).
 Savepoints (`savepoint.py`) pin a completed write for clean and restore; `rollback_completed.py`
@@ -18,6 +20,19 @@ from lakecore.services.archive import (
 )
 from lakecore.services.clean import check_readable, pending_cleans, run_clean
 from lakecore.services.clean_plan import CleanOperation, CleanPlan, CleanPolicy, all_slices, plan_clean
+from lakecore.services.clustering import (
+    load_clustering_plan,
+    pending_clusterings,
+    rollback_clustering,
+    run_clustering,
+    schedule_clustering,
+)
+from lakecore.services.clustering_plan import (
+    ClusteringOperation,
+    ClusteringPlan,
+    ClusteringStrategy,
+    plan_clustering,
+)
 from lakecore.services.compaction import (
     execute_operation,
     pending_compactions,
@@ -33,8 +48,11 @@ from lakecore.services.compaction_plan import (
 )
 from lakecore.services.errors import (
     CleanPending,
+    ClusteringConflict,
+    ClusteringPending,
     CompactionPending,
     FilesCleaned,
+    InvalidClusteringStrategy,
     RollbackBlocked,
     SavepointNotFound,
     ServiceError,
@@ -72,3 +90,6 @@ __all__ += ["CleanPending", "RollbackBlocked", "Savepoint", "SavepointNotFound",
             "create_savepoint", "delete_savepoint", "list_savepoints", "restore", "resume_undos",
             "rollback_completed"]
 __all__ += ["ArchivalPlan", "ArchivalPolicy", "ArchivalResult", "plan_archival", "run_archival"]
+__all__ += ["ClusteringConflict", "ClusteringOperation", "ClusteringPending", "ClusteringPlan",
+            "ClusteringStrategy", "InvalidClusteringStrategy", "load_clustering_plan", "pending_clusterings",
+            "plan_clustering", "rollback_clustering", "run_clustering", "schedule_clustering"]

@@ -25,6 +25,7 @@ from lakecore.config import TableConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.layout import FileSystemView
 from lakecore.services.clean_plan import CleanPlan, CleanPolicy, plan_clean
+from lakecore.services.clustering import load_clustering_plan, pending_clusterings
 from lakecore.services.compaction import pending_compactions
 from lakecore.services.compaction_plan import CompactionPlan
 from lakecore.services.errors import FilesCleaned
@@ -63,11 +64,13 @@ def _expired_writes(storage: Storage, store: TimelineStore, timeline: Timeline, 
 
 
 def _in_use(storage: Storage, store: TimelineStore, timeline: Timeline) -> set[str]:
-    """Files that pending compactions will read."""
+    """Files that pending compactions and clusterings will read."""
     paths: set[str] = set()
     for c in pending_compactions(store, timeline):
         plan = CompactionPlan.loads(store.read_plan(c), source=f"plan of compaction {c.requested_time}")
         paths |= {p for op in plan.operations for p in op.paths()}
+    for c in pending_clusterings(store, timeline):
+        paths |= {p for op in load_clustering_plan(storage, c.requested_time).operations for p in op.paths()}
     return paths
 
 

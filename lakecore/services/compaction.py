@@ -99,18 +99,29 @@ def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, 
                       write_token: str = "0-0-0") -> WriteStat:
     """Merge one planned slice into a new base file named with the plan's instant. Task-side: all
     arguments pickle. `config.schema` must cover every column of the planned files."""
-    schema = file_schema(config)
-    tables = read_files(storage, op.paths(), [*schema.names, OP])
-    state = merge_to_base(tables, merge_spec(config), schema, first_unique=op.base_file is not None)
-    out_schema = pa.schema([*schema, pa.field(OP, pa.int8())])
-    state = state.select(out_schema.names).cast(out_schema)
+    state = merge_slice(storage, config, op.paths(), has_base=op.base_file is not None)
     name = base_file_name(op.file_id, write_token, plan_instant)
     path = f"{op.partition}/{name}" if op.partition else name
     create_marker(storage, Marker(plan_instant, path, "create"))
     size = write_file(storage, path, state, compression=config.compression)
-    tombstones = int(pc.sum(state.column(OP)).as_py() or 0)
-    return WriteStat(op.partition, op.file_id, name, "base", state.num_rows - tombstones, tombstones, size,
+    dead = tombstones(state)
+    return WriteStat(op.partition, op.file_id, name, "base", state.num_rows - dead, dead, size,
                      base_instant=op.base_instant or _instant_of(op.base_file))
+
+
+def merge_slice(storage: Storage, config: TableConfig, paths: Sequence[str], *, has_base: bool) -> pa.Table:
+    """The base state of one file slice (its base file, if any, first, then its logs in order): one
+    row per key per the table's merge mode, tombstones kept, in the file schema plus `_weir_op`.
+    Shared by every service that rewrites a slice into a base file (compaction, clustering)."""
+    schema = file_schema(config)
+    tables = read_files(storage, list(paths), [*schema.names, OP])
+    state = merge_to_base(tables, merge_spec(config), schema, first_unique=has_base)
+    out_schema = pa.schema([*schema, pa.field(OP, pa.int8())])
+    return state.select(out_schema.names).cast(out_schema)
+
+
+def tombstones(state: pa.Table) -> int:
+    return int(pc.sum(state.column(OP)).as_py() or 0)
 
 
 def _instant_of(base_file: str | None) -> str | None:
@@ -118,8 +129,8 @@ def _instant_of(base_file: str | None) -> str | None:
     return parsed.instant_time if parsed else None
 
 
-def _schema_as_of_plan(store: TimelineStore, timeline: Timeline, config: TableConfig,
-                       plan_instant: str) -> TableConfig:
+def schema_as_of_plan(store: TimelineStore, timeline: Timeline, config: TableConfig,
+                      plan_instant: str) -> TableConfig:
     """The config with the table schema recorded before P: it covers every column of the planned
     files even when the caller's config is stale."""
     recorded = store.latest_schema(timeline.as_of(plan_instant))
@@ -140,9 +151,9 @@ def run_compaction(storage: Storage, config: TableConfig, lock: Lock, plan: Comp
     if current is None or current.action != ACTION or p in claimed_by_rollbacks(store, timeline):
         raise InvalidInstantState(f"compaction {p} is not pending on the table ({current}); it was rolled "
                                   "back or never scheduled: schedule a new one")
-    _delete_partial_files(storage, p)
+    delete_partial_files(storage, p)
     inflight = store.transition_inflight(current) if current.state is State.REQUESTED else current
-    config = _schema_as_of_plan(store, timeline, config, p)
+    config = schema_as_of_plan(store, timeline, config, p)
     stats = _execute_all(storage, config, plan, workers)
     with lock:
         timeline = store.load()
@@ -159,7 +170,7 @@ def run_compaction(storage: Storage, config: TableConfig, lock: Lock, plan: Comp
     return done
 
 
-def _delete_partial_files(storage: Storage, instant_time: str) -> None:
+def delete_partial_files(storage: Storage, instant_time: str) -> None:
     for m in list_markers(storage, instant_time):
         storage.delete(m.data_path)
     delete_markers(storage, instant_time)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from lakecore.errors import LakecoreError
+from collections.abc import Sequence
+from typing import Any
+
+from lakecore.errors import InvalidInput, LakecoreError
 
 
 class ServiceError(LakecoreError):
@@ -35,3 +38,31 @@ class WriterLive(ServiceError):
 
 class RollbackBlocked(ServiceError):
     """A completed instant cannot be rolled back: a later write, compaction, savepoint or clean needs it."""
+
+
+class ClusteringPending(ServiceError):
+    """Another clustering is already scheduled or running on the table (one at a time)."""
+
+
+class InvalidClusteringStrategy(ServiceError, InvalidInput):
+    """A clustering strategy names an unknown kind, an unknown/unsortable column, or a bad bound."""
+
+
+class ClusteringConflict(ServiceError):
+    """A write completed after the clustering was planned rewrote a base file of one of its file groups;
+    the clustering was rolled back (the write's data stays)."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, instant: str = "", conflicts: tuple[Any, ...] = ()) -> None:
+        super().__init__(message)
+        self.instant = instant
+        self.conflicts = conflicts  # lakecore.concurrency.occ.Conflict values
+
+    @classmethod
+    def of(cls, instant: str, conflicts: Sequence[Any]) -> ClusteringConflict:
+        detail = "; ".join(c.describe() for c in conflicts)
+        return cls(f"clustering {instant} conflicts with concurrent writes: {detail} after it was planned. "
+                   "The clustering was rolled back and the table reads as the writes left it: schedule a "
+                   "new clustering (it will plan over the new base files)", instant=instant,
+                   conflicts=tuple(conflicts))

@@ -227,9 +227,11 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
                                   f"of table {config.name!r} can be rolled back: roll back "
                                   f"{i.requested_time} first, or restore to a savepoint")
     for i in timeline.pending:
-        if i.action == "compaction" and i.requested_time > after:
-            raise RollbackBlocked(f"compaction {i.requested_time} is pending and may merge files of "
-                                  f"{target.requested_time}; drop it with rollback_compaction, then rerun")
+        if i.action in ("compaction", "replacecommit") and i.requested_time > after:
+            service, drop = ("compaction", "rollback_compaction") if i.action == "compaction" else \
+                ("clustering", "rollback_clustering")
+            raise RollbackBlocked(f"{service} {i.requested_time} is pending and may merge files of "
+                                  f"{target.requested_time}; drop it with {drop}, then rerun")
     for s in savepoints(timeline, store.metadata):
         if s.savepointed == target.requested_time:
             raise RollbackBlocked(f"savepoint {s.instant_time} pins {target.requested_time}; delete it "

@@ -39,17 +39,22 @@ from lakecore.services import (
     ArchivalResult,
     CleanPlan,
     CleanPolicy,
+    ClusteringPlan,
+    ClusteringStrategy,
     CompactionPlan,
     CompactionStrategy,
     UndoPlan,
     check_readable,
     create_savepoint,
+    plan_clustering,
     plan_compaction,
     restore,
     rollback_completed,
     run_archival,
     run_clean,
+    run_clustering,
     run_compaction,
+    schedule_clustering,
     schedule_compaction,
 )
 from lakecore.storage import Storage, open_storage
@@ -188,6 +193,18 @@ class Table:
             return CompactionPlan("", ops, strategy.kind) if ops else None
         plan = schedule_compaction(self.storage, self.config, self.lock, strategy)
         return run_compaction(self.storage, self.config, self.lock, plan) if plan is not None else None
+
+    def cluster(self, strategy: ClusteringStrategy | None = None, *, dry_run: bool = False
+                ) -> ClusteringPlan | Instant | None:
+        """Rewrite file groups' latest slices into one base file each, sorted by
+        `strategy.sort_columns` (copy-on-write and merge-on-read). Returns the completed replacecommit,
+        the plan only with `dry_run`, or None when no file group needs it."""
+        strategy = strategy or ClusteringStrategy()
+        if dry_run:
+            ops = plan_clustering(view_of(self.storage, self.timeline()), self.config, strategy)
+            return ClusteringPlan("", ops, strategy) if ops else None
+        plan = schedule_clustering(self.storage, self.config, self.lock, strategy)
+        return run_clustering(self.storage, self.config, self.lock, plan) if plan is not None else None
 
     def clean(self, policy: CleanPolicy | None = None, *, dry_run: bool = True
               ) -> CleanPlan | Instant | None:

@@ -35,10 +35,13 @@ from lakecore.errors import EarlyConflict, LakecoreError, WriteAborted, WriteCon
 from lakecore.services import (
     ArchivalPolicy,
     CleanPolicy,
+    ClusteringStrategy,
     ServiceError,
     run_archival,
     run_clean,
+    run_clustering,
     run_compaction,
+    schedule_clustering,
     schedule_compaction,
 )
 from lakecore.services.triggers import Trigger, due
@@ -76,6 +79,8 @@ class WriterOptions:
     registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
     inline_compaction: Trigger | None = None  # compact after a write when due (merge-on-read)
     inline_clean: Trigger | None = None       # clean (default policy) after a write when due
+    inline_clustering: Trigger | None = None  # cluster (clustering_strategy) after a write when due
+    clustering_strategy: ClusteringStrategy = field(default_factory=ClusteringStrategy)
     # archive the oldest completed instants after a write once more than max_instants are active
     inline_archival: ArchivalPolicy | None = field(default_factory=ArchivalPolicy)
     clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
@@ -230,7 +235,8 @@ def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
 def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> None:
     """Run the services whose triggers are due. The write has committed: a service that cannot run
     now (another one is pending) is simply left for the next write or the scheduler."""
-    if options.inline_compaction is None and options.inline_clean is None and options.inline_archival is None:
+    if (options.inline_compaction, options.inline_clean, options.inline_clustering,
+            options.inline_archival) == (None, None, None, None):
         return
     timeline = TimelineStore(storage).load()
     now = now_ms()
@@ -240,6 +246,14 @@ def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options:
             plan = schedule_compaction(storage, config, lock)
             if plan is not None:
                 run_compaction(storage, config, lock, plan)
+        except ServiceError:
+            pass
+    if options.inline_clustering is not None and \
+            due(options.inline_clustering, timeline, "replacecommit", now):
+        try:
+            clustering = schedule_clustering(storage, config, lock, options.clustering_strategy)
+            if clustering is not None:
+                run_clustering(storage, config, lock, clustering)
         except ServiceError:
             pass
     if options.inline_clean is not None and due(options.inline_clean, timeline, "clean", now):

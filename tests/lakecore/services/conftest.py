@@ -1,4 +1,5 @@
-"""Helpers for the compaction tests: tables of each merge mode, a write held in flight, compaction."""
+"""Helpers for the service tests: tables of each merge mode, a write held in flight, compaction,
+clustering."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import pyarrow as pa
 from lakecore import ColumnGroup, Table
 from lakecore.concurrency import begin_write, commit_write, view_of
 from lakecore.config import FILE_NAME
-from lakecore.services import CompactionStrategy, run_compaction, schedule_compaction
+from lakecore.services import (
+    ClusteringStrategy,
+    CompactionStrategy,
+    run_clustering,
+    run_compaction,
+    schedule_clustering,
+    schedule_compaction,
+)
 from lakecore.timeline import Instant
 from lakecore.write import conform, route, write_file_group
 
@@ -72,3 +80,25 @@ class HeldWrite:
 
     def commit(self) -> Instant:
         return commit_write(self.txn, self.stats, lock=self.table.lock)
+
+
+def cluster(t: Table, strategy: ClusteringStrategy | None = None) -> Instant | None:
+    plan = schedule_clustering(t.storage, t.config, t.lock, strategy or ClusteringStrategy())
+    return None if plan is None else run_clustering(t.storage, t.config, t.lock, plan)
+
+
+def file_counts(t: Table) -> list[int]:
+    return [len(s.files) for s in view_of(t.storage, t.timeline()).slices]
+
+
+class HeldBaseWrite(HeldWrite):
+    """A write that has written its files but not committed, with the view a copy-on-write (or bulk
+    insert) write needs to merge with the current base files."""
+
+    def __init__(self, t: Table, data: pa.Table, operation: str = "upsert") -> None:
+        self.table = t
+        self.txn = begin_write(t.storage, t.config, t.lock, operation,  # type: ignore[arg-type]
+                               need_view=True)
+        ctx = self.txn.context()
+        groups = route(conform(data, t.config, operation).rows, t.config)  # type: ignore[arg-type]
+        self.stats = [s for g in groups for s in write_file_group(ctx, g)]

@@ -1,11 +1,12 @@
-"""Inline table services: a write runs compaction / clean right after it commits when they are due."""
+"""Inline table services: a write runs compaction / clustering / clean right after it commits when
+they are due."""
 
 import pyarrow as pa
 import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.errors import InvalidTableConfig
-from lakecore.services import Trigger, due
+from lakecore.services import ClusteringStrategy, Trigger, due
 from lakecore.timeline import Instant, State, Timeline
 from lakecore.timeline.instant_time import format_ms, to_epoch_ms
 
@@ -56,3 +57,16 @@ def test_a_write_cleans_inline_when_due(tmp_path):
         t.upsert(pa.table({"id": pa.array([n], pa.int64())}))
     actions = [i.action for i in t.timeline().completed]
     assert "clean" in actions and t.read().num_rows == 12
+
+
+@pytest.mark.parametrize("table_type", ["merge_on_read", "copy_on_write"])
+def test_a_write_clusters_inline_every_n_commits(tmp_path, table_type):
+    opts = WriterOptions(inline_clustering=Trigger("commits", 3),
+                         clustering_strategy=ClusteringStrategy("all", ("v",)))
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+                     record_key="id", buckets=2, options=opts, table_type=table_type)  # type: ignore[arg-type]
+    for n in range(7):
+        t.upsert(pa.table({"id": pa.array([n % 4], pa.int64()), "v": pa.array([n], pa.int64())}))
+    actions = [i.action for i in t.timeline().completed]
+    assert actions.count("replacecommit") == 2 and actions[3] == "replacecommit"
+    assert {r["id"]: r["v"] for r in t.read().to_pylist()} == {0: 4, 1: 5, 2: 6, 3: 3}

@@ -1,0 +1,204 @@
+"""Clustering: rewrite file groups' latest slices into one (sorted) base file each, as a replacecommit.
+
+    schedule: lock -> reload timeline -> no clustering pending? -> draw P -> plan over the view of
+              completed instants (clustering_plan.py) -> create P.replacecommit.requested (the plan)
+              -> unlock
+    execute:  per operation: merge the planned base + logs exactly as compaction does (merge mode,
+              column groups, tombstones kept), sort by the sort columns (stable), marker, write ONE
+              `<fileId>_<token>_<P>.parquet` in row groups of `row_group_rows`
+    commit:   P.replacecommit.inflight ... lock -> reload -> still ours? -> any write completed after
+              P that wrote a BASE file of one of our groups? then unlock, roll back, ClusteringConflict
+              -> else complete (new bases as WriteStat(kind="base"), extra: replaced groups, sort
+              columns) -> unlock -> delete markers
+
+Why only base writers conflict: a new base named P takes every log completed after P (completion-time
+slicing), so log appends of merge-on-read writers land on top of it, as with compaction. A base file
+written after P (copy-on-write write, bulk insert) holds a state the clustering never saw; whichever
+of the two commits second aborts (here, or in the writer's OCC check: occ.SLICE_REWRITES), so nothing
+is lost. One clustering per table at a time; a crashed one is resumed by `run_clustering` or dropped
+by `rollback_clustering`. Must not import the table facade or the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
+from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts
+from lakecore.concurrency.rollback import claimed_by_rollbacks
+from lakecore.config import TableConfig
+from lakecore.errors import InvalidInstantState
+from lakecore.formats import write_file
+from lakecore.layout import base_file_name
+from lakecore.services.clustering_plan import (
+    CLUSTER_SMALL_FILES,
+    ClusteringOperation,
+    ClusteringPlan,
+    ClusteringStrategy,
+    plan_clustering,
+)
+from lakecore.services.compaction import delete_partial_files, merge_slice, schema_as_of_plan, tombstones
+from lakecore.services.errors import ClusteringConflict, ClusteringPending
+from lakecore.storage import Storage
+from lakecore.timeline import (
+    Action,
+    CommitMetadata,
+    Instant,
+    State,
+    Timeline,
+    TimelineStore,
+    WriteStat,
+    next_instant_time,
+    now_ms,
+)
+from lakecore.write import Marker, create_marker, delete_markers
+
+Clock = Callable[[], int]
+ACTION: Action = "replacecommit"
+OPERATION = "clustering"   # the commit metadata's operation (occ.SLICE_REWRITES knows it)
+
+
+def pending_clusterings(store: TimelineStore, timeline: Timeline) -> list[Instant]:
+    """Clusterings requested or inflight and not claimed by a rollback."""
+    claimed = claimed_by_rollbacks(store, timeline)
+    return [i for i in timeline.pending if i.action == ACTION and i.requested_time not in claimed]
+
+
+def schedule_clustering(storage: Storage, config: TableConfig, lock: Lock,
+                        strategy: ClusteringStrategy = CLUSTER_SMALL_FILES, *,
+                        clock: Clock = now_ms) -> ClusteringPlan | None:
+    """Plan a clustering and record it as `P.replacecommit.requested`; None when no file group needs
+    it. Raises ClusteringPending while another clustering is scheduled or running, and
+    InvalidClusteringStrategy (before touching anything) for sort columns the table lacks."""
+    strategy.check(config)
+    store = TimelineStore(storage)
+    with lock:
+        timeline = store.load()
+        pending = pending_clusterings(store, timeline)
+        if pending:
+            raise ClusteringPending(f"clustering {pending[0].requested_time} is already "
+                                    f"{pending[0].state.name.lower()} on table {config.name!r}; finish it "
+                                    "with run_clustering or drop it with rollback_clustering first")
+        # P is drawn after every completion on this timeline, so every planned file precedes it.
+        p = next_instant_time(clock(), timeline.newest_time())
+        operations = plan_clustering(view_of(storage, timeline), config, strategy)
+        if not operations:
+            return None
+        plan = ClusteringPlan(p, operations, strategy)
+        store.create_requested(Instant(p, ACTION), plan.dumps())
+    return plan
+
+
+def load_clustering_plan(storage: Storage, instant_time: str) -> ClusteringPlan:
+    """The plan of a scheduled clustering (to resume it from another process)."""
+    store = TimelineStore(storage)
+    return ClusteringPlan.loads(store.read_plan(Instant(instant_time, ACTION)),
+                                source=f"plan of clustering {instant_time}")
+
+
+def sort_state(state: pa.Table, sort_columns: Sequence[str]) -> pa.Table:
+    """`state` stably sorted by `sort_columns` (ascending, nulls last); unchanged without columns."""
+    if not sort_columns or state.num_rows < 2:
+        return state
+    order = pc.sort_indices(state, sort_keys=[(c, "ascending", "at_end") for c in sort_columns])
+    return state.take(order)
+
+
+def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, op: ClusteringOperation,
+                      strategy: ClusteringStrategy, write_token: str = "0-0-0") -> WriteStat:
+    """Rewrite one planned slice into one base file named with the plan's instant. Task-side: all
+    arguments pickle. `config.schema` must cover every column of the planned files."""
+    state = sort_state(merge_slice(storage, config, op.paths(), has_base=op.base_file is not None),
+                       strategy.sort_columns)
+    name = base_file_name(op.file_id, write_token, plan_instant)
+    path = f"{op.partition}/{name}" if op.partition else name
+    create_marker(storage, Marker(plan_instant, path, "create"))
+    size = write_file(storage, path, state, compression=config.compression,
+                      row_group_size=strategy.row_group_rows)
+    dead = tombstones(state)
+    return WriteStat(op.partition, op.file_id, name, "base", state.num_rows - dead, dead, size,
+                     base_instant=op.base_instant)
+
+
+def base_writes_since(store: TimelineStore, timeline: Timeline, clustering: Instant,
+                      groups: frozenset[tuple[str, str]]) -> list[Conflict]:
+    """Writes completed after the clustering was requested that wrote a base file of its groups."""
+    return find_conflicts(clustering, groups, completed_since(timeline, clustering), store.metadata,
+                          only_base_writers=True)
+
+
+def run_clustering(storage: Storage, config: TableConfig, lock: Lock, plan: ClusteringPlan, *,
+                   workers: int = 4, clock: Clock = now_ms) -> Instant:
+    """Execute a scheduled clustering and complete it. Resumes one left requested or inflight by a
+    dead process (its partial files are deleted first, through its markers); returns the completed
+    instant, also when it had completed already. Raises ClusteringConflict (after rolling the
+    clustering back) when a write completed meanwhile rewrote a base file of one of its groups."""
+    store = TimelineStore(storage)
+    p = plan.instant_time
+    timeline = store.load()
+    current = timeline.find(p)
+    if current is not None and current.is_completed:
+        return current
+    if current is None or current.action != ACTION or p in claimed_by_rollbacks(store, timeline):
+        raise InvalidInstantState(f"clustering {p} is not pending on the table ({current}); it was rolled "
+                                  "back or never scheduled: schedule a new one")
+    delete_partial_files(storage, p)
+    inflight = store.transition_inflight(current) if current.state is State.REQUESTED else current
+    config = schema_as_of_plan(store, timeline, config, p)
+    stats = _execute_all(storage, config, plan, workers)
+    conflicts: list[Conflict] = []
+    with lock:
+        timeline = store.load()
+        now = timeline.find(p)
+        if now is None or now.state is not State.INFLIGHT or p in claimed_by_rollbacks(store, timeline):
+            raise InvalidInstantState(f"clustering {p} is no longer inflight ({now}); it was rolled back "
+                                      "meanwhile: its files are orphans the rollback removes; schedule anew")
+        conflicts = base_writes_since(store, timeline, inflight, plan.file_groups)
+        if not conflicts:
+            meta = CommitMetadata(OPERATION, tuple(stats), store.latest_schema(timeline), _extra(plan))
+            completion = next_instant_time(clock(), timeline.newest_time())
+            ensure_held(lock, f"completing clustering {p}")
+            done = store.complete(inflight, completion, meta)
+    if conflicts:
+        rollback_write(storage, lock, inflight, clock=clock)
+        raise ClusteringConflict.of(p, conflicts)
+    delete_markers(storage, p)
+    return done
+
+
+def _extra(plan: ClusteringPlan) -> dict[str, object]:
+    replaced = [{"partition": o.partition, "file_id": o.file_id, "base_instant": o.base_instant,
+                 "files": o.paths()} for o in plan.operations]
+    return {"replaced": replaced, "sort_columns": list(plan.strategy.sort_columns),
+            "strategy": plan.strategy.to_json()}
+
+
+def _execute_all(storage: Storage, config: TableConfig, plan: ClusteringPlan,
+                 workers: int) -> list[WriteStat]:
+    ops: Sequence[ClusteringOperation] = plan.operations
+    tokens = [f"{i}-0-0" for i in range(len(ops))]
+    args = [(storage, config, plan.instant_time, op, plan.strategy, t)
+            for op, t in zip(ops, tokens, strict=True)]
+    if workers <= 1 or len(ops) <= 1:
+        return [execute_operation(*a) for a in args]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="weir-cluster") as pool:
+        return [f.result() for f in [pool.submit(execute_operation, *a) for a in args]]
+
+
+def rollback_clustering(storage: Storage, lock: Lock, instant_time: str, *,
+                        clock: Clock = now_ms) -> Instant | None:
+    """Drop a pending clustering: delete its files (named by its markers), record a rollback, remove
+    the requested/inflight instant. None when a rollback already claimed it."""
+    timeline = TimelineStore(storage).load()
+    target = timeline.get(instant_time)
+    if target.action != ACTION:
+        raise InvalidInstantState(f"instant {instant_time} is a {target.action}, not a clustering; roll "
+                                  "writes back with Table.rollback, compactions with rollback_compaction")
+    if target.is_completed:
+        raise InvalidInstantState(f"clustering {instant_time} is completed; undo it with Table.rollback "
+                                  "(only while it is the latest write) or restore a savepoint")
+    return rollback_write(storage, lock, target, clock=clock)
