@@ -75,11 +75,13 @@ def _log_order(lf: LogFile) -> tuple[str, str, int, str]:
     return lf.completion_time, lf.instant_time, parsed.version if parsed else 0, lf.stat.file_name
 
 
-def completed_files(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
-                    ) -> Iterator[tuple[WriteStat, str, str]]:
-    """(stat, instant time, completion time) of every file written by a completed instant: the live
-    files of archived instants first, then the active timeline's in completion order."""
-    for af in timeline.archived.files:
+def completed_files(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata], *,
+                    every_archived: bool = False) -> Iterator[tuple[WriteStat, str, str]]:
+    """(stat, instant time, completion time) of every file written by a completed instant: files of
+    archived instants first (those of the latest slices as of the archived boundary, which is all a
+    view needs; with `every_archived` also superseded ones no clean deleted yet), then the active
+    timeline's in completion order."""
+    for af in (timeline.archived.every_file() if every_archived else timeline.archived.files):
         yield af.stat, af.instant_time, af.completion_time
     for inst in timeline.completed:
         for st in metadata(inst).write_stats:

@@ -39,7 +39,6 @@ from lakecore.timeline.history import (
     deleted_of,
     files_of,
     history_rows,
-    live_table,
 )
 from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore
 
@@ -177,7 +176,7 @@ def _plan_body(store: TimelineStore, instant: Instant) -> bytes:
 def _live_after(archived: Archived, rows: pa.Table) -> pa.Table:
     """Live files after archiving `rows`: the previous live files and the rows' files, minus what
     the rows' cleans deleted (views at or after the new boundary never need those)."""
-    live = pa.concat_tables([live_table(archived.files), files_of(rows)])
+    live = pa.concat_tables([archived.live_table(), files_of(rows)])
     gone = deleted_of(rows)
     if len(gone) and live.num_rows:
         paths = pc.if_else(pc.equal(live.column("partition"), ""), live.column("file"),

@@ -115,7 +115,7 @@ def all_slices(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
     base instant; the base-less slice first), from the completed instants' write stats."""
     bases: dict[tuple[str, str], dict[str, WriteStat]] = {}
     logs: dict[tuple[str, str], list[LogFile]] = {}
-    for st, instant_time, completion_time in completed_files(timeline, metadata):
+    for st, instant_time, completion_time in completed_files(timeline, metadata, every_archived=True):
         key = (st.partition, st.file_id)
         if st.kind == "base":
             bases.setdefault(key, {})[instant_time] = st
@@ -138,6 +138,8 @@ def retained_points(timeline: Timeline, policy: CleanPolicy, now_ms: int) -> lis
         return []
     if policy.kind == "keep_latest_commits":
         writes = [i for i in completed if i.action in DATA_WRITES]
+        if len(writes) < policy.n and timeline.archived.count:
+            return [""]  # the N-th newest write may be archived: retain every archived file
         if not writes:
             return []
         start = writes[-policy.n] if len(writes) >= policy.n else writes[0]
@@ -170,7 +172,11 @@ def plan_clean(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
     keep = _paths(build_view(timeline, metadata)) | set(in_use) | cleaned(timeline, metadata)
     keep |= savepointed_files(timeline, metadata)
     points = retained_points(timeline, policy, now_ms)
+    boundary = timeline.archived.boundary
     for point in points:
+        if point < boundary:  # a view inside the archived range: keep every archived file (safe side)
+            keep |= {af.stat.path for af in timeline.archived.every_file()}
+            continue
         keep |= _paths(build_view(timeline.as_of(point), metadata))
     if policy.kind == "keep_latest_file_versions":
         by_group: dict[tuple[str, str], list[FileSlice]] = {}
@@ -183,5 +189,5 @@ def plan_clean(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
         doomed = tuple(sorted(f.path for f in s.files if f.path not in keep))
         if doomed:
             ops.append(CleanOperation(s.partition, s.file_id, s.base_instant, doomed))
-    earliest = points[0] if points and policy.kind != "keep_latest_file_versions" else None
+    earliest = (points[0] or None) if points and policy.kind != "keep_latest_file_versions" else None
     return CleanPlan(instant_time, policy, tuple(ops), earliest, tuple(sorted(expired)))

@@ -122,11 +122,21 @@ class Manifest:
 
 @dataclass(frozen=True)
 class Archived:
-    """What the active timeline carries of its archived past: the manifest and the live files."""
+    """What the active timeline carries of its archived past: the manifest, the files of the latest
+    slices as of the boundary (all a view at or after it needs) and, for clean and the next archival,
+    every live file (Arrow, LIVE_SCHEMA: superseded slices a clean has not deleted yet too)."""
 
     manifest: Manifest = field(default_factory=Manifest)
     files: tuple[ArchivedFile, ...] = ()
     bound: str | None = None  # set on views as of a point inside the archived range
+    live: pa.Table | None = field(default=None, compare=False, repr=False)
+
+    def every_file(self) -> tuple[ArchivedFile, ...]:
+        """All live files of archived instants (as values: for clean, which may delete any of them)."""
+        return archived_files(self.live) if self.live is not None else self.files
+
+    def live_table(self) -> pa.Table:
+        return self.live if self.live is not None else live_table(self.files)
 
     @property
     def boundary(self) -> str:

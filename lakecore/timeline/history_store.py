@@ -37,6 +37,7 @@ from lakecore.timeline.history import (
     HistoryFile,
     Manifest,
     archived_files,
+    latest_slices,
 )
 
 TIMELINE_DIR = ".weir/timeline"
@@ -98,8 +99,8 @@ class HistoryStore:
                                   "restore it from a backup, or delete the newest "
                                   f"{TIMELINE_DIR}/{POINTER_PREFIX}* file to fall back") from None
         manifest = Manifest.loads(data, source=path)
-        files = archived_files(self._read(manifest.live, None)) if manifest.live else ()
-        out = Archived(manifest, files)
+        live = self._read(manifest.live, None) if manifest.live else LIVE_SCHEMA.empty_table()
+        out = Archived(manifest, archived_files(latest_slices(live)), live=live)
         with _lock:
             _summaries[key] = out
             if len(_summaries) > _MAX_SUMMARIES:

@@ -166,3 +166,31 @@ def test_rollback_of_an_archived_instant_is_refused_clearly(tmp_path):
     with pytest.raises(Exception, match="archived") as err:
         t.rollback(history[0][0])
     assert isinstance(err.value, (ServiceError, Exception))
+
+
+def _data_files(t: Table) -> set[str]:
+    return {f.path for f in t.storage.list_tree("") if not f.path.startswith(".weir")}
+
+
+def test_clean_deletes_superseded_files_of_archived_instants_and_keeps_what_reads_need(tmp_path):
+    t = create(str(tmp_path / "t"), "event_time", table_type="merge_on_read")
+    history = _write_many(t, 30)  # compactions every 5 writes supersede slices
+    assert t.archive(SMALL) is not None
+    timeline = t.timeline()
+    superseded = {f.stat.path for f in timeline.archived.every_file()} - \
+        {f.stat.path for f in timeline.archived.files}
+    assert superseded, "the archived range holds superseded slices"
+    # keep_by_hours reaching back into the archived range keeps every archived file
+    plan = t.clean(CleanPolicy("keep_by_hours", 24), dry_run=True)
+    assert plan is None or not superseded & set(plan.files)
+    # keep_latest_commits 2: the superseded archived files go, the latest snapshot stays
+    t.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
+    assert not superseded & _data_files(t)
+    assert snapshot(t) == history[-1][1]
+    for ts in (500, 501, 502):
+        t.upsert(rows([1, 2], ts))
+    t.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)  # retention moves past the first clean
+    assert t.archive(ArchivalPolicy(min_instants=1, max_instants=2, fanout=3)) is not None
+    # the clean is archived now: its deleted files left the live files for good
+    assert not superseded & {f.stat.path for f in t.timeline().archived.every_file()}
+    assert {r["id"]: r["ts"] for r in snapshot(t)}[1] == 502
