@@ -1,4 +1,4 @@
-"""Property: random sequences of writes, compactions, cleans and archivals (a small policy, so the
+"""Property: random sequences of writes, compactions, clusterings, cleans and archivals (a small policy, so the
 history grows levels and merges them) against a plain dict model. The latest snapshot, time travel to
 every write (archived or active) and incremental reads between consecutive writes must equal the
 model; a time-travel point a clean made unreadable must fail with FilesCleaned, never read wrong."""
@@ -9,7 +9,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lakecore import Table
-from lakecore.services import ArchivalPolicy, CleanPolicy, FilesCleaned, check_readable, run_clean
+from lakecore.services import (
+    ArchivalPolicy,
+    CleanPolicy,
+    ClusteringStrategy,
+    FilesCleaned,
+    check_readable,
+    run_clean,
+)
 from tests.lakecore.services.conftest import SCHEMA, compact, keys, rows
 
 IDS = st.lists(st.integers(0, 11), min_size=1, max_size=6, unique=True)
@@ -18,6 +25,7 @@ OPS = st.lists(st.one_of(
     st.tuples(st.just("upsert"), IDS),
     st.tuples(st.just("delete"), IDS),
     st.tuples(st.just("compact"), st.just([])),
+    st.tuples(st.just("cluster"), st.just([])),
     st.tuples(st.just("clean"), st.integers(1, 4)),
     st.tuples(st.just("archive"), st.just([])),
     st.tuples(st.just("archive"), st.just([])),
@@ -55,6 +63,8 @@ def test_reads_across_the_archived_timeline_match_the_model(table_type, ops):
                 writes.append((instant.requested_time, dict(model), gone))
             elif op == "compact" and table_type == "merge_on_read":
                 compact(t)
+            elif op == "cluster":
+                t.cluster(ClusteringStrategy("all", sort_columns=("name",)))
             elif op == "clean":
                 assert isinstance(arg, int)
                 run_clean(t.storage, t.config, t.lock, CleanPolicy("keep_latest_commits", arg), dry_run=False)
