@@ -44,9 +44,10 @@ TIMELINE_DIR = ".weir/timeline"
 QUERY_COLUMNS = ["requested_time", "completion_time", "action", "files", "deleted"]
 
 _lock = threading.Lock()
-_summaries: OrderedDict[tuple[str, int], Archived] = OrderedDict()
+_summaries: dict[str, tuple[int, Archived]] = {}   # per table: the newest version loaded
 _tables: OrderedDict[tuple[str, str, tuple[str, ...]], pa.Table] = OrderedDict()
-_MAX_SUMMARIES, _MAX_TABLES = 64, 256
+_TABLE_BYTES = 256 << 20  # history files kept decoded, least recently used evicted first
+_cached_bytes = 0
 T = TypeVar("T")
 
 
@@ -86,11 +87,11 @@ class HistoryStore:
         """The manifest and live files of a version (cached: they never change)."""
         if version == 0:
             return Archived()
-        key = (self.storage.uri, version)
+        uri = self.storage.uri
         with _lock:
-            hit = _summaries.get(key)
-        if hit is not None:
-            return hit
+            hit = _summaries.get(uri)
+        if hit is not None and hit[0] == version:
+            return hit[1]
         path = manifest_path(version)
         try:
             data = self.storage.read(path)
@@ -102,9 +103,8 @@ class HistoryStore:
         live = self._read(manifest.live, None) if manifest.live else LIVE_SCHEMA.empty_table()
         out = Archived(manifest, archived_files(latest_slices(live)), live=live)
         with _lock:
-            _summaries[key] = out
-            if len(_summaries) > _MAX_SUMMARIES:
-                _summaries.popitem(last=False)
+            if uri not in _summaries or _summaries[uri][0] < version:
+                _summaries[uri] = (version, out)
         return out
 
     def rows(self, manifest: Manifest, columns: Sequence[str] = QUERY_COLUMNS, *,
@@ -133,10 +133,14 @@ class HistoryStore:
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptMetadata(f"history file {path} is truncated or corrupted ({exc}); restore it from "
                                   "a backup: the instants it archived cannot be read without it") from exc
+        global _cached_bytes
         with _lock:
-            _tables[key] = table
-            if len(_tables) > _MAX_TABLES:
-                _tables.popitem(last=False)
+            if key not in _tables:
+                _tables[key] = table
+                _cached_bytes += table.nbytes
+            while _cached_bytes > _TABLE_BYTES and len(_tables) > 1:
+                _, old = _tables.popitem(last=False)
+                _cached_bytes -= old.nbytes
         return table
 
     def retrying(self, query: Callable[[Manifest], T]) -> T:
@@ -218,9 +222,11 @@ def _parquet(table: pa.Table) -> bytes:
 
 
 def clear_history_cache() -> None:
+    global _cached_bytes
     with _lock:
         _summaries.clear()
         _tables.clear()
+        _cached_bytes = 0
 
 
 def completion_of(rows: pa.Table, requested_time: str) -> str | None:
