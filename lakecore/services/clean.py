@@ -1,6 +1,7 @@
 """The clean service: delete data files that no retained read needs, recorded as a `clean` instant.
 
-    lazy rollback: roll back pending writes whose heartbeat expired (rollback_failed_writes)
+    lazy rollback: roll back pending writes whose heartbeat expired (rollback_failed_writes); under
+                   the lock, drop savepoint instants a dead process left pending
     schedule:      lock -> reload timeline -> no clean pending? -> draw T -> plan (clean_plan.py)
                    -> create T.clean.requested (body: the plan) -> unlock
     execute:       T.clean.inflight -> delete the planned files (a missing file is fine)
@@ -29,6 +30,7 @@ from lakecore.services.clustering import load_clustering_plan, pending_clusterin
 from lakecore.services.compaction import pending_compactions
 from lakecore.services.compaction_plan import CompactionPlan
 from lakecore.services.errors import FilesCleaned
+from lakecore.services.savepoint import drop_abandoned_savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import (
     WRITE_ACTIONS,
@@ -103,6 +105,7 @@ def run_clean(storage: Storage, config: TableConfig, lock: Lock, policy: CleanPo
     rolled_back = rollback_failed_writes(storage, lock, heartbeat, clock=clock)
     with lock:
         timeline = store.load()
+        drop_abandoned_savepoints(storage, lock, timeline)
         pending = pending_cleans(store, timeline)
         if pending:
             target, plan = pending[0], load_clean_plan(storage, pending[0])

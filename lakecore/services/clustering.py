@@ -135,13 +135,15 @@ def run_clustering(storage: Storage, config: TableConfig, lock: Lock, plan: Clus
                    workers: int = 4, clock: Clock = now_ms) -> Instant:
     """Execute a scheduled clustering and complete it. Resumes one left requested or inflight by a
     dead process (its partial files are deleted first, through its markers); returns the completed
-    instant, also when it had completed already. Raises ClusteringConflict (after rolling the
-    clustering back) when a write completed meanwhile rewrote a base file of one of its groups."""
+    instant, also when it had completed already (deleting the markers a dead process left). Raises
+    ClusteringConflict (after rolling the clustering back) when a write completed meanwhile rewrote a
+    base file of one of its groups."""
     store = TimelineStore(storage)
     p = plan.instant_time
     timeline = store.load()
     current = timeline.find(p)
     if current is not None and current.is_completed:
+        delete_markers(storage, p)  # a process killed after completing it may have left them
         return current
     if current is None or current.action != ACTION or p in claimed_by_rollbacks(store, timeline):
         raise InvalidInstantState(f"clustering {p} is not pending on the table ({current}); it was rolled "

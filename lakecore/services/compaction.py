@@ -141,12 +141,13 @@ def run_compaction(storage: Storage, config: TableConfig, lock: Lock, plan: Comp
                    workers: int = 4, clock: Clock = now_ms) -> Instant:
     """Execute a scheduled compaction and complete it. Resumes one left requested or inflight by a
     dead process (its partial files are deleted first, through its markers); returns the completed
-    instant, also when it had completed already."""
+    instant, also when it had completed already (deleting the markers a dead process left)."""
     store = TimelineStore(storage)
     p = plan.instant_time
     timeline = store.load()
     current = timeline.find(p)
     if current is not None and current.is_completed:
+        delete_markers(storage, p)  # a process killed after completing it may have left them
         return current
     if current is None or current.action != ACTION or p in claimed_by_rollbacks(store, timeline):
         raise InvalidInstantState(f"compaction {p} is not pending on the table ({current}); it was rolled "

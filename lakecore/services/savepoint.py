@@ -1,10 +1,12 @@
 """Savepoints: a completed write instant pinned so that clean keeps every file its read needs, and
 restore (rollback_completed.py) can bring the table back to it.
 
-    create: lock -> reload -> target completed write? no clean pending? its files not cleaned?
-            -> draw S -> S.savepoint.requested -> inflight -> complete S_C.savepoint
-               (extra: savepointed T, every data file of the view as of T, comment) -> unlock
-    delete: lock -> reload -> S live? -> complete D_C.savepoint (extra: deleted_savepoint S) -> unlock
+    create: lock -> reload -> drop abandoned savepoint instants -> target completed write? no clean
+            pending? its files not cleaned? -> draw S -> S.savepoint.requested -> inflight -> complete
+            S_C.savepoint (extra: savepointed T, every data file of the view as of T, comment; the
+            dropped instants) -> unlock
+    delete: lock -> reload -> drop abandoned ones -> S live? -> complete D_C.savepoint
+            (extra: deleted_savepoint S) -> unlock
 
 Instant files are immutable, so a deletion is a later savepoint instant naming the deleted one (the
 timeline stays append-only: who pinned what, and when it was let go, stays auditable); the instant
@@ -12,6 +14,12 @@ times stay monotonic because nothing leaves the timeline. A savepoint is live wh
 it and its savepointed instant is still completed (a restore to an older savepoint, or a rollback,
 undoes it). Creation refuses while a clean is pending: that clean was planned without the savepoint.
 `savepointed_files` is pure; clean planning keeps its result.
+
+Both run wholly under the table lock, so a savepoint instant that a lock holder finds requested or
+inflight was left by a process that died mid-way: it pins nothing (only completed savepoints count),
+yet would stop archival (which halts at the oldest pending instant) for good. The next savepoint
+creation or deletion, or clean, removes it (`drop_abandoned_savepoints`); new instant times are still
+drawn above it, so instant times stay monotonic.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from lakecore.errors import InstantNotFound
 from lakecore.services.errors import CleanPending, FilesCleaned, SavepointNotFound
 from lakecore.storage import Storage
 from lakecore.timeline import (
+    TIMELINE_DIR,
     WRITE_ACTIONS,
     Action,
     CommitMetadata,
@@ -84,13 +93,27 @@ def find_savepoint(timeline: Timeline, metadata: Callable[[Instant], CommitMetad
                             "(a deleted savepoint, or one of an undone instant, is gone)")
 
 
+def drop_abandoned_savepoints(storage: Storage, lock: Lock, timeline: Timeline) -> list[str]:
+    """Remove the savepoint instants a dead process left requested or inflight (inflight file first,
+    as rollbacks remove pending instants); call under the table lock, with the timeline loaded under
+    it. Returns their instant times."""
+    dropped = [i for i in timeline.pending if i.action == ACTION]
+    if dropped:
+        ensure_held(lock, "dropping abandoned savepoint instants")
+    for i in dropped:
+        for name in (i.inflight_file(), i.requested_file()):
+            storage.delete(f"{TIMELINE_DIR}/{name}")
+    return [i.requested_time for i in dropped]
+
+
 def create_savepoint(storage: Storage, lock: Lock, instant_time: str, *, comment: str = "",
                      clock: Clock = now_ms) -> Instant:
     """Pin the completed write instant `instant_time`; returns the completed savepoint instant (the
     existing one when the instant is savepointed already)."""
     store = TimelineStore(storage)
     with lock:
-        timeline = store.load()
+        timeline = store.load()  # its newest time bounds new instants, also above dropped ones
+        dropped = drop_abandoned_savepoints(storage, lock, timeline)
         target = timeline.find(instant_time)
         if target is None or not target.is_completed or target.action not in WRITE_ACTIONS:
             raise InstantNotFound(f"{instant_time} is not a completed write instant ({target}); savepoint a "
@@ -113,8 +136,10 @@ def create_savepoint(storage: Storage, lock: Lock, instant_time: str, *, comment
                                        f"read as of {instant_time} needs (e.g. {min(gone)}); savepoint a "
                                        "later instant")
         s = next_instant_time(clock(), timeline.newest_time())
-        meta = CommitMetadata(ACTION, (), None, {"savepointed": instant_time, "files": files,
-                                                 "comment": comment})
+        extra: dict[str, object] = {"savepointed": instant_time, "files": files, "comment": comment}
+        if dropped:
+            extra["dropped_pending"] = dropped
+        meta = CommitMetadata(ACTION, (), None, extra)
         inflight = store.transition_inflight(store.create_requested(Instant(s, ACTION)))
         ensure_held(lock, f"completing savepoint {s}")
         return store.complete(inflight, next_instant_time(clock(), s), meta)
@@ -125,9 +150,13 @@ def delete_savepoint(storage: Storage, lock: Lock, savepoint_time: str, *, clock
     store = TimelineStore(storage)
     with lock:
         timeline = store.load()
+        dropped = drop_abandoned_savepoints(storage, lock, timeline)
         sp = find_savepoint(timeline, store.metadata, savepoint_time)
         d = next_instant_time(clock(), timeline.newest_time())
-        meta = CommitMetadata(ACTION, (), None, {"deleted_savepoint": sp.instant_time})
+        extra: dict[str, object] = {"deleted_savepoint": sp.instant_time}
+        if dropped:
+            extra["dropped_pending"] = dropped
+        meta = CommitMetadata(ACTION, (), None, extra)
         inflight = store.transition_inflight(store.create_requested(Instant(d, ACTION)))
         ensure_held(lock, f"deleting savepoint {sp.instant_time}")
         return store.complete(inflight, next_instant_time(clock(), d), meta)

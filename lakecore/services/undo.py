@@ -8,7 +8,8 @@ instants to undo (by timeline file name) and the data files they wrote (from the
     complete: U inflight ... lock -> reload -> no pending write? -> complete U_C (extra: the plan)
               -> delete the undone instants' files, newest first (requested, inflight, completed
               last) -> unlock
-    finish:   delete the planned data files (a missing file is fine)
+    finish:   delete the undone instants' marker dirs (left by a process killed after completing
+              one), then the planned data files (a missing file is fine)
 
 Readers build views from completed instants' write stats only, so an undone instant stops counting
 the moment its completed file goes; deleting newest first (under the lock) means a reader listing
@@ -49,6 +50,7 @@ from lakecore.timeline import (
     parse_file_name,
 )
 from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life
+from lakecore.write.markers import delete_markers
 
 Clock = Callable[[], int]
 UndoAction = Literal["rollback", "restore"]
@@ -153,6 +155,10 @@ def _run_undo(storage: Storage, lock: Lock, store: TimelineStore, instant: Insta
         with lock:
             for name in plan.undone:
                 _delete_instant(storage, name)
+    for name in plan.undone:  # before the data files: a rerun comes while any of those is left
+        undone = parse_file_name(name)
+        if undone is not None:
+            delete_markers(storage, undone.requested_time)
     for path in plan.files:
         _delete_file(storage, path)
     return done

@@ -27,6 +27,8 @@ from lakecore.config import (
 )
 from lakecore.errors import (
     AlreadyExists,
+    InstantArchived,
+    InstantNotFound,
     InvalidInstantState,
     TableAlreadyExists,
     TableNotFound,
@@ -171,8 +173,13 @@ class Table:
     def rollback(self, instant_time: str) -> Instant:
         """Roll back a write instant: a pending one (its files deleted), or the latest completed write
         if nothing has built on it since (see lakecore.services.undo)."""
-        instant = self.timeline().get(instant_time)
-        if instant.is_completed:
+        try:
+            instant = self.timeline().get(instant_time)
+        except InstantArchived:
+            raise
+        except InstantNotFound:  # undone already, or by a rollback whose process died: finish, return it
+            instant = None
+        if instant is None or instant.is_completed:
             return rollback_completed(self.storage, self.config, self.lock, instant_time,
                                       heartbeat=self.options.heartbeat)
         done = rollback_write(self.storage, self.lock, instant)

@@ -70,8 +70,7 @@ def test_rerunning_a_killed_clustering_finishes_it(tmp_path, phase):
     assert done.is_completed and done.requested_time == plan.instant_time and done.action == "replacecommit"
     assert snapshot(t) == before and file_counts(t) == [1, 1]
     assert _files_of(t, plan.instant_time) == sorted(s.path for s in t.commit_metadata(done).write_stats)
-    if phase != "after_complete":
-        assert not t.storage.list_tree(f".weir/markers/{plan.instant_time}")
+    assert not t.storage.list_tree(f".weir/markers/{plan.instant_time}")
     assert run_clustering(t.storage, t.config, t.lock, plan) == done   # idempotent
 
 
