@@ -3,9 +3,9 @@
     python bench/archival_bench.py [--instants 100000] [--samples 12]
 
 Table: merge-on-read, event-time ordering, 4 buckets; every instant is a small streaming upsert
-(3 rows, a log file per touched bucket) written through lakecore's transaction API
+(one row: one log file) written through lakecore's transaction API
 (begin_write / write_file_group / commit_write) with a clock advancing 30 s per instant, a compaction
-every 25 writes, and an archival (min 20, max 30 active, fanout 10) every 50 instants, so at the
+every 25 writes, and an archival (min 20, max 30 active, fanout 10) every 100 instants, so at the
 end all but ~30 of the instants are in the LSM history (levels 0..2). No clean runs: every point
 stays readable.
 
@@ -64,8 +64,8 @@ def build(uri: str, instants: int) -> list[str]:
     written: list[str] = []
     n = 0
     while n < instants:
-        keys = rng.integers(0, 1000, 3)
-        data = pa.table({"key": keys, "ts": np.full(3, n, np.int64), "value": [f"v{n}"] * 3}, schema=SCHEMA)
+        keys = rng.integers(0, 1000, 1)
+        data = pa.table({"key": keys, "ts": np.full(1, n, np.int64), "value": [f"v{n}"]}, schema=SCHEMA)
         txn = begin_write(table.storage, table.config, lock, "upsert", clock=clock)
         groups = route(conform(data, table.config, "upsert").rows, table.config)
         ctx = txn.context()
@@ -77,7 +77,7 @@ def build(uri: str, instants: int) -> list[str]:
             if plan is not None:
                 run_compaction(table.storage, table.config, lock, plan, clock=clock)
                 n += 1
-        if n % 50 < 2:
+        if n % 100 < 2:
             run_archival(table.storage, lock, policy)
     return written
 
