@@ -1,7 +1,8 @@
 """Property: random sequences of writes, compactions, clusterings, cleans and archivals (a small
-policy, so the history grows levels and merges them) against a plain dict model. The latest snapshot, time travel to
-every write (archived or active) and incremental reads between consecutive writes must equal the
-model; a time-travel point a clean made unreadable must fail with FilesCleaned, never read wrong."""
+policy, so the history grows levels and merges them) against a plain dict model. The latest
+snapshot, time travel to every write (archived or active) and incremental reads between consecutive
+writes must equal the model; a time-travel point a clean made unreadable must fail with
+FilesCleaned, never read wrong."""
 
 import tempfile
 
