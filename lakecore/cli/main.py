@@ -390,9 +390,9 @@ def restore(uri: Uri, savepoint: Annotated[str, typer.Argument(help="Savepoint t
 
 @table_app.command("rollback")
 @friendly
-def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending, or latest completed, write.")],
+def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending or completed write.")],
              as_json: JsonFlag = False) -> None:
-    """Roll back a failed (pending) write, or the latest completed write; its files are deleted."""
+    """Roll back a failed (pending) write, or a completed one not yet compacted; its files are deleted."""
     done = Table.open(uri).rollback(instant)
     if as_json:
         emit_json({"rollback": done.requested_time, "completed": done.completion_time})

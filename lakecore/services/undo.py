@@ -34,6 +34,7 @@ from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
 from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
 from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, InstantNotFound, InvalidInstantState
+from lakecore.services.clean_plan import DATA_WRITES
 from lakecore.services.errors import FilesCleaned, RollbackBlocked, WriterLive
 from lakecore.services.savepoint import find_savepoint, savepoints
 from lakecore.storage import Storage
@@ -192,9 +193,12 @@ def resume_undos(storage: Storage, lock: Lock, *, clock: Clock = now_ms) -> list
 
 def rollback_completed(storage: Storage, config: TableConfig, lock: Lock, instant_time: str, *,
                        heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT, clock: Clock = now_ms) -> Instant:
-    """Undo the latest completed write instant: delete its files, record a completed rollback, drop
-    its instant. Refuses (RollbackBlocked) when a later write or compaction, a pending compaction, a
-    live savepoint or a clean needs it; WriterLive while a writer is live."""
+    """Undo a completed write instant that nothing has built on: delete its files, record a completed
+    rollback, drop its instant. A data write (commit, deltacommit) can be undone while no later
+    instant wrote a base file of its file groups (later log files are independent deltas, they stay);
+    a table service instant only while it is the latest write. Refuses (RollbackBlocked) then, and
+    when a pending compaction or clustering, a live savepoint or a clean needs it; WriterLive while a
+    writer is live."""
     for u in resume_undos(storage, lock, clock=clock):
         plan = _undo_plan(TimelineStore(storage), u)
         if plan is not None and any(n.startswith(f"{instant_time}_") for n in plan.undone):
@@ -226,12 +230,22 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
     after = target.completion_time or ""
     groups = store.metadata(target).file_groups
     for i in reversed(timeline.completed):
-        if i.action in WRITE_ACTIONS and (i.completion_time or "") > after:
-            compacted = i.action == "compaction" and store.metadata(i).file_groups & groups
-            what = "compacted its file groups" if compacted else "completed after it"
-            raise RollbackBlocked(f"{i.action} {i.requested_time} {what}; only the latest completed write "
-                                  f"of table {config.name!r} can be rolled back: roll back "
+        if i.action not in WRITE_ACTIONS or (i.completion_time or "") <= after:
+            continue
+        if target.action not in DATA_WRITES:
+            raise RollbackBlocked(f"{i.action} {i.requested_time} completed after {target.action} "
+                                  f"{target.requested_time}; a table service instant can be rolled back only "
+                                  f"while it is the latest write of table {config.name!r}: roll back "
                                   f"{i.requested_time} first, or restore to a savepoint")
+        # later log files of the same file groups are independent deltas: the target's can go; a
+        # later BASE file of one of its groups holds the target's data, so it cannot
+        stats = store.metadata(i).write_stats
+        rebased = {(s.partition, s.file_id) for s in stats if s.kind == "base"} & groups
+        if rebased:
+            what = "compacted" if i.action == "compaction" else "rewrote"
+            raise RollbackBlocked(f"{i.action} {i.requested_time} {what} its file group(s) "
+                                  f"{_groups(rebased)} after it (the data is in a later base file): roll "
+                                  f"back {i.requested_time} first, or restore to a savepoint")
     for i in timeline.pending:
         if i.action in ("compaction", "replacecommit") and i.requested_time > after:
             service, drop = ("compaction", "rollback_compaction") if i.action == "compaction" else \
@@ -242,9 +256,13 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
         if s.savepointed == target.requested_time:
             raise RollbackBlocked(f"savepoint {s.instant_time} pins {target.requested_time}; delete it "
                                   "with delete_savepoint first")
-    before = Timeline(tuple(i for i in timeline.instants if i != target))
+    before = Timeline(tuple(i for i in timeline.instants if i != target), timeline.archived)
     _check_not_cleaned(store, timeline, _view_files(storage, before),
                        f"the snapshot before {target.requested_time}", RollbackBlocked)
+
+
+def _groups(groups: set[tuple[str, str]]) -> str:
+    return ", ".join(f"{fid} in {p or '(unpartitioned)'}" for p, fid in sorted(groups))
 
 
 def _view_files(storage: Storage, timeline: Timeline) -> set[str]:

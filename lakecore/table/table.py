@@ -171,8 +171,8 @@ class Table:
         return result
 
     def rollback(self, instant_time: str) -> Instant:
-        """Roll back a write instant: a pending one (its files deleted), or the latest completed write
-        if nothing has built on it since (see lakecore.services.undo)."""
+        """Roll back a write instant: a pending one (its files deleted), or a completed one no later
+        base file builds on (see lakecore.services.undo.rollback_completed)."""
         try:
             instant = self.timeline().get(instant_time)
         except InstantArchived:

@@ -1,5 +1,6 @@
-"""Rolling back the latest completed write brings back the previous snapshot; it is refused for an
-older write, a compacted one, a savepointed one, and while a writer is live."""
+"""Rolling back a completed write brings back the snapshot without it; it works for an older write
+only followed by log files, and is refused for a compacted or rewritten one, a table service that is
+not the latest write, a savepointed one, and while a writer is live."""
 
 import pytest
 
@@ -37,21 +38,37 @@ def test_rolling_back_the_latest_write_restores_the_previous_snapshot(tmp_path, 
     assert len(snapshot(t)) == 10
 
 
-def test_an_older_write_or_a_compacted_one_is_refused(tmp_path):
+def test_an_older_uncompacted_write_can_be_undone_a_compacted_or_rewritten_one_cannot(tmp_path):
     t = create(str(tmp_path / "t"), "event_time")
     first = t.upsert(rows(list(range(10)), 1)).instant.requested_time
-    second = t.upsert(rows(list(range(5)), 2)).instant.requested_time
-    with pytest.raises(RollbackBlocked, match=f"deltacommit {second} completed after it"):
-        rollback_completed(t.storage, t.config, t.lock, first)
+    second = t.upsert(rows([1, 2], 2)).instant.requested_time
+    third = t.upsert(rows([2, 3], 3)).instant.requested_time
+    # the second write is not the latest, but only log files came after it: undo it alone
+    rollback_completed(t.storage, t.config, t.lock, second)
+    expected = {r["id"]: r["ts"] for r in snapshot(t)}
+    assert expected == {**{i: 1 for i in range(10)}, 2: 3, 3: 3}
     c = compact(t)
     assert c is not None
-    with pytest.raises(RollbackBlocked, match=f"compaction {c.requested_time} compacted its file groups"):
-        rollback_completed(t.storage, t.config, t.lock, second)
-    third = t.upsert(rows([1], 3)).instant.requested_time
+    with pytest.raises(RollbackBlocked, match=f"compaction {c.requested_time} compacted its file group"):
+        rollback_completed(t.storage, t.config, t.lock, first)
+    with pytest.raises(RollbackBlocked, match="table service instant can be rolled back only"):
+        t.upsert(rows([4], 4))
+        rollback_completed(t.storage, t.config, t.lock, c.requested_time)
+    fourth = t.upsert(rows([1], 5)).instant.requested_time
     plan = schedule_compaction(t.storage, t.config, t.lock)
     assert plan is not None
     with pytest.raises(RollbackBlocked, match=f"compaction {plan.instant_time} is pending"):
-        rollback_completed(t.storage, t.config, t.lock, third)
+        rollback_completed(t.storage, t.config, t.lock, fourth)
+    assert third
+
+
+def test_copy_on_write_a_later_rewrite_of_the_same_file_group_blocks_it(tmp_path):
+    t = create(str(tmp_path / "t"), "event_time", table_type="copy_on_write")
+    t.upsert(rows(list(range(10)), 1))
+    middle = t.upsert(rows([1], 2)).instant
+    later = t.upsert(rows([1], 3)).instant  # the same key: the same file group, rewritten
+    with pytest.raises(RollbackBlocked, match=f"commit {later.requested_time} rewrote its file group"):
+        rollback_completed(t.storage, t.config, t.lock, middle.requested_time)
 
 
 def test_a_savepointed_write_or_a_live_writer_blocks_it(tmp_path):
