@@ -22,16 +22,14 @@ by `rollback_clustering`. Must not import the table facade or the CLI.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
+from lakecore.concurrency import Lock, rollback_write, view_of
 from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts
 from lakecore.concurrency.rollback import claimed_by_rollbacks
 from lakecore.config import TableConfig
-from lakecore.errors import InvalidInstantState
 from lakecore.formats import write_file
 from lakecore.layout import base_file_name
 from lakecore.services.clustering_plan import (
@@ -41,21 +39,21 @@ from lakecore.services.clustering_plan import (
     ClusteringStrategy,
     plan_clustering,
 )
-from lakecore.services.compaction import delete_partial_files, merge_slice, schema_as_of_plan, tombstones
+from lakecore.services.compaction import merge_slice, schema_as_of_plan, tombstones
 from lakecore.services.errors import ClusteringConflict, ClusteringPending
+from lakecore.services.rewrite import commit, resume, rollback_pending, run_tasks
 from lakecore.storage import Storage
 from lakecore.timeline import (
     Action,
     CommitMetadata,
     Instant,
-    State,
     Timeline,
     TimelineStore,
     WriteStat,
     next_instant_time,
     now_ms,
 )
-from lakecore.write import Marker, create_marker, delete_markers
+from lakecore.write import Marker, create_marker
 
 Clock = Callable[[], int]
 ACTION: Action = "replacecommit"
@@ -140,35 +138,24 @@ def run_clustering(storage: Storage, config: TableConfig, lock: Lock, plan: Clus
     base file of one of its groups."""
     store = TimelineStore(storage)
     p = plan.instant_time
-    timeline = store.load()
-    current = timeline.find(p)
-    if current is not None and current.is_completed:
-        delete_markers(storage, p)  # a process killed after completing it may have left them
-        return current
-    if current is None or current.action != ACTION or p in claimed_by_rollbacks(store, timeline):
-        raise InvalidInstantState(f"clustering {p} is not pending on the table ({current}); it was rolled "
-                                  "back or never scheduled: schedule a new one")
-    delete_partial_files(storage, p)
-    inflight = store.transition_inflight(current) if current.state is State.REQUESTED else current
-    config = schema_as_of_plan(store, timeline, config, p)
-    stats = _execute_all(storage, config, plan, workers)
+    running = resume(storage, store, p, ACTION, "clustering")
+    if isinstance(running, Instant):
+        return running
+    config = schema_as_of_plan(store, running.timeline, config, p)
+    tokens = [f"{i}-0-0" for i in range(len(plan.operations))]
+    args = [(storage, config, p, op, plan.strategy, t) for op, t in zip(plan.operations, tokens, strict=True)]
+    stats = run_tasks(execute_operation, args, workers, "cluster")
     conflicts: list[Conflict] = []
-    with lock:
-        timeline = store.load()
-        now = timeline.find(p)
-        if now is None or now.state is not State.INFLIGHT or p in claimed_by_rollbacks(store, timeline):
-            raise InvalidInstantState(f"clustering {p} is no longer inflight ({now}); it was rolled back "
-                                      "meanwhile: its files are orphans the rollback removes; schedule anew")
-        conflicts = base_writes_since(store, timeline, inflight, plan.file_groups)
-        if not conflicts:
-            meta = CommitMetadata(OPERATION, tuple(stats), store.latest_schema(timeline), _extra(plan))
-            completion = next_instant_time(clock(), timeline.newest_time())
-            ensure_held(lock, f"completing clustering {p}")
-            done = store.complete(inflight, completion, meta)
-    if conflicts:
-        rollback_write(storage, lock, inflight, clock=clock)
+
+    def metadata(timeline: Timeline) -> CommitMetadata | None:
+        conflicts.extend(base_writes_since(store, timeline, running.inflight, plan.file_groups))
+        return None if conflicts else \
+            CommitMetadata(OPERATION, tuple(stats), store.latest_schema(timeline), _extra(plan))
+
+    done = commit(storage, lock, store, running.inflight, "clustering", metadata, clock)
+    if done is None:
+        rollback_write(storage, lock, running.inflight, clock=clock)
         raise ClusteringConflict.of(p, conflicts)
-    delete_markers(storage, p)
     return done
 
 
@@ -179,28 +166,9 @@ def _extra(plan: ClusteringPlan) -> dict[str, object]:
             "strategy": plan.strategy.to_json()}
 
 
-def _execute_all(storage: Storage, config: TableConfig, plan: ClusteringPlan,
-                 workers: int) -> list[WriteStat]:
-    ops: Sequence[ClusteringOperation] = plan.operations
-    tokens = [f"{i}-0-0" for i in range(len(ops))]
-    args = [(storage, config, plan.instant_time, op, plan.strategy, t)
-            for op, t in zip(ops, tokens, strict=True)]
-    if workers <= 1 or len(ops) <= 1:
-        return [execute_operation(*a) for a in args]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="weir-cluster") as pool:
-        return [f.result() for f in [pool.submit(execute_operation, *a) for a in args]]
-
-
 def rollback_clustering(storage: Storage, lock: Lock, instant_time: str, *,
                         clock: Clock = now_ms) -> Instant | None:
     """Drop a pending clustering: delete its files (named by its markers), record a rollback, remove
     the requested/inflight instant. None when a rollback already claimed it."""
-    timeline = TimelineStore(storage).load()
-    target = timeline.get(instant_time)
-    if target.action != ACTION:
-        raise InvalidInstantState(f"instant {instant_time} is a {target.action}, not a clustering; roll "
-                                  "writes back with Table.rollback, compactions with rollback_compaction")
-    if target.is_completed:
-        raise InvalidInstantState(f"clustering {instant_time} is completed; undo it with Table.rollback "
-                                  "(only while it is the latest write) or restore a savepoint")
-    return rollback_write(storage, lock, target, clock=clock)
+    return rollback_pending(storage, lock, instant_time, ACTION, "clustering", "roll writes back with "
+                            "Table.rollback, compactions with rollback_compaction", clock=clock)

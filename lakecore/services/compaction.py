@@ -17,15 +17,13 @@ writers (`occ.CHECKED_ACTIONS` leaves compaction out). One compaction per table 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
+from lakecore.concurrency import Lock, view_of
 from lakecore.concurrency.rollback import claimed_by_rollbacks
 from lakecore.config import OP, TableConfig, schema_from_json
-from lakecore.errors import InvalidInstantState
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
@@ -38,19 +36,19 @@ from lakecore.services.compaction_plan import (
     plan_compaction,
 )
 from lakecore.services.errors import CompactionPending, NotMergeOnRead
+from lakecore.services.rewrite import commit, resume, rollback_pending, run_tasks
 from lakecore.storage import Storage
 from lakecore.timeline import (
     Action,
     CommitMetadata,
     Instant,
-    State,
     Timeline,
     TimelineStore,
     WriteStat,
     next_instant_time,
     now_ms,
 )
-from lakecore.write import Marker, create_marker, delete_markers, list_markers
+from lakecore.write import Marker, create_marker
 
 Clock = Callable[[], int]
 ACTION: Action = "compaction"
@@ -144,60 +142,22 @@ def run_compaction(storage: Storage, config: TableConfig, lock: Lock, plan: Comp
     instant, also when it had completed already (deleting the markers a dead process left)."""
     store = TimelineStore(storage)
     p = plan.instant_time
-    timeline = store.load()
-    current = timeline.find(p)
-    if current is not None and current.is_completed:
-        delete_markers(storage, p)  # a process killed after completing it may have left them
-        return current
-    if current is None or current.action != ACTION or p in claimed_by_rollbacks(store, timeline):
-        raise InvalidInstantState(f"compaction {p} is not pending on the table ({current}); it was rolled "
-                                  "back or never scheduled: schedule a new one")
-    delete_partial_files(storage, p)
-    inflight = store.transition_inflight(current) if current.state is State.REQUESTED else current
-    config = schema_as_of_plan(store, timeline, config, p)
-    stats = _execute_all(storage, config, plan, workers)
-    with lock:
-        timeline = store.load()
-        now = timeline.find(p)
-        if now is None or now.state is not State.INFLIGHT or p in claimed_by_rollbacks(store, timeline):
-            raise InvalidInstantState(f"compaction {p} is no longer inflight ({now}); it was rolled back "
-                                      "meanwhile: its files are orphans the rollback removes; schedule anew")
-        recorded = store.latest_schema(timeline)
-        meta = CommitMetadata(ACTION, tuple(stats), recorded, {"strategy": plan.strategy})
-        completion = next_instant_time(clock(), timeline.newest_time())
-        ensure_held(lock, f"completing compaction {p}")
-        done = store.complete(inflight, completion, meta)
-    delete_markers(storage, p)
+    running = resume(storage, store, p, ACTION, "compaction")
+    if isinstance(running, Instant):
+        return running
+    config = schema_as_of_plan(store, running.timeline, config, p)
+    tokens = [f"{i}-0-0" for i in range(len(plan.operations))]
+    args = [(storage, config, p, op, t) for op, t in zip(plan.operations, tokens, strict=True)]
+    stats = run_tasks(execute_operation, args, workers, "compact")
+    done = commit(storage, lock, store, running.inflight, "compaction", lambda timeline: CommitMetadata(
+        ACTION, tuple(stats), store.latest_schema(timeline), {"strategy": plan.strategy}), clock)
+    assert done is not None
     return done
-
-
-def delete_partial_files(storage: Storage, instant_time: str) -> None:
-    for m in list_markers(storage, instant_time):
-        storage.delete(m.data_path)
-    delete_markers(storage, instant_time)
-
-
-def _execute_all(storage: Storage, config: TableConfig, plan: CompactionPlan,
-                 workers: int) -> list[WriteStat]:
-    ops: Sequence[CompactionOperation] = plan.operations
-    tokens = [f"{i}-0-0" for i in range(len(ops))]
-    if workers <= 1 or len(ops) <= 1:
-        return [execute_operation(storage, config, plan.instant_time, op, t)
-                for op, t in zip(ops, tokens, strict=True)]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="weir-compact") as pool:
-        futures = [pool.submit(execute_operation, storage, config, plan.instant_time, op, t)
-                   for op, t in zip(ops, tokens, strict=True)]
-        return [f.result() for f in futures]
 
 
 def rollback_compaction(storage: Storage, lock: Lock, instant_time: str, *,
                         clock: Clock = now_ms) -> Instant | None:
     """Drop a pending compaction: delete its files (named by its markers), record a rollback, remove
     the requested/inflight instant. None when a rollback already claimed it."""
-    timeline = TimelineStore(storage).load()
-    target = timeline.get(instant_time)
-    if target.action != ACTION:
-        raise InvalidInstantState(f"instant {instant_time} is a {target.action}, not a compaction; roll "
-                                  "writes back with Table.rollback")
-    return rollback_write(storage, lock, target, clock=clock)
-
+    return rollback_pending(storage, lock, instant_time, ACTION, "compaction",
+                            "roll writes back with Table.rollback", clock=clock)

@@ -43,14 +43,20 @@ def main() -> None:
             return size
         clustering.write_file = once  # type: ignore[assignment]
     elif phase == "before_complete":
-        real_all = clustering._execute_all
+        real_tasks = clustering.run_tasks
 
         def then_die(*a, **kw):
-            real_all(*a, **kw)
+            real_tasks(*a, **kw)
             _die()
-        clustering._execute_all = then_die  # type: ignore[assignment]
-    elif phase == "after_complete":
-        clustering.delete_markers = _die  # type: ignore[assignment]
+        clustering.run_tasks = then_die  # type: ignore[assignment]
+    elif phase == "after_complete":  # the completed file is written, the markers are not deleted yet
+        from lakecore.timeline import TimelineStore
+        real_complete = TimelineStore.complete
+
+        def complete_then_die(self, *a, **kw):
+            real_complete(self, *a, **kw)
+            _die()
+        TimelineStore.complete = complete_then_die  # type: ignore[method-assign]
     run_clustering(t.storage, t.config, t.lock, load_clustering_plan(t.storage, sys.argv[3]), workers=1)
 
 
