@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lakecore.errors import InvalidInput, LakecoreError
+from lakecore.errors import InvalidInput, LakecoreError, WriteConflict
 
 
 class ServiceError(LakecoreError):
@@ -48,16 +48,9 @@ class InvalidClusteringStrategy(ServiceError, InvalidInput):
     """A clustering strategy names an unknown kind, an unknown/unsortable column, or a bad bound."""
 
 
-class ClusteringConflict(ServiceError):
+class ClusteringConflict(ServiceError, WriteConflict):
     """A write completed after the clustering was planned rewrote a base file of one of its file groups;
     the clustering was rolled back (the write's data stays)."""
-
-    retryable = True
-
-    def __init__(self, message: str, *, instant: str = "", conflicts: tuple[Any, ...] = ()) -> None:
-        super().__init__(message)
-        self.instant = instant
-        self.conflicts = conflicts  # lakecore.concurrency.occ.Conflict values
 
     @classmethod
     def of(cls, instant: str, conflicts: Sequence[Any]) -> ClusteringConflict:
