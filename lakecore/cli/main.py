@@ -252,11 +252,13 @@ def compact(uri: Uri,
             strategy: Annotated[str, typer.Option(help="all | log_count | log_size | bounded_io")] = "all",
             min_logs: Annotated[int, typer.Option(help="log_count: slices with at least this many logs")] = 1,
             dry_run: Annotated[bool, typer.Option(help="Print the plan, change nothing.")] = False,
+            resume: Annotated[bool, typer.Option(help="Finish a compaction a dead process left.")] = False,
             as_json: JsonFlag = False) -> None:
     """Compact merge-on-read file slices (logs merged into new base files)."""
     from lakecore.services import CompactionPlan, CompactionStrategy
     t = Table.open(uri)
-    result = t.compact(CompactionStrategy(strategy, min_logs=min_logs), dry_run=dry_run)  # type: ignore[arg-type]
+    result = t.compact(CompactionStrategy(strategy, min_logs=min_logs),  # type: ignore[arg-type]
+                       dry_run=dry_run, resume=resume)
     if result is None:
         if as_json:
             emit_json({"compacted": None})
@@ -293,13 +295,14 @@ def cluster(uri: Uri,
             max_groups: Annotated[int | None, typer.Option(
                 help="Rewrite at most this many file groups.")] = None,
             dry_run: Annotated[bool, typer.Option(help="Print the plan, change nothing.")] = False,
+            resume: Annotated[bool, typer.Option(help="Finish a clustering a dead process left.")] = False,
             as_json: JsonFlag = False) -> None:
     """Cluster file groups: rewrite each chosen group's latest slice into one (sorted) base file."""
     from lakecore.services import ClusteringPlan, ClusteringStrategy
     cols = tuple(c.strip() for c in sort_columns.split(",") if c.strip()) if sort_columns else ()
     chosen = ClusteringStrategy(strategy, cols, small_file_bytes, max_groups)  # type: ignore[arg-type]
     t = Table.open(uri)
-    result = t.cluster(chosen, dry_run=dry_run)
+    result = t.cluster(chosen, dry_run=dry_run, resume=resume)
     if result is None:
         emit_json({"clustered": None}) if as_json else out.print("nothing to cluster")
         return

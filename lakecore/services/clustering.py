@@ -78,9 +78,11 @@ def schedule_clustering(storage: Storage, config: TableConfig, lock: Lock,
         timeline = store.load()
         pending = pending_clusterings(store, timeline)
         if pending:
-            raise ClusteringPending(f"clustering {pending[0].requested_time} is already "
-                                    f"{pending[0].state.name.lower()} on table {config.name!r}; finish it "
-                                    "with run_clustering or drop it with rollback_clustering first")
+            t, state = pending[0].requested_time, pending[0].state.name.lower()
+            raise ClusteringPending(
+                f"clustering {t} is already {state} on table {config.name!r}; if the process running "
+                f"it died, finish it (`weir table cluster --resume`, run_clustering) or drop it "
+                f"(`weir table rollback URI {t}`, rollback_clustering) first")
         # P is drawn after every completion on this timeline, so every planned file precedes it.
         p = next_instant_time(clock(), timeline.newest_time())
         operations = plan_clustering(view_of(storage, timeline), config, strategy)

@@ -73,9 +73,11 @@ def schedule_compaction(storage: Storage, config: TableConfig, lock: Lock,
         timeline = store.load()
         pending = pending_compactions(store, timeline)
         if pending:
-            raise CompactionPending(f"compaction {pending[0].requested_time} is already "
-                                    f"{pending[0].state.name.lower()} on table {config.name!r}; finish it "
-                                    "with run_compaction or drop it with rollback_compaction first")
+            t, state = pending[0].requested_time, pending[0].state.name.lower()
+            raise CompactionPending(
+                f"compaction {t} is already {state} on table {config.name!r}; if the process running "
+                f"it died, finish it (`weir table compact --resume`, run_compaction) or drop it "
+                f"(`weir table rollback URI {t}`, rollback_compaction) first")
         # P is drawn after every completion on this timeline, so all logs in the view precede it.
         p = next_instant_time(clock(), timeline.newest_time())
         operations = plan_compaction(view_of(storage, timeline), config, strategy)

@@ -48,6 +48,9 @@ from lakecore.services import (
     UndoPlan,
     check_readable,
     create_savepoint,
+    load_clustering_plan,
+    pending_clusterings,
+    pending_compactions,
     plan_clustering,
     plan_compaction,
     restore,
@@ -59,6 +62,7 @@ from lakecore.services import (
     schedule_clustering,
     schedule_compaction,
 )
+from lakecore.services.compaction import load_plan
 from lakecore.storage import Storage, open_storage
 from lakecore.table.writer import WriteResult, WriterOptions, write_groups
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
@@ -189,10 +193,18 @@ class Table:
 
     # -- table services -----------------------------------------------------------------------
 
-    def compact(self, strategy: CompactionStrategy | None = None, *, dry_run: bool = False
-                ) -> CompactionPlan | Instant | None:
+    def compact(self, strategy: CompactionStrategy | None = None, *, dry_run: bool = False,
+                resume: bool = False) -> CompactionPlan | Instant | None:
         """Merge file slices' log files into new base files (merge-on-read). Returns the completed
-        compaction instant, the plan only with `dry_run`, or None when nothing needs compacting."""
+        compaction instant, the plan only with `dry_run`, or None when nothing needs compacting.
+        `resume`: finish the compaction a dead process left pending instead (only when no process is
+        running it: resuming deletes what it wrote so far)."""
+        if resume:
+            pending = pending_compactions(self._store, self.timeline())
+            if not pending:
+                return None
+            return run_compaction(self.storage, self.config, self.lock,
+                                  load_plan(self.storage, pending[0].requested_time))
         strategy = strategy or CompactionStrategy()
         if dry_run:
             timeline = self.timeline()
@@ -201,11 +213,18 @@ class Table:
         plan = schedule_compaction(self.storage, self.config, self.lock, strategy)
         return run_compaction(self.storage, self.config, self.lock, plan) if plan is not None else None
 
-    def cluster(self, strategy: ClusteringStrategy | None = None, *, dry_run: bool = False
-                ) -> ClusteringPlan | Instant | None:
+    def cluster(self, strategy: ClusteringStrategy | None = None, *, dry_run: bool = False,
+                resume: bool = False) -> ClusteringPlan | Instant | None:
         """Rewrite file groups' latest slices into one base file each, sorted by
         `strategy.sort_columns` (copy-on-write and merge-on-read). Returns the completed replacecommit,
-        the plan only with `dry_run`, or None when no file group needs it."""
+        the plan only with `dry_run`, or None when no file group needs it. `resume`: finish the
+        clustering a dead process left pending instead (only when no process is running it)."""
+        if resume:
+            pending = pending_clusterings(self._store, self.timeline())
+            if not pending:
+                return None
+            return run_clustering(self.storage, self.config, self.lock,
+                                  load_clustering_plan(self.storage, pending[0].requested_time))
         strategy = strategy or ClusteringStrategy()
         if dry_run:
             ops = plan_clustering(view_of(self.storage, self.timeline()), self.config, strategy)

@@ -181,3 +181,32 @@ def test_archive_dry_run_then_archive_and_list_archived_instants(tmp_path):
     code, out = weir("table", "archive", uri, "--min-instants", "3", "--max-instants", "3")
     assert code == 1 and "below max_instants" in out
     assert weir("table", "archive", uri, *small)[1].strip() == "nothing to archive"
+
+
+def test_a_compaction_left_pending_is_named_then_resumed_or_rolled_back_from_the_cli(tmp_path):
+    from lakecore import Table
+    from lakecore.services import schedule_compaction
+
+    uri = str(tmp_path / "t")
+    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
+                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    for ts in (1, 2):
+        (tmp_path / f"{ts}.json").write_text(f'{{"id": {ts}, "ts": {ts}}}\n')
+        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+    t = Table.open(uri)
+    plan = schedule_compaction(t.storage, t.config, t.lock)  # as if its process died after planning
+    assert plan is not None
+    code, out = weir("table", "compact", uri)
+    assert code == 1 and "compact --resume" in out and f"rollback URI {plan.instant_time}" in out
+    code, out = weir("table", "compact", uri, "--resume", "--json")
+    assert code == 0 and json.loads(out)["compaction"] == plan.instant_time
+    assert weir("table", "compact", uri, "--resume")[1].strip() == "nothing to compact"
+    (tmp_path / "3.json").write_text('{"id": 3, "ts": 3}\n')
+    assert weir("table", "upsert", uri, "-i", str(tmp_path / "3.json"))[0] == 0
+    again = schedule_compaction(t.storage, t.config, t.lock)
+    assert again is not None
+    code, out = weir("table", "rollback", uri, again.instant_time)
+    assert code == 0 and again.instant_time not in [i["instant"] for i in
+                                                    json.loads(weir("table", "timeline", uri, "--json")[1])]
+    code, out = weir("table", "read", uri, "--format", "json")
+    assert sorted(json.loads(line)["id"] for line in out.splitlines()) == [1, 2, 3]
