@@ -21,11 +21,13 @@ from lakecore.services.archive import (
 from lakecore.services.clean import check_readable, pending_cleans, run_clean
 from lakecore.services.clean_plan import CleanOperation, CleanPlan, CleanPolicy, all_slices, plan_clean
 from lakecore.services.clustering import (
+    commit_clustering,
     load_clustering_plan,
     pending_clusterings,
     rollback_clustering,
     run_clustering,
     schedule_clustering,
+    start_clustering,
 )
 from lakecore.services.clustering_plan import (
     ClusteringOperation,
@@ -34,11 +36,13 @@ from lakecore.services.clustering_plan import (
     plan_clustering,
 )
 from lakecore.services.compaction import (
+    commit_compaction,
     execute_operation,
     pending_compactions,
     rollback_compaction,
     run_compaction,
     schedule_compaction,
+    start_compaction,
 )
 from lakecore.services.compaction_plan import (
     CompactionOperation,
@@ -58,6 +62,7 @@ from lakecore.services.errors import (
     ServiceError,
     WriterLive,
 )
+from lakecore.services.rewrite import Running
 from lakecore.services.savepoint import Savepoint, create_savepoint, delete_savepoint, list_savepoints
 from lakecore.services.triggers import Trigger, due
 from lakecore.services.undo import UndoPlan, restore, resume_undos, rollback_completed
@@ -93,3 +98,4 @@ __all__ += ["ArchivalPlan", "ArchivalPolicy", "ArchivalResult", "plan_archival",
 __all__ += ["ClusteringConflict", "ClusteringOperation", "ClusteringPending", "ClusteringPlan",
             "ClusteringStrategy", "InvalidClusteringStrategy", "load_clustering_plan", "pending_clusterings",
             "plan_clustering", "rollback_clustering", "run_clustering", "schedule_clustering"]
+__all__ += ["Running", "commit_clustering", "commit_compaction", "start_clustering", "start_compaction"]

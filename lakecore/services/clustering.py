@@ -39,9 +39,9 @@ from lakecore.services.clustering_plan import (
     ClusteringStrategy,
     plan_clustering,
 )
-from lakecore.services.compaction import merge_slice, schema_as_of_plan, tombstones
+from lakecore.services.compaction import merge_slice, tombstones
 from lakecore.services.errors import ClusteringConflict, ClusteringPending
-from lakecore.services.rewrite import commit, resume, rollback_pending, run_tasks
+from lakecore.services.rewrite import Running, commit, resume, rollback_pending, run_tasks
 from lakecore.storage import Storage
 from lakecore.timeline import (
     Action,
@@ -131,34 +131,46 @@ def base_writes_since(store: TimelineStore, timeline: Timeline, clustering: Inst
                           only_base_writers=True)
 
 
-def run_clustering(storage: Storage, config: TableConfig, lock: Lock, plan: ClusteringPlan, *,
-                   workers: int = 4, clock: Clock = now_ms) -> Instant:
-    """Execute a scheduled clustering and complete it. Resumes one left requested or inflight by a
-    dead process (its partial files are deleted first, through its markers); returns the completed
-    instant, also when it had completed already (deleting the markers a dead process left). Raises
-    ClusteringConflict (after rolling the clustering back) when a write completed meanwhile rewrote a
-    base file of one of its groups."""
+def start_clustering(storage: Storage, config: TableConfig, plan: ClusteringPlan) -> Instant | Running:
+    """Driver side, before the tasks: the completed instant if the clustering is done already; else
+    the run (see compaction.start_compaction). Then `execute_operation(storage, run.config, P, op,
+    plan.strategy, token)` per operation, anywhere, and `commit_clustering` with the stats."""
+    return resume(storage, TimelineStore(storage), config, plan.instant_time, ACTION, "clustering")
+
+
+def commit_clustering(storage: Storage, lock: Lock, plan: ClusteringPlan, run: Running,
+                      stats: Sequence[WriteStat], *, clock: Clock = now_ms) -> Instant:
+    """Driver side, after the tasks: complete the clustering, or, when a write completed since P
+    rewrote a base file of one of its groups, roll it back and raise ClusteringConflict."""
     store = TimelineStore(storage)
-    p = plan.instant_time
-    running = resume(storage, store, p, ACTION, "clustering")
-    if isinstance(running, Instant):
-        return running
-    config = schema_as_of_plan(store, running.timeline, config, p)
-    tokens = [f"{i}-0-0" for i in range(len(plan.operations))]
-    args = [(storage, config, p, op, plan.strategy, t) for op, t in zip(plan.operations, tokens, strict=True)]
-    stats = run_tasks(execute_operation, args, workers, "cluster")
     conflicts: list[Conflict] = []
 
     def metadata(timeline: Timeline) -> CommitMetadata | None:
-        conflicts.extend(base_writes_since(store, timeline, running.inflight, plan.file_groups))
+        conflicts.extend(base_writes_since(store, timeline, run.inflight, plan.file_groups))
         return None if conflicts else \
             CommitMetadata(OPERATION, tuple(stats), store.latest_schema(timeline), _extra(plan))
 
-    done = commit(storage, lock, store, running.inflight, "clustering", metadata, clock)
+    done = commit(storage, lock, store, run.inflight, "clustering", metadata, clock)
     if done is None:
-        rollback_write(storage, lock, running.inflight, clock=clock)
-        raise ClusteringConflict.of(p, conflicts)
+        rollback_write(storage, lock, run.inflight, clock=clock)
+        raise ClusteringConflict.of(plan.instant_time, conflicts)
     return done
+
+
+def run_clustering(storage: Storage, config: TableConfig, lock: Lock, plan: ClusteringPlan, *,
+                   workers: int = 4, clock: Clock = now_ms) -> Instant:
+    """Execute a scheduled clustering and complete it, tasks on a local thread pool. Resumes one left
+    requested or inflight by a dead process (its partial files are deleted first, through its
+    markers); returns the completed instant, also when it had completed already (deleting the markers
+    a dead process left). Raises ClusteringConflict (after rolling the clustering back) when a write
+    completed meanwhile rewrote a base file of one of its groups."""
+    run = start_clustering(storage, config, plan)
+    if isinstance(run, Instant):
+        return run
+    args = [(storage, run.config, plan.instant_time, op, plan.strategy, t)
+            for op, t in zip(plan.operations, run.tokens(len(plan.operations)), strict=True)]
+    stats = run_tasks(execute_operation, args, workers, "cluster")
+    return commit_clustering(storage, lock, plan, run, stats, clock=clock)
 
 
 def _extra(plan: ClusteringPlan) -> dict[str, object]:

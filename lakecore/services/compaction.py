@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, view_of
 from lakecore.concurrency.rollback import claimed_by_rollbacks
-from lakecore.config import OP, TableConfig, schema_from_json
+from lakecore.config import OP, TableConfig
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
@@ -36,7 +36,7 @@ from lakecore.services.compaction_plan import (
     plan_compaction,
 )
 from lakecore.services.errors import CompactionPending, NotMergeOnRead
-from lakecore.services.rewrite import commit, resume, rollback_pending, run_tasks
+from lakecore.services.rewrite import Running, commit, resume, rollback_pending, run_tasks
 from lakecore.storage import Storage
 from lakecore.timeline import (
     Action,
@@ -129,32 +129,38 @@ def _instant_of(base_file: str | None) -> str | None:
     return parsed.instant_time if parsed else None
 
 
-def schema_as_of_plan(store: TimelineStore, timeline: Timeline, config: TableConfig,
-                      plan_instant: str) -> TableConfig:
-    """The config with the table schema recorded before P: it covers every column of the planned
-    files even when the caller's config is stale."""
-    recorded = store.latest_schema(timeline.as_of(plan_instant))
-    return config.with_schema(schema_from_json(recorded)) if recorded else config
+def start_compaction(storage: Storage, config: TableConfig, plan: CompactionPlan) -> Instant | Running:
+    """Driver side, before the tasks: the completed instant if the compaction is done already; else
+    the run (the pending instant moved inflight, what an earlier attempt wrote deleted, and the config
+    the tasks must use). Then `execute_operation(storage, run.config, P, op, token)` per operation,
+    anywhere, and `commit_compaction` with the stats."""
+    return resume(storage, TimelineStore(storage), config, plan.instant_time, ACTION, "compaction")
+
+
+def commit_compaction(storage: Storage, lock: Lock, plan: CompactionPlan, run: Running,
+                      stats: Sequence[WriteStat], *, clock: Clock = now_ms) -> Instant:
+    """Driver side, after the tasks: complete the compaction with the new base files."""
+    store = TimelineStore(storage)
+    done = commit(storage, lock, store, run.inflight, "compaction", lambda timeline: CommitMetadata(
+        ACTION, tuple(stats), store.latest_schema(timeline), {"strategy": plan.strategy}), clock)
+    assert done is not None
+    return done
 
 
 def run_compaction(storage: Storage, config: TableConfig, lock: Lock, plan: CompactionPlan, *,
                    workers: int = 4, clock: Clock = now_ms) -> Instant:
-    """Execute a scheduled compaction and complete it. Resumes one left requested or inflight by a
-    dead process (its partial files are deleted first, through its markers); returns the completed
-    instant, also when it had completed already (deleting the markers a dead process left)."""
-    store = TimelineStore(storage)
-    p = plan.instant_time
-    running = resume(storage, store, p, ACTION, "compaction")
-    if isinstance(running, Instant):
-        return running
-    config = schema_as_of_plan(store, running.timeline, config, p)
-    tokens = [f"{i}-0-0" for i in range(len(plan.operations))]
-    args = [(storage, config, p, op, t) for op, t in zip(plan.operations, tokens, strict=True)]
+    """Execute a scheduled compaction and complete it, tasks on a local thread pool. Resumes one left
+    requested or inflight by a dead process (its partial files are deleted first, through its
+    markers); returns the completed instant, also when it had completed already (deleting the
+    markers a dead process left)."""
+    run = start_compaction(storage, config, plan)
+    if isinstance(run, Instant):
+        return run
+    tokens = run.tokens(len(plan.operations))
+    args = [(storage, run.config, plan.instant_time, op, t)
+            for op, t in zip(plan.operations, tokens, strict=True)]
     stats = run_tasks(execute_operation, args, workers, "compact")
-    done = commit(storage, lock, store, running.inflight, "compaction", lambda timeline: CommitMetadata(
-        ACTION, tuple(stats), store.latest_schema(timeline), {"strategy": plan.strategy}), clock)
-    assert done is not None
-    return done
+    return commit_compaction(storage, lock, plan, run, stats, clock=clock)
 
 
 def rollback_compaction(storage: Storage, lock: Lock, instant_time: str, *,

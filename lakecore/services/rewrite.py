@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write
 from lakecore.concurrency.rollback import claimed_by_rollbacks
+from lakecore.config import TableConfig, schema_from_json
 from lakecore.errors import InvalidInstantState
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -39,8 +40,15 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Running:
+    """A service instant being executed: what the driver hands to the tasks and back to commit."""
+
     timeline: Timeline
     inflight: Instant
+    config: TableConfig      # the table schema as recorded before the plan: tasks must use this
+
+    def tokens(self, n: int) -> list[str]:
+        """Write tokens for the plan's n operations (file names stay unique per operation)."""
+        return [f"{i}-0-0" for i in range(n)]
 
 
 def delete_partial_files(storage: Storage, instant_time: str) -> None:
@@ -50,8 +58,16 @@ def delete_partial_files(storage: Storage, instant_time: str) -> None:
     delete_markers(storage, instant_time)
 
 
-def resume(storage: Storage, store: TimelineStore, instant_time: str, action: Action, name: str
-           ) -> Instant | Running:
+def schema_as_of_plan(store: TimelineStore, timeline: Timeline, config: TableConfig,
+                      plan_instant: str) -> TableConfig:
+    """The config with the table schema recorded before P: it covers every column of the planned
+    files even when the caller's config is stale."""
+    recorded = store.latest_schema(timeline.as_of(plan_instant))
+    return config.with_schema(schema_from_json(recorded)) if recorded else config
+
+
+def resume(storage: Storage, store: TimelineStore, config: TableConfig, instant_time: str, action: Action,
+           name: str) -> Instant | Running:
     """The completed instant, or the pending one moved inflight and cleared of partial files."""
     timeline = store.load()
     current = timeline.find(instant_time)
@@ -63,7 +79,7 @@ def resume(storage: Storage, store: TimelineStore, instant_time: str, action: Ac
                                   "rolled back or never scheduled: schedule a new one")
     delete_partial_files(storage, instant_time)
     inflight = store.transition_inflight(current) if current.state is State.REQUESTED else current
-    return Running(timeline, inflight)
+    return Running(timeline, inflight, schema_as_of_plan(store, timeline, config, instant_time))
 
 
 def commit(storage: Storage, lock: Lock, store: TimelineStore, inflight: Instant, name: str,
