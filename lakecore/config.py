@@ -78,6 +78,9 @@ class TableConfig:
     buckets: int = 4
     compression: str = "zstd"
     concurrency_mode: ConcurrencyMode = "optimistic"
+    # deletes are kept in base files as tombstones (so late, older events still lose to them) until
+    # they are this many hours older than the instant rewriting the base; None keeps them for ever
+    tombstone_retention_hours: float | None = None
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
@@ -130,6 +133,7 @@ class TableConfig:
             "buckets": self.buckets,
             "compression": self.compression,
             "concurrency_mode": self.concurrency_mode,
+            "tombstone_retention_hours": self.tombstone_retention_hours,
             "schema": schema_to_json(self.schema),
         }
 
@@ -159,6 +163,7 @@ class TableConfig:
                 buckets=int(obj["buckets"]),
                 compression=obj.get("compression", "zstd"),
                 concurrency_mode=obj.get("concurrency_mode", "optimistic"),
+                tombstone_retention_hours=obj.get("tombstone_retention_hours"),
                 format_version=version,
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -195,6 +200,9 @@ def _validate(c: TableConfig) -> None:
         raise bad(f"merge_mode must be one of {get_args(MergeMode)}, got {c.merge_mode!r}")
     if c.concurrency_mode not in get_args(ConcurrencyMode):
         raise bad(f"concurrency_mode must be one of {get_args(ConcurrencyMode)}, got {c.concurrency_mode!r}")
+    t = c.tombstone_retention_hours
+    if t is not None and (isinstance(t, bool) or not isinstance(t, int | float) or t < 0):
+        raise bad(f"tombstone_retention_hours must be a number >= 0 (or null to keep tombstones), got {t!r}")
     if c.concurrency_mode == "non_blocking" and c.table_type != "merge_on_read":
         raise bad("non_blocking concurrency needs a merge_on_read table (writers only append log files); "
                   "use optimistic for copy_on_write")

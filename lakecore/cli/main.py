@@ -93,6 +93,9 @@ def create(
     group: Annotated[list[str] | None, typer.Option(
         help="Column group NAME:ORDERING:COL1+COL2 (repeatable; makes a partial-update table).")] = None,
     buckets: Annotated[int, typer.Option(help="Buckets (file groups) per partition.")] = 4,
+    concurrency_mode: Annotated[str, typer.Option(help="optimistic|non_blocking")] = "optimistic",
+    tombstone_retention_hours: Annotated[float | None, typer.Option(
+        help="Drop deletes' tombstones from rewritten base files once this many hours old.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create an empty table."""
@@ -108,7 +111,8 @@ def create(
     t = Table.create(uri, schema=arrow_schema, record_key=record_key, partition_fields=partition_field or (),
                      table_type=table_type,  # type: ignore[arg-type]
                      ordering_field=ordering_field, column_groups=[parse_group(g) for g in group or ()],
-                     buckets=buckets)
+                     buckets=buckets, concurrency_mode=concurrency_mode,  # type: ignore[arg-type]
+                     tombstone_retention_hours=tombstone_retention_hours)
     if as_json:
         emit_json(t.config.to_json())
     else:

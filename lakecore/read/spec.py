@@ -7,9 +7,13 @@ File schema = the table schema + `_weir_commit_time` (int64 instant time of the 
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lakecore.config import COMMIT_TIME, TableConfig, group_ordering_column
+from lakecore.config import COMMIT_TIME, OP, TableConfig, group_ordering_column
 from lakecore.merge import GroupSpec, MergeSpec
+from lakecore.timeline import format_ms, to_epoch_ms
+
+OP_DELETE = 1
 
 
 def hidden_columns(config: TableConfig) -> list[pa.Field]:
@@ -32,3 +36,19 @@ def merge_spec(config: TableConfig) -> MergeSpec:
         # a table of keys only still needs one group to decide liveness: the commit time carries it
         groups = (GroupSpec("all", config.data_columns or (COMMIT_TIME,), config.ordering_field),)
     return MergeSpec(key=config.record_key, groups=groups)
+
+
+def purge_tombstones(state: pa.Table, config: TableConfig, instant_time: str) -> pa.Table:
+    """Drop the tombstones (delete rows of a base state) whose delete committed more than the table's
+    `tombstone_retention_hours` before `instant_time` (the instant writing the base). After that, an
+    event older than the delete arriving late brings the key back: the retention is the promise of
+    how late events may arrive. Incremental reads over a range whose deletes were purged no longer
+    show them. No-op when the table keeps tombstones (the default)."""
+    hours = config.tombstone_retention_hours
+    if hours is None or OP not in state.column_names or state.num_rows == 0:
+        return state
+    cutoff = int(format_ms(max(to_epoch_ms(instant_time) - round(hours * 3_600_000), 0)))
+    expired = pc.and_(pc.equal(state.column(OP), OP_DELETE), pc.less(state.column(COMMIT_TIME), cutoff))
+    if not pc.any(expired).as_py():
+        return state
+    return state.filter(pc.invert(expired))

@@ -112,8 +112,8 @@ def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, 
                       strategy: ClusteringStrategy, write_token: str = "0-0-0") -> WriteStat:
     """Rewrite one planned slice into one base file named with the plan's instant. Task-side: all
     arguments pickle. `config.schema` must cover every column of the planned files."""
-    state = sort_state(merge_slice(storage, config, op.paths(), has_base=op.base_file is not None),
-                       strategy.sort_columns)
+    state = sort_state(merge_slice(storage, config, op.paths(), has_base=op.base_file is not None,
+                                   instant_time=plan_instant), strategy.sort_columns)
     name = base_file_name(op.file_id, write_token, plan_instant)
     path = f"{op.partition}/{name}" if op.partition else name
     create_marker(storage, Marker(plan_instant, path, "create"))

@@ -27,7 +27,7 @@ from lakecore.config import OP, TableConfig
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
-from lakecore.read.spec import file_schema, merge_spec
+from lakecore.read.spec import file_schema, merge_spec, purge_tombstones
 from lakecore.services.compaction_plan import (
     COMPACT_ALL,
     CompactionOperation,
@@ -99,7 +99,8 @@ def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, 
                       write_token: str = "0-0-0") -> WriteStat:
     """Merge one planned slice into a new base file named with the plan's instant. Task-side: all
     arguments pickle. `config.schema` must cover every column of the planned files."""
-    state = merge_slice(storage, config, op.paths(), has_base=op.base_file is not None)
+    state = merge_slice(storage, config, op.paths(), has_base=op.base_file is not None,
+                        instant_time=plan_instant)
     name = base_file_name(op.file_id, write_token, plan_instant)
     path = f"{op.partition}/{name}" if op.partition else name
     create_marker(storage, Marker(plan_instant, path, "create"))
@@ -109,13 +110,16 @@ def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, 
                      base_instant=op.base_instant or _instant_of(op.base_file))
 
 
-def merge_slice(storage: Storage, config: TableConfig, paths: Sequence[str], *, has_base: bool) -> pa.Table:
+def merge_slice(storage: Storage, config: TableConfig, paths: Sequence[str], *, has_base: bool,
+                instant_time: str) -> pa.Table:
     """The base state of one file slice (its base file, if any, first, then its logs in order): one
-    row per key per the table's merge mode, tombstones kept, in the file schema plus `_weir_op`.
-    Shared by every service that rewrites a slice into a base file (compaction, clustering)."""
+    row per key per the table's merge mode, tombstones kept within the table's retention (as of
+    `instant_time`, the rewriting instant), in the file schema plus `_weir_op`. Shared by every
+    service that rewrites a slice into a base file (compaction, clustering)."""
     schema = file_schema(config)
     tables = read_files(storage, list(paths), [*schema.names, OP])
-    state = merge_to_base(tables, merge_spec(config), schema, first_unique=has_base)
+    state = purge_tombstones(merge_to_base(tables, merge_spec(config), schema, first_unique=has_base),
+                             config, instant_time)
     out_schema = pa.schema([*schema, pa.field(OP, pa.int8())])
     return state.select(out_schema.names).cast(out_schema)
 

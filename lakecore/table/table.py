@@ -92,7 +92,7 @@ class Table:
                column_groups: Sequence[ColumnGroup | Mapping[str, Any]] = (),
                column_defaults: Mapping[str, Any] | None = None, buckets: int = 4,
                compression: str = "zstd", concurrency_mode: ConcurrencyMode = "optimistic",
-               name: str | None = None,
+               tombstone_retention_hours: float | None = None, name: str | None = None,
                storage_options: dict[str, Any] | None = None, lock: Lock | None = None,
                options: WriterOptions | None = None) -> Table:
         """Create a new, empty table at `uri` (fails if one exists there)."""
@@ -105,7 +105,8 @@ class Table:
             ordering_field=ordering_field,
             merge_mode=merge_mode or default_merge_mode(ordering_field, groups),
             column_groups=groups, column_defaults=dict(column_defaults or {}), buckets=buckets,
-            compression=compression, concurrency_mode=concurrency_mode)
+            compression=compression, concurrency_mode=concurrency_mode,
+            tombstone_retention_hours=tombstone_retention_hours)
         storage = open_storage(uri, storage_options)
         try:
             storage.write_if_absent(CONFIG_PATH, config.dumps())

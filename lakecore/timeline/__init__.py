@@ -1,11 +1,17 @@
 """Timeline: instants, instant times, commit metadata, and the timeline store."""
 
 from lakecore.timeline.instant import ACTIONS, WRITE_ACTIONS, Action, Instant, State, parse_file_name
-from lakecore.timeline.instant_time import next_instant_time, now_ms, parse_point_in_time
+from lakecore.timeline.instant_time import (
+           format_ms,
+           next_instant_time,
+           now_ms,
+           parse_point_in_time,
+           to_epoch_ms,
+)
 from lakecore.timeline.metadata import CommitMetadata, WriteStat
 from lakecore.timeline.store import TIMELINE_DIR, TimelineStore
 from lakecore.timeline.timeline import Timeline
 
 __all__ = ["ACTIONS", "TIMELINE_DIR", "WRITE_ACTIONS", "Action", "CommitMetadata", "Instant", "State",
-           "Timeline", "TimelineStore", "WriteStat", "next_instant_time", "now_ms", "parse_file_name",
-           "parse_point_in_time"]
+           "Timeline", "TimelineStore", "WriteStat", "format_ms", "next_instant_time", "now_ms",
+           "parse_file_name", "parse_point_in_time", "to_epoch_ms"]

@@ -19,7 +19,7 @@ from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
 from lakecore.formats import read_files, write_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
 from lakecore.merge import merge_to_base, precombine
-from lakecore.read.spec import file_schema, merge_spec
+from lakecore.read.spec import file_schema, merge_spec, purge_tombstones
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 from lakecore.write.conform import Operation
@@ -99,6 +99,7 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
         state = merge_to_base([rows], spec, schema)
     else:  # all upserts: pre-combining alone gives one row per key
         state = precombine(rows, spec, schema)
+    state = purge_tombstones(state, config, ctx.instant_time)
     state = state.select([*schema.names, OP]).cast(pa.schema([*schema, pa.field(OP, pa.int8())]))
     name = base_file_name(group.file_id, ctx.write_token, ctx.instant_time)
     path = f"{group.partition}/{name}" if group.partition else name
