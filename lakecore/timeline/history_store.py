@@ -96,9 +96,7 @@ class HistoryStore:
         try:
             data = self.storage.read(path)
         except FileNotFoundError:
-            raise CorruptMetadata(f"the timeline points at history manifest {path}, which is missing; "
-                                  "restore it from a backup, or delete the newest "
-                                  f"{TIMELINE_DIR}/{POINTER_PREFIX}* file to fall back") from None
+            raise HistoryMoved(path) from None
         manifest = Manifest.loads(data, source=path)
         live = self._read(manifest.live, None) if manifest.live else LIVE_SCHEMA.empty_table()
         out = Archived(manifest, archived_files(latest_slices(live)), live=live)

@@ -16,7 +16,13 @@ import pyarrow.compute as pc
 from lakecore.errors import AlreadyExists, CorruptMetadata, InvalidInstantState
 from lakecore.storage import Storage
 from lakecore.timeline.history import Archived, Manifest, archived_files, files_of, instants_of, latest_slices
-from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore, completion_of, pointer_version
+from lakecore.timeline.history_store import (
+    TIMELINE_DIR,
+    HistoryMoved,
+    HistoryStore,
+    completion_of,
+    pointer_version,
+)
 from lakecore.timeline.instant import WRITE_ACTIONS, Instant, State, parse_file_name
 from lakecore.timeline.metadata import CommitMetadata
 from lakecore.timeline.timeline import Timeline
@@ -40,9 +46,18 @@ class TimelineStore:
     def load(self) -> Timeline:
         """The active timeline, with the summary of the archived one (one listing: the pointer to the
         current history manifest sits among the instant files)."""
-        names = self.storage.list_names(TIMELINE_DIR)
+        for attempt in range(3):
+            names = self.storage.list_names(TIMELINE_DIR)
+            try:
+                archived = self.history.summary(pointer_version(names))
+                break
+            except HistoryMoved:  # an archival replaced that version since the listing: list again
+                if attempt == 2:
+                    raise CorruptMetadata(
+                        f"the history manifest the timeline points at (version {pointer_version(names)}) "
+                        "is missing: restore it from a backup, or delete the newest "
+                        f"{TIMELINE_DIR}/history-* pointer file to fall back to the previous one") from None
         found = (_parsed(name) for name in names)
-        archived = self.history.summary(pointer_version(names))
         return Timeline.of((i for i in found if i is not None), archived)
 
     # -- questions that may reach into the archived timeline -----------------------------------

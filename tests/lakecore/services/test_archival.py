@@ -194,3 +194,19 @@ def test_clean_deletes_superseded_files_of_archived_instants_and_keeps_what_read
     # the clean is archived now: its deleted files left the live files for good
     assert not superseded & {f.stat.path for f in t.timeline().archived.every_file()}
     assert {r["id"]: r["ts"] for r in snapshot(t)}[1] == 502
+
+
+def test_a_missing_manifest_is_a_clear_error_until_it_is_restored(tmp_path):
+    from lakecore.timeline.history_store import manifest_path
+
+    t = create(str(tmp_path / "t"), "commit_time")
+    _write_many(t, 12)
+    t.archive(SMALL)
+    version = t.timeline().archived.manifest.version
+    clear_history_cache()
+    data = t.storage.read(manifest_path(version))
+    t.storage.delete(manifest_path(version))
+    with pytest.raises(CorruptMetadata, match=f"version {version}.* is missing"):
+        Table.open(t.uri)
+    t.storage.write(manifest_path(version), data)
+    assert Table.open(t.uri).timeline().archived.manifest.version == version
