@@ -210,3 +210,45 @@ def test_a_missing_manifest_is_a_clear_error_until_it_is_restored(tmp_path):
         Table.open(t.uri)
     t.storage.write(manifest_path(version), data)
     assert Table.open(t.uri).timeline().archived.manifest.version == version
+
+
+def test_readers_beside_a_writer_that_archives_and_merges_levels_never_fail(tmp_path):
+    """A writer archiving inline after every write (tiny policy: history levels merge and old files
+    are collected all the time) while readers open the table and read the latest snapshot and an
+    archived point, over and over: every read succeeds and is consistent."""
+    import threading
+
+    tiny = ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)
+    t = create(str(tmp_path / "t"), "commit_time")
+    first = t.upsert(rows([0], 0)).instant.requested_time
+    writer = Table.open(t.uri, options=WriterOptions(inline_archival=tiny))
+    stop, errors, reads = threading.Event(), [], [0]
+
+    def read_loop() -> None:
+        seen = 0
+        while not stop.is_set():
+            try:
+                fresh = Table.open(t.uri)
+                ids = [r["id"] for r in snapshot(fresh)]
+                assert ids == list(range(len(ids))) and len(ids) >= seen, ids  # keys only ever added
+                seen = len(ids)
+                assert [r["id"] for r in snapshot(fresh, as_of=first)] == [0]
+                reads[0] += 1
+            except Exception as exc:  # noqa: BLE001 - the test reports whatever a reader hit
+                errors.append(exc)
+                return
+
+    readers = [threading.Thread(target=read_loop) for _ in range(2)]
+    for r in readers:
+        r.start()
+    try:
+        for n in range(1, 60):
+            writer.upsert(rows([n], n))
+    finally:
+        stop.set()
+        for r in readers:
+            r.join()
+    assert not errors, errors[0]
+    assert reads[0] > 10
+    timeline = t.timeline()
+    assert timeline.archived.count > 50 and max(f.level for f in timeline.archived.manifest.files) >= 2
