@@ -28,7 +28,6 @@ import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, rollback_write, view_of
 from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts
-from lakecore.concurrency.rollback import claimed_by_rollbacks
 from lakecore.config import TableConfig
 from lakecore.formats import write_file
 from lakecore.layout import base_file_name
@@ -41,7 +40,15 @@ from lakecore.services.clustering_plan import (
 )
 from lakecore.services.compaction import merge_slice, tombstones
 from lakecore.services.errors import ClusteringConflict, ClusteringPending
-from lakecore.services.rewrite import Running, commit, resume, rollback_pending, run_tasks
+from lakecore.services.rewrite import (
+    Running,
+    commit,
+    pending_of,
+    resume,
+    rollback_pending,
+    run_tasks,
+    schedule,
+)
 from lakecore.storage import Storage
 from lakecore.timeline import (
     Action,
@@ -50,7 +57,6 @@ from lakecore.timeline import (
     Timeline,
     TimelineStore,
     WriteStat,
-    next_instant_time,
     now_ms,
 )
 from lakecore.write import Marker, create_marker
@@ -62,8 +68,7 @@ OPERATION = "clustering"   # the commit metadata's operation (occ.SLICE_REWRITES
 
 def pending_clusterings(store: TimelineStore, timeline: Timeline) -> list[Instant]:
     """Clusterings requested or inflight and not claimed by a rollback."""
-    claimed = claimed_by_rollbacks(store, timeline)
-    return [i for i in timeline.pending if i.action == ACTION and i.requested_time not in claimed]
+    return pending_of(store, timeline, ACTION)
 
 
 def schedule_clustering(storage: Storage, config: TableConfig, lock: Lock,
@@ -73,24 +78,13 @@ def schedule_clustering(storage: Storage, config: TableConfig, lock: Lock,
     it. Raises ClusteringPending while another clustering is scheduled or running, and
     InvalidClusteringStrategy (before touching anything) for sort columns the table lacks."""
     strategy.check(config)
-    store = TimelineStore(storage)
-    with lock:
-        timeline = store.load()
-        pending = pending_clusterings(store, timeline)
-        if pending:
-            t, state = pending[0].requested_time, pending[0].state.name.lower()
-            raise ClusteringPending(
-                f"clustering {t} is already {state} on table {config.name!r}; if the process running "
-                f"it died, finish it (`weir table cluster --resume`, run_clustering) or drop it "
-                f"(`weir table rollback URI {t}`, rollback_clustering) first")
-        # P is drawn after every completion on this timeline, so every planned file precedes it.
-        p = next_instant_time(clock(), timeline.newest_time())
+
+    def make_plan(p: str, timeline: Timeline) -> ClusteringPlan | None:
         operations = plan_clustering(view_of(storage, timeline), config, strategy)
-        if not operations:
-            return None
-        plan = ClusteringPlan(p, operations, strategy)
-        store.create_requested(Instant(p, ACTION), plan.dumps())
-    return plan
+        return ClusteringPlan(p, operations, strategy) if operations else None
+
+    return schedule(storage, lock, ACTION, "clustering", "cluster", make_plan, ClusteringPending,
+                    config_name=config.name, clock=clock)
 
 
 def load_clustering_plan(storage: Storage, instant_time: str) -> ClusteringPlan:

@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, view_of
-from lakecore.concurrency.rollback import claimed_by_rollbacks
 from lakecore.config import OP, TableConfig
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
@@ -36,7 +35,15 @@ from lakecore.services.compaction_plan import (
     plan_compaction,
 )
 from lakecore.services.errors import CompactionPending, NotMergeOnRead
-from lakecore.services.rewrite import Running, commit, resume, rollback_pending, run_tasks
+from lakecore.services.rewrite import (
+    Running,
+    commit,
+    pending_of,
+    resume,
+    rollback_pending,
+    run_tasks,
+    schedule,
+)
 from lakecore.storage import Storage
 from lakecore.timeline import (
     Action,
@@ -45,7 +52,6 @@ from lakecore.timeline import (
     Timeline,
     TimelineStore,
     WriteStat,
-    next_instant_time,
     now_ms,
 )
 from lakecore.write import Marker, create_marker
@@ -56,8 +62,7 @@ ACTION: Action = "compaction"
 
 def pending_compactions(store: TimelineStore, timeline: Timeline) -> list[Instant]:
     """Compactions requested or inflight and not claimed by a rollback."""
-    claimed = claimed_by_rollbacks(store, timeline)
-    return [i for i in timeline.pending if i.action == ACTION and i.requested_time not in claimed]
+    return pending_of(store, timeline, ACTION)
 
 
 def schedule_compaction(storage: Storage, config: TableConfig, lock: Lock,
@@ -68,24 +73,13 @@ def schedule_compaction(storage: Storage, config: TableConfig, lock: Lock,
     if config.table_type != "merge_on_read":
         raise NotMergeOnRead(f"table {config.name!r} is {config.table_type}; its writes already produce "
                              "base files, so there is nothing to compact")
-    store = TimelineStore(storage)
-    with lock:
-        timeline = store.load()
-        pending = pending_compactions(store, timeline)
-        if pending:
-            t, state = pending[0].requested_time, pending[0].state.name.lower()
-            raise CompactionPending(
-                f"compaction {t} is already {state} on table {config.name!r}; if the process running "
-                f"it died, finish it (`weir table compact --resume`, run_compaction) or drop it "
-                f"(`weir table rollback URI {t}`, rollback_compaction) first")
-        # P is drawn after every completion on this timeline, so all logs in the view precede it.
-        p = next_instant_time(clock(), timeline.newest_time())
+
+    def make_plan(p: str, timeline: Timeline) -> CompactionPlan | None:
         operations = plan_compaction(view_of(storage, timeline), config, strategy)
-        if not operations:
-            return None
-        plan = CompactionPlan(p, operations, strategy.kind)
-        store.create_requested(Instant(p, ACTION), plan.dumps())
-    return plan
+        return CompactionPlan(p, operations, strategy.kind) if operations else None
+
+    return schedule(storage, lock, ACTION, "compaction", "compact", make_plan, CompactionPending,
+                    config_name=config.name, clock=clock)
 
 
 def load_plan(storage: Storage, instant_time: str) -> CompactionPlan:

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write
 from lakecore.concurrency.rollback import claimed_by_rollbacks
 from lakecore.config import TableConfig, schema_from_json
-from lakecore.errors import InvalidInstantState
+from lakecore.errors import InvalidInstantState, LakecoreError
 from lakecore.storage import Storage
 from lakecore.timeline import (
     Action,
@@ -36,6 +36,44 @@ from lakecore.write import delete_markers, list_markers
 
 Clock = Callable[[], int]
 T = TypeVar("T")
+
+
+class Plan(Protocol):
+    def dumps(self) -> bytes: ...
+
+
+P = TypeVar("P", bound=Plan)
+
+
+def pending_of(store: TimelineStore, timeline: Timeline, action: Action) -> list[Instant]:
+    """The service's instants requested or inflight and not claimed by a rollback."""
+    claimed = claimed_by_rollbacks(store, timeline)
+    return [i for i in timeline.pending if i.action == action and i.requested_time not in claimed]
+
+
+def schedule(storage: Storage, lock: Lock, action: Action, name: str, command: str,
+             make_plan: Callable[[str, Timeline], P | None], pending_error: type[LakecoreError], *,
+             config_name: str, clock: Clock) -> P | None:
+    """Under the lock: refuse while one of the service's instants is pending, draw P after every
+    completion on the timeline (so everything the plan names precedes it), plan over that timeline,
+    and record `P.<action>.requested` with the plan. None (nothing recorded) when there is nothing
+    to do."""
+    store = TimelineStore(storage)
+    with lock:
+        timeline = store.load()
+        pending = pending_of(store, timeline, action)
+        if pending:
+            t, state = pending[0].requested_time, pending[0].state.name.lower()
+            raise pending_error(
+                f"{name} {t} is already {state} on table {config_name!r}; if the process running it "
+                f"died, finish it (`weir table {command} --resume`, run_{name}) or drop it "
+                f"(`weir table rollback URI {t}`, rollback_{name}) first")
+        p = next_instant_time(clock(), timeline.newest_time())
+        plan = make_plan(p, timeline)
+        if plan is None:
+            return None
+        store.create_requested(Instant(p, action), plan.dumps())
+    return plan
 
 
 @dataclass(frozen=True)
