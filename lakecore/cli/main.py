@@ -365,10 +365,15 @@ def clean(uri: Uri,
 @friendly
 def savepoint(uri: Uri, instant: Annotated[str, typer.Argument(help="Completed write instant to pin.")],
               comment: Annotated[str, typer.Option(help="Why this savepoint exists.")] = "",
+              dry_run: Annotated[bool, typer.Option(help="Print what it would pin, change nothing.")] = False,
               as_json: JsonFlag = False) -> None:
     """Pin a completed write instant (clean keeps its files; restore can return to it)."""
-    done = Table.open(uri).savepoint(instant, comment=comment)
-    if as_json:
+    from lakecore.services import Savepoint
+    done = Table.open(uri).savepoint(instant, comment=comment, dry_run=dry_run)
+    if isinstance(done, Savepoint):
+        emit_json({"dry_run": True, "savepointed": instant, "files": list(done.files)}) if as_json else \
+            out.print(f"would pin instant {instant} and the {len(done.files)} data file(s) it reads")
+    elif as_json:
         emit_json({"savepoint": done.requested_time, "savepointed": instant})
     else:
         out.print(f"savepoint {done.requested_time} pins instant {instant}")
@@ -398,10 +403,15 @@ def restore(uri: Uri, savepoint: Annotated[str, typer.Argument(help="Savepoint t
 @table_app.command("rollback")
 @friendly
 def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending or completed write.")],
+             dry_run: Annotated[bool, typer.Option(help="Print what it would undo, change nothing.")] = False,
              as_json: JsonFlag = False) -> None:
     """Roll back a failed (pending) write, or a completed one not yet compacted; its files are deleted."""
-    done = Table.open(uri).rollback(instant)
-    if as_json:
+    from lakecore.services import UndoPlan
+    done = Table.open(uri).rollback(instant, dry_run=dry_run)
+    if isinstance(done, UndoPlan):
+        emit_json({"dry_run": True, "undo": list(done.undone), "files": list(done.files)}) if as_json else \
+            out.print(f"would roll back {instant} and delete {len(done.files)} data file(s)")
+    elif as_json:
         emit_json({"rollback": done.requested_time, "completed": done.completion_time})
     else:
         out.print(f"rolled back {instant} (rollback instant {done.requested_time})")

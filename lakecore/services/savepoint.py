@@ -107,13 +107,14 @@ def drop_abandoned_savepoints(storage: Storage, lock: Lock, timeline: Timeline) 
 
 
 def create_savepoint(storage: Storage, lock: Lock, instant_time: str, *, comment: str = "",
-                     clock: Clock = now_ms) -> Instant:
+                     dry_run: bool = False, clock: Clock = now_ms) -> Instant | Savepoint:
     """Pin the completed write instant `instant_time`; returns the completed savepoint instant (the
-    existing one when the instant is savepointed already)."""
+    existing one when the instant is savepointed already). `dry_run`: only the Savepoint it would
+    record (the files it pins), nothing written."""
     store = TimelineStore(storage)
     with lock:
         timeline = store.load()  # its newest time bounds new instants, also above dropped ones
-        dropped = drop_abandoned_savepoints(storage, lock, timeline)
+        dropped = [] if dry_run else drop_abandoned_savepoints(storage, lock, timeline)
         target = timeline.find(instant_time)
         if target is None or not target.is_completed or target.action not in WRITE_ACTIONS:
             raise InstantNotFound(f"{instant_time} is not a completed write instant ({target}); savepoint a "
@@ -135,6 +136,8 @@ def create_savepoint(storage: Storage, lock: Lock, instant_time: str, *, comment
                     raise FilesCleaned(f"clean {c.requested_time} already deleted {len(gone)} file(s) the "
                                        f"read as of {instant_time} needs (e.g. {min(gone)}); savepoint a "
                                        "later instant")
+        if dry_run:
+            return Savepoint("", instant_time, tuple(files), comment)
         s = next_instant_time(clock(), timeline.newest_time())
         extra: dict[str, object] = {"savepointed": instant_time, "files": files, "comment": comment}
         if dropped:

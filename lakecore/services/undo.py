@@ -192,14 +192,15 @@ def resume_undos(storage: Storage, lock: Lock, *, clock: Clock = now_ms) -> list
 
 
 def rollback_completed(storage: Storage, config: TableConfig, lock: Lock, instant_time: str, *,
-                       heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT, clock: Clock = now_ms) -> Instant:
+                       heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT, dry_run: bool = False,
+                       clock: Clock = now_ms) -> Instant | UndoPlan:
     """Undo a completed write instant that nothing has built on: delete its files, record a completed
     rollback, drop its instant. A data write (commit, deltacommit) can be undone while no later
     instant wrote a base file of its file groups (later log files are independent deltas, they stay);
     a table service instant only while it is the latest write. Refuses (RollbackBlocked) then, and
     when a pending compaction or clustering, a live savepoint or a clean needs it; WriterLive while a
-    writer is live."""
-    for u in resume_undos(storage, lock, clock=clock):
+    writer is live. `dry_run`: the checks and the plan (instant, files to delete), nothing changed."""
+    for u in ([] if dry_run else resume_undos(storage, lock, clock=clock)):
         plan = _undo_plan(TimelineStore(storage), u)
         if plan is not None and any(n.startswith(f"{instant_time}_") for n in plan.undone):
             return u
@@ -220,6 +221,8 @@ def rollback_completed(storage: Storage, config: TableConfig, lock: Lock, instan
         _refuse_live(storage, store, timeline, heartbeat, clock(), f"rolling back {instant_time}")
         _check_latest(storage, store, timeline, target, config)
         plan = UndoPlan("rollback", (target.file_name,), _stats_files(store, [target]))
+        if dry_run:
+            return plan
         u = store.create_requested(Instant(next_instant_time(clock(), timeline.newest_time()), "rollback"),
                                    json.dumps(plan.to_json()).encode())
     return _run_undo(storage, lock, store, u, plan, clock)

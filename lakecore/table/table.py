@@ -45,6 +45,7 @@ from lakecore.services import (
     ClusteringStrategy,
     CompactionPlan,
     CompactionStrategy,
+    Savepoint,
     UndoPlan,
     check_readable,
     create_savepoint,
@@ -66,7 +67,7 @@ from lakecore.services.compaction import load_plan
 from lakecore.storage import Storage, open_storage
 from lakecore.table.writer import WriteResult, WriterOptions, write_groups
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
-from lakecore.write import Operation, as_table, conform, evolved_schema, route
+from lakecore.write import Operation, as_table, conform, evolved_schema, list_markers, route
 
 CONFIG_PATH = ".weir/table.json"
 QueryType = Literal["snapshot", "read_optimized"]
@@ -175,9 +176,10 @@ class Table:
             self.config = self.config.with_schema(schema_from_json(committed))
         return result
 
-    def rollback(self, instant_time: str) -> Instant:
+    def rollback(self, instant_time: str, *, dry_run: bool = False) -> Instant | UndoPlan:
         """Roll back a write instant: a pending one (its files deleted), or a completed one no later
-        base file builds on (see lakecore.services.undo.rollback_completed)."""
+        base file builds on (see lakecore.services.undo.rollback_completed). `dry_run`: the plan (the
+        instant and the data files it would delete), nothing changed."""
         try:
             instant = self.timeline().get(instant_time)
         except InstantArchived:
@@ -186,7 +188,10 @@ class Table:
             instant = None
         if instant is None or instant.is_completed:
             return rollback_completed(self.storage, self.config, self.lock, instant_time,
-                                      heartbeat=self.options.heartbeat)
+                                      heartbeat=self.options.heartbeat, dry_run=dry_run)
+        if dry_run:
+            written = tuple(sorted(m.data_path for m in list_markers(self.storage, instant_time)))
+            return UndoPlan("rollback", (instant.file_name,), written)
         done = rollback_write(self.storage, self.lock, instant)
         if done is None:
             raise InvalidInstantState(f"instant {instant_time} is already being rolled back")
@@ -246,9 +251,11 @@ class Table:
         Returns the plan with `dry_run`, the result, or None when nothing is due."""
         return run_archival(self.storage, self.lock, policy, dry_run=dry_run)
 
-    def savepoint(self, instant_time: str, *, comment: str = "") -> Instant:
-        """Pin a completed write instant: clean keeps its files, restore can return to it."""
-        return create_savepoint(self.storage, self.lock, instant_time, comment=comment)
+    def savepoint(self, instant_time: str, *, comment: str = "", dry_run: bool = False
+                  ) -> Instant | Savepoint:
+        """Pin a completed write instant: clean keeps its files, restore can return to it.
+        `dry_run`: the Savepoint it would record (the files it pins), nothing written."""
+        return create_savepoint(self.storage, self.lock, instant_time, comment=comment, dry_run=dry_run)
 
     def restore(self, savepoint: str, *, dry_run: bool = True) -> UndoPlan | Instant | None:
         """Make the table read as at a savepoint, undoing everything completed after it. Dry run by

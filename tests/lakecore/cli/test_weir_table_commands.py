@@ -210,3 +210,24 @@ def test_a_compaction_left_pending_is_named_then_resumed_or_rolled_back_from_the
                                                     json.loads(weir("table", "timeline", uri, "--json")[1])]
     code, out = weir("table", "read", uri, "--format", "json")
     assert sorted(json.loads(line)["id"] for line in out.splitlines()) == [1, 2, 3]
+
+
+def test_rollback_and_savepoint_dry_runs_change_nothing(tmp_path):
+    uri = str(tmp_path / "t")
+    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
+                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    for ts in (1, 2):
+        (tmp_path / f"{ts}.json").write_text(f'{{"id": {ts}, "ts": {ts}}}\n')
+        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+    before = weir("table", "timeline", uri, "--json")[1]
+    first, last = (i["instant"] for i in json.loads(before))
+    code, out = weir("table", "rollback", uri, last, "--dry-run", "--json")
+    planned = json.loads(out)
+    assert code == 0 and planned["dry_run"] and len(planned["files"]) == 1
+    assert all(os.path.exists(os.path.join(uri, f)) for f in planned["files"])
+    code, out = weir("table", "savepoint", uri, first, "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["savepointed"] == first and json.loads(out)["files"]
+    assert weir("table", "timeline", uri, "--json")[1] == before  # neither dry run wrote an instant
+    assert "would roll back" in weir("table", "rollback", uri, last, "--dry-run")[1]
+    code, out = weir("table", "rollback", uri, last)
+    assert code == 0 and not any(os.path.exists(os.path.join(uri, f)) for f in planned["files"])
