@@ -72,7 +72,7 @@ def test_reads_across_the_archived_timeline_match_the_model(table_type, ops):
             elif op == "archive":
                 done = t.archive(POLICY)
                 event("archived" if done is not None else "nothing to archive")
-        assert _rows(t) == model
+            assert _rows(t) == model, (step, op)  # the snapshot after every step
         reopened = Table.open(t.uri)
         assert reopened.schema == t.schema
         timeline = t.timeline()
