@@ -18,6 +18,19 @@ def weir(*args):
     return result.exit_code, result.output
 
 
+def event_table(uri: str) -> None:
+    """An empty event-time table (id key, ts ordering) with one bucket."""
+    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
+                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+
+
+def upsert_json(tmp_path, uri: str, name: object, lines: str) -> None:
+    """Upsert JSON lines through the CLI (from a file named after `name`)."""
+    src = tmp_path / f"{name}.json"
+    src.write_text(lines)
+    assert weir("table", "upsert", uri, "-i", str(src))[0] == 0
+
+
 def test_create_upsert_read_timeline_describe(tmp_path):
     uri = str(tmp_path / "t")
     code, out = weir("table", "create", uri, "--schema", "id:int64,ts:int64,name:string",
@@ -95,11 +108,9 @@ def test_installed_entry_point_runs(tmp_path):
 
 def test_compact_dry_run_then_compact(tmp_path):
     uri = str(tmp_path / "t")
-    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
-                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    event_table(uri)
     for ts in (1, 2):
-        (tmp_path / f"{ts}.json").write_text(f'{{"id": 1, "ts": {ts}}}\n{{"id": {ts + 1}, "ts": {ts}}}\n')
-        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+        upsert_json(tmp_path, uri, ts, f'{{"id": 1, "ts": {ts}}}\n{{"id": {ts + 1}, "ts": {ts}}}\n')
     code, out = weir("table", "compact", uri, "--dry-run", "--json")
     assert code == 0 and json.loads(out)["operations"][0]["logs"] == 2
     assert len(json.loads(weir("table", "timeline", uri, "--json")[1])) == 2  # dry run changed nothing
@@ -114,11 +125,9 @@ def test_compact_dry_run_then_compact(tmp_path):
 
 def test_clean_is_a_dry_run_unless_asked(tmp_path):
     uri = str(tmp_path / "t")
-    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
-                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    event_table(uri)
     for ts in (1, 2):
-        (tmp_path / f"{ts}.json").write_text(f'{{"id": 1, "ts": {ts}}}\n')
-        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+        upsert_json(tmp_path, uri, ts, f'{{"id": 1, "ts": {ts}}}\n')
     assert weir("table", "compact", uri)[0] == 0
     keep_one = ["--policy", "keep_latest_file_versions", "--retain", "1"]
     code, out = weir("table", "clean", uri, *keep_one, "--json")
@@ -139,8 +148,7 @@ def test_savepoint_restore_and_rollback_of_the_latest_write(tmp_path):
     uri = str(tmp_path / "t")
     assert weir("table", "create", uri, "--schema", "id:int64,v:string", "--record-key", "id")[0] == 0
     for n in (1, 2, 3):
-        (tmp_path / f"{n}.json").write_text(f'{{"id": {n}, "v": "v{n}"}}\n')
-        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{n}.json"))[0] == 0
+        upsert_json(tmp_path, uri, n, f'{{"id": {n}, "v": "v{n}"}}\n')
     first, _, third = [i["instant"] for i in json.loads(weir("table", "timeline", uri, "--json")[1])]
     code, out = weir("table", "rollback", uri, third, "--json")
     assert code == 0
@@ -161,11 +169,9 @@ def test_savepoint_restore_and_rollback_of_the_latest_write(tmp_path):
 
 def test_archive_dry_run_then_archive_and_list_archived_instants(tmp_path):
     uri = str(tmp_path / "t")
-    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
-                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    event_table(uri)
     for ts in range(1, 8):
-        (tmp_path / f"{ts}.json").write_text(f'{{"id": {ts % 3}, "ts": {ts}}}\n')
-        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+        upsert_json(tmp_path, uri, ts, f'{{"id": {ts % 3}, "ts": {ts}}}\n')
     small = ["--min-instants", "2", "--max-instants", "4"]
     code, out = weir("table", "archive", uri, *small, "--dry-run", "--json")
     assert code == 0 and json.loads(out)["count"] == 5
@@ -188,11 +194,9 @@ def test_a_compaction_left_pending_is_named_then_resumed_or_rolled_back_from_the
     from lakecore.services import schedule_compaction
 
     uri = str(tmp_path / "t")
-    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
-                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    event_table(uri)
     for ts in (1, 2):
-        (tmp_path / f"{ts}.json").write_text(f'{{"id": {ts}, "ts": {ts}}}\n')
-        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+        upsert_json(tmp_path, uri, ts, f'{{"id": {ts}, "ts": {ts}}}\n')
     t = Table.open(uri)
     plan = schedule_compaction(t.storage, t.config, t.lock)  # as if its process died after planning
     assert plan is not None
@@ -201,8 +205,7 @@ def test_a_compaction_left_pending_is_named_then_resumed_or_rolled_back_from_the
     code, out = weir("table", "compact", uri, "--resume", "--json")
     assert code == 0 and json.loads(out)["compaction"] == plan.instant_time
     assert weir("table", "compact", uri, "--resume")[1].strip() == "nothing to compact"
-    (tmp_path / "3.json").write_text('{"id": 3, "ts": 3}\n')
-    assert weir("table", "upsert", uri, "-i", str(tmp_path / "3.json"))[0] == 0
+    upsert_json(tmp_path, uri, 3, '{"id": 3, "ts": 3}\n')
     again = schedule_compaction(t.storage, t.config, t.lock)
     assert again is not None
     code, out = weir("table", "rollback", uri, again.instant_time)
@@ -214,11 +217,9 @@ def test_a_compaction_left_pending_is_named_then_resumed_or_rolled_back_from_the
 
 def test_rollback_and_savepoint_dry_runs_change_nothing(tmp_path):
     uri = str(tmp_path / "t")
-    assert weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
-                "--ordering-field", "ts", "--buckets", "1")[0] == 0
+    event_table(uri)
     for ts in (1, 2):
-        (tmp_path / f"{ts}.json").write_text(f'{{"id": {ts}, "ts": {ts}}}\n')
-        assert weir("table", "upsert", uri, "-i", str(tmp_path / f"{ts}.json"))[0] == 0
+        upsert_json(tmp_path, uri, ts, f'{{"id": {ts}, "ts": {ts}}}\n')
     before = weir("table", "timeline", uri, "--json")[1]
     first, last = (i["instant"] for i in json.loads(before))
     code, out = weir("table", "rollback", uri, last, "--dry-run", "--json")
