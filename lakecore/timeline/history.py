@@ -25,7 +25,8 @@ from lakecore.errors import CorruptMetadata
 from lakecore.timeline.instant import ACTIONS, Instant, State
 from lakecore.timeline.metadata import CommitMetadata, WriteStat
 
-HISTORY_DIR = ".weir/timeline/history"
+TIMELINE_DIR = ".weir/timeline"         # the active timeline (TimelineStore)
+HISTORY_DIR = f"{TIMELINE_DIR}/history"
 POINTER_PREFIX = "history-"  # `<timeline>/history-<version>`: the current manifest version
 
 FILE_FIELDS: list[tuple[str, pa.DataType]] = [

@@ -33,6 +33,7 @@ from lakecore.timeline.history import (
     LIVE_SCHEMA,
     POINTER_PREFIX,
     ROW_SCHEMA,
+    TIMELINE_DIR,
     Archived,
     HistoryFile,
     Manifest,
@@ -40,7 +41,6 @@ from lakecore.timeline.history import (
     latest_slices,
 )
 
-TIMELINE_DIR = ".weir/timeline"
 QUERY_COLUMNS = ["requested_time", "completion_time", "action", "files", "deleted"]
 
 _lock = threading.Lock()
