@@ -20,17 +20,35 @@ _SAMPLE = 16_384
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-io")
 
 
+class DictionaryChoice:
+    """The dictionary-encoded columns of one write's files, decided once from its first file.
+
+    The files of one write are hash partitions of the same batch, so they repeat values alike; a
+    write of many small files (a streaming upsert into 16 buckets) would otherwise spend as long
+    deciding as writing. Pickles (each task process decides for itself); two threads deciding at
+    once is harmless (either answer is a fine choice)."""
+
+    def __init__(self) -> None:
+        self.columns: list[str] | None = None
+
+    def of(self, table: pa.Table) -> list[str]:
+        if self.columns is None or not set(self.columns) <= set(table.column_names):
+            self.columns = dictionary_columns(table)
+        return self.columns
+
+
 def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str,
-               row_group_size: int | None = None) -> int:
+               row_group_size: int | None = None, dictionary: DictionaryChoice | None = None) -> int:
     """Write `table` to `path`; returns the file size in bytes. `row_group_size` (rows): smaller row
-    groups let readers prune by their min/max statistics (clustering sets it)."""
+    groups let readers prune by their min/max statistics (clustering sets it). `dictionary`: share
+    the choice of dictionary-encoded columns among the files of one write (default: per file)."""
     fs, root = storage.arrow()
     full = f"{root}/{path}"
     parent = full.rsplit("/", 1)[0]
     fs.create_dir(parent, recursive=True)
     with fs.open_output_stream(full) as out:
         pq.write_table(table, out, compression=compression, row_group_size=row_group_size or _ROW_GROUP,
-                       use_dictionary=dictionary_columns(table))
+                       use_dictionary=(dictionary or DictionaryChoice()).of(table))
         size = out.tell()
     return int(size)
 

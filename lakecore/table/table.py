@@ -67,7 +67,7 @@ from lakecore.services.compaction import load_plan
 from lakecore.storage import Storage, open_storage
 from lakecore.table.writer import WriteResult, WriterOptions, write_groups
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
-from lakecore.write import Operation, as_table, conform, evolved_schema, list_markers, route
+from lakecore.write import Operation, as_table, combine_and_route, conform, evolved_schema, list_markers
 
 CONFIG_PATH = ".weir/table.json"
 QueryType = Literal["snapshot", "read_optimized"]
@@ -168,7 +168,7 @@ class Table:
             evolved = evolved_schema(table, config)
             config = config.with_schema(evolved) if evolved is not None else config
         conformed = conform(table, config, operation)  # bad input fails here, before any instant
-        groups = route(conformed.rows, config)
+        groups = combine_and_route(conformed.rows, config, operation)
         result = write_groups(self.storage, config, self.lock, operation, groups, self.options, extra,
                               table_schema=self.config.schema)
         committed = self._store.metadata(result.instant).schema

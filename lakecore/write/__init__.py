@@ -1,7 +1,7 @@
 """Write: input checks, routing to file groups, markers, and the task that writes one file group."""
 
 from lakecore.write.conform import Conformed, Operation, as_table, conform, evolved_schema
-from lakecore.write.file_writer import WriteContext, write_file_group
+from lakecore.write.file_writer import WriteContext, combine_and_route, write_file_group
 from lakecore.write.markers import (
     DirectMarkers,
     IOType,
@@ -23,6 +23,7 @@ __all__ = [
     "Operation",
     "WriteContext",
     "as_table",
+    "combine_and_route",
     "conform",
     "create_marker",
     "delete_markers",

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
-from lakecore.formats import read_files, write_file
+from lakecore.formats import DictionaryChoice, read_files, write_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
 from lakecore.merge import merge_to_base, precombine
 from lakecore.read.spec import file_schema, merge_spec, purge_tombstones
@@ -24,7 +24,7 @@ from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 from lakecore.write.conform import Operation
 from lakecore.write.markers import DirectMarkers, IOType, Marker, MarkerWriter
-from lakecore.write.routing import FileGroupRows
+from lakecore.write.routing import FileGroupRows, partitions, route
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class WriteContext:
     write_token: str = "0-0-0"
     markers: MarkerWriter = field(default_factory=DirectMarkers)
     max_rows_per_file: int | None = None  # log files roll over after this many rows
+    dictionary: DictionaryChoice = field(default_factory=DictionaryChoice, compare=False)
 
     def mark(self, path: str, io: IOType, partition: str, file_id: str) -> None:
         self.markers.create(self.storage, Marker(self.instant_time, path, io), partition, file_id)
@@ -47,6 +48,21 @@ def _with_commit_time(rows: pa.Table, instant_time: str) -> pa.Table:
     if COMMIT_TIME in rows.column_names:
         return rows.set_column(rows.column_names.index(COMMIT_TIME), COMMIT_TIME, col)
     return rows.append_column(COMMIT_TIME, col)
+
+
+def combine_and_route(rows: pa.Table, config: TableConfig, operation: Operation) -> list[FileGroupRows]:
+    """Route a write's conformed rows to file groups. For a merge-on-read write that appends log
+    files, first precombine each partition's rows once (keys are unique per partition): one
+    vectorized pass over the batch instead of one per file group, which for small frequent
+    commits into many buckets was most of the tasks' work. The commit time is not known yet; all
+    rows of a write share it, so a placeholder decides the same, and the task sets the real one."""
+    if config.table_type != "merge_on_read" or operation == "bulk_insert" or rows.num_rows == 0:
+        return route(rows, config)
+    spec, schema = merge_spec(config), file_schema(config)
+    groups: list[FileGroupRows] = []
+    for part in partitions(rows, config):
+        groups += route(precombine(_with_commit_time(part, "0"), spec, schema), config, combined=True)
+    return groups
 
 
 def _log_schema(ctx: WriteContext, rows: pa.Table) -> pa.Schema:
@@ -70,7 +86,8 @@ def write_file_group(ctx: WriteContext, group: FileGroupRows) -> list[WriteStat]
 def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list[WriteStat]:
     schema = _log_schema(ctx, rows)
     # precombine over the full schema (so every group still decides), then keep only what was written
-    rows = precombine(rows, merge_spec(ctx.config), file_schema(ctx.config))
+    if not group.combined:
+        rows = precombine(rows, merge_spec(ctx.config), file_schema(ctx.config))
     rows = rows.select(schema.names).cast(schema)
     step = ctx.max_rows_per_file or max(rows.num_rows, 1)
     stats = []
@@ -79,7 +96,8 @@ def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list
         name = log_file_name(group.file_id, ctx.instant_time, ctx.write_token, version)
         path = f"{group.partition}/{name}" if group.partition else name
         ctx.mark(path, "append", group.partition, group.file_id)
-        size = write_file(ctx.storage, path, chunk, compression=ctx.config.compression)
+        size = write_file(ctx.storage, path, chunk, compression=ctx.config.compression,
+                          dictionary=ctx.dictionary)
         deletes = int(pc.sum(chunk.column(OP)).as_py() or 0)
         stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size))
     return stats
@@ -105,7 +123,7 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
     path = f"{group.partition}/{name}" if group.partition else name
     io: IOType = "merge" if current is not None and current.files else "create"
     ctx.mark(path, io, group.partition, group.file_id)
-    size = write_file(ctx.storage, path, state, compression=config.compression)
+    size = write_file(ctx.storage, path, state, compression=config.compression, dictionary=ctx.dictionary)
     live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
     deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
     return WriteStat(group.partition, group.file_id, name, "base", live, deletes, size,

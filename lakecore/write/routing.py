@@ -23,6 +23,7 @@ class FileGroupRows:
     partition: str
     file_id: str
     rows: pa.Table
+    combined: bool = False  # already one row per key (precombined before routing)
 
 
 def file_group_codes(rows: pa.Table, config: TableConfig) -> tuple[np.ndarray, list[str]]:
@@ -49,7 +50,23 @@ def file_group_codes(rows: pa.Table, config: TableConfig) -> tuple[np.ndarray, l
     return part * config.buckets + buckets, paths
 
 
-def route(rows: pa.Table, config: TableConfig) -> list[FileGroupRows]:
+def partitions(rows: pa.Table, config: TableConfig) -> list[pa.Table]:
+    """The rows of each partition (one table per partition path present)."""
+    if not config.partition_fields or rows.num_rows == 0:
+        return [rows]
+    codes, paths = file_group_codes(rows, config)
+    if len(paths) == 1:
+        return [rows]
+    part = codes // config.buckets
+    order = np.argsort(part, kind="stable")
+    counts = np.bincount(part, minlength=len(paths))
+    taken = rows.take(pa.array(order))
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    return [taken.slice(int(a), int(n)) for a, n in zip(starts, counts, strict=True) if n]
+
+
+def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> list[FileGroupRows]:
+    """Split rows by file group; `combined`: the rows are already one per key."""
     if rows.num_rows == 0:
         return []
     codes, paths = file_group_codes(rows, config)
@@ -61,5 +78,6 @@ def route(rows: pa.Table, config: TableConfig) -> list[FileGroupRows]:
     out = []
     for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
         part, bucket = divmod(int(ordered[start]), config.buckets)
-        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), taken.slice(start, stop - start)))
+        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), taken.slice(start, stop - start),
+                                 combined))
     return out

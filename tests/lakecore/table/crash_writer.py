@@ -51,7 +51,7 @@ def inject(point: str) -> None:
             return size
         fw.write_file = once  # type: ignore[assignment]
     elif point == "mid_file":
-        def half(storage, path, table, *, compression):
+        def half(storage, path, table, **_options):
             fs, root = storage.arrow()
             with fs.open_output_stream(f"{root}/{path}") as out:
                 out.write(b"PAR1" + b"\0" * 100)
