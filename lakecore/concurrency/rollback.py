@@ -25,6 +25,7 @@ from lakecore.timeline import (
     TimelineStore,
     next_instant_time,
     now_ms,
+    to_epoch_ms,
 )
 from lakecore.write.heartbeat import HeartbeatConfig, delete_heartbeat, is_expired, last_sign_of_life
 from lakecore.write.markers import delete_markers, list_markers
@@ -91,10 +92,12 @@ def _execute(storage: Storage, lock: Lock, store: TimelineStore, rb: Instant, ta
     return done
 
 
-def resume_rollbacks(storage: Storage, lock: Lock, older_than_ms: int, *, clock: Clock = now_ms) -> list[str]:
-    """Finish rollbacks whose process died: pending rollback instants older than `older_than_ms`."""
+def resume_rollbacks(storage: Storage, lock: Lock, older_than_ms: int, *, clock: Clock = now_ms,
+                     timeline: Timeline | None = None) -> list[str]:
+    """Finish rollbacks whose process died: pending rollback instants older than `older_than_ms`.
+    `timeline`: a recent load to look in (each rollback re-checks under the lock)."""
     store = TimelineStore(storage)
-    timeline = store.load()
+    timeline = timeline or store.load()
     cutoff = next_instant_time(clock() - older_than_ms, None)
     done = []
     for rb in timeline.pending:
@@ -112,16 +115,18 @@ def resume_rollbacks(storage: Storage, lock: Lock, older_than_ms: int, *, clock:
 
 
 def rollback_failed_writes(storage: Storage, lock: Lock, heartbeat: HeartbeatConfig, *,
-                           clock: Clock = now_ms) -> list[str]:
+                           clock: Clock = now_ms, timeline: Timeline | None = None) -> list[str]:
     """Lazy cleanup: roll back every pending write whose writer's heartbeat expired, newest first.
-    Returns the instant times rolled back. Safe to run from any writer, cleaner or the operator."""
-    resumed = resume_rollbacks(storage, lock, heartbeat.timeout_ms, clock=clock)
-    store = TimelineStore(storage)
-    timeline = store.load()
+    Returns the instant times rolled back. Safe to run from any writer, cleaner or the operator.
+    `timeline`: a recent load to look in (every rollback re-checks under the lock)."""
+    timeline = timeline or TimelineStore(storage).load()
+    resumed = resume_rollbacks(storage, lock, heartbeat.timeout_ms, clock=clock, timeline=timeline)
     now = clock()
+    # a write's last sign of life is never before its start, so one started within the timeout is
+    # alive without reading its heartbeat (the common case: the other writers' current instants)
     candidates = [i for i in timeline.pending
                   if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES
-                  and i.state is not State.COMPLETED
+                  and now - to_epoch_ms(i.requested_time) > heartbeat.timeout_ms
                   and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
     done = list(resumed)
     for inst in sorted(candidates, key=lambda i: i.requested_time, reverse=True):

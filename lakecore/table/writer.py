@@ -46,7 +46,7 @@ from lakecore.services import (
 )
 from lakecore.services.triggers import Trigger, due
 from lakecore.storage import Storage
-from lakecore.timeline import Instant, TimelineStore, WriteStat, now_ms
+from lakecore.timeline import Instant, Timeline, TimelineStore, WriteStat, now_ms
 from lakecore.write import (
     DirectMarkers,
     FileGroupRows,
@@ -125,9 +125,7 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
         attempt += 1
         try:
             done, stats = _attempt(storage, config, lock, operation, groups, options, extra, table_schema)
-            if options.clean_failed_writes:
-                _clean_failed(storage, lock, options)
-            _inline_services(storage, config, lock, options)
+            _after_commit(storage, config, lock, options)
             return WriteResult(done, stats, attempt)
         except WriteConflict:
             if attempt > options.conflict_retries:
@@ -232,13 +230,24 @@ def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
     return sum(sizes.get(p, 0) for p in wanted)
 
 
-def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> None:
-    """Run the services whose triggers are due. The write has committed: a service that cannot run
-    now (another one is pending) is simply left for the next write or the scheduler."""
-    if (options.inline_compaction, options.inline_clean, options.inline_clustering,
-            options.inline_archival) == (None, None, None, None):
+def _after_commit(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> None:
+    """Roll back dead writers' leftovers, then run the services that are due: both decide from one
+    load of the timeline (each step re-checks under the lock what it acts on)."""
+    services = (options.inline_compaction, options.inline_clean, options.inline_clustering,
+                options.inline_archival) != (None, None, None, None)
+    if not (services or options.clean_failed_writes):
         return
     timeline = TimelineStore(storage).load()
+    if options.clean_failed_writes:
+        _clean_failed(storage, lock, options, timeline)
+    if services:
+        _inline_services(storage, config, lock, options, timeline)
+
+
+def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions,
+                     timeline: Timeline) -> None:
+    """Run the services whose triggers are due. The write has committed: a service that cannot run
+    now (another one is pending) is simply left for the next write or the scheduler."""
     now = now_ms()
     if options.inline_compaction is not None and config.table_type == "merge_on_read" \
             and due(options.inline_compaction, timeline, "compaction", now):
@@ -269,10 +278,10 @@ def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options:
             log.warning("inline archival of %s failed (the write committed): %s", storage.uri, exc)
 
 
-def _clean_failed(storage: Storage, lock: Lock, options: WriterOptions) -> None:
+def _clean_failed(storage: Storage, lock: Lock, options: WriterOptions, timeline: Timeline) -> None:
     """Best effort: a dead writer's leftovers must not fail this write, which already committed."""
     try:
-        rollback_failed_writes(storage, lock, options.heartbeat)
+        rollback_failed_writes(storage, lock, options.heartbeat, timeline=timeline)
     except Exception:
         pass
 
