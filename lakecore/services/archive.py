@@ -1,10 +1,12 @@
 """Archival: move the oldest completed instants out of the active timeline into the history.
 
-    lock -> reload timeline -> finish a crashed archival's deletions -> plan (pure) -> write a level-0
-    history file with the instants' metadata and plans -> new live files (old live files + the
-    archived instants' files - files archived cleans deleted) -> merge full levels -> manifest ->
-    pointer (the commit point) -> delete the instants' active files (requested, inflight, then the
-    completed file last) -> delete history files two versions old -> unlock
+    load timeline -> finish a crashed archival's deletions -> plan (pure) -> write a level-0 history
+    file with the instants' metadata and plans -> new live files (old live files + the archived
+    instants' files - files archived cleans deleted) -> merge full levels ->
+    lock -> reload, re-plan: same history version and still due? (else unlock, delete what was
+    written, done) -> manifest -> pointer (the commit point) -> delete the instants' active files
+    (requested, inflight, then the completed file last) -> delete history files two versions old ->
+    unlock
 
 What is archived is a prefix of the completed instants in completion order, and it stops early:
 - at the oldest pending instant's requested time (OCC checks instants completed after a pending
@@ -33,6 +35,7 @@ from lakecore.services.savepoint import savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import WRITE_ACTIONS, CommitMetadata, Instant, Timeline, TimelineStore, parse_file_name
 from lakecore.timeline.history import (
+    HISTORY_DIR,
     Archived,
     HistoryFile,
     Manifest,
@@ -40,7 +43,7 @@ from lakecore.timeline.history import (
     files_of,
     history_rows,
 )
-from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore
+from lakecore.timeline.history_store import TIMELINE_DIR, HistoryMoved, HistoryStore
 
 Clock = Callable[[], int]
 
@@ -125,29 +128,60 @@ def plan_archival(timeline: Timeline, metadata: Callable[[Instant], CommitMetada
 def run_archival(storage: Storage, lock: Lock, policy: ArchivalPolicy | None = None, *,
                  dry_run: bool = False) -> ArchivalPlan | ArchivalResult | None:
     """Archive per the policy. Returns the plan with `dry_run`, the result, or None if nothing was due
-    (a crashed archival's leftovers are cleaned up either way)."""
+    or another archival, savepoint or undo changed what was due meanwhile (a crashed archival's
+    leftovers are cleaned up either way).
+
+    Only the commit holds the table lock: the history files are written before it, from a plain load,
+    so writers committing beside an archival wait for a few small writes, not for Parquet files
+    (multi-writer tables archive often and every writer waits on the same lock). Under the lock the
+    archival re-plans from a fresh load and commits only if the history version is the one it
+    started from and what it wrote is still a prefix of what is due; otherwise it deletes its files."""
     policy = policy or ArchivalPolicy()
     store = TimelineStore(storage)
     history = HistoryStore(storage)
-    with lock:
-        timeline = store.load()
-        plan = plan_archival(timeline, store.metadata, policy)
-        if dry_run:
-            return plan
-        _finish_deletions(storage, timeline.archived.boundary)
-        if not plan.instants:
-            return None
+    timeline = store.load()
+    plan = plan_archival(timeline, store.metadata, policy)
+    if dry_run:
+        return plan
+    _finish_deletions(storage, timeline.archived.boundary)
+    if not plan.instants:
+        return None
+    previous = timeline.archived.manifest
+    try:
         manifest = _archive(store, history, timeline, plan.instants, policy)
-        ensure_held(lock, "committing an archival")
-        history.commit(manifest)
-        _finish_deletions(storage, manifest.boundary)
-        history.collect_garbage(manifest, timeline.archived.manifest.version)
+    except (FileNotFoundError, HistoryMoved):
+        return None  # an undo removed an instant being archived, or another archival merged its files
+    with lock:
+        fresh = store.load()
+        due = plan_archival(fresh, store.metadata, policy).instants
+        current = fresh.archived.manifest.version == previous.version and \
+            due[:len(plan.instants)] == plan.instants
+        if current:
+            ensure_held(lock, "committing an archival")
+            history.commit(manifest)
+            _finish_deletions(storage, manifest.boundary)
+            history.collect_garbage(manifest, previous.version)
+    if not current:
+        _discard(history, manifest, previous)
+        return None
     levels: dict[int, int] = {}
     for f in manifest.files:
         levels[f.level] = levels.get(f.level, 0) + 1
     live = history.summary(manifest.version).files
     return ArchivalResult(len(plan.instants), manifest.version, manifest.boundary,
                           dict(sorted(levels.items())), len(live))
+
+
+def _discard(history: HistoryStore, written: Manifest, previous: Manifest) -> None:
+    """Delete the files an archival wrote but did not commit (best effort: the next archival's
+    garbage collection removes whatever is left)."""
+    kept = {f.name for f in previous.files}
+    ours = [f.name for f in written.files if f.name not in kept]
+    for name in [*ours, written.live] if written.live else ours:
+        try:
+            history.storage.delete(f"{HISTORY_DIR}/{name}")
+        except OSError:
+            pass
 
 
 def _archive(store: TimelineStore, history: HistoryStore, timeline: Timeline,
