@@ -17,10 +17,10 @@ from lakecore.errors import (
     TableNotFound,
     UnsupportedType,
 )
-from lakecore.table import Table, WriteResult, WriterOptions
+from lakecore.table import Table, WriteJob, WriteResult, WriterOptions
 from lakecore.timeline import Instant, State, Timeline
 
 __all__ = ["ColumnGroup", "CorruptMetadata", "Instant", "InvalidInput", "InvalidTableConfig",
            "LakecoreError", "MissingColumn", "NullKey", "SchemaMismatch", "State", "Table",
            "TableAlreadyExists", "TableConfig", "TableNotFound", "Timeline", "UnsupportedType",
-           "WriteResult", "WriterOptions"]
+           "WriteJob", "WriteResult", "WriterOptions"]

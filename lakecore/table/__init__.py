@@ -1,6 +1,6 @@
 """The table facade."""
 
 from lakecore.table.table import Table
-from lakecore.table.writer import WriteResult, WriterOptions
+from lakecore.table.writer import WriteJob, WriteResult, WriterOptions
 
-__all__ = ["Table", "WriteResult", "WriterOptions"]
+__all__ = ["Table", "WriteJob", "WriteResult", "WriterOptions"]

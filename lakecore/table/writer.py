@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +32,7 @@ from lakecore.concurrency import (
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
 from lakecore.concurrency.writers import Registration, WriterRegistry, writer_info
 from lakecore.config import TableConfig
-from lakecore.errors import EarlyConflict, LakecoreError, WriteAborted, WriteConflict
+from lakecore.errors import EarlyConflict, InvalidInstantState, LakecoreError, WriteAborted, WriteConflict
 from lakecore.services import (
     ArchivalPolicy,
     CleanPolicy,
@@ -53,6 +54,7 @@ from lakecore.write import (
     Marker,
     MarkerWriter,
     Operation,
+    WriteContext,
     list_markers,
     write_file_group,
 )
@@ -118,15 +120,26 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
                  groups: Sequence[FileGroupRows], options: WriterOptions,
                  extra: Mapping[str, Any] | None = None, *, table_schema: pa.Schema | None = None
                  ) -> WriteResult:
-    """Write routed rows as one instant. `config.schema` is the writer's schema, `table_schema` the
-    table's (they differ when the write adds columns)."""
+    """Write routed rows as one instant, the file groups on this process's task threads.
+    `config.schema` is the writer's schema, `table_schema` the table's (they differ when the write
+    adds columns)."""
     attempt = 0
     while True:
         attempt += 1
         try:
-            done, stats = _attempt(storage, config, lock, operation, groups, options, extra, table_schema)
-            _after_commit(storage, config, lock, options)
-            return WriteResult(done, stats, attempt)
+            job = WriteJob.start(storage, config, lock, operation, options, table_schema=table_schema,
+                                 extra=extra)
+            with job:
+                markers = _Stoppable(job.markers)
+                ctx = job.context(markers)
+                futures = [_tasks.submit(write_file_group, ctx, g) for g in groups]
+                finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+                if any(f.exception() is not None for f in finished):
+                    markers.stopped.set()
+                    wait(futures)  # every task has stopped before anything is cleaned up
+                    raise _first_cause([e for f in futures if (e := f.exception()) is not None])
+                result = job.commit([s for f in futures for s in f.result()])
+            return WriteResult(result.instant, result.stats, attempt)
         except WriteConflict:
             if attempt > options.conflict_retries:
                 raise
@@ -134,58 +147,111 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
             time.sleep(min(delay, 10.0) * (0.5 + random.random()))
 
 
-def _attempt(storage: Storage, config: TableConfig, lock: Lock, operation: Operation,
-             groups: Sequence[FileGroupRows], options: WriterOptions,
-             extra: Mapping[str, Any] | None, table_schema: pa.Schema | None
-             ) -> tuple[Instant, tuple[WriteStat, ...]]:
-    need_view = config.table_type == "copy_on_write" or operation == "bulk_insert"
-    txn = begin_write(storage, config, lock, operation, need_view=need_view, table_schema=table_schema)
-    heartbeat = Heartbeat(storage, txn.instant.requested_time, options.heartbeat)
-    heartbeat.start()
-    registration = _register(storage, txn, options)
-    service: MarkerService | None = None
-    found: list[Found] = []
-    try:
-        writer, service = _marker_writer(txn, options, found)
-    except BaseException:
-        if registration is not None:
-            registration.close()
-        heartbeat.stop()
-        _abandon(storage, lock, txn)
-        raise
-    markers = _Stoppable(writer)
-    ctx = txn.context(markers=markers, max_rows_per_file=options.max_rows_per_file)
-    try:
-        futures = [_tasks.submit(write_file_group, ctx, g) for g in groups]
-        finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        if any(f.exception() is not None for f in finished):
-            markers.stopped.set()
-            wait(futures)  # every task has stopped before anything is cleaned up
-            raise _first_cause([e for f in futures if (e := f.exception()) is not None])
-        stats = tuple(s for f in futures for s in f.result())
-        if service is not None:
-            service.stop()
-            service = None
-        heartbeat.check()
-        done = commit_write(txn, stats, extra=dict(extra or {}), lock=lock)
-    except EarlyConflict as exc:
-        if found and not exc.other:  # raised by the marker service client: only a message came back
-            exc.other, exc.file_groups = found[0].other, frozenset({found[0].file_group})
-        exc.bytes_written = _bytes_written(storage, txn)
-        _abandon(storage, lock, txn)
-        raise
-    except WriteConflict:
-        raise  # commit_write rolled the instant back already
-    except BaseException:
-        _abandon(storage, lock, txn)
-        raise
-    finally:
-        if service is not None:
-            service.stop()
-        if registration is not None:
-            registration.close()
-        heartbeat.stop()
-    return done, stats
+class WriteJob:
+    """The driver's handle on one write whose file-group tasks may run in any process (the Spark
+    writers run them in executors; `write_groups` on threads):
+
+        job = WriteJob.start(...)          # requested -> inflight, heartbeat, registration, markers
+        ctx = job.context()                # pickles: each task calls write_file_group(ctx, group)
+        job.commit(stats)                  # stats of every task; conflict check, complete, services
+        job.abort(error)                   # or: roll back (after every task has stopped)
+
+    Used as a context manager, an exception before `commit` returned aborts the write. The heartbeat
+    beats from the driver for as long as the job is open, so tasks elsewhere need no liveness of
+    their own; the operator's registration (options.registry) lasts as long."""
+
+    def __init__(self, txn: WriteTransaction, lock: Lock, options: WriterOptions,
+                 extra: Mapping[str, Any] | None) -> None:
+        self.txn, self.lock, self.options, self.extra = txn, lock, options, dict(extra or {})
+        self.heartbeat = Heartbeat(txn.storage, txn.instant.requested_time, options.heartbeat)
+        self.registration: Registration | None = None
+        self.service: MarkerService | None = None
+        self.found: list[Found] = []
+        self.markers: MarkerWriter = DirectMarkers()
+        self.finished = False
+
+    @classmethod
+    def start(cls, storage: Storage, config: TableConfig, lock: Lock, operation: Operation,
+              options: WriterOptions | None = None, *, table_schema: pa.Schema | None = None,
+              extra: Mapping[str, Any] | None = None) -> WriteJob:
+        """Begin the instant. `config.schema` is the writer's schema (see write_groups)."""
+        options = options or WriterOptions()
+        need_view = config.table_type == "copy_on_write" or operation == "bulk_insert"
+        txn = begin_write(storage, config, lock, operation, need_view=need_view, table_schema=table_schema)
+        job = cls(txn, lock, options, extra)
+        job.heartbeat.start()
+        try:
+            job.registration = _register(storage, txn, options)
+            job.markers, job.service = _marker_writer(txn, options, job.found)
+        except BaseException:
+            job._close()
+            _abandon(storage, lock, txn)
+            raise
+        return job
+
+    @property
+    def instant(self) -> Instant:
+        return self.txn.instant
+
+    def context(self, markers: MarkerWriter | None = None) -> WriteContext:
+        """What each task needs (pickles); `markers` wraps or replaces the job's marker writer."""
+        return self.txn.context(markers=markers or self.markers,
+                                max_rows_per_file=self.options.max_rows_per_file)
+
+    def commit(self, stats: Sequence[WriteStat]) -> WriteResult:
+        """Complete the instant with every task's stats (under the lock, after the conflict check),
+        then run what is due after a commit (failed-write cleanup, inline services). On a conflict
+        the instant is rolled back and WriteConflict raised."""
+        if self.finished:
+            raise InvalidInstantState(f"write {self.instant.requested_time} is already finished")
+        try:
+            if self.service is not None:
+                self.service.stop()
+                self.service = None
+            self.heartbeat.check()
+            done = commit_write(self.txn, stats, extra=self.extra, lock=self.lock)
+        except WriteConflict:
+            self.finished = True  # commit_write rolled the instant back already
+            self._close()
+            raise
+        except BaseException as exc:
+            self.abort(exc)
+            raise
+        self.finished = True
+        self._close()
+        _after_commit(self.txn.storage, self.txn.config, self.lock, self.options)
+        return WriteResult(done, tuple(stats))
+
+    def abort(self, error: BaseException | None = None) -> None:
+        """Roll the write back (call once every task has stopped). An EarlyConflict `error` gets the
+        other instant, file groups and bytes this write had written filled in."""
+        if self.finished:
+            return
+        self.finished = True
+        txn = self.txn
+        if isinstance(error, EarlyConflict):
+            if self.found and not error.other:  # raised by a marker service client: only a message
+                error.other, error.file_groups = self.found[0].other, frozenset({self.found[0].file_group})
+            error.bytes_written = _bytes_written(txn.storage, txn)
+        self._close()
+        _abandon(txn.storage, self.lock, txn)
+
+    def _close(self) -> None:
+        if self.service is not None:
+            self.service.stop()
+            self.service = None
+        if self.registration is not None:
+            self.registration.close()
+            self.registration = None
+        self.heartbeat.stop()
+
+    def __enter__(self) -> WriteJob:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if not self.finished:
+            self.abort(error)
 
 
 def _register(storage: Storage, txn: WriteTransaction, options: WriterOptions) -> Registration | None:
