@@ -193,21 +193,26 @@ class WriteJob:
     def instant(self) -> Instant:
         return self.txn.instant
 
-    def context(self, markers: MarkerWriter | None = None) -> WriteContext:
-        """What each task needs (pickles); `markers` wraps or replaces the job's marker writer."""
-        return self.txn.context(markers=markers or self.markers,
+    def context(self, markers: MarkerWriter | None = None, *, write_token: str = "0-0-0") -> WriteContext:
+        """What each task needs (pickles); `markers` wraps or replaces the job's marker writer;
+        `write_token` goes into file names: engines that retry tasks give each attempt its own."""
+        return self.txn.context(write_token, markers=markers or self.markers,
                                 max_rows_per_file=self.options.max_rows_per_file)
 
-    def commit(self, stats: Sequence[WriteStat]) -> WriteResult:
+    def commit(self, stats: Sequence[WriteStat], *, reconcile: bool = False) -> WriteResult:
         """Complete the instant with every task's stats (under the lock, after the conflict check),
         then run what is due after a commit (failed-write cleanup, inline services). On a conflict
-        the instant is rolled back and WriteConflict raised."""
+        the instant is rolled back and WriteConflict raised. `reconcile`: first delete the data files
+        the instant's markers name that no stat does (what failed or speculative task attempts wrote:
+        engines that retry tasks pass True)."""
         if self.finished:
             raise InvalidInstantState(f"write {self.instant.requested_time} is already finished")
         try:
             if self.service is not None:
                 self.service.stop()
                 self.service = None
+            if reconcile:
+                self._delete_unreported(stats)
             self.heartbeat.check()
             done = commit_write(self.txn, stats, extra=self.extra, lock=self.lock)
         except WriteConflict:
@@ -235,6 +240,13 @@ class WriteJob:
             error.bytes_written = _bytes_written(txn.storage, txn)
         self._close()
         _abandon(txn.storage, self.lock, txn)
+
+    def _delete_unreported(self, stats: Sequence[WriteStat]) -> None:
+        storage = self.txn.storage
+        reported = {s.path for s in stats}
+        for marker in list_markers(storage, self.instant.requested_time):
+            if marker.data_path not in reported:
+                storage.delete(marker.data_path)
 
     def _close(self) -> None:
         if self.service is not None:

@@ -100,3 +100,14 @@ def test_an_early_conflict_in_a_task_reaches_the_driver_with_its_report(tmp_path
     assert list_markers(t.storage, younger.instant.requested_time) == []
     older.commit(older_stats)  # the older writer is unaffected
     assert [r["id"] for r in rows(t)] == [1, 2]
+
+
+def test_reconcile_deletes_what_a_retried_task_attempt_left(tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1)
+    (group,) = groups_of(t, batch([1, 2, 3], 1))
+    with WriteJob.start(t.storage, t.config, t.lock, "upsert") as job:
+        lost = write_file_group(job.context(write_token="0-1-0"), group)   # attempt 0, its result lost
+        kept = write_file_group(job.context(write_token="0-1-1"), group)   # the retry
+        job.commit(kept, reconcile=True)
+    assert not t.storage.exists(lost[0].path) and t.storage.exists(kept[0].path)
+    assert [(r["id"], r["ts"]) for r in rows(t)] == [(1, 1), (2, 1), (3, 1)]
