@@ -82,3 +82,34 @@ def s3_server() -> Iterator[S3Server]:
     server = S3Server().start()
     yield server
     server.stop()
+
+
+def require_spark() -> None:
+    """pyspark and Java, or skip (fail under CI)."""
+    import importlib.util
+    import shutil
+
+    missing = [what for what, ok in (("pyspark", importlib.util.find_spec("pyspark") is not None),
+                                     ("java", shutil.which("java") is not None)) if not ok]
+    if not missing:
+        return
+    if running_in_ci():
+        pytest.fail(f"Spark tests need {' and '.join(missing)} under CI (make test installs pyspark)",
+                    pytrace=False)
+    pytest.skip(f"{' and '.join(missing)} not installed")
+
+
+@pytest.fixture(scope="session")
+def spark(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One local SparkSession (2 cores) for the whole test session: starting one takes ~7 s."""
+    require_spark()
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from sparkjobs.session import local_session
+
+    session = local_session("weir-tests", cores=2, work_dir=str(tmp_path_factory.mktemp("spark")))
+    yield session
+    session.stop()

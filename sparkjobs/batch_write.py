@@ -1,0 +1,71 @@
+"""Entry point: write one input into a table as one instant.
+
+    spark-submit sparkjobs/batch_write.py --table URI --source PATH [--source-format parquet] ...
+    python -m sparkjobs.batch_write ...         (a local Spark with every core: the embedded default)
+
+Prints one JSON line: the result (instant, records, file groups) or the error with its report; the
+exit code says what kind of outcome it was (sparkjobs.contract.EXIT_*), for the operator.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK, BatchWriteArgs
+
+
+def run(args: BatchWriteArgs) -> dict[str, Any]:
+    from lakecore import Table, WriterOptions
+    from lakecore.concurrency.early import EarlyDetection
+    from sparkjobs.session import job_session
+    from sparkjobs.write import write_dataframe
+
+    lock = None
+    if args.zookeeper:
+        from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+
+        lock = zookeeper_lock(args.zookeeper, table_lock_key(args.table))
+    table = Table.open(args.table, lock=lock)
+    detection = None
+    if args.early_detection:  # the contract checked the strategy's name
+        detection = EarlyDetection(args.early_detection, zookeeper=args.zookeeper)  # type: ignore[arg-type]
+    options = WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file)
+    spark = job_session(args.app_name)
+    df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
+    result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
+                             extra=args.extra)
+    return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,
+            "records": result.records, "file_groups": result.file_groups}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lakecore.errors import EarlyConflict, InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
+
+    try:
+        args = BatchWriteArgs.from_argv(sys.argv[1:] if argv is None else argv)
+    except ValueError as exc:
+        print(json.dumps({"outcome": "bad_input", "error": str(exc)}))
+        return EXIT_BAD_INPUT
+    try:
+        out = run(args)
+    except EarlyConflict as exc:
+        print(json.dumps({"outcome": "conflict", "early": True, **exc.report()}))
+        return EXIT_CONFLICT
+    except WriteConflict as exc:
+        print(json.dumps({"outcome": "conflict", "early": False, "instant": exc.instant,
+                          "message": str(exc)}))
+        return EXIT_CONFLICT
+    except (InvalidInput, InvalidTableConfig, TableNotFound) as exc:
+        print(json.dumps({"outcome": "bad_input", "error": f"{type(exc).__name__}: {exc}"}))
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # storage, lock, Spark (e.g. the source path does not exist): retry later
+        print(json.dumps({"outcome": "failed", "error": f"{type(exc).__name__}: {str(exc)[:2000]}"}))
+        return EXIT_FAILED
+    print(json.dumps({"outcome": "committed", **out}))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Batch writes of a Spark DataFrame into a lakecore table: one DataFrame = one instant.
+
+    driver    Table.open -> check the DataFrame's schema against the table (bad input fails here,
+              before any instant) -> WriteJob.start (instant, heartbeat, markers)
+    stage 1   each input batch: conform (types, null keys, meta columns) + its file group
+              (partition path, bucket) as two columns
+    shuffle   repartition by file group: every file group lands whole in one task
+    stage 2   each task: precombine per partition, write one file per file group through lakecore
+              (markers, early conflict checks), return the write stats as JSON rows
+    driver    collect the stats -> WriteJob.commit(stats, reconcile=True): files of failed or
+              speculative task attempts (named by markers, reported by no stat) are deleted first
+
+A failed Spark job aborts the write (rolled back through its markers). A task that finds an early
+conflict fails its stage at once (Spark cancels the other tasks) and the driver raises the
+`EarlyConflict` with the other instant, file groups and bytes written (`.report()`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from lakecore import Table, WriteJob, WriteResult, WriterOptions
+from lakecore import errors as lakecore_errors
+from lakecore.config import TableConfig
+from lakecore.errors import EarlyConflict, InvalidInput, LakecoreError
+from lakecore.timeline import WriteStat
+from lakecore.write import (
+    Operation,
+    WriteContext,
+    combine_and_route,
+    conform,
+    file_group_codes,
+    write_file_group,
+)
+
+PARTITION_COLUMN = "_weir_partition"
+BUCKET_COLUMN = "_weir_bucket"
+_EARLY = "WEIR-EARLY-CONFLICT"
+
+ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert", *,
+                    options: WriterOptions | None = None, extra: Mapping[str, Any] | None = None,
+                    parallelism: int | None = None) -> WriteResult:
+    """Write `df` as one instant of `table` (the table's lock and, unless given, its writer options)."""
+    config = table.config
+    conformed = _conformed_schema(df, config, operation)
+    tagged = pa.schema([*conformed, pa.field(PARTITION_COLUMN, pa.string()),
+                        pa.field(BUCKET_COLUMN, pa.int32())])
+    spark = df.sparkSession
+    n = parallelism or max(1, spark.sparkContext.defaultParallelism)
+    options = options or table.options
+    with WriteJob.start(table.storage, config, table.lock, operation, options, extra=extra) as job:
+        routed = df.mapInArrow(_tag(config, operation), from_arrow_schema(tagged)) \
+            .repartition(n, PARTITION_COLUMN, BUCKET_COLUMN)
+        written = routed.mapInArrow(_write(job.context(), conformed, operation), "stats string")
+        try:
+            rows = written.collect()
+        except Exception as exc:
+            cause = _early_conflict_in(exc) or _lakecore_error_in(exc)
+            if cause is None:
+                raise
+            raise cause from exc
+        stats = [WriteStat.from_json(d) for r in rows for d in json.loads(r["stats"])]
+        return job.commit(stats, reconcile=True)
+
+
+def _conformed_schema(df: DataFrame, config: TableConfig, operation: Operation) -> pa.Schema:
+    """What conform makes of the DataFrame's rows; raises the same errors it would (missing or
+    unknown columns, wrong types) for a DataFrame with no rows yet."""
+    try:
+        arrow = to_arrow_schema(df.schema)
+    except TypeError as exc:
+        raise InvalidInput(f"the DataFrame has a column type Arrow cannot carry: {exc}") from exc
+    return conform(arrow.empty_table(), config, operation).rows.schema
+
+
+def _tag(config: TableConfig, operation: Operation) -> ArrowFn:
+    def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            rows = conform(batch, config, operation).rows
+            codes, paths = file_group_codes(rows, config)
+            part = np.asarray(paths, dtype=object)[codes // config.buckets]
+            rows = rows.append_column(PARTITION_COLUMN, pa.array(part, pa.string())) \
+                .append_column(BUCKET_COLUMN, pa.array((codes % config.buckets).astype(np.int32)))
+            yield from rows.to_batches()
+    return tag
+
+
+def _write(ctx: WriteContext, conformed: pa.Schema, operation: Operation) -> ArrowFn:
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task = TaskContext.get()
+        if task is not None:  # one token per task attempt: a retry never overwrites a file
+            ctx_ = _with_token(ctx, f"{task.partitionId()}-{task.stageId()}-{task.attemptNumber()}")
+        else:
+            ctx_ = ctx
+        received = list(batches)
+        if not received or not any(b.num_rows for b in received):
+            return  # a task whose shuffle partition got no file group
+        table = pa.Table.from_batches(received)
+        rows = table.drop_columns([PARTITION_COLUMN, BUCKET_COLUMN]).cast(conformed)
+        stats: list[dict[str, Any]] = []
+        try:
+            for group in combine_and_route(rows, ctx_.config, operation):
+                stats += [s.to_json() for s in write_file_group(ctx_, group)]
+        except EarlyConflict as exc:  # fail the stage now; the driver rebuilds the conflict
+            raise RuntimeError(f"{_EARLY} {json.dumps(exc.report())}") from None
+        yield pa.RecordBatch.from_pydict({"stats": [json.dumps(stats)]})
+    return write
+
+
+def _with_token(ctx: WriteContext, token: str) -> WriteContext:
+    from dataclasses import replace
+
+    return replace(ctx, write_token=token)
+
+
+def _lakecore_error_in(exc: BaseException) -> LakecoreError | None:
+    """The lakecore error a task failed with (bad input found in a task: null keys, wrong values),
+    rebuilt from the task's traceback text, so callers catch the same classes as for local writes."""
+    found = re.search(r"lakecore\.errors\.(\w+): ([^\n]*)", str(exc))
+    kind = getattr(lakecore_errors, found.group(1), None) if found else None
+    if found is None or not (isinstance(kind, type) and issubclass(kind, LakecoreError)):
+        return None
+    try:
+        return kind(found.group(2))
+    except TypeError:  # an error class that needs more than a message
+        return None
+
+
+def _early_conflict_in(exc: BaseException) -> EarlyConflict | None:
+    found = re.search(_EARLY + r" (\{[^\n]*\})", str(exc))
+    if found is None:
+        return None
+    report = json.loads(found.group(1))
+    return EarlyConflict(report["message"], instant=report["instant"], other=report["other"],
+                         file_groups=frozenset((p, f) for p, f in report["file_groups"]),
+                         bytes_written=report["bytes_written"])

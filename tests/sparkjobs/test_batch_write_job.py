@@ -1,0 +1,60 @@
+"""The batch-write job as the operator runs it: a command line built from the contract, a process of
+its own with its own local Spark, one JSON line and an exit code that says what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lakecore import Table
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_OK, BatchWriteArgs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
+
+
+def run_job(args: BatchWriteArgs, tmp_path) -> tuple[int, dict]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run([sys.executable, "-m", "sparkjobs.batch_write", *args.to_argv()], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=240)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, proc.stderr[-3000:]
+    return proc.returncode, json.loads(lines[-1])
+
+
+def test_contract_round_trips_and_refuses_nonsense():
+    args = BatchWriteArgs(table="s3://b/t", source="/in", source_format="json", operation="insert",
+                          source_options={"multiLine": "true"}, zookeeper="127.0.0.1:2181",
+                          early_detection="direct_zk", max_rows_per_file=1000, extra={"run": "7"})
+    assert BatchWriteArgs.from_argv(args.to_argv()) == args
+    assert BatchWriteArgs.from_argv(["--table", "t", "--source", "s"]) == BatchWriteArgs("t", "s")
+    for bad in (dict(operation="merge"), dict(early_detection="psychic"), dict(early_detection="direct_zk"),
+                dict(max_rows_per_file=0)):
+        with pytest.raises(ValueError):
+            BatchWriteArgs("t", "s", **bad)
+
+
+@pytest.mark.spark
+def test_the_job_writes_a_parquet_input_and_reports(spark, tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=4)
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": list(range(100)), "ts": [1] * 100, "v": [str(i) for i in range(100)]},
+                            schema=SCHEMA), source)
+    code, out = run_job(BatchWriteArgs(table=t.uri, source=str(source), extra={"batch": "b1"}), tmp_path)
+    assert code == EXIT_OK, out
+    assert out["outcome"] == "committed" and out["records"] == 100 and out["file_groups"] == 4
+    fresh = Table.open(t.uri)
+    assert fresh.read().num_rows == 100
+    assert fresh.commit_metadata(fresh.timeline().get(out["instant"])).extra == {"batch": "b1"}
+
+
+def test_a_missing_table_is_bad_input(tmp_path):
+    code, out = run_job(BatchWriteArgs(table=str(tmp_path / "nope"), source=str(tmp_path)), tmp_path)
+    assert code == EXIT_BAD_INPUT and out["outcome"] == "bad_input" and "TableNotFound" in out["error"]
