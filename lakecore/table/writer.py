@@ -55,6 +55,7 @@ from lakecore.write import (
     MarkerWriter,
     Operation,
     WriteContext,
+    delete_unreported,
     list_markers,
     write_file_group,
 )
@@ -212,7 +213,7 @@ class WriteJob:
                 self.service.stop()
                 self.service = None
             if reconcile:
-                self._delete_unreported(stats)
+                delete_unreported(self.txn.storage, self.instant.requested_time, (s.path for s in stats))
             self.heartbeat.check()
             done = commit_write(self.txn, stats, extra=self.extra, lock=self.lock)
         except WriteConflict:
@@ -240,13 +241,6 @@ class WriteJob:
             error.bytes_written = _bytes_written(txn.storage, txn)
         self._close()
         _abandon(txn.storage, self.lock, txn)
-
-    def _delete_unreported(self, stats: Sequence[WriteStat]) -> None:
-        storage = self.txn.storage
-        reported = {s.path for s in stats}
-        for marker in list_markers(storage, self.instant.requested_time):
-            if marker.data_path not in reported:
-                storage.delete(marker.data_path)
 
     def _close(self) -> None:
         if self.service is not None:

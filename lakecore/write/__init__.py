@@ -9,6 +9,7 @@ from lakecore.write.markers import (
     MarkerWriter,
     create_marker,
     delete_markers,
+    delete_unreported,
     list_markers,
 )
 from lakecore.write.routing import FileGroupRows, file_group_codes, route
@@ -27,6 +28,7 @@ __all__ = [
     "conform",
     "create_marker",
     "delete_markers",
+    "delete_unreported",
     "evolved_schema",
     "file_group_codes",
     "list_markers",

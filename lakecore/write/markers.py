@@ -11,6 +11,7 @@ named by one), and the markers are deleted after the instant completes.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -101,3 +102,14 @@ def delete_markers(storage: Storage, instant_time: str) -> None:
     # The type file goes last, so a dir with batched markers left is never without it.
     for f in sorted(files, key=lambda f: f.path.endswith("/" + MARKER_TYPE_FILE)):
         storage.delete(f.path)
+
+
+def delete_unreported(storage: Storage, instant_time: str, reported: Iterable[str]) -> list[str]:
+    """Delete the data files the instant's markers name but `reported` (data paths of the files its
+    tasks returned stats for) does not: what failed, retried or speculative task attempts wrote.
+    Returns the deleted paths. Call before completing the instant."""
+    keep = set(reported)
+    gone = [m.data_path for m in list_markers(storage, instant_time) if m.data_path not in keep]
+    for path in gone:
+        storage.delete(path)
+    return gone
