@@ -9,11 +9,11 @@ exit code says what kind of outcome it was (sparkjobs.contract.EXIT_*), for the 
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK, BatchWriteArgs
+from sparkjobs.contract import BatchWriteArgs
+from sparkjobs.entry import run_job
 
 
 def run(args: BatchWriteArgs) -> dict[str, Any]:
@@ -43,28 +43,14 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     from lakecore.errors import EarlyConflict, InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
 
-    try:
-        args = BatchWriteArgs.from_argv(sys.argv[1:] if argv is None else argv)
-    except ValueError as exc:
-        print(json.dumps({"outcome": "bad_input", "error": str(exc)}))
-        return EXIT_BAD_INPUT
-    try:
-        out = run(args)
-    except EarlyConflict as exc:
-        print(json.dumps({"outcome": "conflict", "early": True, **exc.report()}))
-        return EXIT_CONFLICT
-    except WriteConflict as exc:
-        print(json.dumps({"outcome": "conflict", "early": False, "instant": exc.instant,
-                          "message": str(exc)}))
-        return EXIT_CONFLICT
-    except (InvalidInput, InvalidTableConfig, TableNotFound) as exc:
-        print(json.dumps({"outcome": "bad_input", "error": f"{type(exc).__name__}: {exc}"}))
-        return EXIT_BAD_INPUT
-    except Exception as exc:  # storage, lock, Spark (e.g. the source path does not exist): retry later
-        print(json.dumps({"outcome": "failed", "error": f"{type(exc).__name__}: {str(exc)[:2000]}"}))
-        return EXIT_FAILED
-    print(json.dumps({"outcome": "committed", **out}))
-    return EXIT_OK
+    def describe(exc: BaseException) -> dict[str, Any]:
+        if isinstance(exc, EarlyConflict):
+            return {"early": True, **exc.report()}
+        return {"early": False, "instant": getattr(exc, "instant", ""), "message": str(exc)}
+
+    return run_job(lambda: BatchWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
+                   done="committed", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
+                   conflict=(WriteConflict,), describe_conflict=describe)
 
 
 if __name__ == "__main__":

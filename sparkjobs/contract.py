@@ -78,3 +78,55 @@ def _json_object(text: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
     return {str(k): str(v) for k, v in value.items()}
+
+
+SERVICES = ("compaction", "clustering", "clean", "archival")
+
+
+@dataclass(frozen=True)
+class TableServiceArgs:
+    """`sparkjobs.table_service`: run one table service (pending work first, then what is due)."""
+
+    table: str
+    service: str                                 # compaction | clustering | clean | archival
+    zookeeper: str | None = None                 # table lock in ZooKeeper; default: lock file on storage
+    compaction_strategy: str = "all"             # all | log_count | log_size | bounded_io
+    clustering_strategy: str = "small_files"     # small_files | all
+    sort_columns: tuple[str, ...] = ()           # clustering: sort each new base file by these
+    clean_policy: str = "keep_latest_commits"    # keep_latest_commits | keep_latest_file_versions | ...
+    clean_retained: int | None = None            # commits, versions or hours (per policy); None: default
+    archive_min_instants: int = 20
+    archive_max_instants: int = 30
+    app_name: str = "weir-table-service"
+
+    def __post_init__(self) -> None:
+        if self.service not in SERVICES:
+            raise ValueError(f"service {self.service!r} is not one of {', '.join(SERVICES)}")
+        if not 0 < self.archive_min_instants < self.archive_max_instants:
+            raise ValueError("archival needs 0 < archive_min_instants < archive_max_instants")
+
+    def to_argv(self) -> list[str]:
+        argv: list[str] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None or (value == f.default and f.name not in ("table", "service")):
+                continue
+            flag = f"--{f.name.replace('_', '-')}"
+            argv += [flag, ",".join(value)] if isinstance(value, tuple) else [flag, str(value)]
+        return argv
+
+    @classmethod
+    def from_argv(cls, argv: list[str]) -> TableServiceArgs:
+        p = argparse.ArgumentParser(prog="sparkjobs.table_service", description=cls.__doc__)
+        p.add_argument("--table", required=True)
+        p.add_argument("--service", required=True, choices=SERVICES)
+        p.add_argument("--zookeeper")
+        p.add_argument("--compaction-strategy", default="all")
+        p.add_argument("--clustering-strategy", default="small_files")
+        p.add_argument("--sort-columns", type=lambda s: tuple(c for c in s.split(",") if c), default=())
+        p.add_argument("--clean-policy", default="keep_latest_commits")
+        p.add_argument("--clean-retained", type=int)
+        p.add_argument("--archive-min-instants", type=int, default=20)
+        p.add_argument("--archive-max-instants", type=int, default=30)
+        p.add_argument("--app-name", default="weir-table-service")
+        return cls(**vars(p.parse_args(argv)))

@@ -1,5 +1,6 @@
-"""The batch-write job as the operator runs it: a command line built from the contract, a process of
-its own with its own local Spark, one JSON line and an exit code that says what happened."""
+"""The jobs as the operator runs them (batch write, table service): a command line built from the
+contract, a process of their own with their own local Spark, one JSON line and an exit code that
+says what happened."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecore import Table
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_OK, BatchWriteArgs
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_OK, BatchWriteArgs, TableServiceArgs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
@@ -58,3 +59,38 @@ def test_the_job_writes_a_parquet_input_and_reports(spark, tmp_path):
 def test_a_missing_table_is_bad_input(tmp_path):
     code, out = run_job(BatchWriteArgs(table=str(tmp_path / "nope"), source=str(tmp_path)), tmp_path)
     assert code == EXIT_BAD_INPUT and out["outcome"] == "bad_input" and "TableNotFound" in out["error"]
+
+
+def run_service(args, tmp_path) -> tuple[int, dict]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run([sys.executable, "-m", "sparkjobs.table_service", *args.to_argv()], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=240)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, proc.stderr[-3000:]
+    return proc.returncode, json.loads(lines[-1])
+
+
+def test_service_contract_round_trips_and_refuses_nonsense():
+    args = TableServiceArgs(table="t", service="clustering", zookeeper="127.0.0.1:2181",
+                            clustering_strategy="all", sort_columns=("a", "b"), clean_retained=5,
+                            archive_min_instants=5, archive_max_instants=9)
+    assert TableServiceArgs.from_argv(args.to_argv()) == args
+    for bad in (dict(service="vacuum"), dict(service="archival", archive_min_instants=30)):
+        with pytest.raises(ValueError):
+            TableServiceArgs(table="t", **bad)
+
+
+@pytest.mark.spark
+def test_the_service_job_compacts_and_says_when_there_is_nothing_to_do(spark, tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2)
+    for ts in range(3):
+        t.upsert(pa.table({"id": list(range(20)), "ts": [ts] * 20, "v": ["x"] * 20}, schema=SCHEMA))
+    code, out = run_service(TableServiceArgs(table=t.uri, service="compaction"), tmp_path)
+    assert code == EXIT_OK and out["outcome"] == "done" and out["operations"] == 2, out
+    assert Table.open(t.uri).timeline().find(out["instant"]).is_completed
+    code, out = run_service(TableServiceArgs(table=t.uri, service="archival"), tmp_path)
+    assert code == EXIT_OK and out["instant"] is None  # 4 instants: nothing due
+    cow = Table.create(str(tmp_path / "cow"), schema=SCHEMA, record_key="id", table_type="copy_on_write")
+    code, out = run_service(TableServiceArgs(table=cow.uri, service="compaction"), tmp_path)
+    assert code == EXIT_BAD_INPUT and "NotMergeOnRead" in out["error"]

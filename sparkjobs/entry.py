@@ -1,0 +1,40 @@
+"""What every job entry point shares: parse the contract's argv, run, print one JSON line, exit with
+a code the operator's restart policy understands (sparkjobs.contract.EXIT_*)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK
+
+Describe = Callable[[BaseException], dict[str, Any]]
+
+
+def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, done: str,
+            bad_input: tuple[type[BaseException], ...], conflict: tuple[type[BaseException], ...],
+            describe_conflict: Describe | None = None) -> int:
+    """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome."""
+    try:
+        args = parse()
+    except ValueError as exc:
+        return _say(EXIT_BAD_INPUT, {"outcome": "bad_input", "error": str(exc)})
+    try:
+        out = run(args)
+    except conflict as exc:
+        return _say(EXIT_CONFLICT, {"outcome": "conflict", **(describe_conflict or _error)(exc)})
+    except bad_input as exc:
+        return _say(EXIT_BAD_INPUT, {"outcome": "bad_input", **_error(exc)})
+    except Exception as exc:  # storage, lock, Spark (e.g. a source path that does not exist): retry later
+        return _say(EXIT_FAILED, {"outcome": "failed", **_error(exc)})
+    return _say(EXIT_OK, {"outcome": done, **out})
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {"error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
+
+
+def _say(code: int, payload: dict[str, Any]) -> int:
+    print(json.dumps(payload), flush=True)
+    return code

@@ -1,0 +1,150 @@
+"""Table services on Spark: the driver plans and commits, tasks execute the plan's operations.
+
+    compaction, clustering   driver: schedule (or pick up the pending one a dead job left) ->
+                             start (inflight; an earlier attempt's files deleted) ->
+                             tasks: one per operation, execute_operation with a per-attempt write
+                             token -> driver: delete files of attempts no stat reports -> commit
+    clean, archival          driver only (metadata and file deletions, no data to rewrite)
+
+A failed Spark job leaves the service pending; the next run resumes it (pending first, then new
+work), exactly as `weir table compact --resume` does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
+
+from lakecore import Table
+from lakecore.services import (
+    ArchivalPolicy,
+    ArchivalResult,
+    CleanPolicy,
+    ClusteringStrategy,
+    CompactionStrategy,
+    Running,
+    commit_clustering,
+    commit_compaction,
+    load_clustering_plan,
+    pending_clusterings,
+    pending_compactions,
+    run_archival,
+    run_clean,
+    schedule_clustering,
+    schedule_compaction,
+    start_clustering,
+    start_compaction,
+)
+from lakecore.services import clustering as clustering_service
+from lakecore.services import compaction as compaction_service
+from lakecore.services.compaction import load_plan
+from lakecore.timeline import Instant, TimelineStore, WriteStat
+from lakecore.write import delete_unreported
+
+SERVICES = ("compaction", "clustering", "clean", "archival")
+
+
+@dataclass(frozen=True)
+class ServiceOutcome:
+    service: str
+    instant: str | None          # the completed instant (None: nothing was due)
+    operations: int = 0          # plan operations executed in Spark tasks
+    resumed: bool = False        # finished a run a dead job had left pending
+    detail: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"service": self.service, "instant": self.instant, "operations": self.operations,
+                "resumed": self.resumed, **({"detail": self.detail} if self.detail else {})}
+
+
+@dataclass(frozen=True)
+class _Rewrite:
+    """What differs between the services that rewrite file slices (compaction, clustering)."""
+
+    name: str
+    pending: Callable[[TimelineStore, Any], list[Instant]]
+    load: Callable[[Any, str], Any]
+    schedule: Callable[[], Any]
+    start: Callable[[Any], Instant | Running]
+    execute: Callable[[Running, Any, Any, str], WriteStat]   # (run, plan, op, token) -> stat
+    commit: Callable[[Any, Running, list[WriteStat]], Instant]
+
+
+def compact(spark: SparkSession, table: Table, strategy: CompactionStrategy | None = None) -> ServiceOutcome:
+    """Finish a pending compaction, or schedule one and run it; operations run as Spark tasks."""
+    storage, config, lock = table.storage, table.config, table.lock
+    return _rewrite(spark, table, _Rewrite(
+        "compaction", pending_compactions, load_plan,
+        lambda: schedule_compaction(storage, config, lock, strategy or CompactionStrategy()),
+        lambda plan: start_compaction(storage, config, plan),
+        lambda run, plan, op, token: compaction_service.execute_operation(
+            storage, run.config, plan.instant_time, op, token),
+        lambda plan, run, stats: commit_compaction(storage, lock, plan, run, stats)))
+
+
+def cluster(spark: SparkSession, table: Table, strategy: ClusteringStrategy | None = None) -> ServiceOutcome:
+    """Finish a pending clustering, or schedule one and run it; operations run as Spark tasks."""
+    storage, config, lock = table.storage, table.config, table.lock
+    return _rewrite(spark, table, _Rewrite(
+        "clustering", pending_clusterings, load_clustering_plan,
+        lambda: schedule_clustering(storage, config, lock, strategy or ClusteringStrategy()),
+        lambda plan: start_clustering(storage, config, plan),
+        lambda run, plan, op, token: clustering_service.execute_operation(
+            storage, run.config, plan.instant_time, op, plan.strategy, token),
+        lambda plan, run, stats: commit_clustering(storage, lock, plan, run, stats)))
+
+
+def _rewrite(spark: SparkSession, table: Table, how: _Rewrite) -> ServiceOutcome:
+    storage = table.storage
+    pending = how.pending(TimelineStore(storage), table.timeline())
+    plan = how.load(storage, pending[0].requested_time) if pending else how.schedule()
+    if plan is None:
+        return ServiceOutcome(how.name, None)
+    run = how.start(plan)
+    if isinstance(run, Instant):  # it had completed already (a dead job got that far)
+        return ServiceOutcome(how.name, run.requested_time, 0, bool(pending))
+    running: Running = run
+    execute = how.execute  # the tasks' closure: storage and the run only (never the lock)
+
+    def task(index: int, op: Any, token: str) -> WriteStat:
+        return execute(running, plan, op, token)
+
+    stats = _run_operations(spark, plan.operations, task, how.name)
+    delete_unreported(storage, plan.instant_time, (s.path for s in stats))
+    done = how.commit(plan, running, stats)
+    return ServiceOutcome(how.name, done.requested_time, len(plan.operations), bool(pending))
+
+
+def clean(table: Table, policy: CleanPolicy | None = None) -> ServiceOutcome:
+    done = run_clean(table.storage, table.config, table.lock, policy or CleanPolicy(), dry_run=False,
+                     heartbeat=table.options.heartbeat)
+    return ServiceOutcome("clean", done.requested_time if isinstance(done, Instant) else None)
+
+
+def archive(table: Table, policy: ArchivalPolicy | None = None) -> ServiceOutcome:
+    result = run_archival(table.storage, table.lock, policy or ArchivalPolicy())
+    if not isinstance(result, ArchivalResult):
+        return ServiceOutcome("archival", None)
+    return ServiceOutcome("archival", None, detail=result.to_json())
+
+
+def _run_operations(spark: SparkSession, operations: tuple[Any, ...],
+                    task: Callable[[int, Any, str], WriteStat], name: str) -> list[WriteStat]:
+    """One Spark task per plan operation; each attempt writes under its own token (op-stage-attempt),
+    so a retried or speculative attempt never collides with another's file."""
+    def run_partition(items: Iterable[tuple[int, Any]]) -> Iterator[str]:
+        ctx = TaskContext.get()
+        for index, op in items:
+            token = f"{index}-{ctx.stageId() if ctx else 0}-{ctx.attemptNumber() if ctx else 0}"
+            yield json.dumps(task(index, op, token).to_json())
+
+    if not operations:
+        return []
+    rdd = spark.sparkContext.parallelize(list(enumerate(operations)), len(operations))
+    spark.sparkContext.setJobDescription(f"weir {name}: {len(operations)} operations")
+    return [WriteStat.from_json(json.loads(s)) for s in rdd.mapPartitions(run_partition).collect()]
