@@ -1,0 +1,104 @@
+"""Streaming writes: Structured Streaming with foreachBatch, one micro-batch = one instant.
+
+Exactly once: each commit records the writer's id and the micro-batch id in its metadata
+(`weir.writer`, `weir.batch`). Spark re-runs the last micro-batch after a restart when the query
+died between our commit and its own checkpoint; a batch whose id this writer already committed is
+skipped, so it is never written twice. Several streaming writers (distinct ids) may fill one table:
+non-blocking tables take them all; optimistic ones may abort a micro-batch on a true file-group
+conflict, which is retried `options.conflict_retries` times and then fails the query (the operator's
+restart policy takes over).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StreamingQuery
+
+from lakecore import Table, WriterOptions
+from lakecore.errors import WriteConflict
+from lakecore.timeline import Instant
+from lakecore.write import Operation
+from sparkjobs.write import write_dataframe
+
+WRITER_KEY = "weir.writer"
+BATCH_KEY = "weir.batch"
+
+
+def last_committed_batch(table: Table, writer_id: str) -> int | None:
+    """The newest micro-batch id `writer_id` committed to the table (active timeline first, then the
+    archived one), or None if it never committed."""
+    fresh = Table.open(table.uri, lock=table.lock)
+    timeline = fresh.timeline()
+    found = _newest(fresh, reversed(timeline.completed), writer_id)
+    if found is None and timeline.archived.count:
+        found = _newest(fresh, reversed(fresh.archived_instants()), writer_id)
+    return found
+
+
+def _newest(table: Table, instants: Any, writer_id: str) -> int | None:
+    for instant in instants:
+        if instant.action not in ("commit", "deltacommit"):
+            continue
+        extra = table.commit_metadata(instant).extra
+        if extra.get(WRITER_KEY) == writer_id and str(extra.get(BATCH_KEY, "")).lstrip("-").isdigit():
+            return int(extra[BATCH_KEY])
+    return None
+
+
+class BatchWriter:
+    """The foreachBatch function of one streaming writer (runs on the driver)."""
+
+    def __init__(self, table: Table, writer_id: str, operation: Operation = "upsert",
+                 options: WriterOptions | None = None, extra: dict[str, str] | None = None) -> None:
+        if not writer_id:
+            raise ValueError("a streaming writer needs an id (it makes micro-batches exactly once)")
+        self.table, self.writer_id, self.operation = table, writer_id, operation
+        self.options = options or table.options
+        self.extra = dict(extra or {})
+        self.committed: int | None = last_committed_batch(table, writer_id)
+        self.skipped: list[int] = []
+        self.instants: list[Instant] = []
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self.committed is not None and batch_id <= self.committed:
+            self.skipped.append(batch_id)  # committed before the query's checkpoint caught up
+            return
+        extra = {**self.extra, WRITER_KEY: self.writer_id, BATCH_KEY: str(batch_id)}
+        attempt = 0
+        while True:
+            try:
+                result = write_dataframe(batch, self.table, self.operation, options=self.options, extra=extra)
+                break
+            except WriteConflict:
+                attempt += 1
+                if attempt > self.options.conflict_retries:
+                    raise
+                delay = min(self.options.retry_backoff_s * 2 ** (attempt - 1), 10.0)
+                time.sleep(delay * (0.5 + random.random()))
+        self.committed = batch_id
+        self.instants.append(result.instant)
+
+
+def write_stream(df: DataFrame, table: Table, *, writer_id: str, checkpoint: str,
+                 operation: Operation = "upsert", options: WriterOptions | None = None,
+                 trigger: dict[str, Any] | None = None,
+                 on_batch: Callable[[BatchWriter], None] | None = None) -> StreamingQuery:
+    """Start the streaming write of `df` (a streaming DataFrame). `trigger`: DataStreamWriter.trigger
+    keyword arguments, e.g. {"processingTime": "10 seconds"} or {"availableNow": True}."""
+    writer = BatchWriter(table, writer_id, operation, options)
+
+    def each(batch: DataFrame, batch_id: int) -> None:
+        writer(batch, batch_id)
+        if on_batch is not None:
+            on_batch(writer)
+
+    stream = df.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint) \
+        .queryName(f"weir-{writer_id}")
+    if trigger:
+        stream = stream.trigger(**trigger)
+    return stream.start()
