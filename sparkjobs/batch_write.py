@@ -12,29 +12,28 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from sparkjobs.contract import BatchWriteArgs
-from sparkjobs.entry import run_job
+from sparkjobs.contract import BatchWriteArgs, WriterArgs
+from sparkjobs.entry import open_table, run_job
 
 
-def run(args: BatchWriteArgs) -> dict[str, Any]:
-    from lakecore import Table, WriterOptions
+def writer_options(args: WriterArgs) -> Any:
+    from lakecore import WriterOptions
     from lakecore.concurrency.early import EarlyDetection
-    from sparkjobs.session import job_session
-    from sparkjobs.write import write_dataframe
 
-    lock = None
-    if args.zookeeper:
-        from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
-
-        lock = zookeeper_lock(args.zookeeper, table_lock_key(args.table))
-    table = Table.open(args.table, lock=lock)
     detection = None
     if args.early_detection:  # the contract checked the strategy's name
         detection = EarlyDetection(args.early_detection, zookeeper=args.zookeeper)  # type: ignore[arg-type]
-    options = WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file)
+    return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file)
+
+
+def run(args: BatchWriteArgs) -> dict[str, Any]:
+    from sparkjobs.session import job_session
+    from sparkjobs.write import write_dataframe
+
+    table = open_table(args.table, args.zookeeper)
     spark = job_session(args.app_name)
     df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
-    result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
+    result = write_dataframe(df, table, args.operation, options=writer_options(args),  # type: ignore[arg-type]
                              extra=args.extra)
     return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,
             "records": result.records, "file_groups": result.file_groups}

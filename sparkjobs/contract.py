@@ -2,16 +2,22 @@
 
 Standard library only: the operator imports this module to build job commands and must not pull in pyspark
 or the rest of sparkjobs (an import-linter contract enforces it).
+
+Every field is one flag, `--field-name VALUE`: strings and numbers as they are, booleans as
+true/false, mappings as a JSON object, tuples comma-separated. Fields left at their defaults are left
+out of the command line, so commands stay short and readable in `kubectl describe`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, TypeVar
 
 OPERATIONS = ("upsert", "insert", "bulk_insert", "delete")
 EARLY_DETECTION = ("direct", "direct_zk", "marker_service")
+SERVICES = ("compaction", "clustering", "clean", "archival")
 
 # Exit codes of every job, for the operator's restart policy.
 EXIT_OK = 0
@@ -19,10 +25,84 @@ EXIT_FAILED = 1          # anything else: retry with backoff
 EXIT_BAD_INPUT = 2       # the input or the table's configuration is wrong: retrying does not help
 EXIT_CONFLICT = 3        # lost a write conflict (early or at commit): restart after the winner commits
 
+A = TypeVar("A", bound="JobArgs")
+
+
+class JobArgs:
+    """to_argv / from_argv for a frozen dataclass of job arguments (see the module docstring)."""
+
+    def to_argv(self) -> list[str]:
+        argv: list[str] = []
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if value is None or (f.default is not MISSING and value == f.default) or \
+                    (f.default_factory is not MISSING and value == f.default_factory()):
+                continue
+            argv += [f"--{f.name.replace('_', '-')}", _encode(value)]
+        return argv
+
+    @classmethod
+    def from_argv(cls: type[A], argv: list[str]) -> A:
+        """Parse a command line; unknown flags or values that do not parse raise ValueError."""
+        parser = _Parser(prog=cls.__name__, description=cls.__doc__, add_help=False)
+        for f in fields(cls):  # type: ignore[arg-type]
+            required = f.default is MISSING and f.default_factory is MISSING
+            parser.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, required=required,
+                                type=_decoder(str(f.type)), default=argparse.SUPPRESS)
+        return cls(**vars(parser.parse_args(argv)))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # a ValueError for the caller, not sys.exit
+        raise ValueError(f"{self.prog}: {message}")
+
+
+def _encode(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _decoder(annotation: str) -> Any:
+    kind = annotation.replace(" | None", "").strip()
+    if kind == "bool":
+        return _boolean
+    if kind == "int":
+        return int
+    if kind == "float":
+        return float
+    if kind.startswith("dict"):
+        return _json_object
+    if kind.startswith("tuple"):
+        return lambda text: tuple(v for v in text.split(",") if v)
+    return str
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text.lower() == "true"
+
+
+def _json_object(text: str) -> dict[str, str]:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _one_of(what: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        raise ValueError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+
 
 @dataclass(frozen=True)
-class BatchWriteArgs:
-    """`sparkjobs.batch_write`: write one input (any Spark source) into a table as one instant."""
+class WriterArgs(JobArgs):
+    """What every writer job shares: the table, how to reach its lock, how to write."""
 
     table: str                                   # table URI (local path, file://, s3://, memory://)
     source: str                                  # input path or URI, read with `source_format`
@@ -33,58 +113,46 @@ class BatchWriteArgs:
     early_detection: str | None = None           # direct | direct_zk | marker_service (OCC tables)
     max_rows_per_file: int | None = None         # roll files over (bounds an early abort's waste)
     extra: dict[str, str] = field(default_factory=dict)  # kept in the commit metadata
-    app_name: str = "weir-batch-write"
 
     def __post_init__(self) -> None:
-        if self.operation not in OPERATIONS:
-            raise ValueError(f"operation {self.operation!r} is not one of {', '.join(OPERATIONS)}")
-        if self.early_detection is not None and self.early_detection not in EARLY_DETECTION:
-            raise ValueError(f"early detection {self.early_detection!r} is not one of "
-                             f"{', '.join(EARLY_DETECTION)}")
+        _one_of("operation", self.operation, OPERATIONS)
+        _one_of("early detection", self.early_detection, EARLY_DETECTION)
         if self.early_detection == "direct_zk" and not self.zookeeper:
             raise ValueError("early detection direct_zk needs --zookeeper (a connect string)")
         if self.max_rows_per_file is not None and self.max_rows_per_file < 1:
             raise ValueError("max_rows_per_file must be at least 1")
 
-    def to_argv(self) -> list[str]:
-        """The job's command-line arguments (what the operator puts after the entry point)."""
-        argv: list[str] = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None or value == {} or (value == f.default and f.name not in ("table", "source")):
-                continue
-            argv += [f"--{f.name.replace('_', '-')}",
-                     json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)]
-        return argv
 
-    @classmethod
-    def from_argv(cls, argv: list[str]) -> BatchWriteArgs:
-        p = argparse.ArgumentParser(prog="sparkjobs.batch_write", description=cls.__doc__)
-        p.add_argument("--table", required=True)
-        p.add_argument("--source", required=True)
-        p.add_argument("--source-format", default="parquet")
-        p.add_argument("--operation", default="upsert", choices=OPERATIONS)
-        p.add_argument("--source-options", type=_json_object, default={})
-        p.add_argument("--zookeeper")
-        p.add_argument("--early-detection", choices=EARLY_DETECTION)
-        p.add_argument("--max-rows-per-file", type=int)
-        p.add_argument("--extra", type=_json_object, default={})
-        p.add_argument("--app-name", default="weir-batch-write")
-        return cls(**vars(p.parse_args(argv)))
+@dataclass(frozen=True)
+class BatchWriteArgs(WriterArgs):
+    """`sparkjobs.batch_write`: write one input (any Spark source) into a table as one instant."""
 
-
-def _json_object(text: str) -> dict[str, str]:
-    value = json.loads(text)
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
-    return {str(k): str(v) for k, v in value.items()}
-
-
-SERVICES = ("compaction", "clustering", "clean", "archival")
+    app_name: str = "weir-batch-write"
 
 
 @dataclass(frozen=True)
-class TableServiceArgs:
+class StreamWriteArgs(WriterArgs):
+    """`sparkjobs.stream_write`: a streaming writer, one micro-batch = one instant, exactly once.
+    File sources (parquet, json, csv, orc) are read with the table's schema."""
+
+    writer_id: str = ""                          # stable across restarts: makes micro-batches exactly once
+    checkpoint: str = ""                         # Spark's checkpoint location for this writer
+    trigger_seconds: float | None = None         # a micro-batch every N seconds (default: when data comes)
+    available_now: bool = False                  # process what is there now, then stop (backfills, tests)
+    max_files_per_trigger: int | None = None
+    app_name: str = "weir-stream-write"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.writer_id or not self.checkpoint:
+            raise ValueError("a streaming writer needs --writer-id and --checkpoint (both stable across "
+                             "restarts)")
+        if self.available_now and self.trigger_seconds is not None:
+            raise ValueError("choose --trigger-seconds or --available-now, not both")
+
+
+@dataclass(frozen=True)
+class TableServiceArgs(JobArgs):
     """`sparkjobs.table_service`: run one table service (pending work first, then what is due)."""
 
     table: str
@@ -100,33 +168,6 @@ class TableServiceArgs:
     app_name: str = "weir-table-service"
 
     def __post_init__(self) -> None:
-        if self.service not in SERVICES:
-            raise ValueError(f"service {self.service!r} is not one of {', '.join(SERVICES)}")
+        _one_of("service", self.service, SERVICES)
         if not 0 < self.archive_min_instants < self.archive_max_instants:
             raise ValueError("archival needs 0 < archive_min_instants < archive_max_instants")
-
-    def to_argv(self) -> list[str]:
-        argv: list[str] = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None or (value == f.default and f.name not in ("table", "service")):
-                continue
-            flag = f"--{f.name.replace('_', '-')}"
-            argv += [flag, ",".join(value)] if isinstance(value, tuple) else [flag, str(value)]
-        return argv
-
-    @classmethod
-    def from_argv(cls, argv: list[str]) -> TableServiceArgs:
-        p = argparse.ArgumentParser(prog="sparkjobs.table_service", description=cls.__doc__)
-        p.add_argument("--table", required=True)
-        p.add_argument("--service", required=True, choices=SERVICES)
-        p.add_argument("--zookeeper")
-        p.add_argument("--compaction-strategy", default="all")
-        p.add_argument("--clustering-strategy", default="small_files")
-        p.add_argument("--sort-columns", type=lambda s: tuple(c for c in s.split(",") if c), default=())
-        p.add_argument("--clean-policy", default="keep_latest_commits")
-        p.add_argument("--clean-retained", type=int)
-        p.add_argument("--archive-min-instants", type=int, default=20)
-        p.add_argument("--archive-max-instants", type=int, default=30)
-        p.add_argument("--app-name", default="weir-table-service")
-        return cls(**vars(p.parse_args(argv)))

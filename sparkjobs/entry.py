@@ -31,6 +31,19 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
     return _say(EXIT_OK, {"outcome": done, **out})
 
 
+def open_table(uri: str, zookeeper: str | None) -> Any:
+    """The table, its lock in ZooKeeper when the job was given a connect string (else the lock file
+    on the table's storage)."""
+    from lakecore import Table
+
+    lock = None
+    if zookeeper:
+        from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+
+        lock = zookeeper_lock(zookeeper, table_lock_key(uri))
+    return Table.open(uri, lock=lock)
+
+
 def _error(exc: BaseException) -> dict[str, Any]:
     return {"error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
 

@@ -15,20 +15,14 @@ import sys
 from typing import Any
 
 from sparkjobs.contract import TableServiceArgs
-from sparkjobs.entry import run_job
+from sparkjobs.entry import open_table, run_job
 
 
 def run(args: TableServiceArgs) -> dict[str, Any]:
-    from lakecore import Table
     from lakecore.services import ArchivalPolicy, CleanPolicy, ClusteringStrategy, CompactionStrategy
     from sparkjobs import services
 
-    lock = None
-    if args.zookeeper:
-        from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
-
-        lock = zookeeper_lock(args.zookeeper, table_lock_key(args.table))
-    table = Table.open(args.table, lock=lock)
+    table = open_table(args.table, args.zookeeper)
     if args.service == "clean":
         policy = CleanPolicy(args.clean_policy, args.clean_retained)  # type: ignore[arg-type]
         return services.clean(table, policy).to_json()

@@ -14,16 +14,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecore import Table
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_OK, BatchWriteArgs, TableServiceArgs
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_OK, BatchWriteArgs, StreamWriteArgs, TableServiceArgs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 
 
-def run_job(args: BatchWriteArgs, tmp_path) -> tuple[int, dict]:
+def run_job(args, tmp_path, module="sparkjobs.batch_write") -> tuple[int, dict]:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}
-    proc = subprocess.run([sys.executable, "-m", "sparkjobs.batch_write", *args.to_argv()], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", module, *args.to_argv()], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=240)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines, proc.stderr[-3000:]
@@ -62,13 +62,7 @@ def test_a_missing_table_is_bad_input(tmp_path):
 
 
 def run_service(args, tmp_path) -> tuple[int, dict]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1"}
-    proc = subprocess.run([sys.executable, "-m", "sparkjobs.table_service", *args.to_argv()], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=240)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert lines, proc.stderr[-3000:]
-    return proc.returncode, json.loads(lines[-1])
+    return run_job(args, tmp_path, "sparkjobs.table_service")
 
 
 def test_service_contract_round_trips_and_refuses_nonsense():
@@ -94,3 +88,33 @@ def test_the_service_job_compacts_and_says_when_there_is_nothing_to_do(spark, tm
     cow = Table.create(str(tmp_path / "cow"), schema=SCHEMA, record_key="id", table_type="copy_on_write")
     code, out = run_service(TableServiceArgs(table=cow.uri, service="compaction"), tmp_path)
     assert code == EXIT_BAD_INPUT and "NotMergeOnRead" in out["error"]
+
+
+def test_stream_contract_needs_a_writer_id_and_a_checkpoint():
+    args = StreamWriteArgs(table="t", source="/in", writer_id="w1", checkpoint="/cp", trigger_seconds=2.5,
+                           max_files_per_trigger=3)
+    assert StreamWriteArgs.from_argv(args.to_argv()) == args
+    assert StreamWriteArgs.from_argv([*args.to_argv(), "--available-now", "false"]) == args
+    for bad in (dict(writer_id=""), dict(checkpoint=""), dict(available_now=True)):
+        with pytest.raises(ValueError):
+            StreamWriteArgs(**{**dict(table="t", source="/in", writer_id="w1", checkpoint="/cp",
+                                      trigger_seconds=1.0), **bad})
+    with pytest.raises(ValueError, match="unrecognized"):
+        StreamWriteArgs.from_argv(["--table", "t", "--source", "s", "--bogus", "1"])
+
+
+@pytest.mark.spark
+def test_the_stream_job_writes_what_is_there_and_stops(spark, tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2,
+                     concurrency_mode="non_blocking")
+    incoming = tmp_path / "in"
+    incoming.mkdir()
+    for n in range(2):
+        pq.write_table(pa.table({"id": list(range(n * 10, n * 10 + 20)), "ts": [n] * 20,
+                                 "v": [str(n)] * 20}, schema=SCHEMA), incoming / f"{n}.parquet")
+    args = StreamWriteArgs(table=t.uri, source=str(incoming), writer_id="w1",
+                           checkpoint=str(tmp_path / "cp"), available_now=True, max_files_per_trigger=1)
+    code, out = run_job(args, tmp_path, "sparkjobs.stream_write")
+    assert code == EXIT_OK and out["outcome"] == "stopped" and out["last_batch"] == 1, out
+    assert len(out["instants"]) == 2
+    assert Table.open(t.uri).read().num_rows == 30

@@ -1,0 +1,60 @@
+"""Entry point: a streaming writer (the operator's streaming LakeWriter).
+
+    spark-submit sparkjobs/stream_write.py --table URI --source DIR --writer-id W --checkpoint DIR ...
+    python -m sparkjobs.stream_write ...         (a local Spark with every core: the embedded default)
+
+Runs until stopped (or, with --available-now, until what is there now is written). File sources are
+read with the table's schema. Prints one JSON line when it ends; exit codes as sparkjobs.contract.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from sparkjobs.contract import StreamWriteArgs
+from sparkjobs.entry import open_table, run_job
+
+
+def run(args: StreamWriteArgs) -> dict[str, Any]:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from sparkjobs.batch_write import writer_options
+    from sparkjobs.session import job_session
+    from sparkjobs.stream import BatchWriter, write_stream
+
+    table = open_table(args.table, args.zookeeper)
+    spark = job_session(args.app_name)
+    reader = spark.readStream.format(args.source_format).options(**args.source_options) \
+        .schema(from_arrow_schema(table.config.schema))
+    if args.max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", str(args.max_files_per_trigger))
+    trigger: dict[str, Any] | None = None
+    if args.available_now:
+        trigger = {"availableNow": True}
+    elif args.trigger_seconds:
+        trigger = {"processingTime": f"{args.trigger_seconds} seconds"}
+    seen: list[BatchWriter] = []
+    query = write_stream(reader.load(args.source), table, writer_id=args.writer_id,
+                         checkpoint=args.checkpoint, operation=args.operation,  # type: ignore[arg-type]
+                         options=writer_options(args), trigger=trigger, on_batch=seen.append)
+    query.awaitTermination()
+    failure = query.exception()
+    if failure is not None:
+        raise RuntimeError(str(failure))
+    writer = seen[-1] if seen else None
+    return {"writer_id": args.writer_id, "last_batch": writer.committed if writer else None,
+            "instants": [i.requested_time for i in writer.instants] if writer else [],
+            "skipped_batches": writer.skipped if writer else []}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
+
+    return run_job(lambda: StreamWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
+                   done="stopped", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
+                   conflict=(WriteConflict,))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
