@@ -24,7 +24,15 @@ def local_session(app_name: str, *, cores: int = 2, work_dir: str | None = None)
         builder = builder.config("spark.local.dir", work_dir).config("spark.sql.warehouse.dir", work_dir)
     for key, value in JOB_CONF.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return _with_weir(builder.getOrCreate())
+
+
+def _with_weir(spark: SparkSession) -> SparkSession:
+    """Register the `weir` data source (spark.read.format("weir"))."""
+    from sparkjobs.datasource import register
+
+    register(spark)
+    return spark
 
 
 def job_session(app_name: str) -> SparkSession:
@@ -34,10 +42,10 @@ def job_session(app_name: str) -> SparkSession:
 
     active = SparkSession.getActiveSession()
     if active is not None:
-        return active
+        return _with_weir(active)
     if os.environ.get("PYSPARK_GATEWAY_PORT"):  # spark-submit started the JVM and then us
         builder = SparkSession.builder.appName(app_name)
         for key, value in JOB_CONF.items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
+        return _with_weir(builder.getOrCreate())
     return local_session(app_name, cores=os.cpu_count() or 2)

@@ -1,0 +1,125 @@
+"""`spark.read.format("weir").load(uri)`: a Spark Python data source over a lakecore table.
+
+One Spark partition per file slice: each task merges its slice (base file + log files, per the
+table's merge mode) with lakecore's vectorized reader and hands Spark Arrow batches. Options:
+
+    asOf          time travel: an instant time or an ISO timestamp (default: latest)
+    queryType     snapshot (default) | read_optimized (base files only, merge-on-read)
+    storage.<k>   storage options for the table's URI (e.g. storage.key, storage.endpoint_url)
+
+Equality and IN filters on partition fields prune file slices before any task runs; every other
+filter is left to Spark. Register once per session: `register(spark)` (the jobs' sessions do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter, In, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from lakecore import Table
+from lakecore.concurrency import view_of
+from lakecore.config import TableConfig
+from lakecore.layout import FileSlice
+from lakecore.read.slices import merge_columns
+from lakecore.read.snapshot import finish, prune, read_slices
+from lakecore.services import check_readable
+from lakecore.storage import Storage
+from lakecore.timeline import TimelineStore, parse_point_in_time
+
+NAME = "weir"
+
+
+def register(spark: SparkSession) -> None:
+    """Make `format("weir")` known to the session (and let it prune by partition filters)."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(WeirDataSource)
+
+
+def _open(options: dict[str, str]) -> Table:
+    uri = options.get("path")
+    if not uri:
+        raise ValueError('spark.read.format("weir") needs the table URI: .load(uri)')
+    storage_options = {k[len("storage."):]: v for k, v in options.items() if k.startswith("storage.")}
+    return Table.open(uri, storage_options=storage_options or None)
+
+
+class WeirDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        return from_arrow_schema(_open(_lower(self.options)).config.schema)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return WeirReader(_lower(self.options), schema)
+
+
+def _lower(options: Any) -> dict[str, str]:
+    """Spark's data source options are case-insensitive: look them up lower-cased."""
+    return {str(k).lower(): str(v) for k, v in dict(options).items()}
+
+
+@dataclass
+class SlicePartition(InputPartition):
+    storage: Storage
+    config: TableConfig
+    slice: FileSlice | None   # None: the one empty partition of an empty table
+    base_only: bool
+
+    def __init__(self, storage: Storage, config: TableConfig, slice_: FileSlice | None, base_only: bool):
+        super().__init__(slice_.file_id if slice_ else None)
+        self.storage, self.config, self.slice, self.base_only = storage, config, slice_, base_only
+
+
+class WeirReader(DataSourceReader):
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.options = options
+        self.columns = list(schema.fieldNames())
+        query = options.get("querytype", "snapshot")
+        if query not in ("snapshot", "read_optimized"):
+            raise ValueError(f"queryType {query!r}: use snapshot or read_optimized")
+        self.base_only = query == "read_optimized"
+        self.partition_values: dict[str, Any] = {}
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Keep equality / IN on one partition field for slice pruning; Spark still applies every
+        filter itself (they are all yielded back), so pruning can only ever read less."""
+        config = _open(self.options).config
+        for f in filters:
+            if isinstance(f, EqualTo | In) and len(f.attribute) == 1:
+                column = f.attribute[0]
+                if column in config.partition_fields and column not in self.partition_values:
+                    self.partition_values[column] = list(f.value) if isinstance(f, In) else f.value
+            yield f
+
+    def partitions(self) -> Sequence[InputPartition]:
+        table = _open(self.options)
+        timeline = full = table.timeline()
+        as_of = self.options.get("asof")
+        if as_of:
+            timeline = TimelineStore(table.storage).as_of(full, parse_point_in_time(as_of))
+        view = view_of(table.storage, timeline)
+        if as_of:  # a clear error when a clean removed files that point needs
+            check_readable(table.storage, full, parse_point_in_time(as_of), view)
+        slices = prune(view, table.config, self.partition_values or None)
+        if not slices:
+            return [SlicePartition(table.storage, table.config, None, self.base_only)]
+        return [SlicePartition(table.storage, table.config, s, self.base_only) for s in slices]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, SlicePartition)
+        config = partition.config
+        wanted = merge_columns(config, self.columns)
+        slices = [partition.slice] if partition.slice is not None else []
+        rows = read_slices(partition.storage, config, slices, wanted, meta=False,
+                           base_only=partition.base_only)
+        out = finish(rows, config, columns=self.columns, filter=None, with_meta=False)
+        yield from out.to_batches()
