@@ -54,6 +54,7 @@ lint: deps
 
 demo: deps
 	$(PY) -m lakecore.demo
+	$(PY) -m sparkjobs.demo
 
 $(BENCH_STAMP): $(DEPS_STAMP)
 	$(PIP) install -q -e '.[bench]'

@@ -16,6 +16,7 @@ def local_session(app_name: str, *, cores: int = 2, work_dir: str | None = None)
     """A local Spark (no UI, loopback only, `cores` task slots)."""
     builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
