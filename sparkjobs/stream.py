@@ -32,11 +32,10 @@ BATCH_KEY = "weir.batch"
 def last_committed_batch(table: Table, writer_id: str) -> int | None:
     """The newest micro-batch id `writer_id` committed to the table (active timeline first, then the
     archived one), or None if it never committed."""
-    fresh = Table.open(table.uri, lock=table.lock)
-    timeline = fresh.timeline()
-    found = _newest(fresh, reversed(timeline.completed), writer_id)
+    timeline = table.timeline()  # a fresh load
+    found = _newest(table, reversed(timeline.completed), writer_id)
     if found is None and timeline.archived.count:
-        found = _newest(fresh, reversed(fresh.archived_instants()), writer_id)
+        found = _newest(table, reversed(table.archived_instants()), writer_id)
     return found
 
 

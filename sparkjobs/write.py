@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -122,8 +123,6 @@ def _write(ctx: WriteContext, conformed: pa.Schema, operation: Operation) -> Arr
 
 
 def _with_token(ctx: WriteContext, token: str) -> WriteContext:
-    from dataclasses import replace
-
     return replace(ctx, write_token=token)
 
 
