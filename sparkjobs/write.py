@@ -2,11 +2,12 @@
 
     driver    Table.open -> check the DataFrame's schema against the table (bad input fails here,
               before any instant) -> WriteJob.start (instant, heartbeat, markers)
-    stage 1   each input batch: conform (types, null keys, meta columns) + its file group
-              (partition path, bucket) as two columns
+    stage 1   a column naming each row's file group (partition path, bucket), from an Arrow UDF
+              that sees only the record key and partition fields
     shuffle   repartition by file group: every file group lands whole in one task
-    stage 2   each task: precombine per partition, write one file per file group through lakecore
-              (markers, early conflict checks), return the write stats as JSON rows
+    stage 2   each task: conform its rows (types, null keys, meta columns), precombine per partition,
+              write one file per file group through lakecore (markers, early conflict checks),
+              return the write stats as JSON rows
     driver    collect the stats -> WriteJob.commit(stats, reconcile=True): files of failed or
               speculative task attempts (named by markers, reported by no stat) are deleted first
 
@@ -25,9 +26,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
-from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql import Column, DataFrame
+from pyspark.sql.functions import arrow_udf, col
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StringType
 
 from lakecore import Table, WriteJob, WriteResult, WriterOptions
 from lakecore import errors as lakecore_errors
@@ -43,8 +47,7 @@ from lakecore.write import (
     write_file_group,
 )
 
-PARTITION_COLUMN = "_weir_partition"
-BUCKET_COLUMN = "_weir_bucket"
+FILE_GROUP_COLUMN = "_weir_file_group"
 _EARLY = "WEIR-EARLY-CONFLICT"
 
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
@@ -55,16 +58,14 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
                     parallelism: int | None = None) -> WriteResult:
     """Write `df` as one instant of `table` (the table's lock and, unless given, its writer options)."""
     config = table.config
-    conformed = _conformed_schema(df, config, operation)
-    tagged = pa.schema([*conformed, pa.field(PARTITION_COLUMN, pa.string()),
-                        pa.field(BUCKET_COLUMN, pa.int32())])
+    _check_schema(df, config, operation)
     spark = df.sparkSession
     n = parallelism or max(1, spark.sparkContext.defaultParallelism)
     options = options or table.options
     with WriteJob.start(table.storage, config, table.lock, operation, options, extra=extra) as job:
-        routed = df.mapInArrow(_tag(config, operation), from_arrow_schema(tagged)) \
-            .repartition(n, PARTITION_COLUMN, BUCKET_COLUMN)
-        written = routed.mapInArrow(_write(job.context(), conformed, operation), "stats string")
+        # only the key and partition columns travel to Python to find each row's file group
+        routed = df.withColumn(FILE_GROUP_COLUMN, _file_group(config)).repartition(n, FILE_GROUP_COLUMN)
+        written = routed.mapInArrow(_write(job.context(), operation), "stats string")
         try:
             rows = written.collect()
         except Exception as exc:
@@ -76,9 +77,9 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
         return job.commit(stats, reconcile=True)
 
 
-def _conformed_schema(df: DataFrame, config: TableConfig, operation: Operation) -> pa.Schema:
+def _check_schema(df: DataFrame, config: TableConfig, operation: Operation) -> pa.Schema:
     """What conform makes of the DataFrame's rows; raises the same errors it would (missing or
-    unknown columns, wrong types) for a DataFrame with no rows yet."""
+    unknown columns, wrong types) before any instant exists."""
     try:
         arrow = to_arrow_schema(df.schema)
     except TypeError as exc:
@@ -86,21 +87,24 @@ def _conformed_schema(df: DataFrame, config: TableConfig, operation: Operation) 
     return conform(arrow.empty_table(), config, operation).rows.schema
 
 
-def _tag(config: TableConfig, operation: Operation) -> ArrowFn:
-    def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            rows = conform(batch, config, operation).rows
-            codes, paths = file_group_codes(rows, config)
-            part = np.asarray(paths, dtype=object)[codes // config.buckets]
-            rows = rows.append_column(PARTITION_COLUMN, pa.array(part, pa.string())) \
-                .append_column(BUCKET_COLUMN, pa.array((codes % config.buckets).astype(np.int32)))
-            yield from rows.to_batches()
-    return tag
+def _file_group(config: TableConfig) -> Column:
+    """A column naming each row's file group ("<partition path>|<bucket>"), computed by an Arrow UDF
+    over the record key and partition fields only, conformed to the table's types first (so a row
+    hashes as it will be stored; a null key fails here with the lakecore error)."""
+    names = [*config.record_key, *[f for f in config.partition_fields if f not in config.record_key]]
+
+    def file_group(*columns: pa.Array) -> pa.Array:
+        keys = conform(pa.table(dict(zip(names, columns, strict=True))), config, "delete").rows
+        codes, paths = file_group_codes(keys, config)
+        part = pa.array(np.asarray(paths, dtype=object)[codes // config.buckets], pa.string())
+        bucket = pa.array((codes % config.buckets).astype(np.int64)).cast(pa.string())
+        return pc.binary_join_element_wise(part, bucket, "|")
+
+    udf = arrow_udf(file_group, StringType())  # type: ignore[call-overload]  # scalar, from the hints
+    return udf(*[col(n) for n in names])
 
 
-def _write(ctx: WriteContext, conformed: pa.Schema, operation: Operation) -> ArrowFn:
+def _write(ctx: WriteContext, operation: Operation) -> ArrowFn:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task = TaskContext.get()
         if task is not None:  # one token per task attempt: a retry never overwrites a file
@@ -111,7 +115,7 @@ def _write(ctx: WriteContext, conformed: pa.Schema, operation: Operation) -> Arr
         if not received or not any(b.num_rows for b in received):
             return  # a task whose shuffle partition got no file group
         table = pa.Table.from_batches(received)
-        rows = table.drop_columns([PARTITION_COLUMN, BUCKET_COLUMN]).cast(conformed)
+        rows = conform(table.drop_columns([FILE_GROUP_COLUMN]), ctx_.config, operation).rows
         stats: list[dict[str, Any]] = []
         try:
             for group in combine_and_route(rows, ctx_.config, operation):
