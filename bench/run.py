@@ -40,7 +40,8 @@ def main() -> None:
                "concurrency": json.loads(run([os.path.join(HERE, "concurrency_bench.py")])),
                "ecd": json.loads(run([os.path.join(HERE, "ecd_bench.py")])),
                "compaction": json.loads(run([os.path.join(HERE, "compaction_bench.py")])),
-               "archival": json.loads(run([os.path.join(HERE, "archival_bench.py")]))}
+               "archival": json.loads(run([os.path.join(HERE, "archival_bench.py")])),
+               "spark": json.loads(run([os.path.join(HERE, "spark_bench.py")]))}
     print(run([os.path.join(HERE, "merge_bench.py")]))
     if not a.no_peers:
         jsonl = os.path.join(OUT, f"peers-{stamp}.jsonl")
