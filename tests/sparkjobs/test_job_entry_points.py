@@ -118,3 +118,33 @@ def test_the_stream_job_writes_what_is_there_and_stops(spark, tmp_path):
     assert code == EXIT_OK and out["outcome"] == "stopped" and out["last_batch"] == 1, out
     assert len(out["instants"]) == 2
     assert Table.open(t.uri).read().num_rows == 30
+
+
+@pytest.mark.spark
+@pytest.mark.zookeeper
+def test_the_job_takes_the_zookeeper_lock_and_reports_an_early_conflict(spark, tmp_path, zookeeper_server):
+    from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+    from lakecore.table.writer import WriteJob
+    from lakecore.write import combine_and_route, conform, write_file_group
+    from sparkjobs.contract import EXIT_CONFLICT
+
+    connect = zookeeper_server.connect_string
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1)
+    t = Table.open(uri, lock=zookeeper_lock(connect, table_lock_key(uri)))
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "ts": [5, 5, 5], "v": ["a", "b", "c"]}, schema=SCHEMA), source)
+    args = BatchWriteArgs(table=uri, source=str(source), zookeeper=connect, early_detection="direct_zk")
+
+    older = WriteJob.start(t.storage, t.config, t.lock, "upsert")  # a live writer on the one file group
+    rows = conform(pa.table({"id": [9], "ts": [1], "v": ["z"]}, schema=SCHEMA), t.config, "upsert").rows
+    for group in combine_and_route(rows, t.config, "upsert"):
+        write_file_group(older.context(), group)
+    code, out = run_job(args, tmp_path)
+    assert code == EXIT_CONFLICT and out["early"] is True, out
+    assert out["other"] == older.instant.requested_time and out["instant"] != out["other"]
+    older.abort()
+
+    code, out = run_job(args, tmp_path)  # the other writer is gone: the job commits under the ZK lock
+    assert code == EXIT_OK and out["records"] == 3, out
+    assert sorted(r["id"] for r in Table.open(uri).read().to_pylist()) == [1, 2, 3]
