@@ -53,6 +53,10 @@ def test_spark_writes_what_lakecore_writes(spark, tmp_path, table_type):
         assert list_markers(by_spark.storage, result.instant.requested_time) == []
     assert state(by_spark) == state(by_lakecore)
     assert len(state(by_spark)) == 500
+    gone = data([3, 4, 5, 400], 99).select(["id", "day", "ts"])  # deletes: key, partition, ordering
+    write_dataframe(frame(spark, gone), by_spark, "delete")
+    by_lakecore.delete(gone)
+    assert state(by_spark) == state(by_lakecore) and len(state(by_spark)) == 496
     assert not Table.open(by_spark.uri).timeline().pending
 
 
