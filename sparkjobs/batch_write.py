@@ -16,14 +16,19 @@ from sparkjobs.contract import BatchWriteArgs, WriterArgs
 from sparkjobs.entry import open_table, run_job
 
 
-def writer_options(args: WriterArgs) -> Any:
+def writer_options(args: WriterArgs, writer_name: str | None = None) -> Any:
+    """Early detection and file size from the arguments; with a ZooKeeper connect string the writer
+    also registers there (an ephemeral node per write: the liveness the operator watches)."""
     from lakecore import WriterOptions
     from lakecore.concurrency.early import EarlyDetection
+    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
 
     detection = None
     if args.early_detection:  # the contract checked the strategy's name
         detection = EarlyDetection(args.early_detection, zookeeper=args.zookeeper)  # type: ignore[arg-type]
-    return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file)
+    registry = ZooKeeperWriterRegistry(args.zookeeper) if args.zookeeper else None
+    return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file,
+                         registry=registry, writer_name=writer_name)
 
 
 def run(args: BatchWriteArgs) -> dict[str, Any]:
@@ -33,7 +38,8 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
     table = open_table(args.table, args.zookeeper)
     spark = job_session(args.app_name)
     df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
-    result = write_dataframe(df, table, args.operation, options=writer_options(args),  # type: ignore[arg-type]
+    options = writer_options(args, args.app_name)
+    result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                              extra=args.extra)
     return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,
             "records": result.records, "file_groups": result.file_groups}

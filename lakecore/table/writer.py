@@ -80,6 +80,7 @@ class WriterOptions:
     marker_batch_interval_s: float = 0.05
     marker_files: int = 20
     registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
+    writer_name: str | None = None          # who writes (e.g. the LakeWriter), in the registry's info
     inline_compaction: Trigger | None = None  # compact after a write when due (merge-on-read)
     inline_clean: Trigger | None = None       # clean (default policy) after a write when due
     inline_clustering: Trigger | None = None  # cluster (clustering_strategy) after a write when due
@@ -264,6 +265,8 @@ def _register(storage: Storage, txn: WriteTransaction, options: WriterOptions) -
     if options.registry is None:
         return None
     info = writer_info(txn.operation)
+    if options.writer_name:
+        info["writer"] = options.writer_name
     return options.registry.register(storage.uri, txn.instant.requested_time, info)
 
 

@@ -148,3 +148,16 @@ def test_the_job_takes_the_zookeeper_lock_and_reports_an_early_conflict(spark, t
     code, out = run_job(args, tmp_path)  # the other writer is gone: the job commits under the ZK lock
     assert code == EXIT_OK and out["records"] == 3, out
     assert sorted(r["id"] for r in Table.open(uri).read().to_pylist()) == [1, 2, 3]
+
+
+def test_writer_options_follow_the_arguments():
+    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+    from sparkjobs.batch_write import writer_options
+
+    plain = writer_options(BatchWriteArgs("t", "s"))
+    assert plain.registry is None and plain.early_detection is None and plain.max_rows_per_file is None
+    zk = writer_options(BatchWriteArgs("t", "s", zookeeper="127.0.0.1:2181", early_detection="direct_zk",
+                                       max_rows_per_file=500), "ingest-1")
+    assert isinstance(zk.registry, ZooKeeperWriterRegistry) and zk.writer_name == "ingest-1"
+    assert zk.early_detection.strategy == "direct_zk" and zk.early_detection.zookeeper == "127.0.0.1:2181"
+    assert zk.max_rows_per_file == 500

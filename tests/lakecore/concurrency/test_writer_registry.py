@@ -223,10 +223,13 @@ def test_table_writes_register_while_they_run(tmp_path):
 
     registry = InMemoryWriterRegistry()
     seen: list[frozenset[str]] = []
+    infos: list[dict] = []
     t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), record_key="id",
-                     options=WriterOptions(registry=registry))
-    watch = registry.watch(t.uri, seen.append)
+                     options=WriterOptions(registry=registry, writer_name="clicks-ingest"))
+    watch = registry.watch(t.uri, lambda live: (seen.append(live), infos.extend(
+        registry.live_writers(t.uri).values())))
     result = t.upsert(pa.table({"id": pa.array([1, 2], pa.int64())}))
     watch.close()
     assert frozenset({result.instant.requested_time}) in seen  # registered during the write
+    assert infos and infos[0]["writer"] == "clicks-ingest" and infos[0]["operation"] == "upsert"
     assert seen[-1] == frozenset() and registry.live_writers(t.uri) == {}  # and gone after it
