@@ -12,9 +12,10 @@ JOB_CONF = {
 }
 
 
-def local_session(app_name: str, *, cores: int = 2, work_dir: str | None = None) -> SparkSession:
-    """A local Spark (no UI, loopback only, `cores` task slots)."""
-    builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+def local_session(app_name: str, *, cores: int = 2, work_dir: str | None = None,
+                  task_attempts: int = 1) -> SparkSession:
+    """A local Spark (no UI, loopback only, `cores` task slots, each task tried `task_attempts` times)."""
+    builder = (SparkSession.builder.master(f"local[{cores},{task_attempts}]").appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.host", "127.0.0.1")
