@@ -62,4 +62,14 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import faulthandler
+    import os
+
+    faulthandler.enable()  # a native abort during the run prints every thread's stack
     main()
+    # Everything this writer did is durable (commits, the flushed log). Skip interpreter teardown:
+    # pyarrow can abort there ("terminate called without an active exception", apache/arrow#34314,
+    # a native thread pool torn down while joinable); it once failed a CI run with no Python error.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
