@@ -27,8 +27,8 @@ def run_writers(uri: str, connect: str, log: str) -> None:
     procs = [subprocess.Popen([sys.executable, "-m", module, uri, connect, str(w), *args],
                               stderr=subprocess.PIPE, text=True)
              for w in range(WRITERS)]
-    for p in procs:
-        _, err = p.communicate(timeout=600)
+    errors = [p.communicate(timeout=600)[1] for p in procs]  # every pipe drained and closed first
+    for p, err in zip(procs, errors, strict=True):
         assert p.returncode == 0, err
 
 

@@ -50,8 +50,8 @@ def test_writers_survive_a_zookeeper_restart_without_losing_commits(tmp_path, zo
     zk.stop()
     time.sleep(3.0)
     zk.restart()
-    for p in procs:
-        _, err = p.communicate(timeout=300)
+    errors = [p.communicate(timeout=300)[1] for p in procs]  # every pipe drained and closed first
+    for p, err in zip(procs, errors, strict=True):
         assert p.returncode == 0, err
     entries = load_log(log)
     outcomes = {e["outcome"] for e in entries}

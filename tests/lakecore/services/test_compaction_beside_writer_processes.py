@@ -37,8 +37,8 @@ def test_two_writers_and_a_compactor(tmp_path, zookeeper_server, mode):
         if plan is not None:
             run_compaction(t.storage, t.config, t.lock, plan)
             compactions += 1
-    for p in procs:
-        _, err = p.communicate(timeout=300)
+    errors = [p.communicate(timeout=300)[1] for p in procs]  # every pipe drained and closed first
+    for p, err in zip(procs, errors, strict=True):
         assert p.returncode == 0, err
     assert compactions >= 2
     entries = load_log(log)
