@@ -80,6 +80,9 @@ class SlicePartition(InputPartition):
 
 
 class WeirReader(DataSourceReader):
+    """Spark pickles the reader into its Python workers, so it keeps options, not a Table (whose lock
+    does not pickle): each planning step opens the table from the options."""
+
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.columns = list(schema.fieldNames())

@@ -77,14 +77,14 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
         return job.commit(stats, reconcile=True)
 
 
-def _check_schema(df: DataFrame, config: TableConfig, operation: Operation) -> pa.Schema:
-    """What conform makes of the DataFrame's rows; raises the same errors it would (missing or
-    unknown columns, wrong types) before any instant exists."""
+def _check_schema(df: DataFrame, config: TableConfig, operation: Operation) -> None:
+    """Raise what conform would raise for the DataFrame's rows (missing or unknown columns, wrong
+    types) before any instant exists."""
     try:
         arrow = to_arrow_schema(df.schema)
     except TypeError as exc:
         raise InvalidInput(f"the DataFrame has a column type Arrow cannot carry: {exc}") from exc
-    return conform(arrow.empty_table(), config, operation).rows.schema
+    conform(arrow.empty_table(), config, operation)
 
 
 def _file_group(config: TableConfig) -> Column:
