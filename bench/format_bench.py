@@ -1,4 +1,5 @@
-"""lakecore vs a pyarrow floor on the peers' data: bulk insert, MOR upsert, snapshot read, peak RSS.
+"""lakecore vs a pyarrow floor on the peers' data: bulk insert, MOR upsert, snapshot read, peak RSS,
+and the cost of durability (the same writes with fsync off, in the same run).
 
     python bench/format_bench.py [--reps N] [--rows N] [--upsert N]
 
@@ -33,9 +34,9 @@ CODEC = "zstd"
 BUCKETS = 4
 
 
-def lakecore_table(path: str, schema: pa.Schema) -> Table:
+def lakecore_table(path: str, schema: pa.Schema, *, fsync: bool = True) -> Table:
     return Table.create(path, schema=schema, record_key="key", ordering_field="ts", buckets=BUCKETS,
-                        compression=CODEC)
+                        compression=CODEC, storage_options={"fsync": fsync})
 
 
 def verify(result: pa.Table, base: pa.Table, ups: pa.Table) -> None:
@@ -58,6 +59,10 @@ def one_rep(work: str, base: pa.Table, ups: pa.Table) -> dict[str, float]:
     r["upsert"], _ = timed(lambda: table.upsert(ups))
     r["read_after_upsert"], result = timed(lambda: table.read())
     verify(result, base, ups)
+    # the durability cost: the same writes without fsync (what WEIR_FSYNC=off gives tmpfs users)
+    nosync = lakecore_table(os.path.join(work, "lake-nosync"), base.schema, fsync=False)
+    r["bulk_insert_nosync"], _ = timed(lambda: nosync.bulk_insert(base))
+    r["upsert_nosync"], _ = timed(lambda: nosync.upsert(ups))
     shutil.rmtree(work)
     os.makedirs(work)
     return r
@@ -101,6 +106,14 @@ def main() -> None:
             "upsert / floor_write": round(med["upsert"] / med["floor_write"], 3),
             "read_after_upsert / floor_read": round(med["read_after_upsert"] / med["floor_read"], 3),
             "read_base / floor_read": round(med["read_base"] / med["floor_read"], 3),
+            "bulk_insert / bulk_insert_nosync": round(med["bulk_insert"] / med["bulk_insert_nosync"], 3),
+            "upsert / upsert_nosync": round(med["upsert"] / med["upsert_nosync"], 3),
+        },
+        "throughput_rows_per_s": {
+            "bulk_insert": round(a.rows / med["bulk_insert"]),
+            "bulk_insert_nosync": round(a.rows / med["bulk_insert_nosync"]),
+            "upsert": round(a.upsert / med["upsert"]),
+            "upsert_nosync": round(a.upsert / med["upsert_nosync"]),
         },
         "bars": {"bulk_insert / floor_write": 1.5, "upsert / floor_write": 0.4,
                  "read_after_upsert / floor_read": 2.5, "peak_rss_mb": 1200},

@@ -39,7 +39,9 @@ class DictionaryChoice:
 
 def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str,
                row_group_size: int | None = None, dictionary: DictionaryChoice | None = None) -> int:
-    """Write `table` to `path`; returns the file size in bytes. `row_group_size` (rows): smaller row
+    """Write `table` to `path`, durably (storage.sync) before returning: every data file of an instant
+    is durable before its completed instant file is created. Returns the file size in bytes.
+    `row_group_size` (rows): smaller row
     groups let readers prune by their min/max statistics (clustering sets it). `dictionary`: share
     the choice of dictionary-encoded columns among the files of one write (default: per file)."""
     fs, root = storage.arrow()
@@ -50,6 +52,7 @@ def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str
         pq.write_table(table, out, compression=compression, row_group_size=row_group_size or _ROW_GROUP,
                        use_dictionary=(dictionary or DictionaryChoice()).of(table))
         size = out.tell()
+    storage.sync(path)
     return int(size)
 
 

@@ -34,11 +34,18 @@ class Storage(Protocol):
         ...
 
     def write(self, path: str, data: bytes) -> None:
-        """Create or replace the file with exactly `data` (readers never see a partial file)."""
+        """Create or replace the file with exactly `data` (readers never see a partial file); durable
+        when it returns."""
         ...
 
     def write_if_absent(self, path: str, data: bytes) -> None:
-        """Atomically create the file with `data`; raises errors.AlreadyExists when it exists."""
+        """Atomically create the file with `data`; raises errors.AlreadyExists when it exists. Durable
+        when it returns (a completed instant file is the commit point)."""
+        ...
+
+    def sync(self, path: str) -> None:
+        """Make a file written through `arrow()` durable (fsync of the file and its directory on
+        local disk; nothing where a finished upload is durable)."""
         ...
 
     def exists(self, path: str) -> bool: ...

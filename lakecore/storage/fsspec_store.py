@@ -86,6 +86,9 @@ class FsspecStorage:
                 raise AlreadyExists(f"{path} already exists") from None
             raise
 
+    def sync(self, path: str) -> None:
+        """Nothing to do: object stores make an object durable before the PUT returns."""
+
     def exists(self, path: str) -> bool:
         return bool(self.fs.exists(self._abs(path)))
 

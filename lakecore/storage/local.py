@@ -3,6 +3,12 @@
 Atomicity: `write` writes a temp file and renames it over the target; `write_if_absent` writes a temp
 file and hard-links it to the target, which fails if the target exists, so a reader sees either no
 file or the whole file, and exactly one of several racing creators wins.
+
+Durability: the temp file is fsynced before it is linked or renamed into place and the directory
+after, and a directory this storage creates is made durable in its parent, so a completed instant
+(the commit point) survives a power loss whole. `sync` does the same for files written through
+`arrow()` (data files), which the write path calls before the commit point. `WEIR_FSYNC=off` (or
+`LocalStorage(root, fsync=False)`) turns syncing off: for benchmarks and tables on tmpfs only.
 """
 
 from __future__ import annotations
@@ -16,24 +22,83 @@ from lakecore.errors import AlreadyExists
 from lakecore.storage.base import FileInfo
 
 TMP_MARK = ".weirtmp-"
+FSYNC_ENV = "WEIR_FSYNC"
+
+
+def fsync_default() -> bool:
+    """Sync unless WEIR_FSYNC says off/0/false/no."""
+    return os.environ.get(FSYNC_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
 
 
 class LocalStorage:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, *, fsync: bool | None = None) -> None:
         self._root = os.path.abspath(root)
+        self._fsync = fsync_default() if fsync is None else fsync
+        self._durable_dirs: set[str] = set()  # directories known to be durable in their parent
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"_root": self._root, "_fsync": self._fsync, "_durable_dirs": set()}
 
     @property
     def uri(self) -> str:
         return self._root
 
+    @property
+    def fsync(self) -> bool:
+        return self._fsync
+
     def _abs(self, path: str) -> str:
         return os.path.join(self._root, path) if path else self._root
 
+    # -- durability ------------------------------------------------------------------------------
+
+    def _sync_fd_of(self, path: str, flags: int) -> None:
+        fd = os.open(path, flags)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _sync_dir(self, directory: str) -> None:
+        if self._fsync:
+            self._sync_fd_of(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
+    def _ensure_dir(self, directory: str) -> None:
+        """Create `directory` (and missing parents); with syncing, make each directory from the root
+        down durable in its parent (once per process: a synced entry stays durable)."""
+        os.makedirs(directory, exist_ok=True)
+        if not self._fsync or directory in self._durable_dirs:
+            return
+        chain = []
+        d = directory
+        while (d == self._root or d.startswith(self._root + os.sep)) and d not in self._durable_dirs:
+            chain.append(d)
+            d = os.path.dirname(d)
+        for new in reversed(chain):
+            self._sync_dir(os.path.dirname(new))
+            self._durable_dirs.add(new)
+
+    def sync(self, path: str) -> None:
+        """Make a file written through `arrow()` durable: fsync it, its directory entry and any
+        directory above it (up to the root) not yet known durable in this process."""
+        if not self._fsync:
+            return
+        target = self._abs(path)
+        self._sync_fd_of(target, os.O_RDONLY)
+        directory = os.path.dirname(target)
+        self._ensure_dir(directory)
+        self._sync_dir(directory)
+
+    # -- reads and writes ------------------------------------------------------------------------
+
     def _temp_beside(self, target: str, data: bytes) -> str:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        self._ensure_dir(os.path.dirname(target))
         tmp = f"{os.path.dirname(target)}/{TMP_MARK}{uuid.uuid4().hex}"
         with open(tmp, "wb") as fh:
             fh.write(data)
+            if self._fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
         return tmp
 
     def read(self, path: str) -> bytes:
@@ -44,6 +109,7 @@ class LocalStorage:
         target = self._abs(path)
         tmp = self._temp_beside(target, data)
         os.replace(tmp, target)
+        self._sync_dir(os.path.dirname(target))
 
     def write_if_absent(self, path: str, data: bytes) -> None:
         target = self._abs(path)
@@ -54,7 +120,7 @@ class LocalStorage:
             raise AlreadyExists(f"{path} already exists") from None
         finally:
             os.unlink(tmp)
-
+        self._sync_dir(os.path.dirname(target))
     def exists(self, path: str) -> bool:
         return os.path.exists(self._abs(path))
 

@@ -92,6 +92,9 @@ class FlakyStorage:
     def write_if_absent(self, path: str, data: bytes) -> None:
         self.inner.write_if_absent(path, data)
 
+    def sync(self, path: str) -> None:
+        self.inner.sync(path)
+
     def exists(self, path: str) -> bool:
         return self.inner.exists(path)
 
