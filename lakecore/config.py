@@ -141,10 +141,12 @@ class TableConfig:
         return json.dumps(self.to_json(), indent=2, sort_keys=True).encode()
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> TableConfig:
+    def from_json(cls, obj: Mapping[str, Any], *, table: str = "TABLE") -> TableConfig:
+        fix = (f"recreate it from the timeline with `weir table repair {table} --run` (or restore it from "
+               "a backup)")
         version = obj.get("format_version")
         if not isinstance(version, int):
-            raise CorruptMetadata("table.json has no integer format_version; restore it from a backup")
+            raise CorruptMetadata(f"table.json has no integer format_version; {fix}")
         if version > FORMAT_VERSION:
             raise UnsupportedTableVersion(
                 f"table format version {version} is newer than this lakecore reads ({FORMAT_VERSION}); "
@@ -167,19 +169,20 @@ class TableConfig:
                 format_version=version,
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptMetadata(f"table.json is missing or has a malformed field ({exc!r}); "
-                                  "restore it from a backup") from exc
+            raise CorruptMetadata(f"table.json is missing or has a malformed field ({exc!r}); {fix}") from exc
 
     @classmethod
-    def loads(cls, data: bytes, *, source: str = "table.json") -> TableConfig:
+    def loads(cls, data: bytes, *, source: str = "table.json", table: str = "TABLE") -> TableConfig:
+        fix = (f"recreate it from the timeline with `weir table repair {table} --run` (or restore it from "
+               "a backup)")
         try:
             obj = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise CorruptMetadata(f"{source} is not valid JSON ({exc}); it is truncated or corrupted: "
-                                  "restore it from a backup") from exc
+                                  f"{fix}") from exc
         if not isinstance(obj, dict):
-            raise CorruptMetadata(f"{source} does not hold a JSON object; restore it from a backup")
-        return cls.from_json(obj)
+            raise CorruptMetadata(f"{source} does not hold a JSON object; {fix}")
+        return cls.from_json(obj, table=table)
 
 
 def default_merge_mode(ordering_field: str | None, column_groups: Sequence[ColumnGroup]) -> MergeMode:

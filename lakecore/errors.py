@@ -36,6 +36,11 @@ class CorruptMetadata(LakecoreError):
     """A metadata file (table config, instant, plan) is truncated or unreadable."""
 
 
+class CorruptTimeline(CorruptMetadata):
+    """An instant file or the history manifest does not parse; writers refuse the table until
+    `weir table repair` fixes it."""
+
+
 class UnsupportedTableVersion(LakecoreError):
     """The table was written by a newer format version than this lakecore reads."""
 

@@ -450,5 +450,50 @@ def archive(uri: Uri,
                   f"{result.version}; files per level {levels}; {result.live_files} live files)")
 
 
+@table_app.command("check")
+@friendly
+def check(uri: Uri, as_json: JsonFlag = False) -> None:
+    """Verify the table's metadata and that every file the latest snapshot reads exists (read-only).
+    Prints one line per problem and exits 1 if there is any."""
+    from lakecore.services.repair import check_table
+    from lakecore.storage import open_storage
+    problems = check_table(open_storage(uri))
+    if as_json:
+        emit_json({"ok": not problems, "problems": [p.to_json() for p in problems]})
+    elif not problems:
+        out.print(f"{uri}: no problems found")
+    for p in problems if not as_json else ():
+        err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
+    if problems:
+        raise typer.Exit(1)
+
+
+@table_app.command("repair")
+@friendly
+def repair(uri: Uri,
+           dry_run: Annotated[bool, typer.Option("--dry-run/--run", help="Only print the plan.")] = True,
+           as_json: JsonFlag = False) -> None:
+    """Repair damaged metadata (dry run unless --run): recreate a lost table.json from the timeline,
+    quarantine damaged instant files (.weir/quarantine/), fall back to an older history manifest."""
+    from lakecore.concurrency import StorageLock
+    from lakecore.services.repair import run_repair
+    from lakecore.storage import open_storage
+    storage = open_storage(uri)
+    report = run_repair(storage, StorageLock(storage), dry_run=dry_run)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        if not report.actions:
+            out.print("nothing to repair")
+        for a in report.actions:
+            out.print(a.describe(), highlight=False, soft_wrap=True, markup=False)
+        if dry_run and report.actions:
+            out.print("run with --run to do it")
+        for p in report.remaining:
+            err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
+    if report.remaining and not dry_run:
+        raise typer.Exit(1)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()

@@ -24,7 +24,7 @@ from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts, 
 from lakecore.concurrency.rollback import claimed_by_rollbacks, rollback_write
 from lakecore.concurrency.schema_conflict import is_additive_evolution, resolve_schema
 from lakecore.config import TableConfig, schema_from_json, schema_to_json
-from lakecore.errors import InvalidInstantState, SchemaConflict, WriteConflict
+from lakecore.errors import CorruptTimeline, InvalidInstantState, SchemaConflict, WriteConflict
 from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -79,6 +79,11 @@ def begin_write(storage: Storage, config: TableConfig, lock: Lock, operation: Op
     store = TimelineStore(storage)
     action: Action = "deltacommit" if config.table_type == "merge_on_read" else "commit"
     requested, timeline = draw_instant(store, lock, action, clock=clock)
+    try:  # never write on top of an instant file that does not parse (metadata is cached: cheap)
+        store.verify(timeline)
+    except CorruptTimeline:
+        store.abandon_requested(requested)  # nothing refers to it yet: leave no trace
+        raise
     inflight = store.transition_inflight(requested)
     slices = build_view(timeline, store.metadata).as_dict() if need_view else {}
     recorded = store.latest_schema(timeline)
@@ -127,7 +132,8 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
                                        completed_since(timeline, txn.instant), store.metadata,
                                        only_base_writers=only_bases, our_base_groups=base_groups)
         if refused is None and not conflicts:
-            meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(schema), extra or {})
+            meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(schema), extra or {},
+                                  table=recorded_config(txn.config))
             completion = next_instant_time(clock(), timeline.newest_time())
             ensure_held(lock, f"completing instant {txn.instant.requested_time}")
             done = store.complete(txn.instant, completion, meta)
@@ -138,6 +144,12 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
         raise WriteConflict.of(txn.instant.requested_time, conflicts)
     delete_markers(txn.storage, txn.instant.requested_time)
     return done
+
+
+def recorded_config(config: TableConfig) -> dict[str, Any]:
+    """What a write records of the table's config (all but the schema, recorded beside it), so a lost
+    table.json can be recreated from the timeline (`weir table repair`)."""
+    return {k: v for k, v in config.to_json().items() if k != "schema"}
 
 
 def view_of(storage: Storage, timeline: Timeline) -> FileSystemView:

@@ -5,8 +5,8 @@
     instants' files - files archived cleans deleted) -> merge full levels ->
     lock -> reload, re-plan: same history version and still due? (else unlock, delete what was
     written, done) -> manifest -> pointer (the commit point) -> delete the instants' active files
-    (requested, inflight, then the completed file last) -> delete history files two versions old ->
-    unlock
+    (requested, inflight, then the completed file last) -> delete history versions older than the
+    kept ones (history_store.KEPT_VERSIONS) -> unlock
 
 What is archived is a prefix of the completed instants in completion order, and it stops early:
 - at the oldest pending instant's requested time (OCC checks instants completed after a pending

@@ -66,7 +66,14 @@ from lakecore.services import (
 from lakecore.services.compaction import load_plan
 from lakecore.storage import Storage, open_storage
 from lakecore.table.writer import WriteResult, WriterOptions, write_groups
-from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
+from lakecore.timeline import (
+    TIMELINE_DIR,
+    CommitMetadata,
+    Instant,
+    Timeline,
+    TimelineStore,
+    parse_point_in_time,
+)
 from lakecore.write import Operation, as_table, combine_and_route, conform, evolved_schema, list_markers
 
 CONFIG_PATH = ".weir/table.json"
@@ -109,6 +116,11 @@ class Table:
             compression=compression, concurrency_mode=concurrency_mode,
             tombstone_retention_hours=tombstone_retention_hours)
         storage = open_storage(uri, storage_options)
+        if storage.list_names(TIMELINE_DIR) and not storage.exists(CONFIG_PATH):
+            raise TableAlreadyExists(
+                f"{uri} holds a table's timeline but no {CONFIG_PATH} (it was lost): creating a new table "
+                f"there would mix two tables' data; recreate the config from the timeline with `weir table "
+                f"repair {uri} --run`, or choose another location")
         try:
             storage.write_if_absent(CONFIG_PATH, config.dumps())
         except AlreadyExists:
@@ -123,9 +135,12 @@ class Table:
         try:
             raw = storage.read(CONFIG_PATH)
         except (FileNotFoundError, NotADirectoryError):
+            if storage.list_names(TIMELINE_DIR):
+                raise TableNotFound(f"{uri} has a timeline but no {CONFIG_PATH} (it was lost); recreate it "
+                                    f"from the timeline with `weir table repair {uri} --run`") from None
             raise TableNotFound(f"no table at {uri} (no {CONFIG_PATH}); check the URI, or create one "
                                 "with `weir table create`") from None
-        config = TableConfig.loads(raw, source=f"{uri}/{CONFIG_PATH}")
+        config = TableConfig.loads(raw, source=f"{uri}/{CONFIG_PATH}", table=uri)
         store = TimelineStore(storage)
         current = store.latest_schema(store.load())  # the schema evolves through commits
         if current:

@@ -108,7 +108,7 @@ class Manifest:
                            "live": self.live, "schema": self.schema}, separators=(",", ":")).encode()
 
     @classmethod
-    def loads(cls, data: bytes, *, source: str) -> Manifest:
+    def loads(cls, data: bytes, *, source: str, table: str = "TABLE") -> Manifest:
         try:
             obj = json.loads(data)
             return cls(int(obj["version"]), tuple(HistoryFile.from_json(f) for f in obj["files"]),
@@ -116,9 +116,9 @@ class Manifest:
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
                 AttributeError) as exc:
             raise CorruptMetadata(
-                f"history manifest {source} is truncated or corrupted ({exc!r}); restore it from a backup, "
-                "or delete the pointer file naming it under .weir/timeline to fall back to the previous "
-                "manifest (instants archived by the newest archival then read as missing)") from exc
+                f"history manifest {source} is truncated or corrupted ({exc!r}); run `weir table repair "
+                f"{table} --run` to fall back to the previous manifest and reactivate the instants "
+                "archived since (or restore the manifest from a backup)") from exc
 
 
 @dataclass(frozen=True)

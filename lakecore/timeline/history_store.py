@@ -9,8 +9,12 @@ Files, all immutable and created with create-if-absent:
 The pointer sits in the active timeline directory, so the one listing that loads the active timeline
 also finds the current manifest: an archival becomes visible atomically when its pointer is created,
 and a crash before that leaves files no manifest names (removed by the next archival). Readers take
-the newest pointer; files a newer manifest no longer names are deleted only once two newer versions
-exist, and a reader that still hits a vanished file reloads and retries.
+the newest pointer, and a reader that still hits a vanished file reloads and retries.
+
+Retention: the newest KEPT_VERSIONS pointers are kept with their manifests and every history file
+those manifests name, so if the newest manifest is damaged, `weir table repair` can fall back to an
+older version and reactivate the instants archived since from the files the newer versions wrote.
+Older pointers, manifests and the files only they name are deleted by the next archival.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from lakecore.timeline.history import (
 )
 
 QUERY_COLUMNS = ["requested_time", "completion_time", "action", "files", "deleted"]
+KEPT_VERSIONS = 3  # history versions (pointer + manifest + files) kept for falling back
 
 _lock = threading.Lock()
 _summaries: dict[str, tuple[int, Archived]] = {}   # per table: the newest version loaded
@@ -97,7 +102,7 @@ class HistoryStore:
             data = self.storage.read(path)
         except FileNotFoundError:
             raise HistoryMoved(path) from None
-        manifest = Manifest.loads(data, source=path)
+        manifest = Manifest.loads(data, source=path, table=uri)
         live = self._read(manifest.live, None) if manifest.live else LIVE_SCHEMA.empty_table()
         out = Archived(manifest, archived_files(latest_slices(live)), live=live)
         with _lock:
@@ -113,6 +118,10 @@ class HistoryStore:
         if not parts:
             return ROW_SCHEMA.empty_table().select(list(columns))
         return pa.concat_tables(parts)
+
+    def read_file(self, name: str, columns: Sequence[str]) -> pa.Table:
+        """Columns of one history file by name (also one no manifest names: repair reads those)."""
+        return self._read(name, tuple(columns))
 
     def _read(self, name: str, columns: tuple[str, ...] | None) -> pa.Table:
         key = (self.storage.uri, name, columns or ())
@@ -177,25 +186,36 @@ class HistoryStore:
                 if n.startswith("manifest-") and n.endswith(".json") and n[9:-5].isdigit()]
         return max([self.current_version(), *used]) + 1
 
+    def pointer_versions(self) -> list[int]:
+        """Versions with a pointer file, oldest first."""
+        names = self.storage.list_names(TIMELINE_DIR)
+        return sorted(int(n[len(POINTER_PREFIX):]) for n in names
+                      if n.startswith(POINTER_PREFIX) and n[len(POINTER_PREFIX):].isdigit())
+
     def collect_garbage(self, current: Manifest, previous: int) -> list[str]:
-        """Delete history files neither the current nor the previous manifest (the one the archival
-        started from) names, older manifests and pointers, and leftovers of crashed archivals."""
-        keep = {manifest_path(current.version).rsplit("/", 1)[1]}
-        keep |= _names(current)
-        if 0 < previous < current.version:
+        """Keep the newest KEPT_VERSIONS versions (pointers, manifests and the files they name; the
+        current one and `previous`, the one the archival started from, always); delete the rest and
+        leftovers of crashed archivals. A kept manifest that does not parse keeps nothing beyond its
+        own file: the files it named are the current version's or a newer kept one's too, or lost."""
+        kept_versions = [v for v in self.pointer_versions() if v <= current.version][-KEPT_VERSIONS:]
+        kept_versions = sorted({*kept_versions, current.version, *([previous] if previous > 0 else [])})
+        keep = _names(current)
+        for v in kept_versions:
+            keep.add(manifest_path(v).rsplit("/", 1)[1])
+            if v == current.version:
+                continue
             try:
-                prev = Manifest.loads(self.storage.read(manifest_path(previous)), source="previous")
-                keep |= _names(prev) | {manifest_path(previous).rsplit("/", 1)[1]}
+                keep |= _names(Manifest.loads(self.storage.read(manifest_path(v)), source=manifest_path(v)))
             except (FileNotFoundError, CorruptMetadata):
-                pass
+                continue  # nothing more to keep for it: repair falls back past it
         deleted = []
         for n in self.storage.list_names(HISTORY_DIR):
             if n not in keep:
                 self.storage.delete(f"{HISTORY_DIR}/{n}")
                 deleted.append(n)
-        for n in self.storage.list_names(TIMELINE_DIR):
-            if n.startswith(POINTER_PREFIX) and n != pointer_name(current.version):
-                self.storage.delete(f"{TIMELINE_DIR}/{n}")
+        for v in self.pointer_versions():
+            if v not in kept_versions:
+                self.storage.delete(f"{TIMELINE_DIR}/{pointer_name(v)}")
         return deleted
 
 

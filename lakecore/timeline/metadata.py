@@ -1,4 +1,5 @@
-"""What a completed instant records: the files it wrote, the schema, the operation.
+"""What a completed instant records: the files it wrote, the schema, the operation, and (writes since
+issue 9) the table's configuration, so a lost table.json can be recreated from the timeline.
 
 Owns `WriteStat` (one data file written for one file group) and `CommitMetadata` (the JSON body of a
 completed instant file), with strict parsing: a truncated or hand-edited file raises CorruptMetadata
@@ -56,6 +57,9 @@ class CommitMetadata:
     write_stats: tuple[WriteStat, ...] = ()
     schema: list[dict[str, Any]] | None = None  # config.schema_to_json form
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # TableConfig.to_json() without the schema (which is `schema`): what `weir table repair` rebuilds
+    # table.json from. Written by writes; None in older instants and in table services' instants.
+    table: Mapping[str, Any] | None = None
 
     @property
     def file_groups(self) -> frozenset[tuple[str, str]]:
@@ -66,22 +70,30 @@ class CommitMetadata:
         return sum(s.records for s in self.write_stats)
 
     def to_json(self) -> dict[str, Any]:
-        return {"operation": self.operation, "write_stats": [s.to_json() for s in self.write_stats],
-                "schema": self.schema, "extra": dict(self.extra)}
+        d: dict[str, Any] = {"operation": self.operation,
+                             "write_stats": [s.to_json() for s in self.write_stats],
+                             "schema": self.schema, "extra": dict(self.extra)}
+        if self.table is not None:
+            d["table"] = dict(self.table)
+        return d
 
     def dumps(self) -> bytes:
         return json.dumps(self.to_json(), separators=(",", ":")).encode()
 
     @classmethod
-    def loads(cls, data: bytes, *, source: str) -> CommitMetadata:
+    def loads(cls, data: bytes, *, source: str, table: str = "TABLE") -> CommitMetadata:
+        """Parse an instant file's body; `table` (the table URI) goes into the remedy."""
         try:
             obj = json.loads(data)
+            recorded = obj.get("table")
             return cls(operation=str(obj["operation"]),
                        write_stats=tuple(WriteStat.from_json(s) for s in obj.get("write_stats", ())),
-                       schema=obj.get("schema"), extra=dict(obj.get("extra") or {}))
+                       schema=obj.get("schema"), extra=dict(obj.get("extra") or {}),
+                       table=dict(recorded) if recorded is not None else None)
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
                 AttributeError) as exc:
             raise CorruptMetadata(
                 f"instant file {source} is truncated or corrupted ({exc!r}); the table cannot be read "
-                "past it: restore the file from a backup, or if the instant's data is expendable, "
-                "roll it back with `weir table rollback`") from exc
+                f"past it and writers refuse it: run `weir table repair {table} --run` to move the file "
+                "into .weir/quarantine/ and roll its write back (its data is lost unless you restore "
+                "the file from a backup instead)") from exc

@@ -13,7 +13,7 @@ from collections import OrderedDict
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import AlreadyExists, CorruptMetadata, InvalidInstantState
+from lakecore.errors import AlreadyExists, CorruptMetadata, CorruptTimeline, InvalidInstantState
 from lakecore.storage import Storage
 from lakecore.timeline.history import Archived, Manifest, archived_files, files_of, instants_of, latest_slices
 from lakecore.timeline.history_store import (
@@ -53,10 +53,11 @@ class TimelineStore:
                 break
             except HistoryMoved:  # an archival replaced that version since the listing: list again
                 if attempt == 2:
-                    raise CorruptMetadata(
+                    raise CorruptTimeline(
                         f"the history manifest the timeline points at (version {pointer_version(names)}) "
-                        "is missing: restore it from a backup, or delete the newest "
-                        f"{TIMELINE_DIR}/history-* pointer file to fall back to the previous one") from None
+                        f"is missing: run `weir table repair {self.storage.uri} --run` to fall back to "
+                        "the previous manifest and reactivate the instants archived since (or restore "
+                        "the manifest from a backup)") from None
         found = (_parsed(name) for name in names)
         return Timeline.of((i for i in found if i is not None), archived)
 
@@ -99,7 +100,8 @@ class TimelineStore:
         out = instants_of(rows)
         for inst, body in zip(out, rows.column("metadata").to_pylist(), strict=True):
             _remember(self.storage.uri, inst.file_name,
-                      CommitMetadata.loads(body, source=f"history row {inst.requested_time}"))
+                      CommitMetadata.loads(body, source=f"history row {inst.requested_time}",
+                                           table=self.storage.uri))
         return out
 
     def cleaned_in_history(self, manifest: Manifest) -> pa.Array:
@@ -114,6 +116,13 @@ class TimelineStore:
             raise InvalidInstantState(f"{instant} must be requested to be created")
         self.storage.write_if_absent(self._path(instant.requested_file()), plan)
         return instant
+
+    def abandon_requested(self, instant: Instant) -> None:
+        """Delete a requested instant its creator gives up on before anything refers to it (no
+        inflight file, no data, no marker)."""
+        if instant.state is not State.REQUESTED:
+            raise InvalidInstantState(f"{instant} is not requested; only requested instants are abandoned")
+        self.storage.delete(self._path(instant.requested_file()))
 
     def transition_inflight(self, instant: Instant) -> Instant:
         if instant.state is not State.REQUESTED:
@@ -147,10 +156,31 @@ class TimelineStore:
             data = self.storage.read(path)
         except FileNotFoundError:
             return self._archived_metadata(instant, path)
-        meta = CommitMetadata.loads(data, source=path)
+        meta = CommitMetadata.loads(data, source=path, table=self.storage.uri)
         _remember(self.storage.uri, instant.file_name, meta)
         return meta
 
+    def damaged(self, timeline: Timeline) -> list[tuple[Instant, CorruptMetadata]]:
+        """The active timeline's completed instants whose files do not parse (read-only)."""
+        out = []
+        for instant in timeline.completed:
+            try:
+                self.metadata(instant)
+            except CorruptMetadata as exc:
+                out.append((instant, exc))
+        return out
+
+    def verify(self, timeline: Timeline) -> None:
+        """Raise CorruptTimeline if any completed instant of the active timeline does not parse:
+        writers call this before they start, so nothing commits on top of a damaged timeline (the
+        metadata is cached per process, so this reads each instant file once)."""
+        bad = self.damaged(timeline)
+        if bad:
+            names = ", ".join(i.file_name for i, _ in bad)
+            raise CorruptTimeline(
+                f"the timeline of {self.storage.uri} has damaged instant file(s) {names} ({bad[0][1]}); "
+                f"writers refuse the table until `weir table repair {self.storage.uri} --run` quarantines "
+                "them (see `weir table check`)") from bad[0][1]
     def _archived_metadata(self, instant: Instant, path: str) -> CommitMetadata:
         """A completed instant's file vanishes only when archival moved it: answer from the history."""
         t = instant.requested_time
@@ -160,7 +190,7 @@ class TimelineStore:
         if not len(hit):
             raise CorruptMetadata(f"instant file {path} vanished and is not in the archived timeline; "
                                   "retry the read (a rollback or restore may have removed it)")
-        meta = CommitMetadata.loads(hit[0].as_py(), source=f"history row {t}")
+        meta = CommitMetadata.loads(hit[0].as_py(), source=f"history row {t}", table=self.storage.uri)
         _remember(self.storage.uri, instant.file_name, meta)
         return meta
 

@@ -12,7 +12,7 @@ from lakecore.errors import CorruptMetadata, InvalidTableConfig
 from lakecore.services import ArchivalPolicy, CleanPolicy, ServiceError
 from lakecore.table.writer import WriterOptions
 from lakecore.timeline.history import HISTORY_DIR
-from lakecore.timeline.history_store import clear_history_cache
+from lakecore.timeline.history_store import KEPT_VERSIONS, HistoryStore, clear_history_cache
 from lakecore.timeline.store import clear_cache
 from tests.lakecore.services.conftest import HeldWrite, compact, keys, rows, snapshot
 from tests.lakecore.services.conftest import create as create_table
@@ -78,11 +78,12 @@ def test_archived_instants_leave_the_active_timeline_and_every_read_still_works(
     assert fresh.commit_metadata(inst).operation == "upsert"
     described = fresh.describe()["instants"]
     assert described["archived"] == archived and described["total"] == timeline.total
-    # no active file of an archived instant is left, and the history holds only what two manifests name
+    # no active file of an archived instant is left, and the history holds only the kept versions
     active = t.storage.list_names(".weir/timeline")
     assert not [n for n in active if n[:17] <= timeline.archived.boundary and "_" in n[:18]
                 and n.split("_")[1][:17] <= timeline.archived.boundary]
-    assert len([n for n in _history_files(t) if n.startswith("manifest-")]) <= 2
+    assert len([n for n in _history_files(t) if n.startswith("manifest-")]) <= KEPT_VERSIONS
+    assert len(HistoryStore(t.storage).pointer_versions()) <= KEPT_VERSIONS
 
 
 def test_archival_respects_min_and_max(tmp_path):

@@ -1,0 +1,182 @@
+"""Every kind of damaged metadata gives an error that names a command, and that command (run here,
+parsed from the error) makes the table readable and correct again:
+(a) a corrupted newest history manifest, (b) a lost table.json, (c) a truncated newest completed
+instant, (d) a garbled older instant (writers refuse the table until it is repaired)."""
+
+import json
+import os
+import re
+import shlex
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from lakecore import Table
+from lakecore.cli.main import app
+from lakecore.services import ArchivalPolicy
+from lakecore.table.writer import WriterOptions
+from lakecore.timeline.history_store import HistoryStore, clear_history_cache, manifest_path
+from lakecore.timeline.store import clear_cache
+
+runner = CliRunner()
+SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64())])
+SMALL = ArchivalPolicy(min_instants=3, max_instants=5, fanout=3)
+
+
+def weir(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def forget_caches() -> None:
+    """Files were changed behind lakecore's back (as a disk fault would)."""
+    clear_cache()
+    clear_history_cache()
+
+
+def run_named_command(error: str) -> str:
+    """Run the `weir ...` command an error names; returns its output (it must succeed)."""
+    commands = re.findall(r"`(weir [^`]+)`", error)
+    assert commands, f"the error names no command: {error}"
+    args = shlex.split(commands[0])[1:]
+    code, out = weir(*args)
+    assert code == 0, out
+    return out
+
+
+def table_with_rows(uri: str, n: int, *, archive: bool = False, **kw) -> Table:
+    t = Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2, **kw)
+    t = Table.open(uri, options=WriterOptions(inline_archival=None))
+    for i in range(n):
+        t.upsert(pa.table({"id": [i], "ts": [1]}))
+        if archive and i % 6 == 5:
+            t.archive(SMALL)
+    return t
+
+
+def ids(uri: str) -> list[int]:
+    code, out = weir("table", "read", uri, "--format", "json")
+    assert code == 0, out
+    return sorted(json.loads(line)["id"] for line in out.splitlines())
+
+
+def test_a_corrupted_history_manifest_falls_back_without_losing_archived_instants(tmp_path):
+    uri = str(tmp_path / "t")
+    t = table_with_rows(uri, 35, archive=True)
+    history = HistoryStore(t.storage)
+    assert len(history.pointer_versions()) >= 3, "archival keeps older versions to fall back to"
+    newest = history.current_version()
+    path = os.path.join(uri, manifest_path(newest))
+    with open(path, "r+b") as fh:
+        fh.truncate(os.path.getsize(path) // 2)
+    forget_caches()
+
+    code, out = weir("table", "read", uri)
+    assert code == 1 and "manifest" in out
+    code, check = weir("table", "check", uri, "--json")
+    assert code == 1 and [p["kind"] for p in json.loads(check)["problems"]] == ["history_corrupt"]
+    code, plan = weir("table", "repair", uri)  # dry run: nothing changes
+    assert code == 0 and "fall back" in plan and weir("table", "read", uri)[0] == 1
+    run_named_command(out)
+    assert ids(uri) == list(range(35))
+    assert weir("table", "check", uri)[0] == 0
+    assert os.listdir(os.path.join(uri, ".weir", "quarantine"))
+    # archival goes on from the older version and nothing is lost
+    for _ in range(3):
+        code, out = weir("table", "archive", uri, "--min-instants", "3", "--max-instants", "5",
+                         "--fanout", "3")
+        assert code == 0, out
+        forget_caches()
+        assert ids(uri) == list(range(35))
+
+
+def test_b_a_lost_table_json_is_recreated_from_the_timeline_and_create_refuses_the_path(tmp_path):
+    uri = str(tmp_path / "t")
+    t = table_with_rows(uri, 4, partition_fields=(), tombstone_retention_hours=2.0)
+    original = t.config.to_json()
+    os.remove(os.path.join(uri, ".weir", "table.json"))
+
+    code, out = weir("table", "create", uri, "--schema", "id:int64,ts:int64", "--record-key", "id",
+                     "--buckets", "7")
+    assert code == 1 and "repair" in out
+    assert not os.path.exists(os.path.join(uri, ".weir", "table.json"))
+    code, out = weir("table", "read", uri)
+    assert code == 1
+    run_named_command(out)
+    assert Table.open(uri).config.to_json() == original
+    src = tmp_path / "again.json"
+    src.write_text("".join(json.dumps({"id": i, "ts": 2}) + "\n" for i in range(4)))
+    assert weir("table", "upsert", uri, "-i", str(src))[0] == 0
+    assert ids(uri) == [0, 1, 2, 3]  # upserts still land on the same buckets: no duplicate keys
+
+
+def test_c_a_truncated_newest_instant_is_quarantined_and_its_write_rolled_back(tmp_path):
+    uri = str(tmp_path / "t")
+    t = table_with_rows(uri, 5)
+    newest = t.timeline().completed[-1]
+    path = os.path.join(uri, ".weir", "timeline", newest.file_name)
+    with open(path, "r+b") as fh:
+        fh.truncate(10)
+    forget_caches()
+
+    code, out = weir("table", "read", uri)
+    assert code == 1 and newest.file_name in out and "weir table repair" in out
+    code, check = weir("table", "check", uri)
+    assert code == 1 and newest.file_name in check
+    run_named_command(out)
+    assert ids(uri) == [0, 1, 2, 3]  # the damaged write is rolled back; everything before stays
+    quarantined = os.listdir(os.path.join(uri, ".weir", "quarantine"))
+    assert [n for n in quarantined if n.endswith(newest.file_name)]
+    assert weir("table", "check", uri)[0] == 0
+
+
+def test_d_writers_refuse_a_garbled_older_instant_until_repair_quarantines_it(tmp_path):
+    uri = str(tmp_path / "t")
+    t = table_with_rows(uri, 6)
+    older = t.timeline().completed[2]  # wrote id 2
+    path = os.path.join(uri, ".weir", "timeline", older.file_name)
+    with open(path, "wb") as fh:
+        fh.write(b'{"operation": "upsert", "write_stats": [{"garbled')
+    forget_caches()
+    before = len(t.timeline().instants)
+
+    src = tmp_path / "more.json"
+    src.write_text('{"id": 10, "ts": 1}\n')
+    code, out = weir("table", "upsert", uri, "-i", str(src))
+    assert code == 1 and older.file_name in out and "weir table repair" in out
+    forget_caches()
+    assert len(t.timeline().instants) == before, "nothing was committed on top of the damage"
+    run_named_command(out)
+    assert ids(uri) == [0, 1, 3, 4, 5]
+    assert weir("table", "upsert", uri, "-i", str(src))[0] == 0
+    assert ids(uri) == [0, 1, 3, 4, 5, 10]
+
+
+def test_check_reports_a_missing_data_file_and_repair_leaves_it_to_a_backup(tmp_path):
+    uri = str(tmp_path / "t")
+    t = table_with_rows(uri, 3)
+    stat = t.commit_metadata(t.timeline().completed[0]).write_stats[0]
+    os.remove(os.path.join(uri, stat.path))
+    code, out = weir("table", "check", uri)
+    assert code == 1 and stat.path in out and "backup" in out
+    code, out = weir("table", "repair", uri, "--run")
+    assert code == 1 and stat.path in out
+
+
+@pytest.mark.parametrize("damage", ["manifest", "instant"])
+def test_check_is_read_only(tmp_path, damage):
+    uri = str(tmp_path / "t")
+    t = table_with_rows(uri, 12, archive=True)
+    target = manifest_path(HistoryStore(t.storage).current_version()) if damage == "manifest" else \
+        f".weir/timeline/{t.timeline().completed[-1].file_name}"
+    with open(os.path.join(uri, target), "wb") as fh:
+        fh.write(b"{")
+    forget_caches()
+    def listing() -> list[str]:
+        return sorted(os.path.relpath(os.path.join(d, f), uri) for d, _, fs in os.walk(uri) for f in fs)
+
+    before = listing()
+    assert weir("table", "check", uri)[0] == 1
+    assert weir("table", "repair", uri)[0] == 0
+    assert listing() == before
