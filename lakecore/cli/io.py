@@ -28,17 +28,57 @@ def guess_format(path: str) -> Format:
     raise InvalidInput(f"cannot tell the format of {path!r}; use a .parquet, .csv or .json(l) file")
 
 
+_LABELS = {"parquet": "Parquet", "csv": "CSV", "json": "JSON lines"}
+
+
 def read_input(path: str, schema: pa.Schema | None = None) -> pa.Table:
-    if not Path(path).exists():
-        raise InvalidInput(f"input file {path!r} does not exist")
+    """The rows of an input file; anything wrong with the file is InvalidInput naming it."""
     fmt = guess_format(path)
-    if fmt == "parquet":
-        return pq.read_table(path)
-    if fmt == "csv":
-        types = {f.name: f.type for f in schema} if schema is not None else None
-        return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types))
-    table = pjson.read_json(path)
+    _check_readable(path)
+    try:
+        if fmt == "parquet":
+            return pq.read_table(path)
+        if fmt == "csv":
+            types = {f.name: f.type for f in schema} if schema is not None else None
+            return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types))
+        table = pjson.read_json(path)
+    except PermissionError:
+        raise InvalidInput(f"cannot read input file {path!r}: permission denied; make it readable by "
+                           "this user") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise _not_valid(path, fmt, exc) from exc
     return _typed(table, schema) if schema is not None else table
+
+
+def read_schema_file(path: str) -> pa.Schema:
+    """The schema of a Parquet file (`weir table create --schema-from`)."""
+    _check_readable(path)
+    try:
+        return pq.read_schema(path)
+    except PermissionError:
+        raise InvalidInput(f"cannot read {path!r}: permission denied; make it readable by this "
+                           "user") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise _not_valid(path, "parquet", exc) from exc
+
+
+def _check_readable(path: str) -> None:
+    p = Path(path)
+    if not p.exists():
+        raise InvalidInput(f"input file {path!r} does not exist; check the path")
+    if p.is_dir():
+        raise InvalidInput(f"input file {path!r} is a directory; give one Parquet, CSV or JSON-lines file")
+    if p.stat().st_size == 0:
+        raise InvalidInput(f"input file {path!r} is empty; give a file with a header/schema and rows")
+
+
+def _not_valid(path: str, fmt: Format, exc: BaseException) -> InvalidInput:
+    label = _LABELS[fmt]
+    detail = " ".join(str(exc).split())[:300]
+    one_per_line = " with one JSON object per line" if fmt == "json" else ""
+    return InvalidInput(f"input file {path!r} cannot be read as {label} ({detail}); check that it is a "
+                        f"{label} file{one_per_line} whose values fit the table's column types, or name "
+                        "it after its real format (.parquet, .csv, .json)")
 
 
 def _typed(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -1,25 +1,32 @@
 """`weir`: create, write, read and inspect lake tables from a shell.
 
-Human-readable tables by default, `--json` for machines. Every lakecore error becomes a one-line
-message on stderr and exit code 1; nothing is half-done because the library itself is atomic.
+Human-readable tables by default, `--json` for machines. Every failure (lakecore errors, missing or
+unreadable files, bad input) becomes one line on stderr that ends with what to do, and exit code 1
+(`cli.errors` words it); with `--json` that line is a JSON object; `--debug` (or WEIR_DEBUG=1) also
+prints the traceback. Nothing is half-done because the library itself is atomic.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import traceback
 from collections.abc import Callable
 from functools import wraps
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
+import click
 import pyarrow as pa
 import typer
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
-from lakecore.cli.io import read_input, write_output
+from lakecore.cli.errors import describe as describe_error
+from lakecore.cli.io import read_input, read_schema_file, write_output
 from lakecore.config import ColumnGroup, schema_to_json
-from lakecore.errors import InvalidInput, LakecoreError
+from lakecore.errors import InvalidInput
 from lakecore.table import Table
 from lakecore.write import Operation
 
@@ -35,14 +42,41 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON ou
 Uri = Annotated[str, typer.Argument(help="Table location: a path, file://, s3:// or memory:// URI.")]
 
 
+_debug = {"on": False}
+Debug = Annotated[bool, typer.Option("--debug", help="On failure, print the traceback too.")]
+
+
+@app.callback()
+def _app_options(debug: Debug = False) -> None:
+    _debug["on"] = debug or os.environ.get("WEIR_DEBUG", "") not in ("", "0")
+
+
+@table_app.callback()
+def _table_options(debug: Debug = False) -> None:
+    _debug["on"] = _debug["on"] or debug
+
+
+def fail(exc: BaseException, *, uri: str | None, as_json: bool) -> NoReturn:
+    """One line on stderr (a JSON object with --json), the traceback only with --debug; exit 1."""
+    error = describe_error(exc, uri)
+    if _debug["on"]:
+        traceback.print_exception(exc, file=sys.stderr)
+    if as_json:
+        sys.stderr.write(json.dumps(error.to_json()) + "\n")
+    else:
+        err.print(Text.assemble(("error:", "red"), " ", error.message), soft_wrap=True)
+    raise typer.Exit(1)
+
+
 def friendly(fn: F) -> F:
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except LakecoreError as exc:
-            err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
+        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as exc:  # the CLI boundary: every failure becomes one line (--debug: traceback)
+            fail(exc, uri=kwargs.get("uri"), as_json=bool(kwargs.get("as_json")))
     return wrapper  # type: ignore[return-value]
 
 
@@ -100,8 +134,7 @@ def create(
 ) -> None:
     """Create an empty table."""
     if schema_from:
-        import pyarrow.parquet as pq
-        arrow_schema = pq.read_schema(schema_from)
+        arrow_schema = read_schema_file(schema_from)
     else:
         arrow_schema = parse_schema(schema)
     if not record_key:

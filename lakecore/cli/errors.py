@@ -1,0 +1,64 @@
+"""What the CLI says when a command fails: one line that says what happened and what to do.
+
+Pure: an exception (and the table URI the command was given) in, the line out. lakecore errors
+already end with a remedy; the expected OS and Arrow errors (a missing or unreadable file, a data
+file of the table that is gone or damaged) get one here. Anything else is a bug: the line says to
+rerun with --debug for the traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.errors import LakecoreError
+
+
+@dataclass(frozen=True)
+class CliError:
+    kind: str           # the exception's class name
+    message: str        # one line, ending with what to do
+    retryable: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": {"type": self.kind, "message": self.message, "retryable": self.retryable}}
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return one_line(text.splitlines()[0] if text else type(exc).__name__)
+
+
+def describe(exc: BaseException, uri: str | None = None) -> CliError:
+    """The one-line error for a command that failed with `exc` (on table `uri`, if it had one)."""
+    kind = type(exc).__name__
+    check = f"`weir table check {uri}` lists what is missing or damaged" if uri else \
+        "`weir table check URI` lists what is missing or damaged"
+    if isinstance(exc, LakecoreError):
+        return CliError(kind, one_line(str(exc)), exc.retryable)
+    if isinstance(exc, PermissionError):
+        where = exc.filename or _first_line(exc)
+        return CliError(kind, f"permission denied: {where}; give this user access to it (read for "
+                              "reads, write for writes and table services) or run as a user that has it")
+    if isinstance(exc, FileNotFoundError):
+        where = exc.filename or _first_line(exc)
+        if uri is not None:
+            return CliError(kind, f"a file the table needs is missing ({where}); {check}: restore it "
+                                  "from a backup (a lost table.json or instant file: `weir table repair`)")
+        return CliError(kind, f"no such file: {where}; check the path")
+    if isinstance(exc, (IsADirectoryError, NotADirectoryError)):
+        return CliError(kind, f"{exc.strerror}: {exc.filename}; check the path")
+    if isinstance(exc, OSError):
+        return CliError(kind, f"{_first_line(exc)}; check the path, the disk and the storage credentials, "
+                              "then retry", retryable=True)
+    if isinstance(exc, pa.ArrowException):
+        return CliError(kind, f"a file could not be read as Parquet ({_first_line(exc)}); a data file of "
+                              f"the table is damaged: {check}, then restore it from a backup")
+    return CliError(kind, f"unexpected {kind}: {_first_line(exc)}; rerun with --debug for the traceback "
+                          "and report it")
