@@ -8,6 +8,7 @@ rerun with --debug for the traceback.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,14 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+_PLACEHOLDER = re.compile(r"(`weir [^`]*?)\bTABLE\b")
+
+
+def with_table(message: str, uri: str | None) -> str:
+    """Fill in the table URI of commands a message names where the raising layer did not know it."""
+    return _PLACEHOLDER.sub(lambda m: f"{m.group(1)}{uri}", message) if uri else message
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return one_line(text.splitlines()[0] if text else type(exc).__name__)
@@ -41,7 +50,7 @@ def describe(exc: BaseException, uri: str | None = None) -> CliError:
     check = f"`weir table check {uri}` lists what is missing or damaged" if uri else \
         "`weir table check URI` lists what is missing or damaged"
     if isinstance(exc, LakecoreError):
-        return CliError(kind, one_line(str(exc)), exc.retryable)
+        return CliError(kind, with_table(one_line(str(exc)), uri), exc.retryable)
     if isinstance(exc, PermissionError):
         where = exc.filename or _first_line(exc)
         return CliError(kind, f"permission denied: {where}; give this user access to it (read for "

@@ -105,8 +105,8 @@ class CleanPlan:
                        obj.get("earliest_retained"), tuple(str(r) for r in obj.get("rollbacks", ())))
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
                 AttributeError, InvalidTableConfig) as exc:
-            raise CorruptMetadata(f"{source} is truncated or corrupted ({exc!r}); delete the pending clean's "
-                                  "requested/inflight files under .weir/timeline and run the clean again "
+            raise CorruptMetadata(f"{source} is truncated or corrupted ({exc!r}); run `weir table repair "
+                                  "TABLE --run` to quarantine the pending clean, then run the clean again "
                                   "(cleaning is idempotent)") from exc
 
 

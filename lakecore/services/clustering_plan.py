@@ -143,7 +143,8 @@ class ClusteringPlan:
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
                 AttributeError, InvalidClusteringStrategy) as exc:
             raise CorruptMetadata(f"{source} is truncated or corrupted ({exc!r}); roll the clustering back "
-                                  "with rollback_clustering and schedule a new one") from exc
+                                  "(`weir table repair TABLE --run` quarantines the plan and does it; or "
+                                  "rollback_clustering) and schedule a new one") from exc
         return plan
 
 

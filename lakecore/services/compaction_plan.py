@@ -82,7 +82,8 @@ class CompactionPlan:
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
                 AttributeError) as exc:
             raise CorruptMetadata(f"{source} is truncated or corrupted ({exc!r}); roll the compaction back "
-                                  "with rollback_compaction and schedule a new one") from exc
+                                  "(`weir table repair TABLE --run` quarantines the plan and does it; or "
+                                  "rollback_compaction) and schedule a new one") from exc
 
 
 def operation_of(fs: FileSlice) -> CompactionOperation:

@@ -13,6 +13,9 @@ deletes metadata: a damaged file is moved into `.weir/quarantine/`.
       missing or does not parse           (history_store.KEPT_VERSIONS) and reactivate the instants
                                           archived since from the history files the newer versions
                                           wrote; quarantine the newer manifests and pointers
+    a pending table service's plan     -> quarantine it; a pending compaction or clustering is then
+      does not parse                      rolled back (its files deleted through its markers), a
+                                          pending clean, restore or rollback dropped: run it again
     a history file does not parse,     -> reported only: restore it from a backup
       a data file the latest view needs
       is missing
@@ -20,6 +23,7 @@ deletes metadata: a damaged file is moved into `.weir/quarantine/`.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -34,6 +38,10 @@ from lakecore.concurrency.rollback import TABLE_SERVICES
 from lakecore.config import TableConfig
 from lakecore.errors import AlreadyExists, CorruptMetadata, TableNotFound
 from lakecore.layout import build_view
+from lakecore.services.clean_plan import CleanPlan
+from lakecore.services.clustering_plan import ClusteringPlan
+from lakecore.services.compaction_plan import CompactionPlan
+from lakecore.services.undo import UndoPlan
 from lakecore.storage import Storage
 from lakecore.timeline import (
     TIMELINE_DIR,
@@ -52,9 +60,9 @@ log = logging.getLogger(__name__)
 
 CONFIG_PATH = ".weir/table.json"
 QUARANTINE_DIR = ".weir/quarantine"
-ProblemKind = Literal["config_missing", "config_corrupt", "instant_corrupt", "history_corrupt",
-                      "history_file_corrupt", "data_file_missing"]
-ActionKind = Literal["recreate_config", "quarantine_instant", "fall_back_history"]
+ProblemKind = Literal["config_missing", "config_corrupt", "instant_corrupt", "plan_corrupt",
+                      "history_corrupt", "history_file_corrupt", "data_file_missing"]
+ActionKind = Literal["recreate_config", "quarantine_instant", "quarantine_plan", "fall_back_history"]
 Clock = Callable[[], int]
 
 
@@ -135,9 +143,48 @@ def check_table(storage: Storage) -> tuple[Problem, ...]:
         problems.append(Problem("instant_corrupt", f"{TIMELINE_DIR}/{inst.file_name}", _short(err),
                                 f"{repair} to quarantine it and roll its write back (or restore it "
                                 "from a backup to keep its data)", True))
+    for inst, err in damaged_plans(store, timeline):
+        problems.append(Problem("plan_corrupt", f"{TIMELINE_DIR}/{inst.requested_file()}", _short(err),
+                                f"{repair} to quarantine it and "
+                                + ("roll the pending service back" if inst.action in TABLE_SERVICES else
+                                   f"drop the pending {inst.action}") + ", then run the service again", True))
     if not any(p.kind == "history_corrupt" for p in problems):
         problems += _missing_data_files(storage, store, timeline, {i for i, _ in damaged})
     return tuple(problems)
+
+
+def _parse_undo(data: bytes, source: str) -> None:
+    try:
+        body = json.loads(data or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptMetadata(f"{source} is not JSON ({exc!r})") from exc
+    if isinstance(body, dict) and "undone" in body:
+        UndoPlan.from_json(body, source=source)
+
+
+PLAN_PARSERS: dict[str, Callable[[bytes, str], object]] = {
+    "clean": lambda data, source: CleanPlan.loads(data, source=source),
+    "compaction": lambda data, source: CompactionPlan.loads(data, source=source),
+    "replacecommit": lambda data, source: ClusteringPlan.loads(data, source=source),
+    "restore": _parse_undo,
+    "rollback": _parse_undo,
+}
+
+
+def damaged_plans(store: TimelineStore, timeline: Timeline) -> list[tuple[Instant, CorruptMetadata]]:
+    """Pending table-service instants whose plan (requested file) does not parse."""
+    out = []
+    for inst in timeline.pending:
+        parse = PLAN_PARSERS.get(inst.action)
+        if parse is None:
+            continue
+        try:
+            parse(store.read_plan(inst), f"{TIMELINE_DIR}/{inst.requested_file()}")
+        except FileNotFoundError:
+            continue
+        except CorruptMetadata as exc:
+            out.append((inst, exc))
+    return out
 
 
 def _short(exc: BaseException) -> str:
@@ -198,6 +245,8 @@ def run_repair(storage: Storage, lock: Lock, *, dry_run: bool = True, clock: Clo
     for p in problems:
         if p.kind == "instant_corrupt":
             actions.append(_quarantine_instant(storage, lock, p.path, dry_run=dry_run, clock=clock))
+        elif p.kind == "plan_corrupt":
+            actions.append(_quarantine_plan(storage, lock, p.path, dry_run=dry_run, clock=clock))
     if kinds & {"config_missing", "config_corrupt"}:
         actions.append(_recreate_config(storage, lock, dry_run=dry_run, clock=clock))
     remaining = [p for p in problems if not p.repairable] if dry_run else list(check_table(storage))
@@ -235,6 +284,26 @@ def _quarantine_instant(storage: Storage, lock: Lock, path: str, *, dry_run: boo
     if is_write:
         rollback_write(storage, lock, Instant(inst.requested_time, inst.action, State.INFLIGHT), clock=clock)
     return RepairAction("quarantine_instant", path, f"moved to {moved}, {then}")
+
+
+def _quarantine_plan(storage: Storage, lock: Lock, path: str, *, dry_run: bool, clock: Clock
+                     ) -> RepairAction:
+    inst = parse_file_name(path.rsplit("/", 1)[-1])
+    assert inst is not None
+    service = inst.action in TABLE_SERVICES
+    then = ("then roll the pending service back (its files deleted through its markers)" if service else
+            f"and its inflight file: the pending {inst.action} is dropped; run it again")
+    if dry_run:
+        return RepairAction("quarantine_plan", path, f"would move it into {QUARANTINE_DIR}/, {then}")
+    with lock:
+        ensure_held(lock, f"quarantining {path}")
+        moved = quarantine(storage, path, clock)
+        inflight = f"{TIMELINE_DIR}/{inst.inflight_file()}"
+        if not service and storage.exists(inflight):
+            quarantine(storage, inflight, clock)
+    if service:
+        rollback_write(storage, lock, Instant(inst.requested_time, inst.action, State.INFLIGHT), clock=clock)
+    return RepairAction("quarantine_plan", path, f"moved to {moved}, {then}")
 
 
 def _fall_back_history(storage: Storage, lock: Lock, *, dry_run: bool, clock: Clock) -> RepairAction:

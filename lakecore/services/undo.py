@@ -79,8 +79,8 @@ class UndoPlan:
                        tuple(str(x) for x in d.get("rolled_back_pending", ())), d.get("savepoint"),
                        d.get("restored_to"))
         except (KeyError, TypeError, AttributeError) as exc:
-            raise CorruptMetadata(f"{source} is not an undo plan ({exc!r}); delete the pending instant's "
-                                  "requested/inflight files under .weir/timeline and run it again") from exc
+            raise CorruptMetadata(f"{source} is not an undo plan ({exc!r}); run `weir table repair TABLE "
+                                  "--run` to quarantine the pending instant, then run it again") from exc
 
 
 def _undo_plan(store: TimelineStore, instant: Instant) -> UndoPlan | None:

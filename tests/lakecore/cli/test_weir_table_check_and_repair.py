@@ -212,3 +212,25 @@ def test_check_is_read_only(tmp_path, damage):
     assert weir("table", "check", uri)[0] == 1
     assert weir("table", "repair", uri)[0] == 0
     assert listing() == before
+
+
+def test_a_damaged_compaction_plan_is_quarantined_and_the_compaction_rolled_back(tmp_path):
+    from lakecore.services import schedule_compaction
+
+    uri = str(tmp_path / "t")
+    t = table_with_rows(uri, 4)
+    plan = schedule_compaction(t.storage, t.config, t.lock)
+    assert plan is not None
+    requested = os.path.join(uri, ".weir", "timeline", f"{plan.instant_time}.compaction.requested")
+    with open(requested, "wb") as fh:
+        fh.write(b'{"instant_time": "')
+    code, out = weir("table", "compact", uri, "--resume")
+    assert code == 1 and f"weir table repair {uri} --run" in out
+    code, check = weir("table", "check", uri)
+    assert code == 1 and "compaction.requested" in check
+    run_named_command(out)
+    assert weir("table", "check", uri)[0] == 0
+    assert ids(uri) == [0, 1, 2, 3]
+    code, out = weir("table", "compact", uri)
+    assert code == 0, out
+    assert ids(uri) == [0, 1, 2, 3]
