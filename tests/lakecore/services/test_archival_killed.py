@@ -12,7 +12,7 @@ import pytest
 
 from lakecore import Table
 from lakecore.timeline.history import HISTORY_DIR, Manifest
-from lakecore.timeline.history_store import manifest_path
+from lakecore.timeline.history_store import KEPT_VERSIONS, HistoryStore, manifest_path
 from tests.lakecore.services.conftest import create, rows, snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -66,13 +66,14 @@ def test_a_killed_archival_changes_nothing_visible_and_the_next_one_finishes(tmp
     assert current.version >= 3 and (done is not None or phase in ("after the pointer",
                                                                     "between active file deletions",
                                                                     "mid garbage collection"))
-    # what is left in the history: the files of the current manifest and of the one it replaced
+    # what is left in the history: the files of the kept versions (the newest KEPT_VERSIONS pointers,
+    # the current one and the one it replaced among them)
     replaced = started_from if done is not None else current.version - 1
-    previous = Manifest.loads(t.storage.read(manifest_path(replaced)), source="previous")
-    named = {f.name for m in (current, previous) for f in m.files} | {m.live for m in (current, previous)}
-    named |= {manifest_path(m.version).rsplit("/", 1)[1] for m in (current, previous) if m.version}
+    kept = HistoryStore(t.storage).pointer_versions()
+    assert (current.version in kept and replaced in kept and len(kept) <= KEPT_VERSIONS) or done is None
+    manifests = [Manifest.loads(t.storage.read(manifest_path(v)), source="kept") for v in kept]
+    named = {f.name for m in manifests for f in m.files} | {m.live for m in manifests}
+    named |= {manifest_path(m.version).rsplit("/", 1)[1] for m in manifests if m.version}
     left = {n for n in t.storage.list_names(HISTORY_DIR)}
     if done is not None:
         assert left <= named, left - named
-    assert len([n for n in t.storage.list_names(".weir/timeline") if n.startswith("history-")]) == 1 \
-        or done is None
