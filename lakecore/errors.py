@@ -121,6 +121,16 @@ class WriteAborted(LakecoreError):
     """A write was abandoned before commit; nothing of it is visible."""
 
 
+class WriterLive(LakecoreError):
+    """A pending write with a fresh heartbeat (or one that began meanwhile) blocks the operation."""
+
+
+class ServiceRunning(LakecoreError):
+    """Another live process runs this table service (or this service instant) right now."""
+
+    retryable = True
+
+
 class WriteConflict(LakecoreError):
     """Another writer changed the same file groups first (optimistic concurrency); ours was rolled back."""
 

@@ -42,7 +42,8 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
     result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                              extra=args.extra)
     return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,
-            "records": result.records, "file_groups": result.file_groups}
+            "records": result.records, "file_groups": result.file_groups,
+            **({"warnings": list(result.warnings)} if result.warnings else {})}
 
 
 def main(argv: list[str] | None = None) -> int:

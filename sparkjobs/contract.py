@@ -24,6 +24,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1          # anything else: retry with backoff
 EXIT_BAD_INPUT = 2       # the input or the table's configuration is wrong: retrying does not help
 EXIT_CONFLICT = 3        # lost a write conflict (early or at commit): restart after the winner commits
+EXIT_BUSY = 4            # table services: another live run executes this service now: skip this run
 
 A = TypeVar("A", bound="JobArgs")
 

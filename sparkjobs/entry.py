@@ -7,14 +7,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK
 
 Describe = Callable[[BaseException], dict[str, Any]]
 
 
 def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, done: str,
             bad_input: tuple[type[BaseException], ...], conflict: tuple[type[BaseException], ...],
-            describe_conflict: Describe | None = None) -> int:
+            describe_conflict: Describe | None = None, busy: tuple[type[BaseException], ...] = ()) -> int:
     """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome."""
     try:
         args = parse()
@@ -22,6 +22,8 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
         return _say(EXIT_BAD_INPUT, {"outcome": "bad_input", "error": str(exc)})
     try:
         out = run(args)
+    except busy as exc:
+        return _say(EXIT_BUSY, {"outcome": "busy", **_error(exc)})
     except conflict as exc:
         return _say(EXIT_CONFLICT, {"outcome": "conflict", **(describe_conflict or _error)(exc)})
     except bad_input as exc:
