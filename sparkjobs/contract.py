@@ -112,6 +112,8 @@ class WriterArgs(JobArgs):
     zookeeper: str | None = None                 # table lock in ZooKeeper; default: lock file on storage
     early_detection: str | None = None           # direct | direct_zk | marker_service (OCC tables)
     max_rows_per_file: int | None = None         # roll files over (bounds an early abort's waste)
+    marker_host: str | None = None               # marker service host for executors (spark.driver.host)
+    marker_bind_host: str | None = None          # its listen address (spark.driver.bindAddress, else .host)
     extra: dict[str, str] = field(default_factory=dict)  # kept in the commit metadata
 
     def __post_init__(self) -> None:
