@@ -44,7 +44,7 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
     from sparkjobs.session import job_session
     from sparkjobs.write import write_dataframe
 
-    table = open_table(args.table, args.zookeeper)
+    table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
     df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
     options = writer_options(args, args.app_name, spark)

@@ -23,7 +23,7 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     from sparkjobs.session import job_session
     from sparkjobs.stream import BatchWriter, write_stream
 
-    table = open_table(args.table, args.zookeeper)
+    table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
     reader = spark.readStream.format(args.source_format).options(**args.source_options) \
         .schema(from_arrow_schema(table.config.schema))
