@@ -83,6 +83,8 @@ def test_the_contract_takes_storage_options_by_reference_only():
     assert SECRET not in str(err.value)
 
 
+@pytest.mark.spark
+@pytest.mark.s3
 def test_a_task_closure_the_writer_pickles_holds_the_reference_not_the_secret(s3_table, monkeypatch):
     from pyspark import cloudpickle
 
@@ -99,26 +101,36 @@ def test_a_task_closure_the_writer_pickles_holds_the_reference_not_the_secret(s3
 
 
 @pytest.mark.spark
-def test_batch_write_and_stream_write_reach_s3_through_a_variable(spark, s3_table, tmp_path):
+@pytest.mark.s3
+def test_batch_write_reaches_s3_through_a_variable(spark, s3_table, tmp_path):
     uri, options = s3_table
-    reference = {VARIABLE: json.dumps(options)}
     source = tmp_path / "in.parquet"
     pq.write_table(rows(range(0, 40), 1), source)
-    code, out = run_job("sparkjobs.batch_write", BatchWriteArgs(table=uri, source=str(source),
-                                                                storage_options_env=VARIABLE), reference)
+    args = BatchWriteArgs(table=uri, source=str(source), storage_options_env=VARIABLE)
+    code, out = run_job("sparkjobs.batch_write", args, {VARIABLE: json.dumps(options)})
     assert code == EXIT_OK and out["records"] == 40, out
-    incoming = tmp_path / "stream"
-    incoming.mkdir()
-    pq.write_table(rows(range(30, 50), 2), incoming / "0.parquet")
-    args = StreamWriteArgs(table=uri, source=str(incoming), writer_id="w1", checkpoint=str(tmp_path / "cp"),
-                           available_now=True, storage_options_env=VARIABLE)
-    code, out = run_job("sparkjobs.stream_write", args, reference)
-    assert code == EXIT_OK and out["last_batch"] == 0, out
     got = {r["id"]: r["ts"] for r in Table.open(uri, storage_options=options).read().to_pylist()}
-    assert got == {i: 1 for i in range(30)} | {i: 2 for i in range(30, 50)}
+    assert got == {i: 1 for i in range(40)}
 
 
 @pytest.mark.spark
+@pytest.mark.s3
+def test_stream_write_reaches_s3_through_a_variable(spark, s3_table, tmp_path):
+    uri, options = s3_table
+    incoming = tmp_path / "stream"
+    incoming.mkdir()
+    for n in range(2):
+        pq.write_table(rows(range(n * 10, n * 10 + 20), n), incoming / f"{n}.parquet")
+    args = StreamWriteArgs(table=uri, source=str(incoming), writer_id="w1", checkpoint=str(tmp_path / "cp"),
+                           available_now=True, max_files_per_trigger=1, storage_options_env=VARIABLE)
+    code, out = run_job("sparkjobs.stream_write", args, {VARIABLE: json.dumps(options)})
+    assert code == EXIT_OK and out["last_batch"] == 1, out
+    got = {r["id"]: r["ts"] for r in Table.open(uri, storage_options=options).read().to_pylist()}
+    assert got == {i: 0 for i in range(10)} | {i: 1 for i in range(10, 30)}
+
+
+@pytest.mark.spark
+@pytest.mark.s3
 def test_a_table_service_reaches_s3_through_a_mounted_file(spark, s3_table, tmp_path):
     uri, options = s3_table
     t = Table.open(uri, storage_options=options)
@@ -144,6 +156,7 @@ def run_service(args) -> tuple[int, dict]:
     return run_job("sparkjobs.table_service", args)
 
 
+@pytest.mark.s3
 def test_a_reference_that_does_not_resolve_is_bad_input(s3_table, tmp_path):
     uri, _ = s3_table
     code, out = run_job("sparkjobs.batch_write", BatchWriteArgs(table=uri, source=str(tmp_path),
