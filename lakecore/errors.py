@@ -32,6 +32,11 @@ class InvalidTableConfig(LakecoreError):
     """The table configuration is inconsistent or incomplete."""
 
 
+class InvalidStorageOptions(InvalidTableConfig):
+    """The storage options, or the environment variable or file they are read from, are missing or
+    malformed."""
+
+
 class CorruptMetadata(LakecoreError):
     """A metadata file (table config, instant, plan) is truncated or unreadable."""
 

@@ -23,7 +23,7 @@ def run(args: TableServiceArgs) -> dict[str, Any]:
     from lakecore.services import ArchivalPolicy, CleanPolicy, ClusteringStrategy, CompactionStrategy
     from sparkjobs import services
 
-    table = open_table(args.table, args.zookeeper)
+    table = open_table(args.table, args.zookeeper, args)
     if args.service == "clean":
         policy = CleanPolicy(args.clean_policy, args.clean_retained)  # type: ignore[arg-type]
         return services.clean(table, policy).to_json()

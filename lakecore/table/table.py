@@ -64,7 +64,7 @@ from lakecore.services import (
     schedule_compaction,
 )
 from lakecore.services.compaction import load_plan
-from lakecore.storage import Storage, open_storage
+from lakecore.storage import OptionsRef, Storage, open_storage
 from lakecore.table.writer import WriteResult, WriterOptions, write_groups
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
 from lakecore.write import Operation, as_table, combine_and_route, conform, evolved_schema, list_markers
@@ -94,7 +94,7 @@ class Table:
                column_defaults: Mapping[str, Any] | None = None, buckets: int = 4,
                compression: str = "zstd", concurrency_mode: ConcurrencyMode = "optimistic",
                tombstone_retention_hours: float | None = None, name: str | None = None,
-               storage_options: dict[str, Any] | None = None, lock: Lock | None = None,
+               storage_options: dict[str, Any] | OptionsRef | None = None, lock: Lock | None = None,
                options: WriterOptions | None = None) -> Table:
         """Create a new, empty table at `uri` (fails if one exists there)."""
         groups = normalize_groups([g if isinstance(g, ColumnGroup) else ColumnGroup.from_json(g)
@@ -117,7 +117,7 @@ class Table:
         return cls(storage, config, lock=lock, options=options)
 
     @classmethod
-    def open(cls, uri: str, *, storage_options: dict[str, Any] | None = None,
+    def open(cls, uri: str, *, storage_options: dict[str, Any] | OptionsRef | None = None,
              lock: Lock | None = None, options: WriterOptions | None = None) -> Table:
         storage = open_storage(uri, storage_options)
         try:

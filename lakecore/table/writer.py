@@ -81,6 +81,10 @@ class WriterOptions:
     batched_markers: bool = False          # markers through a marker service (implied by that strategy)
     marker_batch_interval_s: float = 0.05
     marker_files: int = 20
+    # where the marker service listens, and the host its URL gives executors (default: the bind host;
+    # executors on other machines need e.g. bind "0.0.0.0" and the driver's host name)
+    marker_bind_host: str = "127.0.0.1"
+    marker_advertise_host: str | None = None
     registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
     writer_name: str | None = None          # who writes (e.g. the LakeWriter), in the registry's info
     inline_compaction: Trigger | None = None  # compact after a write when due (merge-on-read)
@@ -307,7 +311,8 @@ def _marker_writer(txn: WriteTransaction, options: WriterOptions, found: list[Fo
             return DirectMarkers(), None
         return EarlyConflictDetector(txn.instant, detection, options.heartbeat), None
     service = MarkerService(txn.storage, batch_interval_s=options.marker_batch_interval_s,
-                            num_files=options.marker_files)
+                            num_files=options.marker_files, host=options.marker_bind_host,
+                            advertise_host=options.marker_advertise_host)
     url = service.start()
     if detection is not None:
         checker = async_checker(txn.storage, txn.instant, detection, options.heartbeat, found)
