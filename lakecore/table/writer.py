@@ -260,6 +260,7 @@ class WriteJob:
         if isinstance(error, EarlyConflict):
             if self.found and not error.other:  # raised by a marker service client: only a message
                 error.other, error.file_groups = self.found[0].other, frozenset({self.found[0].file_group})
+                error.detected_at = self.found[0].checked_at or None
             error.bytes_written = _bytes_written(txn.storage, txn)
         # proof of death before the heartbeat goes: others must never see this instant as live again
         _mark_dead(txn.storage, txn.instant.requested_time, error)
