@@ -16,7 +16,7 @@ from lakecore.config import COMMIT_TIME, OP, TableConfig
 from lakecore.formats import read_files
 from lakecore.layout import FileSlice
 from lakecore.merge import GroupSpec, MergeSpec, merge, merge_to_base
-from lakecore.read.spec import file_schema, merge_spec
+from lakecore.read.spec import file_schema, merge_spec, op_columns
 from lakecore.storage import Storage
 
 
@@ -54,7 +54,7 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
     schema = pa.schema([file_schema(config).field(c) for c in columns])
     files = [fs.base.path] if fs.base else []
     logs = [] if base_only else [lf.stat.path for lf in fs.logs]
-    tables = read_files(storage, files + logs, [*columns, OP])
+    tables = read_files(storage, files + logs, [*columns, *op_columns(config)])
     if len(tables) == 1 and fs.base and not keep_deletes:
         base = tables[0]  # one row per key already; drop its tombstones
         if OP in base.column_names and pc.any(pc.equal(base.column(OP), 1)).as_py():
