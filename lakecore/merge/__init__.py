@@ -50,6 +50,7 @@ Output
     groups; `merge([merge_to_base(A), *B]) == merge([*A, *B])` for every split.
 """
 
+from lakecore.merge.changes import conform
 from lakecore.merge.engine import merge, merge_to_base, precombine
 from lakecore.merge.errors import InvalidChanges, InvalidMergeSpec
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, GroupSpec, MergeSpec, group_op_column
@@ -62,6 +63,7 @@ __all__ = [
     "InvalidChanges",
     "InvalidMergeSpec",
     "MergeSpec",
+    "conform",
     "group_op_column",
     "merge",
     "merge_to_base",
