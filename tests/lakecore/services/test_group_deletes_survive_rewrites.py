@@ -55,9 +55,11 @@ def test_an_older_delete_of_another_group_still_kills_the_key(tmp_path, rewrite)
     alive = [{"id": 1, "a": None, "ts_a": None, "b": 57, "ts_b": 57}]
     assert snapshot(t) == alive
     assert snapshot(t, query="read_optimized") == alive
+    assert snapshot(t, columns=["id", "b"]) == [{"id": 1, "b": 57}]
     last = t.delete(ints(id=[1], ts_a=[2], ts_b=[100])).instant       # B deleted at 100; A stays deleted
 
     assert snapshot(t) == []
+    assert snapshot(t, columns=["id", "a"]) == []
     assert snapshot(t, as_of=last.requested_time) == []
     assert snapshot(t, as_of=deleted_a.requested_time) == alive
     assert ops(t, deleted_a.requested_time) == {1: "delete"}
