@@ -9,14 +9,23 @@ from urllib.parse import urlparse
 from lakecore.storage.base import Storage
 from lakecore.storage.fsspec_store import FsspecStorage
 from lakecore.storage.local import LocalStorage
+from lakecore.storage.options import OptionsRef
 
 
-def open_storage(uri: str, options: dict[str, Any] | None = None) -> Storage:
-    """Local paths and file:// go through the os module; every other scheme through fsspec. Local
+def open_storage(uri: str, options: dict[str, Any] | OptionsRef | None = None) -> Storage:
+    """Local paths and file:// go through the os module; every other scheme through fsspec, with
+    `options` as given or by reference (resolved in each process that uses the storage). Local
     storage takes one option, `fsync` (default: on unless WEIR_FSYNC=off; see storage.local)."""
     scheme = urlparse(uri).scheme
     if scheme == "file":
-        return LocalStorage(urlparse(uri).path, fsync=(options or {}).get("fsync"))
+        return LocalStorage(urlparse(uri).path, fsync=_fsync_option(options))
     if scheme == "" or (len(scheme) == 1 and os.name == "nt"):
-        return LocalStorage(uri, fsync=(options or {}).get("fsync"))
+        return LocalStorage(uri, fsync=_fsync_option(options))
     return FsspecStorage(uri, options)
+
+
+def _fsync_option(options: dict[str, Any] | OptionsRef | None) -> bool | None:
+    """Local storage's one option (a reference's literal part: it is no secret)."""
+    if isinstance(options, OptionsRef):
+        return options.literal.get("fsync")
+    return (options or {}).get("fsync")
