@@ -232,7 +232,8 @@ class StorageLock(_GuardedLock):
             token = uuid.uuid4().hex
             body = {"owner": self._owner, "token": token, "expires": time.time() + self._expiry}
             try:
-                self._storage.write_if_absent(self.PATH, json.dumps(body).encode())
+                # not synced: a power loss ends every holder; a damaged file reads as stale
+                self._storage.write_if_absent(self.PATH, json.dumps(body).encode(), durable=False)
                 self._token = token
                 return
             except AlreadyExists:

@@ -33,14 +33,15 @@ class Storage(Protocol):
         """Whole file; raises FileNotFoundError when absent."""
         ...
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
         """Create or replace the file with exactly `data` (readers never see a partial file); durable
-        when it returns."""
+        when it returns. `durable=False`: files nothing needs after a power loss (markers, heartbeats,
+        lock files, empty pending-instant files) skip the sync; atomicity is the same."""
         ...
 
-    def write_if_absent(self, path: str, data: bytes) -> None:
+    def write_if_absent(self, path: str, data: bytes, *, durable: bool = True) -> None:
         """Atomically create the file with `data`; raises errors.AlreadyExists when it exists. Durable
-        when it returns (a completed instant file is the commit point)."""
+        when it returns (a completed instant file is the commit point); `durable` as for write."""
         ...
 
     def sync(self, path: str) -> None:

@@ -73,10 +73,10 @@ class FsspecStorage:
         except OSError as exc:
             raise StorageError(f"reading {self._uri}/{path} failed: {exc}; check connectivity") from exc
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:  # durable at PUT
         self.fs.pipe_file(self._abs(path), data)
 
-    def write_if_absent(self, path: str, data: bytes) -> None:
+    def write_if_absent(self, path: str, data: bytes, *, durable: bool = True) -> None:
         proto = self.protocol
         if proto not in ATOMIC_CREATE:
             raise AtomicCreateUnsupported(

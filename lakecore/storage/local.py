@@ -6,7 +6,9 @@ file or the whole file, and exactly one of several racing creators wins.
 
 Durability: the temp file is fsynced before it is linked or renamed into place and the directory
 after, and a directory this storage creates is made durable in its parent, so a completed instant
-(the commit point) survives a power loss whole. `sync` does the same for files written through
+(the commit point) survives a power loss whole. Writes with `durable=False` (markers, heartbeats,
+lock files, empty requested/inflight files: nothing reads them after a power loss, when every writer
+is dead) skip both syncs and stay atomic. `sync` does the same for files written through
 `arrow()` (data files), which the write path calls before the commit point. `WEIR_FSYNC=off` (or
 `LocalStorage(root, fsync=False)`) turns syncing off: for benchmarks and tables on tmpfs only.
 """
@@ -91,12 +93,12 @@ class LocalStorage:
 
     # -- reads and writes ------------------------------------------------------------------------
 
-    def _temp_beside(self, target: str, data: bytes) -> str:
+    def _temp_beside(self, target: str, data: bytes, durable: bool) -> str:
         self._ensure_dir(os.path.dirname(target))
         tmp = f"{os.path.dirname(target)}/{TMP_MARK}{uuid.uuid4().hex}"
         with open(tmp, "wb") as fh:
             fh.write(data)
-            if self._fsync:
+            if durable and self._fsync and data:  # an empty file has no data: its entry is synced after
                 fh.flush()
                 os.fsync(fh.fileno())
         return tmp
@@ -105,22 +107,24 @@ class LocalStorage:
         with open(self._abs(path), "rb") as fh:
             return fh.read()
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
         target = self._abs(path)
-        tmp = self._temp_beside(target, data)
+        tmp = self._temp_beside(target, data, durable)
         os.replace(tmp, target)
-        self._sync_dir(os.path.dirname(target))
+        if durable:
+            self._sync_dir(os.path.dirname(target))
 
-    def write_if_absent(self, path: str, data: bytes) -> None:
+    def write_if_absent(self, path: str, data: bytes, *, durable: bool = True) -> None:
         target = self._abs(path)
-        tmp = self._temp_beside(target, data)
+        tmp = self._temp_beside(target, data, durable)
         try:
             os.link(tmp, target)
         except FileExistsError:
             raise AlreadyExists(f"{path} already exists") from None
         finally:
             os.unlink(tmp)
-        self._sync_dir(os.path.dirname(target))
+        if durable:
+            self._sync_dir(os.path.dirname(target))
     def exists(self, path: str) -> bool:
         return os.path.exists(self._abs(path))
 

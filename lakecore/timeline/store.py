@@ -114,7 +114,8 @@ class TimelineStore:
     def create_requested(self, instant: Instant, plan: bytes = b"") -> Instant:
         if instant.state is not State.REQUESTED:
             raise InvalidInstantState(f"{instant} must be requested to be created")
-        self.storage.write_if_absent(self._path(instant.requested_file()), plan)
+        # a plan (table services) must survive a power loss to be resumed; an empty file need not
+        self.storage.write_if_absent(self._path(instant.requested_file()), plan, durable=bool(plan))
         return instant
 
     def abandon_requested(self, instant: Instant) -> None:
@@ -128,7 +129,7 @@ class TimelineStore:
         if instant.state is not State.REQUESTED:
             raise InvalidInstantState(f"{instant} is not requested; only requested instants go inflight")
         inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
-        self.storage.write_if_absent(self._path(inflight.file_name), b"")
+        self.storage.write_if_absent(self._path(inflight.file_name), b"", durable=False)
         return inflight
 
     def complete(self, instant: Instant, completion_time: str, metadata: CommitMetadata) -> Instant:

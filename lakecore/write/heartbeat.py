@@ -104,7 +104,7 @@ def beat(storage: Storage, instant_time: str, now_ms: int) -> None:
 
 
 def beat_at(storage: Storage, path: str, now_ms: int) -> None:
-    storage.write(path, str(int(now_ms)).encode("ascii"))
+    storage.write(path, str(int(now_ms)).encode("ascii"), durable=False)  # a power loss kills the writer
 
 
 def delete_heartbeat(storage: Storage, instant_time: str) -> None:

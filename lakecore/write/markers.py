@@ -51,7 +51,7 @@ def marker_path(m: Marker) -> str:
 
 
 def create_marker(storage: Storage, m: Marker) -> None:
-    storage.write(marker_path(m), b"")
+    storage.write(marker_path(m), b"", durable=False)  # empty; after a power loss no writer is alive
 
 
 def batch_file(instant_time: str, index: int) -> str:

@@ -82,15 +82,15 @@ class FlakyStorage:
     def read(self, path: str) -> bytes:
         return self.inner.read(path)
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
         if self.failing or self.fail_next > 0:
             self.fail_next = max(0, self.fail_next - 1)
             raise StorageError(f"writing {path} failed: simulated outage")
         self.writes += 1
-        self.inner.write(path, data)
+        self.inner.write(path, data, durable=durable)
 
-    def write_if_absent(self, path: str, data: bytes) -> None:
-        self.inner.write_if_absent(path, data)
+    def write_if_absent(self, path: str, data: bytes, *, durable: bool = True) -> None:
+        self.inner.write_if_absent(path, data, durable=durable)
 
     def sync(self, path: str) -> None:
         self.inner.sync(path)

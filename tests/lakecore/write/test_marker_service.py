@@ -89,9 +89,9 @@ def free_port() -> int:
 class SlowStorage(LocalStorage):
     """Writes take a while, so a reply that ran ahead of the write would be caught."""
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
         time.sleep(0.02)
-        super().write(path, data)
+        super().write(path, data, durable=durable)
 
 
 class FlakyStorage(LocalStorage):
@@ -99,10 +99,10 @@ class FlakyStorage(LocalStorage):
 
     broken = True
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
         if self.broken and "/MARKERS" in path:
             raise OSError("disk on fire")
-        super().write(path, data)
+        super().write(path, data, durable=durable)
 
 
 def test_many_concurrent_clients_get_every_marker_durable_exactly_once(storage, service):
