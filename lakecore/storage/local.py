@@ -65,11 +65,11 @@ class LocalStorage:
         if self._fsync:
             self._sync_fd_of(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
-    def _ensure_dir(self, directory: str) -> None:
+    def _ensure_dir(self, directory: str, durable: bool = True) -> None:
         """Create `directory` (and missing parents); with syncing, make each directory from the root
         down durable in its parent (once per process: a synced entry stays durable)."""
         os.makedirs(directory, exist_ok=True)
-        if not self._fsync or directory in self._durable_dirs:
+        if not (durable and self._fsync) or directory in self._durable_dirs:
             return
         chain = []
         d = directory
@@ -94,7 +94,7 @@ class LocalStorage:
     # -- reads and writes ------------------------------------------------------------------------
 
     def _temp_beside(self, target: str, data: bytes, durable: bool) -> str:
-        self._ensure_dir(os.path.dirname(target))
+        self._ensure_dir(os.path.dirname(target), durable)
         tmp = f"{os.path.dirname(target)}/{TMP_MARK}{uuid.uuid4().hex}"
         with open(tmp, "wb") as fh:
             fh.write(data)
