@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import CorruptMetadata
+from lakecore.errors import CorruptMetadata, CorruptTimeline
 from lakecore.timeline.instant import ACTIONS, Instant, State
 from lakecore.timeline.metadata import CommitMetadata, WriteStat
 
@@ -115,7 +115,7 @@ class Manifest:
                        obj.get("live"), obj.get("schema"))
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
                 AttributeError) as exc:
-            raise CorruptMetadata(
+            raise CorruptTimeline(
                 f"history manifest {source} is truncated or corrupted ({exc!r}); run `weir table repair "
                 f"{table} --run` to fall back to the previous manifest and reactivate the instants "
                 "archived since (or restore the manifest from a backup)") from exc
