@@ -16,10 +16,13 @@ from lakecore.concurrency.transaction import (
     begin_write,
     commit_write,
     draw_instant,
+    replaced_groups,
+    view_for_services,
     view_of,
 )
 
 # ZooKeeperLock lives in lakecore.concurrency.zookeeper, not re-exported: importing it imports kazoo.
 __all__ = ["InProcessLock", "Lock", "LockAlreadyHeld", "LockUnavailable", "LockUnsupported", "StorageLock",
            "WriteTransaction", "begin_write", "commit_write", "draw_instant", "ensure_held",
-           "lock_from_options", "rollback_failed_writes", "rollback_write", "view_of"]
+           "lock_from_options", "replaced_groups", "rollback_failed_writes", "rollback_write",
+           "view_for_services", "view_of"]

@@ -25,6 +25,7 @@ from lakecore.timeline import (
     TimelineStore,
     next_instant_time,
     now_ms,
+    pending_overwrite,
     to_epoch_ms,
 )
 from lakecore.write.heartbeat import HeartbeatConfig, delete_heartbeat, is_expired, last_sign_of_life
@@ -32,6 +33,14 @@ from lakecore.write.markers import delete_markers, list_markers
 
 Clock = Callable[[], int]
 TABLE_SERVICES = frozenset({"compaction", "replacecommit"})  # rolled back by their own services
+
+
+def is_pending_write(store: TimelineStore, instant: Instant) -> bool:
+    """A pending data write (rolled back like any write when its writer dies): a commit or
+    deltacommit, or a replacecommit that is an overwrite, not a clustering (its requested body says)."""
+    if instant.action not in WRITE_ACTIONS or instant.is_completed:
+        return False
+    return instant.action not in TABLE_SERVICES or pending_overwrite(store, instant) is not None
 
 
 def claimed_by_rollbacks(store: TimelineStore, timeline: Timeline) -> set[str]:
@@ -119,14 +128,16 @@ def rollback_failed_writes(storage: Storage, lock: Lock, heartbeat: HeartbeatCon
     """Lazy cleanup: roll back every pending write whose writer's heartbeat expired, newest first.
     Returns the instant times rolled back. Safe to run from any writer, cleaner or the operator.
     `timeline`: a recent load to look in (every rollback re-checks under the lock)."""
-    timeline = timeline or TimelineStore(storage).load()
+    store = TimelineStore(storage)
+    timeline = timeline or store.load()
     resumed = resume_rollbacks(storage, lock, heartbeat.timeout_ms, clock=clock, timeline=timeline)
     now = clock()
     # a write's last sign of life is never before its start, so one started within the timeout is
     # alive without reading its heartbeat (the common case: the other writers' current instants)
     candidates = [i for i in timeline.pending
-                  if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES
+                  if i.action in WRITE_ACTIONS
                   and now - to_epoch_ms(i.requested_time) > heartbeat.timeout_ms
+                  and is_pending_write(store, i)
                   and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
     done = list(resumed)
     for inst in sorted(candidates, key=lambda i: i.requested_time, reverse=True):

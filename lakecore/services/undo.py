@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
-from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
+from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, InstantNotFound, InvalidInstantState
 from lakecore.services.clean_plan import DATA_WRITES
@@ -105,8 +105,7 @@ def _stats_files(store: TimelineStore, instants: list[Instant]) -> tuple[str, ..
 
 def _pending_writes(store: TimelineStore, timeline: Timeline) -> list[Instant]:
     claimed = claimed_by_rollbacks(store, timeline)
-    return [i for i in timeline.pending if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES
-            and i.requested_time not in claimed]
+    return [i for i in timeline.pending if is_pending_write(store, i) and i.requested_time not in claimed]
 
 
 def _refuse_live(storage: Storage, store: TimelineStore, timeline: Timeline, heartbeat: HeartbeatConfig,

@@ -67,7 +67,15 @@ from lakecore.services.compaction import load_plan
 from lakecore.storage import Storage, open_storage
 from lakecore.table.writer import WriteResult, WriterOptions, write_groups
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
-from lakecore.write import Operation, as_table, combine_and_route, conform, evolved_schema, list_markers
+from lakecore.write import (
+    Operation,
+    as_table,
+    check_operation,
+    combine_and_route,
+    conform,
+    evolved_schema,
+    list_markers,
+)
 
 CONFIG_PATH = ".weir/table.json"
 QueryType = Literal["snapshot", "read_optimized"]
@@ -159,9 +167,21 @@ class Table:
         ordering, where a delete older than the live row is ignored)."""
         return self.write(keys, "delete", extra=extra)
 
+    def insert_overwrite(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+        """Replace the partitions the input touches with the input's rows (others stay as they are),
+        atomically: one replacecommit; readers see the old partitions or the new, never a mix."""
+        return self.write(data, "insert_overwrite", extra=extra)
+
+    def insert_overwrite_table(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+        """Replace the whole table with the input's rows (an empty input empties it), atomically."""
+        return self.write(data, "insert_overwrite_table", extra=extra)
+
     def write(self, data: Any, operation: Operation, *,
               extra: Mapping[str, Any] | None = None) -> WriteResult:
-        """Run one write. `extra` is stored in the commit metadata (e.g. source offsets)."""
+        """Run one write. `operation` is one of lakecore.write.OPERATIONS (anything else raises
+        UnknownOperation before an instant exists). `extra` is stored in the commit metadata (e.g.
+        source offsets)."""
+        operation = check_operation(operation)
         table = as_table(data)
         config = self.config
         if self.options.evolve_schema and operation != "delete":
