@@ -21,7 +21,7 @@ from lakecore.cli.io import read_input, write_output
 from lakecore.config import ColumnGroup, schema_to_json
 from lakecore.errors import InvalidInput, LakecoreError
 from lakecore.table import Table
-from lakecore.write import Operation
+from lakecore.write import OPERATIONS, check_operation
 
 app = typer.Typer(help="Weir: lake tables with a timeline, merge-on-read and multi-writer control.",
                   no_args_is_help=True)
@@ -120,7 +120,8 @@ def create(
                   f"({t.config.merge_mode}, {t.config.buckets} buckets)")
 
 
-def _write(uri: str, input_file: str, operation: Operation, as_json: bool) -> None:
+def _write(uri: str, input_file: str, operation: str, as_json: bool) -> None:
+    operation = check_operation(operation)  # a wrong name fails before the table is even opened
     t = Table.open(uri)
     data = read_input(input_file, t.schema)
     result = t.write(data, operation)
@@ -156,6 +157,26 @@ def insert(uri: Uri, input_file: InputFile,
 def delete(uri: Uri, input_file: InputFile, as_json: JsonFlag = False) -> None:
     """Delete the records whose keys are in a file."""
     _write(uri, input_file, "delete", as_json)
+
+
+@table_app.command("overwrite")
+@friendly
+def overwrite(uri: Uri, input_file: InputFile,
+              whole_table: Annotated[bool, typer.Option(
+                  "--table", help="Replace the whole table (insert_overwrite_table), not only the "
+                  "partitions the input touches (insert_overwrite).")] = False,
+              as_json: JsonFlag = False) -> None:
+    """Replace the partitions the input touches (or, with --table, the whole table) with its rows."""
+    _write(uri, input_file, "insert_overwrite_table" if whole_table else "insert_overwrite", as_json)
+
+
+@table_app.command("write")
+@friendly
+def write(uri: Uri, input_file: InputFile,
+          operation: Annotated[str, typer.Option(help=f"One of {'|'.join(OPERATIONS)}.")] = "upsert",
+          as_json: JsonFlag = False) -> None:
+    """Write a file with any write operation (what the LakeWriter's `operation` names)."""
+    _write(uri, input_file, operation, as_json)
 
 
 @table_app.command("read")
