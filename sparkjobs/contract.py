@@ -15,7 +15,8 @@ import json
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
-OPERATIONS = ("upsert", "insert", "bulk_insert", "delete")
+# lakecore.write.OPERATIONS (this module imports nothing of lakecore; a test keeps the two equal)
+OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
 EARLY_DETECTION = ("direct", "direct_zk", "marker_service")
 SERVICES = ("compaction", "clustering", "clean", "archival")
 
@@ -95,9 +96,14 @@ def _json_object(text: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
+class InvalidJobArgs(ValueError):
+    """A job argument has a value the job does not know (the job exits with EXIT_BAD_INPUT)."""
+
+
 def _one_of(what: str, value: str | None, allowed: tuple[str, ...]) -> None:
     if value is not None and value not in allowed:
-        raise ValueError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+        raise InvalidJobArgs(f"{what} {value!r} is not one of {', '.join(allowed)}; fix the job's arguments "
+                             "(the LakeWriter or TableService spec)")
 
 
 @dataclass(frozen=True)
