@@ -24,7 +24,8 @@ def data(ids, ts, days=("d1", "d2", "d3")):
 
 
 def state(t: Table):
-    return sorted(Table.open(t.uri).read().select(SCHEMA.names).to_pylist(), key=lambda r: (r["id"], r["day"]))
+    rows = Table.open(t.uri).read().select(SCHEMA.names).to_pylist()
+    return sorted(rows, key=lambda r: (r["id"], r["day"]))
 
 
 def test_the_contract_knows_lakecores_operations_and_refuses_others():
@@ -44,7 +45,8 @@ def test_the_batch_job_exits_bad_input_before_any_instant(tmp_path, capsys):
     from sparkjobs.contract import EXIT_BAD_INPUT
 
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", buckets=2)
-    assert main(["--table", t.uri, "--source", str(tmp_path / "none"), "--operation", "append"]) == EXIT_BAD_INPUT
+    argv = ["--table", t.uri, "--source", str(tmp_path / "none"), "--operation", "append"]
+    assert main(argv) == EXIT_BAD_INPUT
     assert "bad_input" in capsys.readouterr().out
     assert len(t.timeline()) == 0
 

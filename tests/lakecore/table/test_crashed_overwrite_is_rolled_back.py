@@ -50,7 +50,8 @@ def test_a_killed_overwrite_changes_nothing_and_is_rolled_back_lazily(tmp_path, 
 def test_a_killed_overwrite_is_not_rolled_back_while_its_heartbeat_is_fresh_and_can_be_by_hand(tmp_path):
     t, before, files = killed_overwrite(tmp_path, "before_complete")
     (pending,) = t.timeline().pending
-    assert rollback_failed_writes(t.storage, t.lock, HeartbeatConfig(interval_s=60, tolerable_misses=10)) == []
+    fresh_enough = HeartbeatConfig(interval_s=60, tolerable_misses=10)
+    assert rollback_failed_writes(t.storage, t.lock, fresh_enough) == []
     assert t.timeline().pending == (pending,)
     t.rollback(pending.requested_time)
     assert t.timeline().pending == ()
