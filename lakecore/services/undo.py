@@ -49,6 +49,7 @@ from lakecore.timeline import (
     next_instant_time,
     now_ms,
     parse_file_name,
+    pending_overwrite,
 )
 from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life
 from lakecore.write.markers import delete_markers
@@ -249,6 +250,10 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
                                   f"{_groups(rebased)} after it (the data is in a later base file): roll "
                                   f"back {i.requested_time} first, or restore to a savepoint")
     for i in timeline.pending:
+        if i.action == "replacecommit" and pending_overwrite(store, i) is not None:
+            raise RollbackBlocked(f"overwrite {i.requested_time} is pending and replaces file groups after "
+                                  f"{target.requested_time}; let it commit or roll it back (Table.rollback), "
+                                  "then rerun")
         if i.action in ("compaction", "replacecommit") and i.requested_time > after:
             service, drop = ("compaction", "rollback_compaction") if i.action == "compaction" else \
                 ("clustering", "rollback_clustering")

@@ -170,3 +170,11 @@ def test_a_reader_in_a_loop_sees_the_old_or_the_new_state_never_a_mix(table, mon
     assert not errors
     assert all(s in (old, new) for s in seen)
     assert seen[0] == old and seen[-1] == new
+
+
+def test_rolling_back_the_latest_overwrite_brings_the_replaced_partitions_back(table):
+    before = state(table)
+    done = table.insert_overwrite_table(batch([0], "a", "new")).instant
+    table.rollback(done.requested_time)
+    assert state(table) == before
+    assert all(i.action != "replacecommit" for i in table.timeline().completed)
