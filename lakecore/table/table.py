@@ -14,7 +14,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.concurrency import Lock, StorageLock, rollback_write, view_of
+from lakecore.concurrency import Lock, StorageLock, rollback_write, view_for_services, view_of
 from lakecore.config import (
     ColumnGroup,
     ConcurrencyMode,
@@ -234,7 +234,7 @@ class Table:
         strategy = strategy or CompactionStrategy()
         if dry_run:
             timeline = self.timeline()
-            ops = plan_compaction(view_of(self.storage, timeline), self.config, strategy)
+            ops = plan_compaction(view_for_services(self.storage, timeline), self.config, strategy)
             return CompactionPlan("", ops, strategy.kind) if ops else None
         plan = schedule_compaction(self.storage, self.config, self.lock, strategy)
         return run_compaction(self.storage, self.config, self.lock, plan) if plan is not None else None
@@ -253,7 +253,7 @@ class Table:
                                   load_clustering_plan(self.storage, pending[0].requested_time))
         strategy = strategy or ClusteringStrategy()
         if dry_run:
-            ops = plan_clustering(view_of(self.storage, self.timeline()), self.config, strategy)
+            ops = plan_clustering(view_for_services(self.storage, self.timeline()), self.config, strategy)
             return ClusteringPlan("", ops, strategy) if ops else None
         plan = schedule_clustering(self.storage, self.config, self.lock, strategy)
         return run_clustering(self.storage, self.config, self.lock, plan) if plan is not None else None
