@@ -32,6 +32,11 @@ class InvalidTableConfig(LakecoreError):
     """The table configuration is inconsistent or incomplete."""
 
 
+class InvalidStorageOptions(InvalidTableConfig):
+    """The storage options, or the environment variable or file they are read from, are missing or
+    malformed."""
+
+
 class CorruptMetadata(LakecoreError):
     """A metadata file (table config, instant, plan) is truncated or unreadable."""
 
@@ -123,6 +128,16 @@ class LockTimeout(LockError):
 
 class WriteAborted(LakecoreError):
     """A write was abandoned before commit; nothing of it is visible."""
+
+
+class WriterLive(LakecoreError):
+    """A pending write with a fresh heartbeat (or one that began meanwhile) blocks the operation."""
+
+
+class ServiceRunning(LakecoreError):
+    """Another live process runs this table service (or this service instant) right now."""
+
+    retryable = True
 
 
 class WriteConflict(LakecoreError):

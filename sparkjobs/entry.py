@@ -7,14 +7,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK, StorageArgs
 
 Describe = Callable[[BaseException], dict[str, Any]]
 
 
 def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, done: str,
             bad_input: tuple[type[BaseException], ...], conflict: tuple[type[BaseException], ...],
-            describe_conflict: Describe | None = None) -> int:
+            describe_conflict: Describe | None = None, busy: tuple[type[BaseException], ...] = ()) -> int:
     """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome."""
     try:
         args = parse()
@@ -22,6 +22,8 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
         return _say(EXIT_BAD_INPUT, {"outcome": "bad_input", "error": str(exc)})
     try:
         out = run(args)
+    except busy as exc:
+        return _say(EXIT_BUSY, {"outcome": "busy", **_error(exc)})
     except conflict as exc:
         return _say(EXIT_CONFLICT, {"outcome": "conflict", **(describe_conflict or _error)(exc)})
     except bad_input as exc:
@@ -31,9 +33,10 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
     return _say(EXIT_OK, {"outcome": done, **out})
 
 
-def open_table(uri: str, zookeeper: str | None) -> Any:
+def open_table(uri: str, zookeeper: str | None, storage: StorageArgs | None = None) -> Any:
     """The table, its lock in ZooKeeper when the job was given a connect string (else the lock file
-    on the table's storage)."""
+    on the table's storage), its storage options by the reference `storage` names: the table's handle
+    and every task pickled from it carry the reference, and each process resolves it."""
     from lakecore import Table
 
     lock = None
@@ -41,7 +44,17 @@ def open_table(uri: str, zookeeper: str | None) -> Any:
         from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
 
         lock = zookeeper_lock(zookeeper, table_lock_key(uri))
-    return Table.open(uri, lock=lock)
+    return Table.open(uri, lock=lock, storage_options=storage_options(storage))
+
+
+def storage_options(args: StorageArgs | None) -> Any:
+    """The job's storage options as a lakecore `OptionsRef` (None: none given)."""
+    if args is None or not (args.storage_options_env or args.storage_options_file or args.storage_options):
+        return None
+    from lakecore.storage import OptionsRef
+
+    return OptionsRef(env=args.storage_options_env, file=args.storage_options_file,
+                      literal=dict(args.storage_options))
 
 
 def _error(exc: BaseException) -> dict[str, Any]:

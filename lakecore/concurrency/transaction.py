@@ -18,6 +18,7 @@ completes, as a clustering's do. Its conflict rules are occ.overwrite_conflicts.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,8 +53,10 @@ from lakecore.timeline import (
     pending_overwrites,
 )
 from lakecore.write import OVERWRITES, Operation, WriteContext, check_operation, delete_markers
+from lakecore.write.heartbeat import is_aborted
 
 Clock = Callable[[], int]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -141,9 +144,11 @@ def _decide_schema(txn: WriteTransaction, store: TimelineStore, timeline: Timeli
 
 
 def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: dict[str, Any] | None = None,
-                 lock: Lock, clock: Clock = now_ms) -> Instant:
+                 lock: Lock, clock: Clock = now_ms, alive: Callable[[], None] | None = None) -> Instant:
     """Complete the instant under the lock after the conflict check; on a conflict, roll it back and
-    raise WriteConflict (nothing of the write is visible)."""
+    raise WriteConflict (nothing of the write is visible). `alive`: the writer's own liveness check
+    (e.g. Heartbeat.check), run under the lock right before completing: a writer that lost its
+    heartbeat while waiting for the lock must not complete an instant others may be rolling back."""
     store = TimelineStore(txn.storage)
     base_groups = frozenset((s.partition, s.file_id) for s in stats if s.kind == "base")
     conflicts: list[Conflict] = []
@@ -153,10 +158,13 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
         timeline = store.load()
         current = timeline.find(txn.instant.requested_time)
         if current is None or current.state is not State.INFLIGHT or \
-                txn.instant.requested_time in claimed_by_rollbacks(store, timeline):
+                txn.instant.requested_time in claimed_by_rollbacks(store, timeline) or \
+                is_aborted(txn.storage, txn.instant.requested_time):
             raise InvalidInstantState(f"instant {txn.instant.requested_time} is no longer inflight "
-                                      f"({current}); it was rolled back (its heartbeat had expired?): "
-                                      "rerun the write")
+                                      f"({current}) or was marked aborted; it was rolled back (its heartbeat "
+                                      "had expired?): rerun the write")
+        if alive is not None:
+            alive()
         try:
             schema = _decide_schema(txn, store, timeline)
         except SchemaConflict as exc:
@@ -176,7 +184,11 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
         if refused is not None:
             raise refused
         raise WriteConflict.of(txn.instant.requested_time, conflicts)
-    delete_markers(txn.storage, txn.instant.requested_time)
+    try:
+        delete_markers(txn.storage, txn.instant.requested_time)
+    except Exception as exc:  # the write is complete; leftover markers of a completed instant are inert
+        log.warning("write %s completed, but deleting its markers failed (%s); they are inert (only "
+                    "pending instants' markers are read)", txn.instant.requested_time, exc)
     return done
 
 

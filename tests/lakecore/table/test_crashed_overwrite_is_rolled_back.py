@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from lakecore.concurrency import rollback_failed_writes
+from lakecore.errors import WriterLive
 from lakecore.services import pending_clusterings
 from lakecore.timeline import TimelineStore, now_ms
 from lakecore.write.heartbeat import HeartbeatConfig
@@ -53,6 +54,8 @@ def test_a_killed_overwrite_is_not_rolled_back_while_its_heartbeat_is_fresh_and_
     fresh_enough = HeartbeatConfig(interval_s=60, tolerable_misses=10)
     assert rollback_failed_writes(t.storage, t.lock, fresh_enough) == []
     assert t.timeline().pending == (pending,)
-    t.rollback(pending.requested_time)
+    with pytest.raises(WriterLive):  # an overwrite is a write: its fresh heartbeat protects it
+        t.rollback(pending.requested_time, dry_run=False)
+    t.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
     assert t.timeline().pending == ()
     assert data_files(t.uri) == files and actual(t) == before

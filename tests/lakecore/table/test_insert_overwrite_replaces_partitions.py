@@ -175,6 +175,6 @@ def test_a_reader_in_a_loop_sees_the_old_or_the_new_state_never_a_mix(table, mon
 def test_rolling_back_the_latest_overwrite_brings_the_replaced_partitions_back(table):
     before = state(table)
     done = table.insert_overwrite_table(batch([0], "a", "new")).instant
-    table.rollback(done.requested_time)
+    table.rollback(done.requested_time, dry_run=False)
     assert state(table) == before
     assert all(i.action != "replacecommit" for i in table.timeline().completed)
