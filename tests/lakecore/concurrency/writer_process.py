@@ -57,7 +57,8 @@ def main() -> None:
                 entry = {"batch": tag, "outcome": "committed", "instant": res.instant.requested_time}
             except EarlyConflict as exc:
                 entry = {"batch": tag, "outcome": "early", "instant": exc.instant, "other": exc.other,
-                         "file_groups": sorted(map(list, exc.file_groups)), "at": exc.detected_at or now_ms()}
+                         "file_groups": sorted(map(list, exc.file_groups)),
+                         "at": getattr(exc, "detected_at", None) or now_ms()}
             except WriteConflict as exc:
                 entry = {"batch": tag, "outcome": "conflict", "instant": exc.instant,
                          "conflicts": [{"theirs": c.theirs, "file_groups": sorted(map(list, c.file_groups))}
