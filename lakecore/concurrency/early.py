@@ -57,6 +57,7 @@ class Found:
     other: str          # the instant we conflict with
     state: str          # "is still writing" or "completed at ..."
     file_group: FileGroup
+    checked_at: int = 0  # epoch ms of the liveness check (or timeline load) that found it
 
 
 def file_group_of(data_path: str) -> FileGroup | None:
@@ -90,17 +91,18 @@ def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup],
     timeline = store.load()
     rollbacks = any(i.action == "rollback" for i in timeline.pending)
     claimed = claimed_by_rollbacks(store, timeline) if rollbacks else set()
-    for cand in live_older_writers(storage, timeline, ours, heartbeat, now_ms(), claimed):
+    now = now_ms()
+    for cand in live_older_writers(storage, timeline, ours, heartbeat, now, claimed):
         if batched:
             held = {file_group_of(m.data_path) for m in list_markers(storage, cand)}
             hit = next((g for g in sorted(groups) if g in held), None)
             if hit:
-                return Found(cand, "is still writing", hit)
+                return Found(cand, "is still writing", hit, now)
             continue
         for partition, file_id in sorted(groups):
             directory = join(MARKERS_DIR, cand, partition)
             if any(_holds(f.path.rsplit("/", 1)[-1], file_id) for f in storage.list_dir(directory)):
-                return Found(cand, "is still writing", (partition, file_id))
+                return Found(cand, "is still writing", (partition, file_id), now)
     if check_commits:
         for other in completed_since(timeline, ours):
             meta = store.metadata(other)
@@ -108,7 +110,7 @@ def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup],
                 continue  # logs join a clustering's new slice; base writers are caught at commit
             hit = next((g for g in sorted(groups) if g in meta.file_groups), None)
             if hit:
-                return Found(other.requested_time, f"completed at {other.completion_time}", hit)
+                return Found(other.requested_time, f"completed at {other.completion_time}", hit, now)
     return None
 
 
@@ -118,7 +120,8 @@ def early_conflict(ours: str, found: Found) -> EarlyConflict:
         f"early conflict: write {ours} stopped before writing file group {file_id} in "
         f"{partition or '(unpartitioned)'}: the older write {found.other} {found.state} there. Ours is "
         "rolled back; retry it after that write commits, or give concurrent writers disjoint file groups",
-        instant=ours, other=found.other, file_groups=frozenset({found.file_group}))
+        instant=ours, other=found.other, file_groups=frozenset({found.file_group}),
+        detected_at=found.checked_at or None)
 
 
 @dataclass

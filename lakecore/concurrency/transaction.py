@@ -34,7 +34,11 @@ from lakecore.concurrency.occ import (
     overwrite_conflicts,
 )
 from lakecore.concurrency.rollback import claimed_by_rollbacks, rollback_write
-from lakecore.concurrency.schema_conflict import is_additive_evolution, resolve_schema
+from lakecore.concurrency.schema_conflict import (
+    complete_writer_schema,
+    evolution_problems,
+    resolve_schema,
+)
 from lakecore.config import TableConfig, schema_from_json, schema_to_json
 from lakecore.errors import InvalidInput, InvalidInstantState, SchemaConflict, WriteConflict
 from lakecore.layout import FileSlice, FileSystemView, build_view
@@ -131,15 +135,20 @@ def replaced_groups(txn: WriteTransaction, written: Iterable[tuple[str, str]]) -
 
 
 def _decide_schema(txn: WriteTransaction, store: TimelineStore, timeline: Timeline) -> pa.Schema:
-    """The schema to commit (concurrent schema evolution, schema_conflict.py) or SchemaConflict."""
+    """The schema to commit (concurrent schema evolution, schema_conflict.py) or SchemaConflict. A
+    writer lacking nullable columns the table had at its start writes the old schema: its rows read
+    them as null (complete_writer_schema), it does not drop them."""
     at_start = txn.schema_at_start or txn.config.schema
     recorded = store.latest_schema(timeline)
     at_validation = schema_from_json(recorded) if recorded else at_start
-    decision = resolve_schema(at_start, at_validation, txn.config.schema)
-    if decision.case == 5 and not is_additive_evolution(at_start, txn.config.schema):
+    writer = complete_writer_schema(at_start, txn.config.schema)
+    decision = resolve_schema(at_start, at_validation, writer)
+    problems = evolution_problems(at_start, writer) if decision.case == 5 else []
+    if problems:
         raise SchemaConflict(f"write {txn.instant.requested_time} changes the table schema beyond adding "
-                             "nullable columns; only additive evolution is supported: keep every existing "
-                             "column as it is")
+                             f"nullable columns: {'; '.join(problems)}; only additive evolution is "
+                             "supported: write every column the table has (nullable ones may be left "
+                             "out) with its type, and add only nullable columns")
     return decision.schema
 
 

@@ -28,7 +28,7 @@ from lakecore.config import OP, TableConfig
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
-from lakecore.read.spec import file_schema, merge_spec, purge_tombstones
+from lakecore.read.spec import as_base_file, file_schema, merge_spec, op_columns, purge_tombstones
 from lakecore.services.compaction_plan import (
     COMPACT_ALL,
     CompactionOperation,
@@ -112,14 +112,14 @@ def merge_slice(storage: Storage, config: TableConfig, paths: Sequence[str], *, 
                 instant_time: str) -> pa.Table:
     """The base state of one file slice (its base file, if any, first, then its logs in order): one
     row per key per the table's merge mode, tombstones kept within the table's retention (as of
-    `instant_time`, the rewriting instant), in the file schema plus `_weir_op`. Shared by every
+    `instant_time`, the rewriting instant), deleted column groups of live keys marked as deleted, in
+    the base file schema (file schema plus op columns). Shared by every
     service that rewrites a slice into a base file (compaction, clustering)."""
     schema = file_schema(config)
-    tables = read_files(storage, list(paths), [*schema.names, OP])
+    tables = read_files(storage, list(paths), [*schema.names, *op_columns(config)])
     state = purge_tombstones(merge_to_base(tables, merge_spec(config), schema, first_unique=has_base),
                              config, instant_time)
-    out_schema = pa.schema([*schema, pa.field(OP, pa.int8())])
-    return state.select(out_schema.names).cast(out_schema)
+    return as_base_file(state, config)
 
 
 def tombstones(state: pa.Table) -> int:

@@ -31,6 +31,7 @@ from lakecore.concurrency import (
     rollback_write,
 )
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
+from lakecore.concurrency.schema_conflict import complete_writer_schema
 from lakecore.concurrency.writers import Registration, WriterRegistry, writer_info
 from lakecore.config import TableConfig
 from lakecore.errors import EarlyConflict, InvalidInstantState, ServiceRunning, WriteAborted, WriteConflict
@@ -163,6 +164,16 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
             time.sleep(min(delay, 10.0) * (0.5 + random.random()))
 
 
+def _in_table_schema(txn: WriteTransaction) -> WriteTransaction:
+    """The write with the table's nullable columns its writer lacks (its handle predates them): its
+    rows read them as null, and its tasks merge and rewrite base files with them, so a copy-on-write
+    rewrite keeps the values other writers stored there."""
+    full = complete_writer_schema(txn.schema_at_start, txn.config.schema)
+    if full.names == txn.config.schema.names:
+        return txn
+    return replace(txn, config=txn.config.with_schema(full))
+
+
 class WriteJob:
     """The driver's handle on one write whose file-group tasks may run in any process (the Spark
     writers run them in executors; `write_groups` on threads):
@@ -195,8 +206,8 @@ class WriteJob:
         for insert_overwrite, the partition paths its input touches (the ones it replaces)."""
         options = options or WriterOptions()
         need_view = config.table_type == "copy_on_write" or operation == "bulk_insert"
-        txn = begin_write(storage, config, lock, operation, need_view=need_view, table_schema=table_schema,
-                          partitions=partitions)
+        txn = _in_table_schema(begin_write(storage, config, lock, operation, need_view=need_view,
+                                           table_schema=table_schema, partitions=partitions))
         job = cls(txn, lock, options, extra)
         job.heartbeat.start()
         try:
@@ -272,6 +283,7 @@ class WriteJob:
         if isinstance(error, EarlyConflict):
             if self.found and not error.other:  # raised by a marker service client: only a message
                 error.other, error.file_groups = self.found[0].other, frozenset({self.found[0].file_group})
+                error.detected_at = self.found[0].checked_at or None
             error.bytes_written = _bytes_written(txn.storage, txn)
         # proof of death before the heartbeat goes: others must never see this instant as live again
         _mark_dead(txn.storage, txn.instant.requested_time, error)

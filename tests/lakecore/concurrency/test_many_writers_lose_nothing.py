@@ -1,5 +1,6 @@
-"""Many writer processes upsert random keys into one table under OCC and NBCC with a real ZooKeeper
-lock; the history checker proves no committed update is lost and every abort was a true conflict."""
+"""Many writer processes upsert random keys into one table under OCC (without and with every early
+conflict detection strategy) and NBCC with a real ZooKeeper lock; the history checker proves no
+committed update is lost, every abort was a true conflict and no early abort was needless."""
 
 import subprocess
 import sys
@@ -21,9 +22,10 @@ def batch_of(tag: str) -> pa.Table:
     return batch(int(writer), int(n), SEED)
 
 
-def run_writers(uri: str, connect: str, log: str) -> None:
+def run_writers(uri: str, connect: str, log: str, commits: int = COMMITS,
+                flags: tuple[str, ...] = ()) -> None:
     module = "tests.lakecore.concurrency.writer_process"
-    args = [str(COMMITS), str(SEED), log]
+    args = [str(commits), str(SEED), log, *flags]
     procs = [subprocess.Popen([sys.executable, "-m", module, uri, connect, str(w), *args],
                               stderr=subprocess.PIPE, text=True)
              for w in range(WRITERS)]
@@ -47,3 +49,18 @@ def test_concurrent_writers_match_a_serial_replay(tmp_path, zookeeper_server, mo
     else:
         assert verdict.committed + verdict.conflicts == WRITERS * COMMITS
         assert verdict.conflicts > 0, "the run never produced a conflict: the test proves nothing"
+
+
+@pytest.mark.parametrize("strategy", ["direct", "direct_zk", "marker_service"])
+def test_writers_with_early_detection_match_a_serial_replay_and_abort_only_for_live_writers(
+        tmp_path, zookeeper_server, strategy):
+    commits = 20
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=SCHEMA, record_key="id", buckets=16)
+    log = str(tmp_path / "log.jsonl")
+    run_writers(uri, zookeeper_server.connect_string, log, commits, (f"early={strategy}",))
+    entries = load_log(log)
+    assert len(entries) == WRITERS * commits
+    verdict = check(Table.open(uri), entries, batch_of)
+    assert verdict.committed + verdict.conflicts + verdict.early == WRITERS * commits
+    assert verdict.early > 0, "no early abort happened: the test proves nothing"
