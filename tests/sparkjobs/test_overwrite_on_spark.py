@@ -74,3 +74,29 @@ def test_spark_overwrites_what_lakecore_overwrites(spark, tmp_path, table_type):
     with pytest.raises(UnknownOperation):
         write_dataframe(spark.createDataFrame(whole), by_spark, "bogus")  # type: ignore[arg-type]
     assert len(Table.open(by_spark.uri).timeline()) == 3
+
+
+def test_a_streaming_writer_refuses_an_unknown_operation_before_it_starts(tmp_path):
+    from sparkjobs.stream import BatchWriter
+
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", buckets=2)
+    with pytest.raises(UnknownOperation):
+        BatchWriter(t, "w", "append")  # type: ignore[arg-type]
+    assert len(t.timeline()) == 0
+
+
+@pytest.mark.spark
+def test_a_streaming_overwrite_micro_batch_commits_once_after_a_restart(spark, tmp_path):
+    from sparkjobs.stream import BatchWriter, last_committed_batch
+
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", partition_fields=["day"], buckets=2)
+    writer = BatchWriter(t, "w", "insert_overwrite")
+    writer(spark.createDataFrame(data(range(6), 1)), 0)
+    writer(spark.createDataFrame(data([0, 3], 2, days=("d1",))), 1)  # replaces d1 only
+    assert last_committed_batch(t, "w") == 1
+    again = BatchWriter(t, "w", "insert_overwrite")  # Spark re-runs batch 1 after a restart: skipped
+    again(spark.createDataFrame(data([0, 3], 2, days=("d1",))), 1)
+    assert again.skipped == [1] and not again.instants
+    assert [(r["id"], r["day"]) for r in state(t)] == [(0, "d1"), (1, "d2"), (2, "d3"), (3, "d1"), (4, "d2"),
+                                                       (5, "d3")]
+    assert [i.action for i in Table.open(t.uri).timeline().completed] == ["replacecommit"] * 2
