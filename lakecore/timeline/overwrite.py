@@ -1,4 +1,5 @@
-"""What a write that replaces file groups records on the timeline. Pure (plus one read helper).
+"""What a write that replaces file groups records on the timeline. Pure, but for the two helpers
+at the end that read pending instants' requested files.
 
 `insert_overwrite` replaces the partitions its input touches, `insert_overwrite_table` every
 partition. Such a write is a `replacecommit`, like a clustering; the two are told apart by the body
