@@ -114,7 +114,8 @@ def worker(role: str, connect: str, sizes: dict[str, int], jobs: Any, results: A
            events: dict[str, Any]) -> None:
     """A long-lived writer process (data generated once); runs one write per job."""
     from lakecore import Table
-    from lakecore.concurrency.zookeeper import close_shared_clients, table_lock_key, zookeeper_lock
+    from lakecore.concurrency.zookeeper import close_shared_clients, table_lock_key
+    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.errors import EarlyConflict, WriteConflict
 
     data = writer_data(role, sizes["base"], sizes["a_rows"], sizes["b_rows"])

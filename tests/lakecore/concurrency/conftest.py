@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lakecore.concurrency.locks import Lock, lock_from_options
+from lakecore.concurrency import Lock, lock_from_options
 from lakecore.storage import Storage, open_storage
 
 

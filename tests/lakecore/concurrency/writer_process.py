@@ -31,7 +31,8 @@ def main() -> None:
     import time
 
     from lakecore import Table, WriterOptions
-    from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+    from lakecore.concurrency.zookeeper import table_lock_key
+    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.errors import LakecoreError, WriteConflict
     from lakecore.write.heartbeat import HeartbeatConfig
 
