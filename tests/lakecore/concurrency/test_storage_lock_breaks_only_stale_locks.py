@@ -63,13 +63,15 @@ def test_a_holder_past_its_expiry_loses_the_lock_and_its_release_spares_the_next
 
 
 class PausedBeforeBreaking:
-    """The table's real storage, except that the first create or delete of a lock file after this
-    contender read one waits for `go`: the moment between "read the stale lock" and "break it"."""
+    """The table's real storage, except that this contender's first change of a lock file that it had
+    not tried before (a create or a delete), after it read a lock file, waits for `go`: the moment
+    between "read the stale lock" and "break it". Retrying the create of a lock it saw held is no break."""
 
     def __init__(self, inner: Storage) -> None:
         self.inner = inner
         self.reached, self.go = threading.Event(), threading.Event()
         self._read = self._paused = False
+        self._tried: set[tuple[str, str]] = set()
 
     @property
     def uri(self) -> str:
@@ -81,15 +83,17 @@ class PausedBeforeBreaking:
         return data
 
     def write_if_absent(self, path: str, data: bytes) -> None:
-        self._pause(path)
+        self._pause("create", path)
         self.inner.write_if_absent(path, data)
 
     def delete(self, path: str) -> None:
-        self._pause(path)
+        self._pause("delete", path)
         self.inner.delete(path)
 
-    def _pause(self, path: str) -> None:
-        if path.startswith(".weir/lock") and self._read and not self._paused:
+    def _pause(self, change: str, path: str) -> None:
+        new = (change, path) not in self._tried
+        self._tried.add((change, path))
+        if path.startswith(".weir/lock") and self._read and new and not self._paused:
             self._paused = True
             self.reached.set()
             assert self.go.wait(30), "the test never let the paused contender go on"
@@ -114,15 +118,16 @@ def test_two_contenders_breaking_one_stale_lock_never_both_hold_it(tmp_path: Pat
     paused.go.set()
     thread.join(timeout=30)
 
-    assert second.is_held()
     assert isinstance(result[0], LockTimeout), "both contenders broke the stale lock and both hold it"
-    assert not first.is_held()
+    assert second.is_held() and not first.is_held()
     second.release()
 
 
 def _hold_in_process(table: Path, options: dict[str, Any], skew_s: float) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold", json.dumps(options),
+               str(table)]
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold", json.dumps(options), str(table)],
+        command,
         cwd=REPO_ROOT, env={**os.environ, "WEIR_TEST_CLOCK_SKEW_S": str(skew_s)}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
     assert worker.stdout is not None
