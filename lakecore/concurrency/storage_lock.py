@@ -4,7 +4,9 @@ Each state of the lock is a new file, created with create-if-absent, never rewri
 generation says who holds the lock ("held", with the holder's lease) or that it is free. So every
 change, taking a free lock, breaking a stale one, giving it up, is one conditional create of the
 next generation, and of several contenders exactly one wins it; nobody ever deletes a lock someone
-else may have just taken. Older generations are deleted by the holder of a newer one.
+else may have just taken. Older generations are deleted by the holder of a newer one; as a number can
+then be created again by a contender that listed long ago, a new holder lists once more to make sure
+its generation is the newest (else it deletes its stale one and looks again).
 
 Expiry compares no clocks across hosts: a contender breaks a lock only after it has seen the same
 generation unchanged for the holder's whole lease on its own monotonic clock, and a holder stops
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 
 DIRECTORY = ".weir/locks"
 _DIGITS = 20
+# Older generations are deleted once there are more than this many (one request saved per acquire).
+_KEEP = 4
 # A holder stops trusting its lock this fraction of the lease early: is_held() is checked right
 # before completing an instant, and the completion itself takes a moment.
 _SAFETY = 0.1
@@ -185,8 +189,8 @@ class StorageLock(GuardedLock):
         if numbers and numbers[-1] > mine.number:
             self._storage.delete(path_of(mine.number))  # a stale number nobody will read again
             return False
-        for number in numbers:
-            if number < mine.number:
+        if len(numbers) > _KEEP:
+            for number in numbers[:-1]:
                 self._storage.delete(path_of(number))
         return True
 

@@ -37,7 +37,7 @@ class ConflictingS3Proxy:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            def log_message(self, format: str, *args: Any) -> None:
                 pass  # tests read results, not access logs
 
             def _handle(self) -> None:
@@ -69,7 +69,7 @@ class ConflictingS3Proxy:
                 finally:
                     conn.close()
 
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle  # noqa: N815 - http.server's names
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="s3-faults", daemon=True)

@@ -1,8 +1,10 @@
 """One writer process of the multi-writer proof tests.
 
-    python -m tests.lakecore.concurrency.writer_process URI ZK_CONNECT WRITER COMMITS SEED LOG
+    python -m tests.lakecore.concurrency.writer_process URI LOCK WRITER COMMITS SEED LOG
 
-Each attempt upserts a random batch of keys with a ZooKeeper table lock; the outcome (committed
+Each attempt upserts a random batch of keys under the table lock: with LOCK a ZooKeeper connect string,
+the table's ZooKeeper lock with test timeouts; with LOCK "recorded", whatever lock the table records
+(storage options for URI in WEIR_TEST_STORAGE_OPTIONS, JSON). The outcome (committed
 instant, or the conflict it lost) is appended to LOG as one JSON line. Lost batches are not retried:
 the history checker must find each of them absent from the table.
 """
@@ -28,6 +30,7 @@ def batch(writer: int, n: int, seed: int) -> pa.Table:
 
 
 def main() -> None:
+    import os
     import time
 
     from lakecore import Table, WriterOptions
@@ -38,11 +41,15 @@ def main() -> None:
 
     uri, connect, writer, commits, seed, log = sys.argv[1:7]
     tolerate = len(sys.argv) > 7 and sys.argv[7] == "tolerate-outages"
-    probe = Table.open(uri)
-    lock = zookeeper_lock(connect, table_lock_key(probe.uri), session_timeout_s=4 if tolerate else 10,
-                          connection_timeout_s=2, acquire_timeout_s=5)
+    storage_options = json.loads(os.environ.get("WEIR_TEST_STORAGE_OPTIONS") or "null")
     options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.5, tolerable_misses=4))
-    table = Table.open(uri, lock=lock, options=options)
+    if connect == "recorded":
+        table = Table.open(uri, storage_options=storage_options, options=options)
+    else:
+        probe = Table.open(uri)
+        lock = zookeeper_lock(connect, table_lock_key(probe.uri), session_timeout_s=4 if tolerate else 10,
+                              connection_timeout_s=2, acquire_timeout_s=5)
+        table = Table.open(uri, lock=lock, options=options)
     with open(log, "a") as out:
         for n in range(int(commits)):
             tag = f"w{writer}-{n}"

@@ -73,7 +73,7 @@ def test_conflicts_that_do_not_stop_end_in_a_retryable_storage_error(
 ) -> None:
     _, storage = _storage(s3_server, proxy)
     proxy.conflicts = CONFLICT_RETRIES + 1
-    with pytest.raises(StorageError, match="ConditionalRequestConflict.*retry") as raised:
+    with pytest.raises(StorageError, match=r"ConditionalRequestConflict.*retry") as raised:
         storage.write_if_absent("f", b"ours")
     assert raised.value.retryable
     assert not storage.exists("f")
