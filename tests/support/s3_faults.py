@@ -52,7 +52,7 @@ class ConflictingS3Proxy:
                     self.wfile.write(CONFLICT_BODY)
                     return
                 target = urlparse(proxy.upstream.endpoint_url)
-                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                conn = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port, timeout=30)
                 try:
                     conn.request(self.command, self.path, body=body or None,
                                  headers={k: v for k, v in self.headers.items() if k.lower() not in _HOP})
