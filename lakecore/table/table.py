@@ -138,7 +138,8 @@ class Table:
         their next critical section (LockProviderChanged) and must open it again. Returns the new spec."""
         new = _spec_to_record(lock, self.uri)
         new_lock = lock_for_spec(self.storage, new) if isinstance(lock, LockSpec) else lock
-        with self.lock:
+        self.lock.acquire(timeout)
+        try:
             recorded = _read_config(self.storage)
             if recorded.lock != new:
                 new_lock.acquire(timeout)
@@ -146,6 +147,8 @@ class Table:
                     self.storage.write(CONFIG_PATH, recorded.with_lock(new).dumps())
                 finally:
                     new_lock.release()
+        finally:
+            self.lock.release()
         self.config = self.config.with_lock(new)
         self.lock = _table_lock(self.storage, new, None if isinstance(lock, LockSpec) else lock)
         return new
