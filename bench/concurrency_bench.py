@@ -75,6 +75,7 @@ class TimedLock:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        self.spec = inner.spec  # the table lock it is (Table.open checks it against table.json)
         self.spans: list[tuple[float, float, float, float]] = []
         self.held_by: dict[str, float] = {}  # lock held, seconds, by the lakecore step that took it
         self._t: list[float] = []
@@ -305,9 +306,11 @@ def nbcc_run(work: str, connect: str, run: int, writers: int, upserts: int, rows
     from lakecore import Table
 
     uri = os.path.join(work, f"nbcc-{run}-{writers}")
+    from lakecore.config import LockSpec
+
     Table.create(uri, schema=tiny(np.random.default_rng(0), 1, 0).schema, record_key="key",
                  ordering_field="ts", table_type="merge_on_read", concurrency_mode="non_blocking",
-                 buckets=16)
+                 buckets=16, lock=LockSpec("zookeeper", connect=connect))
     ctx = mp.get_context("spawn")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     procs = [ctx.Process(target=writer_main, args=(uri, connect, run, w, upserts, rows, ready, go, results))
