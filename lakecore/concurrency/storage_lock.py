@@ -172,7 +172,8 @@ class StorageLock(GuardedLock):
                 if self._create(mine) and self._settle(mine):
                     self._held, self._trust_until = mine, started + self._expiry * (1 - _SAFETY)
                     return
-                continue  # someone else moved the chain: look again at once
+                if time.monotonic() < deadline:
+                    continue  # someone else moved the chain: look again at once
             if time.monotonic() >= deadline:
                 holder = newest.owner if newest is not None else "nobody"
                 raise LockTimeout(f"{self.describe()} held by {holder} for more than {timeout:.1f}s; retry "

@@ -165,6 +165,19 @@ def test_a_dead_holder_whose_clock_ran_ahead_is_broken_after_its_lease(tmp_path:
     lock.release()
 
 
+def test_breaking_is_decided_on_the_contenders_own_clock_alone() -> None:
+    from lakecore.concurrency.storage_lock import Generation, next_step
+
+    held = Generation(7, "held", "host:1:x", "t7", lease_s=10.0)
+    assert next_step(None, None, 0.0) == "create"  # no lock yet
+    assert next_step(Generation(7, "free"), 5.0, 5.0) == "create"  # released
+    assert next_step(held, 100.0, 109.9) == "wait"  # seen for less than its lease
+    assert next_step(held, 100.0, 110.0) == "create"  # unchanged for its whole lease: stale
+    unreadable = Generation.decode(8, b"\x00garbage")
+    assert unreadable.state == "held" and unreadable.lease_s == 60.0  # broken only after a default lease
+    assert Generation.decode(7, held.encode()) == held
+
+
 def test_storage_without_atomic_create_is_refused(tmp_path: Path) -> None:
     storage = FsspecStorage(f"file://{tmp_path}/table")  # fsspec's local files: no create-if-absent
     for lock in (StorageLock(storage), lock_from_options(storage, {"provider": "storage"})):
