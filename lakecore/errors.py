@@ -32,6 +32,11 @@ class InvalidTableConfig(LakecoreError):
     """The table configuration is inconsistent or incomplete."""
 
 
+class InvalidStorageOptions(InvalidTableConfig):
+    """The storage options, or the environment variable or file they are read from, are missing or
+    malformed."""
+
+
 class CorruptMetadata(LakecoreError):
     """A metadata file (table config, instant, plan) is truncated or unreadable."""
 
@@ -121,6 +126,16 @@ class WriteAborted(LakecoreError):
     """A write was abandoned before commit; nothing of it is visible."""
 
 
+class WriterLive(LakecoreError):
+    """A pending write with a fresh heartbeat (or one that began meanwhile) blocks the operation."""
+
+
+class ServiceRunning(LakecoreError):
+    """Another live process runs this table service (or this service instant) right now."""
+
+    retryable = True
+
+
 class WriteConflict(LakecoreError):
     """Another writer changed the same file groups first (optimistic concurrency); ours was rolled back."""
 
@@ -143,25 +158,29 @@ class EarlyConflict(WriteConflict):
     """Early conflict detection found an older live writer (or a newer commit) on our file groups."""
 
     def __init__(self, message: str, *, instant: str = "", other: str = "",
-                 file_groups: frozenset[tuple[str, str]] = frozenset(), bytes_written: int = 0) -> None:
+                 file_groups: frozenset[tuple[str, str]] = frozenset(), bytes_written: int = 0,
+                 detected_at: int | None = None) -> None:
         super().__init__(message, instant=instant)
         self.other = other
         self.file_groups = file_groups
         self.bytes_written = bytes_written  # what our write had written before it stopped
+        self.detected_at = detected_at      # epoch ms of the check that found `other` live
 
     def report(self) -> dict[str, Any]:
         """The structured result the Spark jobs and the operator record."""
         return {"instant": self.instant, "other": self.other, "bytes_written": self.bytes_written,
-                "file_groups": sorted([p, f] for p, f in self.file_groups), "message": str(self)}
+                "file_groups": sorted([p, f] for p, f in self.file_groups), "message": str(self),
+                "detected_at": self.detected_at}
 
     def __reduce__(self) -> tuple[Any, ...]:  # survives pickling from executors to the driver
-        return (_rebuild_early, (str(self), self.instant, self.other, self.file_groups, self.bytes_written))
+        return (_rebuild_early, (str(self), self.instant, self.other, self.file_groups, self.bytes_written,
+                                 self.detected_at))
 
 
 def _rebuild_early(message: str, instant: str, other: str, file_groups: frozenset[tuple[str, str]],
-                   bytes_written: int) -> EarlyConflict:
+                   bytes_written: int, detected_at: int | None = None) -> EarlyConflict:
     return EarlyConflict(message, instant=instant, other=other, file_groups=file_groups,
-                         bytes_written=bytes_written)
+                         bytes_written=bytes_written, detected_at=detected_at)
 
 
 class SchemaConflict(LakecoreError):

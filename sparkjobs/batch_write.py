@@ -16,9 +16,11 @@ from sparkjobs.contract import BatchWriteArgs, WriterArgs
 from sparkjobs.entry import open_table, run_job
 
 
-def writer_options(args: WriterArgs, writer_name: str | None = None) -> Any:
+def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any = None) -> Any:
     """Early detection and file size from the arguments; with a ZooKeeper connect string the writer
-    also registers there (an ephemeral node per write: the liveness the operator watches)."""
+    also registers there (an ephemeral node per write: the liveness the operator watches). A marker
+    service listens and is advertised where the arguments say, else where the Spark driver is
+    (`spark`'s conf), so executors on other hosts reach it."""
     from lakecore import WriterOptions
     from lakecore.concurrency.early import EarlyDetection
     from lakecore.concurrency.writers import ZooKeeperWriterRegistry
@@ -27,22 +29,30 @@ def writer_options(args: WriterArgs, writer_name: str | None = None) -> Any:
     if args.early_detection:  # the contract checked the strategy's name
         detection = EarlyDetection(args.early_detection, zookeeper=args.zookeeper)  # type: ignore[arg-type]
     registry = ZooKeeperWriterRegistry(args.zookeeper) if args.zookeeper else None
+    bind, advertise = args.marker_bind_host, args.marker_host
+    if spark is not None:
+        from sparkjobs.session import driver_endpoint
+
+        driver_bind, driver_host = driver_endpoint(spark)
+        bind, advertise = bind or driver_bind, advertise or driver_host
     return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file,
-                         registry=registry, writer_name=writer_name)
+                         registry=registry, writer_name=writer_name,
+                         marker_bind_host=bind or "127.0.0.1", marker_advertise_host=advertise)
 
 
 def run(args: BatchWriteArgs) -> dict[str, Any]:
     from sparkjobs.session import job_session
     from sparkjobs.write import write_dataframe
 
-    table = open_table(args.table, args.zookeeper)
+    table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
     df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
-    options = writer_options(args, args.app_name)
+    options = writer_options(args, args.app_name, spark)
     result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                              extra=args.extra)
     return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,
-            "records": result.records, "file_groups": result.file_groups}
+            "records": result.records, "file_groups": result.file_groups,
+            **({"warnings": list(result.warnings)} if result.warnings else {})}
 
 
 def main(argv: list[str] | None = None) -> int:

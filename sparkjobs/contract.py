@@ -6,24 +6,33 @@ or the rest of sparkjobs (an import-linter contract enforces it).
 Every field is one flag, `--field-name VALUE`: strings and numbers as they are, booleans as
 true/false, mappings as a JSON object, tuples comma-separated. Fields left at their defaults are left
 out of the command line, so commands stay short and readable in `kubectl describe`.
+
+Storage options reach a job by reference only (`StorageArgs`): the name of an environment variable or
+of a mounted file holding them as JSON. A command line is visible to anyone who can list pods, so it
+carries no secret: literal storage options are limited to PUBLIC_STORAGE_OPTIONS.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
 OPERATIONS = ("upsert", "insert", "bulk_insert", "delete")
 EARLY_DETECTION = ("direct", "direct_zk", "marker_service")
 SERVICES = ("compaction", "clustering", "clean", "archival")
+# storage options that never hold a secret, so may be given literally on a command line
+PUBLIC_STORAGE_OPTIONS = ("endpoint_url", "profile")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # Exit codes of every job, for the operator's restart policy.
 EXIT_OK = 0
 EXIT_FAILED = 1          # anything else: retry with backoff
 EXIT_BAD_INPUT = 2       # the input or the table's configuration is wrong: retrying does not help
 EXIT_CONFLICT = 3        # lost a write conflict (early or at commit): restart after the winner commits
+EXIT_BUSY = 4            # table services: another live run executes this service now: skip this run
 
 A = TypeVar("A", bound="JobArgs")
 
@@ -100,8 +109,31 @@ def _one_of(what: str, value: str | None, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{what} {value!r} is not one of {', '.join(allowed)}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class StorageArgs(JobArgs):
+    """How a job finds its table's storage options (all by reference; see the module docstring).
+    Every process of the job (driver and executors) reads the same variable or file itself."""
+
+    storage_options_env: str | None = None       # env variable holding a JSON object of options
+    storage_options_file: str | None = None      # JSON object file, e.g. a mounted Secret's key
+    storage_options: dict[str, str] = field(default_factory=dict)  # PUBLIC_STORAGE_OPTIONS only
+
+    def __post_init__(self) -> None:
+        if self.storage_options_env is not None and not _ENV_NAME.fullmatch(self.storage_options_env):
+            # the value is not echoed: it may be the options themselves, pasted by mistake
+            raise ValueError("--storage-options-env takes the NAME of an environment variable (letters, "
+                             "digits, _) that holds the options as JSON, not the options")
+        if self.storage_options_file is not None and not self.storage_options_file.strip():
+            raise ValueError("--storage-options-file takes the path of a JSON file; it is empty")
+        secret = sorted(k for k in self.storage_options if k not in PUBLIC_STORAGE_OPTIONS)
+        if secret:
+            raise ValueError(f"storage option(s) {', '.join(secret)} may hold secrets and are not taken "
+                             "on the command line (it is visible to anyone who can list pods); put them "
+                             "in the JSON named by --storage-options-env or --storage-options-file")
+
+
 @dataclass(frozen=True)
-class WriterArgs(JobArgs):
+class WriterArgs(StorageArgs):
     """What every writer job shares: the table, how to reach its lock, how to write."""
 
     table: str                                   # table URI (local path, file://, s3://, memory://)
@@ -112,9 +144,12 @@ class WriterArgs(JobArgs):
     zookeeper: str | None = None                 # must name the table's recorded ZooKeeper lock; default: it
     early_detection: str | None = None           # direct | direct_zk | marker_service (OCC tables)
     max_rows_per_file: int | None = None         # roll files over (bounds an early abort's waste)
+    marker_host: str | None = None               # marker service host for executors (spark.driver.host)
+    marker_bind_host: str | None = None          # its listen address (spark.driver.bindAddress, else .host)
     extra: dict[str, str] = field(default_factory=dict)  # kept in the commit metadata
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _one_of("operation", self.operation, OPERATIONS)
         _one_of("early detection", self.early_detection, EARLY_DETECTION)
         if self.early_detection == "direct_zk" and not self.zookeeper:
@@ -152,7 +187,7 @@ class StreamWriteArgs(WriterArgs):
 
 
 @dataclass(frozen=True)
-class TableServiceArgs(JobArgs):
+class TableServiceArgs(StorageArgs):
     """`sparkjobs.table_service`: run one table service (pending work first, then what is due)."""
 
     table: str
@@ -168,6 +203,7 @@ class TableServiceArgs(JobArgs):
     app_name: str = "weir-table-service"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _one_of("service", self.service, SERVICES)
         if not 0 < self.archive_min_instants < self.archive_max_instants:
             raise ValueError("archival needs 0 < archive_min_instants < archive_max_instants")

@@ -6,6 +6,9 @@ table's merge mode) with lakecore's vectorized reader and hands Spark Arrow batc
     asOf          time travel: an instant time or an ISO timestamp (default: latest)
     queryType     snapshot (default) | read_optimized (base files only, merge-on-read)
     storage.<k>   storage options for the table's URI (e.g. storage.key, storage.endpoint_url)
+    storageOptionsEnv, storageOptionsFile
+                  storage options by reference: an environment variable / a JSON file holding
+                  them, read in each process (the plan Spark pickles carries the names only)
 
 Equality and IN filters on partition fields prune file slices before any task runs; every other
 filter is left to Spark. Register once per session: `register(spark)` (the jobs' sessions do).
@@ -30,7 +33,7 @@ from lakecore.layout import FileSlice
 from lakecore.read.slices import merge_columns
 from lakecore.read.snapshot import finish, prune, read_slices
 from lakecore.services import check_readable
-from lakecore.storage import Storage
+from lakecore.storage import OptionsRef, Storage
 from lakecore.timeline import TimelineStore, parse_point_in_time
 
 NAME = "weir"
@@ -47,6 +50,9 @@ def _open(options: dict[str, str]) -> Table:
     if not uri:
         raise ValueError('spark.read.format("weir") needs the table URI: .load(uri)')
     storage_options = {k[len("storage."):]: v for k, v in options.items() if k.startswith("storage.")}
+    env, file = options.get("storageoptionsenv"), options.get("storageoptionsfile")
+    if env or file:
+        return Table.open(uri, storage_options=OptionsRef(env=env, file=file, literal=storage_options))
     return Table.open(uri, storage_options=storage_options or None)
 
 

@@ -7,14 +7,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK, StorageArgs
 
 Describe = Callable[[BaseException], dict[str, Any]]
 
 
 def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, done: str,
             bad_input: tuple[type[BaseException], ...], conflict: tuple[type[BaseException], ...],
-            describe_conflict: Describe | None = None) -> int:
+            describe_conflict: Describe | None = None, busy: tuple[type[BaseException], ...] = ()) -> int:
     """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome.
     A lock option that contradicts the table's recorded lock is bad input: retrying cannot fix it."""
     from lakecore.concurrency.locks import LockProviderMismatch
@@ -26,6 +26,8 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
         return _say(EXIT_BAD_INPUT, {"outcome": "bad_input", "error": str(exc)})
     try:
         out = run(args)
+    except busy as exc:
+        return _say(EXIT_BUSY, {"outcome": "busy", **_error(exc)})
     except conflict as exc:
         return _say(EXIT_CONFLICT, {"outcome": "conflict", **(describe_conflict or _error)(exc)})
     except refused as exc:
@@ -35,14 +37,27 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
     return _say(EXIT_OK, {"outcome": done, **out})
 
 
-def open_table(uri: str, zookeeper: str | None) -> Any:
-    """The table with the lock its table.json records. A `--zookeeper` connect string must name that
-    lock's ensemble: a job given one for a table that records another lock is refused
-    (LockProviderMismatch), never run under a lock the table's other writers do not take."""
+def open_table(uri: str, zookeeper: str | None, storage: StorageArgs | None = None) -> Any:
+    """The table with the lock its table.json records, its storage options by the reference `storage`
+    names: the table's handle and every task pickled from it carry the reference, and each process
+    resolves it. A `--zookeeper` connect string must name the recorded lock's ensemble: a job given
+    one for a table that records another lock is refused (LockProviderMismatch), never run under a
+    lock the table's other writers do not take."""
     from lakecore import Table
     from lakecore.config import LockSpec
 
-    return Table.open(uri, lock=LockSpec("zookeeper", connect=zookeeper) if zookeeper else None)
+    lock = LockSpec("zookeeper", connect=zookeeper) if zookeeper else None
+    return Table.open(uri, lock=lock, storage_options=storage_options(storage))
+
+
+def storage_options(args: StorageArgs | None) -> Any:
+    """The job's storage options as a lakecore `OptionsRef` (None: none given)."""
+    if args is None or not (args.storage_options_env or args.storage_options_file or args.storage_options):
+        return None
+    from lakecore.storage import OptionsRef
+
+    return OptionsRef(env=args.storage_options_env, file=args.storage_options_file,
+                      literal=dict(args.storage_options))
 
 
 def _error(exc: BaseException) -> dict[str, Any]:

@@ -1,13 +1,17 @@
 """Table services on Spark: the driver plans and commits, tasks execute the plan's operations.
 
     compaction, clustering   driver: schedule (or pick up the pending one a dead job left) ->
-                             start (inflight; an earlier attempt's files deleted) ->
-                             tasks: one per operation, execute_operation with a per-attempt write
-                             token -> driver: delete files of attempts no stat reports -> commit
-    clean, archival          driver only (metadata and file deletions, no data to rewrite)
+                             start (claim the run: ServiceRunning while another live job runs it;
+                             inflight; dead attempts' files deleted) -> tasks: one per operation,
+                             execute_operation with a write token per run and task attempt ->
+                             driver: commit (still our claim? then delete files of task attempts no
+                             stat reports, complete)
+    clean, archival          driver only (metadata and file deletions, no data to rewrite), under
+                             their own run claims
 
 A failed Spark job leaves the service pending; the next run resumes it (pending first, then new
-work), exactly as `weir table compact --resume` does.
+work) once the failed job's claim is released or its heartbeat expired, exactly as
+`weir table compact --resume` does.
 """
 
 from __future__ import annotations
@@ -44,7 +48,6 @@ from lakecore.services import clustering as clustering_service
 from lakecore.services import compaction as compaction_service
 from lakecore.services.compaction import load_plan
 from lakecore.timeline import Instant, TimelineStore, WriteStat
-from lakecore.write import delete_unreported
 
 SERVICES = ("compaction", "clustering", "clean", "archival")
 
@@ -81,10 +84,10 @@ def compact(spark: SparkSession, table: Table, strategy: CompactionStrategy | No
     return _rewrite(spark, table, _Rewrite(
         "compaction", pending_compactions, load_plan,
         lambda: schedule_compaction(storage, config, lock, strategy or CompactionStrategy()),
-        lambda plan: start_compaction(storage, config, plan),
+        lambda plan: start_compaction(storage, config, plan, lock, heartbeat=table.options.heartbeat),
         lambda run, plan, op, token: compaction_service.execute_operation(
             storage, run.config, plan.instant_time, op, token),
-        lambda plan, run, stats: commit_compaction(storage, lock, plan, run, stats)))
+        lambda plan, run, stats: commit_compaction(storage, lock, plan, run, stats, reconcile=True)))
 
 
 def cluster(spark: SparkSession, table: Table, strategy: ClusteringStrategy | None = None) -> ServiceOutcome:
@@ -93,10 +96,10 @@ def cluster(spark: SparkSession, table: Table, strategy: ClusteringStrategy | No
     return _rewrite(spark, table, _Rewrite(
         "clustering", pending_clusterings, load_clustering_plan,
         lambda: schedule_clustering(storage, config, lock, strategy or ClusteringStrategy()),
-        lambda plan: start_clustering(storage, config, plan),
+        lambda plan: start_clustering(storage, config, plan, lock, heartbeat=table.options.heartbeat),
         lambda run, plan, op, token: clustering_service.execute_operation(
             storage, run.config, plan.instant_time, op, plan.strategy, token),
-        lambda plan, run, stats: commit_clustering(storage, lock, plan, run, stats)))
+        lambda plan, run, stats: commit_clustering(storage, lock, plan, run, stats, reconcile=True)))
 
 
 def _rewrite(spark: SparkSession, table: Table, how: _Rewrite) -> ServiceOutcome:
@@ -109,14 +112,17 @@ def _rewrite(spark: SparkSession, table: Table, how: _Rewrite) -> ServiceOutcome
     if isinstance(run, Instant):  # it had completed already (a dead job got that far)
         return ServiceOutcome(how.name, run.requested_time, 0, bool(pending))
     running: Running = run
-    execute = how.execute  # the tasks' closure: storage and the run only (never the lock)
+    execute = how.execute  # the tasks' closure: storage and the run only (never the lock or the claim)
 
     def task(index: int, op: Any, token: str) -> WriteStat:
         return execute(running, plan, op, token)
 
-    stats = _run_operations(spark, plan.operations, task, how.name)
-    delete_unreported(storage, plan.instant_time, (s.path for s in stats))
-    done = how.commit(plan, running, stats)
+    try:
+        stats = _run_operations(spark, plan.operations, task, how.name, running.attempt)
+    except BaseException:
+        running.release()  # the next job resumes it at once
+        raise
+    done = how.commit(plan, running, stats)  # deletes what other task attempts wrote, as the owner
     return ServiceOutcome(how.name, done.requested_time, len(plan.operations), bool(pending))
 
 
@@ -127,20 +133,22 @@ def clean(table: Table, policy: CleanPolicy | None = None) -> ServiceOutcome:
 
 
 def archive(table: Table, policy: ArchivalPolicy | None = None) -> ServiceOutcome:
-    result = run_archival(table.storage, table.lock, policy or ArchivalPolicy())
+    result = run_archival(table.storage, table.lock, policy or ArchivalPolicy(),
+                          heartbeat=table.options.heartbeat)
     if not isinstance(result, ArchivalResult):
         return ServiceOutcome("archival", None)
     return ServiceOutcome("archival", None, detail=result.to_json())
 
 
 def _run_operations(spark: SparkSession, operations: tuple[Any, ...],
-                    task: Callable[[int, Any, str], WriteStat], name: str) -> list[WriteStat]:
-    """One Spark task per plan operation; each attempt writes under its own token (op-stage-attempt),
-    so a retried or speculative attempt never collides with another's file."""
+                    task: Callable[[int, Any, str], WriteStat], name: str, run: int) -> list[WriteStat]:
+    """One Spark task per plan operation; each attempt writes under its own token
+    (op-<run attempt>s<stage>-<task attempt>), so neither a retried or speculative task attempt nor a
+    later run of the service ever collides with another's file."""
     def run_partition(items: Iterable[tuple[int, Any]]) -> Iterator[str]:
         ctx = TaskContext.get()
         for index, op in items:
-            token = f"{index}-{ctx.stageId() if ctx else 0}-{ctx.attemptNumber() if ctx else 0}"
+            token = f"{index}-{run}s{ctx.stageId() if ctx else 0}-{ctx.attemptNumber() if ctx else 0}"
             yield json.dumps(task(index, op, token).to_json())
 
     if not operations:

@@ -51,3 +51,12 @@ def job_session(app_name: str) -> SparkSession:
             builder = builder.config(key, value)
         return _with_weir(builder.getOrCreate())
     return local_session(app_name, cores=os.cpu_count() or 2)
+
+
+def driver_endpoint(spark: SparkSession) -> tuple[str, str]:
+    """(bind address, host) of the Spark driver: where its own endpoints listen and the name
+    executors reach it by (`spark.driver.bindAddress`, default `spark.driver.host`; on Kubernetes the
+    pod's IP and its headless service). Services the driver runs for its tasks listen there too."""
+    conf = spark.sparkContext.getConf()
+    host = conf.get("spark.driver.host") or "127.0.0.1"
+    return conf.get("spark.driver.bindAddress") or host, host

@@ -23,7 +23,7 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     from sparkjobs.session import job_session
     from sparkjobs.stream import BatchWriter, write_stream
 
-    table = open_table(args.table, args.zookeeper)
+    table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
     reader = spark.readStream.format(args.source_format).options(**args.source_options) \
         .schema(from_arrow_schema(table.config.schema))
@@ -37,7 +37,8 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     seen: list[BatchWriter] = []
     query = write_stream(reader.load(args.source), table, writer_id=args.writer_id,
                          checkpoint=args.checkpoint, operation=args.operation,  # type: ignore[arg-type]
-                         options=writer_options(args, args.writer_id), trigger=trigger, on_batch=seen.append)
+                         options=writer_options(args, args.writer_id, spark), trigger=trigger,
+                         on_batch=seen.append)
     query.awaitTermination()
     failure = query.exception()
     if failure is not None:

@@ -5,8 +5,9 @@
 
 Pending work a dead job left comes first. Prints one JSON line (sparkjobs.services.ServiceOutcome);
 exit codes as sparkjobs.contract.EXIT_*: 0 done (also when nothing was due), 2 bad input (no such
-table, a copy-on-write table asked to compact, an unknown strategy), 3 another run of the service is
-pending (a concurrent job) or a writer won a conflict with the clustering, 1 anything else.
+table, a copy-on-write table asked to compact, an unknown strategy), 3 a writer won a conflict with
+the clustering, 4 another live job runs this service on the table now (it holds the run claim: skip
+this run), 1 anything else (a run that failed half-way is resumed by the next one).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def run(args: TableServiceArgs) -> dict[str, Any]:
     from lakecore.services import ArchivalPolicy, CleanPolicy, ClusteringStrategy, CompactionStrategy
     from sparkjobs import services
 
-    table = open_table(args.table, args.zookeeper)
+    table = open_table(args.table, args.zookeeper, args)
     if args.service == "clean":
         policy = CleanPolicy(args.clean_policy, args.clean_retained)  # type: ignore[arg-type]
         return services.clean(table, policy).to_json()
@@ -40,13 +41,14 @@ def run(args: TableServiceArgs) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
+    from lakecore.errors import InvalidInput, InvalidTableConfig, ServiceRunning, TableNotFound, WriteConflict
     from lakecore.services.errors import CleanPending, ClusteringPending, CompactionPending, NotMergeOnRead
 
     return run_job(lambda: TableServiceArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="done", bad_input=(TableNotFound, InvalidTableConfig, InvalidInput, NotMergeOnRead,
                                            ValueError),
-                   conflict=(CompactionPending, ClusteringPending, CleanPending, WriteConflict))
+                   conflict=(CompactionPending, ClusteringPending, CleanPending, WriteConflict),
+                   busy=(ServiceRunning,))
 
 
 if __name__ == "__main__":

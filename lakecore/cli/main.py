@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import pyarrow as pa
 import typer
@@ -443,15 +443,44 @@ def restore(uri: Uri, savepoint: Annotated[str, typer.Argument(help="Savepoint t
 @table_app.command("rollback")
 @friendly
 def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending or completed write.")],
-             dry_run: Annotated[bool, typer.Option(help="Print what it would undo, change nothing.")] = False,
+             yes: Annotated[bool, typer.Option("--yes", help="Do it (without: show what it would do, or ask "
+                                               "on a terminal).")] = False,
+             force: Annotated[bool, typer.Option(help="Roll back a pending write even if its writer looks "
+                                                 "alive (only when you know its process is gone).")] = False,
+             dry_run: Annotated[bool, typer.Option(help="Only print what it would undo (the default "
+                                                   "without --yes).")] = False,
              as_json: JsonFlag = False) -> None:
-    """Roll back a failed (pending) write, or a completed one not yet compacted; its files are deleted."""
+    """Roll back a failed (pending) write, or a completed one not yet compacted; its files are deleted.
+    Shows what it would do unless --yes (on a terminal it asks); a completed instant is named as such,
+    and the rollback re-checks under the table lock that the instant is still in the state shown."""
+    import sys
+
     from lakecore.services import UndoPlan
-    done = Table.open(uri).rollback(instant, dry_run=dry_run)
-    if isinstance(done, UndoPlan):
-        emit_json({"dry_run": True, "undo": list(done.undone), "files": list(done.files)}) if as_json else \
-            out.print(f"would roll back {instant} and delete {len(done.files)} data file(s)")
-    elif as_json:
+    table = Table.open(uri)
+    seen = table.timeline().find(instant)
+    state: Literal["pending", "completed"] = "pending" if seen is not None and not seen.is_completed \
+        else "completed"
+    plan = table.rollback(instant, dry_run=True, force=force)
+    if not isinstance(plan, UndoPlan):  # undone already (a rollback that died half-way was finished)
+        _report_rollback(instant, plan, as_json)
+        return
+    what = f"{state} instant {instant}" + (f" ({seen.action})" if seen is not None else "")
+    if dry_run or not yes:
+        asked = not dry_run and not as_json and sys.stdin.isatty() and typer.confirm(
+            f"roll back {what} and delete {len(plan.files)} data file(s)?", default=False)
+        if not asked:
+            if as_json:
+                emit_json({"dry_run": True, "state": state, "undo": list(plan.undone),
+                           "files": list(plan.files)})
+            else:
+                out.print(f"would roll back {what} and delete {len(plan.files)} data file(s); rerun with "
+                          "--yes to do it")
+            return
+    _report_rollback(instant, table.rollback(instant, dry_run=False, force=force, expect=state), as_json)
+
+
+def _report_rollback(instant: str, done: Any, as_json: bool) -> None:
+    if as_json:
         emit_json({"rollback": done.requested_time, "completed": done.completion_time})
     else:
         out.print(f"rolled back {instant} (rollback instant {done.requested_time})")

@@ -4,7 +4,9 @@ Plugs into the write path as a `MarkerWriter`: before each data file's marker is
 live, OLDER in-flight writers that already hold a marker in the same file group, and (optionally)
 for writes that completed on that file group since ours started. Only older writers are checked,
 so of two overlapping writers the younger always loses and they never abort each other. A writer
-is live while its heartbeat is fresh (a write that has not beaten yet counts from its start).
+is live while its heartbeat is fresh (a write that has not beaten yet counts from its start) and
+nothing declared it dead: an instant a rollback claimed or whose writer aborted (its proof of death,
+write/heartbeat.py) is dead at once, so an aborted writer never blocks the others.
 
 Strategies (`EarlyDetection.strategy`):
 - "direct": list the candidate writers' markers of this partition only (two writers checking at
@@ -22,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from lakecore.concurrency.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
-from lakecore.concurrency.rollback import TABLE_SERVICES
+from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
 from lakecore.errors import EarlyConflict, InvalidTableConfig
 from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage, join
 from lakecore.timeline import Instant, Timeline, TimelineStore, now_ms
 from lakecore.write import Marker, create_marker, list_markers
-from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life
+from lakecore.write.heartbeat import HeartbeatConfig, is_alive
 from lakecore.write.markers import MARKERS_DIR
 
 Strategy = Literal["direct", "direct_zk", "marker_service"]
@@ -55,6 +57,7 @@ class Found:
     other: str          # the instant we conflict with
     state: str          # "is still writing" or "completed at ..."
     file_group: FileGroup
+    checked_at: int = 0  # epoch ms of the liveness check (or timeline load) that found it
 
 
 def file_group_of(data_path: str) -> FileGroup | None:
@@ -69,11 +72,14 @@ def _holds(name: str, file_id: str) -> bool:
 
 
 def live_older_writers(storage: Storage, timeline: Timeline, ours: Instant, heartbeat: HeartbeatConfig,
-                       now: int) -> list[str]:
+                       now: int, claimed: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """Pending writes older than ours whose writer is alive; `claimed`: instants pending rollbacks
+    claimed (dead whatever their heartbeat says)."""
     return [i.requested_time for i in timeline.pending
             if i.requested_time < ours.requested_time and i.action in CHECKED_ACTIONS
             and i.action not in TABLE_SERVICES  # a pending clustering is checked at its own commit
-            and not is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
+            and i.requested_time not in claimed
+            and is_alive(storage, i.requested_time, now, heartbeat)]
 
 
 def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup], heartbeat: HeartbeatConfig,
@@ -83,17 +89,20 @@ def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup],
     too) instead of listing only the partition's direct marker directory."""
     store = TimelineStore(storage)
     timeline = store.load()
-    for cand in live_older_writers(storage, timeline, ours, heartbeat, now_ms()):
+    rollbacks = any(i.action == "rollback" for i in timeline.pending)
+    claimed = claimed_by_rollbacks(store, timeline) if rollbacks else set()
+    now = now_ms()
+    for cand in live_older_writers(storage, timeline, ours, heartbeat, now, claimed):
         if batched:
             held = {file_group_of(m.data_path) for m in list_markers(storage, cand)}
             hit = next((g for g in sorted(groups) if g in held), None)
             if hit:
-                return Found(cand, "is still writing", hit)
+                return Found(cand, "is still writing", hit, now)
             continue
         for partition, file_id in sorted(groups):
             directory = join(MARKERS_DIR, cand, partition)
             if any(_holds(f.path.rsplit("/", 1)[-1], file_id) for f in storage.list_dir(directory)):
-                return Found(cand, "is still writing", (partition, file_id))
+                return Found(cand, "is still writing", (partition, file_id), now)
     if check_commits:
         for other in completed_since(timeline, ours):
             meta = store.metadata(other)
@@ -101,7 +110,7 @@ def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup],
                 continue  # logs join a clustering's new slice; base writers are caught at commit
             hit = next((g for g in sorted(groups) if g in meta.file_groups), None)
             if hit:
-                return Found(other.requested_time, f"completed at {other.completion_time}", hit)
+                return Found(other.requested_time, f"completed at {other.completion_time}", hit, now)
     return None
 
 
@@ -111,7 +120,8 @@ def early_conflict(ours: str, found: Found) -> EarlyConflict:
         f"early conflict: write {ours} stopped before writing file group {file_id} in "
         f"{partition or '(unpartitioned)'}: the older write {found.other} {found.state} there. Ours is "
         "rolled back; retry it after that write commits, or give concurrent writers disjoint file groups",
-        instant=ours, other=found.other, file_groups=frozenset({found.file_group}))
+        instant=ours, other=found.other, file_groups=frozenset({found.file_group}),
+        detected_at=found.checked_at or None)
 
 
 @dataclass

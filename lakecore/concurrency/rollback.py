@@ -2,19 +2,23 @@
 rollback instant records what was removed, and the pending instant disappears.
 
 A rollback first CLAIMS its target under the table lock: it re-reads the timeline, checks that the
-target is still pending (and, for lazy cleanup, that its heartbeat is still expired), and creates the
+target is still pending (and, for lazy cleanup, that its writer is dead; otherwise that it is not
+live unless forced), records the target's proof of death (`.weir/aborted/<T>`) and creates the
 rollback's requested instant naming the target. A writer completing its instant checks, under the
-same lock, that no rollback claimed it — so a slow writer and the cleaner can never both succeed,
-and a live writer (fresh heartbeat) is never rolled back.
+same lock, that its instant is still inflight, that no rollback claimed it and that it has no proof
+of death — so a slow writer and the cleaner can never both succeed. The rollback completes under
+the lock together with removing the target's requested/inflight files, so the invariant holds at
+every point: once a rollback of T is pending or completed, T never completes.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 
 from lakecore.concurrency.locks import Lock, ensure_held
-from lakecore.errors import CorruptMetadata, InvalidInstantState
+from lakecore.errors import CorruptMetadata, InvalidInstantState, ServiceRunning, WriterLive
 from lakecore.storage import Storage
 from lakecore.timeline import (
     WRITE_ACTIONS,
@@ -27,11 +31,22 @@ from lakecore.timeline import (
     now_ms,
     to_epoch_ms,
 )
-from lakecore.write.heartbeat import HeartbeatConfig, delete_heartbeat, is_expired, last_sign_of_life
+from lakecore.write.heartbeat import (
+    HeartbeatConfig,
+    delete_heartbeat,
+    is_aborted,
+    is_alive,
+    is_expired,
+    last_sign_of_life,
+    mark_aborted,
+)
 from lakecore.write.markers import delete_markers, list_markers
 
 Clock = Callable[[], int]
 TABLE_SERVICES = frozenset({"compaction", "replacecommit"})  # rolled back by their own services
+SERVICE_ACTIONS = frozenset({"compaction", "replacecommit", "clean"})  # run under a run claim (runs.py)
+
+log = logging.getLogger(__name__)
 
 
 def claimed_by_rollbacks(store: TimelineStore, timeline: Timeline) -> set[str]:
@@ -47,32 +62,59 @@ def claimed_by_rollbacks(store: TimelineStore, timeline: Timeline) -> set[str]:
 
 
 def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clock = now_ms,
-                   only_if_expired: HeartbeatConfig | None = None) -> Instant | None:
-    """Roll back a pending write. With `only_if_expired`, do it only if the writer's heartbeat is
-    (still, under the lock) expired; returns None when the target turned out alive or finished."""
+                   only_if_expired: HeartbeatConfig | None = None,
+                   refuse_live: HeartbeatConfig | None = None, by: str = "rollback") -> Instant | None:
+    """Roll back a pending instant. With `only_if_expired`, do it only if its writer is (still, under
+    the lock) dead; returns None when the target turned out alive or finished. With `refuse_live`,
+    raise WriterLive (ServiceRunning for a table service run) if its writer is alive. Without either,
+    roll back whatever runs it (a writer aborting its own instant, or a forced rollback). Returns None
+    when another rollback claimed it already."""
     store = TimelineStore(storage)
     plan = json.dumps({"rolled_back": instant.requested_time, "action": instant.action}).encode()
+    t = instant.requested_time
     with lock:
         timeline = store.load()
-        target = timeline.find(instant.requested_time)
+        target = timeline.find(t)
         if target is not None and target.is_completed:
             if only_if_expired is not None:
                 return None
-            raise InvalidInstantState(f"instant {instant.requested_time} is completed; rolling back "
-                                      "completed instants is a table service (weir table rollback)")
-        if instant.requested_time in claimed_by_rollbacks(store, timeline):
+            raise InvalidInstantState(f"instant {t} is completed; rolling back completed instants is a "
+                                      f"table service: `weir table rollback URI {t} --yes` (Table.rollback)")
+        if t in claimed_by_rollbacks(store, timeline):
             return None  # another rollback is already on it
-        if only_if_expired is not None and (target is None or not is_expired(
-                last_sign_of_life(storage, instant.requested_time), clock(), only_if_expired)):
+        if target is None:
+            if only_if_expired is not None:
+                return None
+        elif only_if_expired is not None and _alive(storage, target, clock(), only_if_expired):
             return None
+        elif refuse_live is not None and (who := _alive(storage, target, clock(), refuse_live)):
+            error = ServiceRunning if target.action in SERVICE_ACTIONS else WriterLive
+            raise error(f"{target.action} {t} is alive: {who}; stop it, or wait until its heartbeat expires "
+                        f"({refuse_live.timeout_ms} ms after its last beat), or force the rollback if you "
+                        "are sure its process is gone")
+        ensure_held(lock, f"claiming instant {t} for a rollback")
+        mark_aborted(storage, t, by, clock())  # T can never complete from here on, even if we die now
         rb = store.create_requested(Instant(next_instant_time(clock(), timeline.newest_time()), "rollback"),
                                     plan)
-    return _execute(storage, lock, store, rb, instant.requested_time, instant.action, clock)
+    return _execute(storage, lock, store, rb, t, instant.action, clock)
+
+
+def _alive(storage: Storage, target: Instant, now: int, config: HeartbeatConfig) -> str | None:
+    """Who runs the pending instant, if alive: a table service run holds a run claim (runs.py), a
+    write beats its heartbeat."""
+    t = target.requested_time
+    if target.action in SERVICE_ACTIONS:
+        from lakecore.concurrency.runs import live_run
+
+        run = live_run(storage, t, now, config)
+        return None if run is None else f"run by {run.describe()}"
+    return "its writer's heartbeat is fresh" if is_alive(storage, t, now, config) else None
 
 
 def _execute(storage: Storage, lock: Lock, store: TimelineStore, rb: Instant, target: str, action: str,
              clock: Clock) -> Instant:
     """The work of a claimed rollback (also resumes one whose process died half-way)."""
+    mark_aborted(storage, target, f"rollback {rb.requested_time}", clock())  # a claim made before it existed
     if rb.state is State.REQUESTED:
         rb = store.transition_inflight(rb)
     markers = list_markers(storage, target)
@@ -84,11 +126,11 @@ def _execute(storage: Storage, lock: Lock, store: TimelineStore, rb: Instant, ta
     with lock:
         timeline = store.load()
         ensure_held(lock, f"completing rollback {rb.requested_time}")
+        for suffix in ("inflight", "requested"):  # the target leaves the timeline as the rollback lands
+            storage.delete(f".weir/timeline/{target}.{action}.{suffix}")
         done = store.complete(rb, next_instant_time(clock(), timeline.newest_time()), meta)
     delete_markers(storage, target)
     delete_heartbeat(storage, target)
-    for suffix in ("inflight", "requested"):
-        storage.delete(f".weir/timeline/{target}.{action}.{suffix}")
     return done
 
 
@@ -116,23 +158,26 @@ def resume_rollbacks(storage: Storage, lock: Lock, older_than_ms: int, *, clock:
 
 def rollback_failed_writes(storage: Storage, lock: Lock, heartbeat: HeartbeatConfig, *,
                            clock: Clock = now_ms, timeline: Timeline | None = None) -> list[str]:
-    """Lazy cleanup: roll back every pending write whose writer's heartbeat expired, newest first.
-    Returns the instant times rolled back. Safe to run from any writer, cleaner or the operator.
-    `timeline`: a recent load to look in (every rollback re-checks under the lock)."""
+    """Lazy cleanup: roll back every pending write whose writer is dead (heartbeat expired, or it
+    aborted), newest first. Returns the instant times rolled back. Safe to run from any writer, the
+    cleaner or the operator. `timeline`: a recent load to look in (every rollback re-checks under the
+    lock)."""
     timeline = timeline or TimelineStore(storage).load()
     resumed = resume_rollbacks(storage, lock, heartbeat.timeout_ms, clock=clock, timeline=timeline)
     now = clock()
+    pending = [i for i in timeline.pending if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES]
     # a write's last sign of life is never before its start, so one started within the timeout is
-    # alive without reading its heartbeat (the common case: the other writers' current instants)
-    candidates = [i for i in timeline.pending
-                  if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES
-                  and now - to_epoch_ms(i.requested_time) > heartbeat.timeout_ms
-                  and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
+    # alive unless it aborted (the common case: the other writers' current instants cost one stat)
+    candidates = [i for i in pending
+                  if (now - to_epoch_ms(i.requested_time) > heartbeat.timeout_ms
+                      and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat))
+                  or is_aborted(storage, i.requested_time)]
     done = list(resumed)
     for inst in sorted(candidates, key=lambda i: i.requested_time, reverse=True):
         try:
             if rollback_write(storage, lock, inst, clock=clock, only_if_expired=heartbeat) is not None:
                 done.append(inst.requested_time)
-        except CorruptMetadata:
-            continue
+        except CorruptMetadata as exc:
+            log.warning("could not roll back the dead write %s of %s: %s", inst.requested_time, storage.uri,
+                        exc)
     return done

@@ -19,7 +19,13 @@ completed instant now) and our writer's:
 
 Case 5 commits whatever the writer brings, drops included: no one changed the schema concurrently,
 so whether the writer may evolve the table that way is not a concurrency question; the commit path
-decides it (`is_additive_evolution` tells it whether the writer only added nullable columns).
+decides it (`evolution_problems` names what is more than added nullable columns).
+
+Long-running writers (case 6 before the write started): a writer whose handle was opened before
+another writer added a nullable column still writes the old schema. Its rows read that column as
+null, so it does not drop it: the commit path first completes the writer's schema with the nullable
+columns of the table at start that it lacks (`complete_writer_schema`), then decides as above. A
+non-nullable column it lacks stays missing, and the decision names it.
 A schema at start with none at validation (a restore removed every completed commit while we wrote)
 is outside the table and conflicts.
 
@@ -52,7 +58,8 @@ import pyarrow as pa
 
 from lakecore.errors import SchemaConflict, SchemaMismatch
 
-__all__ = ["SchemaDecision", "is_additive_evolution", "resolve_schema", "same_schema"]
+__all__ = ["SchemaDecision", "complete_writer_schema", "evolution_problems", "is_additive_evolution",
+           "resolve_schema", "same_schema"]
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,34 @@ def same_schema(a: pa.Schema, b: pa.Schema) -> bool:
 
 def is_additive_evolution(old: pa.Schema, new: pa.Schema) -> bool:
     """`new` keeps every column of `old` unchanged and adds only nullable columns (or none)."""
+    return not evolution_problems(old, new)
+
+
+def evolution_problems(old: pa.Schema, new: pa.Schema) -> list[str]:
+    """What makes `new` more than `old` plus added nullable columns, one phrase per column."""
     before, after = _columns(old), _columns(new)
-    return all(after.get(name) == spec for name, spec in before.items()) and all(
-        nullable for name, (_, nullable) in after.items() if name not in before)
+    found = []
+    for name, spec in before.items():
+        if name not in after:
+            found.append(f"column {name!r} ({_show(spec)}) is missing")
+        elif after[name] != spec:
+            found.append(f"column {name!r} is {_show(spec)} in the table but {_show(after[name])} "
+                         "in the writer")
+    found += [f"column {name!r} ({_show(spec)}) is added but not nullable"
+              for name, spec in after.items() if name not in before and not spec[1]]
+    return found
+
+
+def complete_writer_schema(table: pa.Schema | None, writer: pa.Schema) -> pa.Schema:
+    """The schema a writer's rows have in `table`: the table's columns in its order (the writer's
+    field where it has the column; the table's where it lacks a nullable one, which its rows read as
+    null), then the writer's own additions. Non-nullable columns the writer lacks stay missing."""
+    if table is None:
+        return writer
+    theirs = {f.name: f for f in writer}
+    known = set(table.names)
+    fields = [theirs.get(f.name, f) for f in table if f.name in theirs or f.nullable]
+    return pa.schema([*fields, *(f for f in writer if f.name not in known)], metadata=writer.metadata)
 
 
 def resolve_schema(at_start: pa.Schema | None, at_validation: pa.Schema | None, writer: pa.Schema, *,
@@ -143,8 +175,10 @@ def _message(case: int, table: pa.Schema, writer: pa.Schema, problems: list[str]
     head = (f"incompatible concurrent schema evolution (case {case}): another write committed table schema "
             f"[{_listing(table)}] while this write ran with schema [{_listing(writer)}]")
     if not problems:  # reconcilable, but reconciliation is off
-        return (f"{head}; they differ only by added nullable columns but reconciliation is disabled: rebase "
-                "the writer on the current table schema and retry, or enable reconciliation")
+        added = sorted(set(table.names) ^ set(writer.names))
+        return (f"{head}; they differ only by added nullable column(s) {', '.join(map(repr, added))} but "
+                "reconciliation is disabled: rebase the writer on the current table schema and retry, or "
+                "enable reconciliation")
     return (f"{head}: {'; '.join(problems)}. Rebase the writer on the current table schema and retry "
             "(concurrent writers may only add nullable columns, and must agree on the ones they share)")
 

@@ -13,6 +13,7 @@ instant file exists leaves the instant pending and its files invisible to reader
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,11 @@ import pyarrow as pa
 from lakecore.concurrency.locks import Lock, ensure_held
 from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts, needs_check
 from lakecore.concurrency.rollback import claimed_by_rollbacks, rollback_write
-from lakecore.concurrency.schema_conflict import is_additive_evolution, resolve_schema
+from lakecore.concurrency.schema_conflict import (
+    complete_writer_schema,
+    evolution_problems,
+    resolve_schema,
+)
 from lakecore.config import TableConfig, schema_from_json, schema_to_json
 from lakecore.errors import InvalidInstantState, SchemaConflict, WriteConflict
 from lakecore.layout import FileSlice, FileSystemView, build_view
@@ -39,8 +44,10 @@ from lakecore.timeline import (
     now_ms,
 )
 from lakecore.write import Operation, WriteContext, delete_markers
+from lakecore.write.heartbeat import is_aborted
 
 Clock = Callable[[], int]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -87,22 +94,29 @@ def begin_write(storage: Storage, config: TableConfig, lock: Lock, operation: Op
 
 
 def _decide_schema(txn: WriteTransaction, store: TimelineStore, timeline: Timeline) -> pa.Schema:
-    """The schema to commit (concurrent schema evolution, schema_conflict.py) or SchemaConflict."""
+    """The schema to commit (concurrent schema evolution, schema_conflict.py) or SchemaConflict. A
+    writer lacking nullable columns the table had at its start writes the old schema: its rows read
+    them as null (complete_writer_schema), it does not drop them."""
     at_start = txn.schema_at_start or txn.config.schema
     recorded = store.latest_schema(timeline)
     at_validation = schema_from_json(recorded) if recorded else at_start
-    decision = resolve_schema(at_start, at_validation, txn.config.schema)
-    if decision.case == 5 and not is_additive_evolution(at_start, txn.config.schema):
+    writer = complete_writer_schema(at_start, txn.config.schema)
+    decision = resolve_schema(at_start, at_validation, writer)
+    problems = evolution_problems(at_start, writer) if decision.case == 5 else []
+    if problems:
         raise SchemaConflict(f"write {txn.instant.requested_time} changes the table schema beyond adding "
-                             "nullable columns; only additive evolution is supported: keep every existing "
-                             "column as it is")
+                             f"nullable columns: {'; '.join(problems)}; only additive evolution is "
+                             "supported: write every column the table has (nullable ones may be left "
+                             "out) with its type, and add only nullable columns")
     return decision.schema
 
 
 def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: dict[str, Any] | None = None,
-                 lock: Lock, clock: Clock = now_ms) -> Instant:
+                 lock: Lock, clock: Clock = now_ms, alive: Callable[[], None] | None = None) -> Instant:
     """Complete the instant under the lock after the conflict check; on a conflict, roll it back and
-    raise WriteConflict (nothing of the write is visible)."""
+    raise WriteConflict (nothing of the write is visible). `alive`: the writer's own liveness check
+    (e.g. Heartbeat.check), run under the lock right before completing: a writer that lost its
+    heartbeat while waiting for the lock must not complete an instant others may be rolling back."""
     store = TimelineStore(txn.storage)
     mode = txn.config.concurrency_mode
     base_groups = frozenset((s.partition, s.file_id) for s in stats if s.kind == "base")
@@ -113,10 +127,13 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
         timeline = store.load()
         current = timeline.find(txn.instant.requested_time)
         if current is None or current.state is not State.INFLIGHT or \
-                txn.instant.requested_time in claimed_by_rollbacks(store, timeline):
+                txn.instant.requested_time in claimed_by_rollbacks(store, timeline) or \
+                is_aborted(txn.storage, txn.instant.requested_time):
             raise InvalidInstantState(f"instant {txn.instant.requested_time} is no longer inflight "
-                                      f"({current}); it was rolled back (its heartbeat had expired?): "
-                                      "rerun the write")
+                                      f"({current}) or was marked aborted; it was rolled back (its heartbeat "
+                                      "had expired?): rerun the write")
+        if alive is not None:
+            alive()
         try:
             schema = _decide_schema(txn, store, timeline)
         except SchemaConflict as exc:
@@ -136,7 +153,11 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
         if refused is not None:
             raise refused
         raise WriteConflict.of(txn.instant.requested_time, conflicts)
-    delete_markers(txn.storage, txn.instant.requested_time)
+    try:
+        delete_markers(txn.storage, txn.instant.requested_time)
+    except Exception as exc:  # the write is complete; leftover markers of a completed instant are inert
+        log.warning("write %s completed, but deleting its markers failed (%s); they are inert (only "
+                    "pending instants' markers are read)", txn.instant.requested_time, exc)
     return done
 
 

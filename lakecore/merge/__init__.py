@@ -5,7 +5,9 @@ record (numpy and Arrow compute only; loops run over columns, groups and batches
 
 Data model
     A change batch is a `pa.Table` with the record key columns (never null), an optional
-    `_weir_op` int8 column (0 = upsert, 1 = delete; absent = all upserts) and data columns. Batches
+    `_weir_op` int8 column (0 = upsert, 1 = delete; absent = all upserts), optional per-group op
+    columns `_weir_op__<group>` (int8; where not null, the row's op for that group instead of its
+    `_weir_op`; base states use them) and data columns. Batches
     are given oldest first; within a batch a later row is newer. A row's seq is its position in
     the concatenation of the batches. Columns of the schema a batch lacks are null in its rows;
     columns the schema lacks are ignored. `MergeSpec.groups` split the data columns into column
@@ -14,8 +16,9 @@ Data model
     column (`_weir_ord__<group>`) that no group lists among its `columns`.
 
 Contract, per key k and group g
-    A row carries g iff it is a delete (deletes carry every group; a delete whose ordering value
-    for g is null is a key-only delete, a barrier), or it is an upsert and either g orders by
+    A row carries g iff it is a delete of g (a delete row is one of every group, unless its op for
+    g says otherwise; a delete whose ordering value for g is null is a key-only delete, a barrier),
+    or it is an upsert of g and either g orders by
     commit time (`ordering=None`) and its batch has at least one of g's columns, or g orders by
     event time and the row's value in g's ordering column is not null (a partial row leaves a
     group alone by leaving its ordering value null).
@@ -24,8 +27,8 @@ Contract, per key k and group g
     winner's ordering is null, or r's ordering >= the current one (ties: the newer row wins).
     Equivalently: after the last barrier the greatest ordering value wins, ties to the newest row;
     with nothing after it, the barrier wins.
-    k is live iff some group's winner is an upsert. g's columns come from its winner if that is
-    an upsert, else are null; g's ordering column holds its winner's ordering value either way
+    k is live iff some group's winner is an upsert of it. g's columns come from its winner if that
+    is an upsert of g, else are null; g's ordering column holds its winner's ordering value either way
     (a delete's, or null when no row carried g). Key columns hold the key; ungrouped columns come
     from the row winner, the newest of the groups' winners. Keys no row carries do not appear.
 
@@ -39,13 +42,18 @@ Output
     `merge([merge(A, keep_deletes=True), *B]) == merge([*A, *B])` for every split, and a reduced
     batch placed after older data has the effect of its rows there too, exactly for one-group
     specs and for the groups' columns of event-time-only specs (ungrouped columns come from the
-    reduced row winner, which an older row could have beaten in some groups). Row order is
+    reduced row winner, which an older row could have beaten in some groups), given batches
+    without per-group op columns (a marker carries every group). Row order is
     unspecified but deterministic.
+    `merge_to_base` gives the state a base file stores: one row per key some row carried, dead
+    keys as tombstones (op 1), live keys with the per-group op columns marking their deleted
+    groups; `merge([merge_to_base(A), *B]) == merge([*A, *B])` for every split.
 """
 
+from lakecore.merge.changes import conform
 from lakecore.merge.engine import merge, merge_to_base, precombine
 from lakecore.merge.errors import InvalidChanges, InvalidMergeSpec
-from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, GroupSpec, MergeSpec
+from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, GroupSpec, MergeSpec, group_op_column
 
 __all__ = [
     "DELETE",
@@ -55,6 +63,8 @@ __all__ = [
     "InvalidChanges",
     "InvalidMergeSpec",
     "MergeSpec",
+    "conform",
+    "group_op_column",
     "merge",
     "merge_to_base",
     "precombine",

@@ -18,11 +18,18 @@ result read as a batch has the effect of the rows it replaces:
      groups whose winner is a delete stay with row 2.
 Most keys need one row. The marker and the delete row ahead of an upsert exist because one row
 with one op cannot say "group a was deleted at 7 while group b lives at 5".
+
+Base rows (a base file's state): one row per key some row carried, as the snapshot row, with
+`_weir_op` 1 for a dead key (a tombstone: every group's delete ordering) and, with several groups,
+one op column per group (`_weir_op__<group>`) saying which groups of a live key are deleted. That
+one row is what lets a base file say "group a was deleted at 7 while group b lives at 5": merged
+with later changes it acts exactly like the rows it replaces, since nothing lies beneath a base.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +43,8 @@ from lakecore.merge.winners import Winners
 
 _MARKER, _DELETE_ROW, _UPSERT_ROW = 0, 1, 2
 
+Output = Literal["snapshot", "changes", "base"]
+
 
 @dataclass(frozen=True)
 class _Picks:
@@ -46,26 +55,41 @@ class _Picks:
     value: tuple[IntArray, ...]  # per group: its other columns
 
 
-def output_schema(schema: pa.Schema, *, keep_deletes: bool) -> pa.Schema:
-    """The merge output's schema: the table's, plus the op column when deletes are kept."""
-    return schema.append(pa.field(OP_COLUMN, pa.int8())) if keep_deletes else schema
+def output_schema(schema: pa.Schema, spec: MergeSpec, output: Output) -> pa.Schema:
+    """The merge output's schema: the table's, plus the op column when deletes are kept, plus the
+    group op columns of a base state."""
+    if output == "snapshot":
+        return schema
+    extra = [OP_COLUMN, *(spec.group_op_columns if output == "base" else ())]
+    for name in extra:
+        schema = schema.append(pa.field(name, pa.int8()))
+    return schema
 
 
-def assemble(
-    space: RowSpace, winners: Winners, spec: MergeSpec, schema: pa.Schema, *, keep_deletes: bool
-) -> pa.Table:
+def assemble(space: RowSpace, winners: Winners, spec: MergeSpec, schema: pa.Schema, *,
+             output: Output) -> pa.Table:
     """The output rows of the keys in `winners` (keys no row carried are left out)."""
-    upsert = tuple((w >= 0) & ~space.delete(w) for w in winners.rows)
-    if keep_deletes:
+    upsert = tuple((w >= 0) & ~space.deleted(i, w) for i, w in enumerate(winners.rows))
+    if output == "changes":
         picks, op = _change_rows(space, winners, upsert)
-        return _build(space, spec, schema, picks, op=op)
-    keys = np.flatnonzero(np.logical_or.reduce(upsert))
+        return _build(space, spec, schema, picks, output, [pa.array(op, type=pa.int8())])
+    live = np.logical_or.reduce(upsert)
+    carried = live if output == "snapshot" else np.logical_or.reduce([w >= 0 for w in winners.rows])
+    keys = np.flatnonzero(carried)
     picks = _Picks(
         row=np.maximum.reduce(winners.rows)[keys],
         order=tuple(w[keys] for w in winners.rows),
         value=tuple(np.where(u, w, NO_ROW)[keys] for u, w in zip(upsert, winners.rows, strict=True)),
     )
-    return _build(space, spec, schema, picks, op=None)
+    if output == "snapshot":
+        return _build(space, spec, schema, picks, output, [])
+    live = live[keys]
+    ops = [pa.array(np.where(live, UPSERT, DELETE).astype(np.int8))]
+    if spec.group_op_columns:
+        for u, w in zip(upsert, winners.rows, strict=True):
+            deleted = live & (w[keys] >= 0) & ~u[keys]
+            ops.append(pa.array(np.full(len(keys), DELETE, dtype=np.int8), mask=~deleted))
+    return _build(space, spec, schema, picks, output, ops)
 
 
 def _change_rows(
@@ -111,8 +135,8 @@ def _build(
     spec: MergeSpec,
     schema: pa.Schema,
     picks: _Picks,
-    *,
-    op: npt.NDArray[np.int8] | None,
+    output: Output,
+    ops: list[pa.Array],
 ) -> pa.Table:
     source: dict[str, IntArray] = {}
     for i, group in enumerate(spec.groups):
@@ -128,6 +152,4 @@ def _build(
     for rows, names in by_rows.values():
         gathered.update(zip(names, space.gather(names, rows), strict=True))
     columns = [gathered[name] for name in schema.names]
-    if op is not None:
-        columns.append(pa.array(op, type=pa.int8()))
-    return pa.Table.from_arrays(columns, schema=output_schema(schema, keep_deletes=op is not None))
+    return pa.Table.from_arrays([*columns, *ops], schema=output_schema(schema, spec, output))

@@ -1,12 +1,14 @@
 """Change batches as the merge engine reads them.
 
 Owns conforming a batch to the table schema (select, cast, fill absent columns with nulls) and
-deriving, per row, what the fold needs: is the row a delete, which groups does it carry, and does
-it hold an ordering value for each group. It must not decide winners (`winners.py` does).
+deriving, per row, what the fold needs: is the row a delete of each group, which groups does it
+carry, and does it hold an ordering value for each group. It must not decide winners (`winners.py`
+does).
 
-A row carries group g iff it is a delete (deletes carry every group), or it is an upsert and
-either g orders by commit time and the row's batch has at least one of g's columns, or g orders
-by event time and the row's value in g's ordering column is not null.
+A row's op for group g is its value in g's op column (`_weir_op__<g>`) where the batch has one and
+it is not null, else its `_weir_op`. A row carries g iff its op for g is a delete, or it is an
+upsert for g and either g orders by commit time and the row's batch has at least one of g's
+columns, or g orders by event time and the row's value in g's ordering column is not null.
 """
 
 from __future__ import annotations
@@ -29,15 +31,22 @@ BoolArray = npt.NDArray[np.bool_]
 class Changes:
     """Rows of change batches in commit order (row i is older than row i + 1), schema-conformed.
 
-    `carries[i]` and `ordered[i]` follow `spec.groups[i]`; `ordered` says the row holds an
-    ordering value for the group (never, for a commit-time group), so a carrying row that is not
+    `delete` is the row's `_weir_op`; `deleted[i]`, `carries[i]` and `ordered[i]` follow
+    `spec.groups[i]`: the row's op for the group is a delete, the row carries the group, the row
+    holds an ordering value for it (never, for a commit-time group). A carrying row that is not
     ordered is a barrier: a key-only delete, or any row of a commit-time group.
     """
 
     table: pa.Table
     delete: BoolArray
+    deleted: tuple[BoolArray, ...]
     carries: tuple[BoolArray, ...]
     ordered: tuple[BoolArray, ...]
+
+    @property
+    def group_ops(self) -> bool:
+        """Some row's op for a group differs from its `_weir_op`."""
+        return any(bool((d != self.delete).any()) for d in self.deleted)
 
     @property
     def num_rows(self) -> int:
@@ -72,20 +81,23 @@ def read_changes(batches: Sequence[pa.Table], spec: MergeSpec, schema: pa.Schema
     """Conform `batches` (oldest first) and concatenate them into one `Changes`."""
     tables = []
     deletes: list[BoolArray] = []
+    deleted: list[list[BoolArray]] = [[] for _ in spec.groups]
     carries: list[list[BoolArray]] = [[] for _ in spec.groups]
     ordered: list[list[BoolArray]] = [[] for _ in spec.groups]
     for batch in batches:
         _check_keys(batch, spec)
-        delete = _deletes(batch)
+        delete = _ops(batch, OP_COLUMN)
         for i, group in enumerate(spec.groups):
+            group_delete = _ops(batch, group.op_column, delete)
             if group.ordering is None:
                 present = any(c in batch.column_names for c in group.columns)
                 has_order = np.zeros(batch.num_rows, dtype=np.bool_)
-                carries[i].append(np.full(batch.num_rows, True) if present else delete)
+                carries[i].append(np.full(batch.num_rows, True) if present else group_delete)
             else:
                 has_order = _valid(batch, group.ordering)
-                carries[i].append(delete | has_order)
+                carries[i].append(group_delete | has_order)
             ordered[i].append(has_order)
+            deleted[i].append(group_delete)
         deletes.append(delete)
         tables.append(conform(batch, schema))
     table = pa.concat_tables(tables) if tables else schema.empty_table()
@@ -93,6 +105,7 @@ def read_changes(batches: Sequence[pa.Table], spec: MergeSpec, schema: pa.Schema
     return Changes(
         table=table,
         delete=_concat(deletes),
+        deleted=tuple(_concat(d) for d in deleted),
         carries=tuple(_concat(c) for c in carries),
         ordered=tuple(_concat(o) for o in ordered),
     )
@@ -110,16 +123,23 @@ def _check_keys(batch: pa.Table, spec: MergeSpec) -> None:
             )
 
 
-def _deletes(batch: pa.Table) -> BoolArray:
-    if OP_COLUMN not in batch.column_names:
+def _ops(batch: pa.Table, name: str, default: BoolArray | None = None) -> BoolArray:
+    """Whether each row's op in column `name` is a delete. Without a `default` (the row op), the
+    column may not hold nulls; with one, a null (or an absent column) takes the default."""
+    absent = name not in batch.column_names
+    if default is not None and (absent or batch.column(name).null_count == batch.num_rows):
+        return default
+    if absent:
         return np.zeros(batch.num_rows, dtype=np.bool_)
-    op = batch.column(OP_COLUMN)
-    if op.null_count:
-        raise InvalidChanges(f"{OP_COLUMN} has nulls; set 0 (upsert) or 1 (delete) on every row")
-    values = op.cast(pa.int8()).to_numpy()
+    op = batch.column(name)
+    if op.null_count and default is None:
+        raise InvalidChanges(f"{name} has nulls; set 0 (upsert) or 1 (delete) on every row")
+    values = op.cast(pa.int8()).fill_null(UPSERT).to_numpy()
     if ((values != UPSERT) & (values != DELETE)).any():
-        raise InvalidChanges(f"{OP_COLUMN} holds values other than 0 (upsert) and 1 (delete); fix the writer")
+        raise InvalidChanges(f"{name} holds values other than 0 (upsert) and 1 (delete); fix the writer")
     result: BoolArray = values == DELETE
+    if default is not None and op.null_count:
+        result = np.where(_valid(batch, name), result, default)
     return result
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.merge.assemble import assemble
+from lakecore.merge.assemble import Output, assemble
 from lakecore.merge.changes import BoolArray, Changes, read_changes
 from lakecore.merge.keys import key_codes, probe
 from lakecore.merge.rows import NO_ROW, RowSpace
@@ -41,10 +41,16 @@ def merge(
     `first_unique=True` gives wrong results; it is not checked, as checking costs more than
     the merge.
     """
+    return _merge(batches, spec, schema, "changes" if keep_deletes else "snapshot", first_unique)
+
+
+def _merge(
+    batches: Sequence[pa.Table], spec: MergeSpec, schema: pa.Schema, output: Output, first_unique: bool
+) -> pa.Table:
     spec.check_schema(schema)
     if first_unique and batches:
-        return _merge_onto_base(batches[0], batches[1:], spec, schema, keep_deletes=keep_deletes)
-    return _merge_all(read_changes(batches, spec, schema), spec, schema, keep_deletes=keep_deletes)
+        return _merge_onto_base(batches[0], batches[1:], spec, schema, output)
+    return _merge_all(read_changes(batches, spec, schema), spec, schema, output)
 
 
 def precombine(batch: pa.Table, spec: MergeSpec, schema: pa.Schema) -> pa.Table:
@@ -53,7 +59,8 @@ def precombine(batch: pa.Table, spec: MergeSpec, schema: pa.Schema) -> pa.Table:
     Equals `merge([batch], spec, schema, keep_deletes=True)` except that the columns of a
     commit-time group the batch does not have stay absent: with them filled with nulls, the
     reduced batch would carry that group and wipe its older values. When the keys are already
-    unique the batch is returned as it is, only conformed.
+    unique (and no row has an op of its own for a group) the batch is returned as it is, only
+    conformed.
     """
     spec.check_schema(schema)
     absent = [
@@ -63,18 +70,18 @@ def precombine(batch: pa.Table, spec: MergeSpec, schema: pa.Schema) -> pa.Table:
         for c in g.columns
     ]
     changes = read_changes([batch], spec, schema)
-    if _unique_keys(changes.table, spec):
+    if not changes.group_ops and _unique_keys(changes.table, spec):
         ops = np.where(changes.delete, DELETE, UPSERT).astype(np.int8)
         result = changes.table.append_column(OP_COLUMN, pa.array(ops))
     else:
-        result = _merge_all(changes, spec, schema, keep_deletes=True)
+        result = _merge_all(changes, spec, schema, "changes")
     return result.drop_columns(absent)
 
 
-def _merge_all(changes: Changes, spec: MergeSpec, schema: pa.Schema, *, keep_deletes: bool) -> pa.Table:
+def _merge_all(changes: Changes, spec: MergeSpec, schema: pa.Schema, output: Output) -> pa.Table:
     codes, n_keys = key_codes([changes.table.column(k) for k in spec.key])
     winners = reduce(changes, codes, n_keys, spec)
-    return assemble(RowSpace(None, changes), winners, spec, schema, keep_deletes=keep_deletes)
+    return assemble(RowSpace(None, changes), winners, spec, schema, output=output)
 
 
 def _merge_onto_base(
@@ -82,8 +89,7 @@ def _merge_onto_base(
     later_batches: Sequence[pa.Table],
     spec: MergeSpec,
     schema: pa.Schema,
-    *,
-    keep_deletes: bool,
+    output: Output,
 ) -> pa.Table:
     base = read_changes([base_batch], spec, schema)
     later = read_changes(later_batches, spec, schema)
@@ -98,8 +104,8 @@ def _merge_onto_base(
     matched = position >= 0
     base_rows = np.full(len(touched), NO_ROW, dtype=np.int64)
     base_rows[position[matched]] = np.flatnonzero(matched)
-    # A base row that is a delete or leaves a group uncarried is not its own output row.
-    plain = ~base.delete & np.logical_and.reduce(base.carries)
+    # A base row that deletes a group or leaves one uncarried is not its own output row.
+    plain = ~np.logical_or.reduce(base.deleted) & np.logical_and.reduce(base.carries)
     odd = np.flatnonzero(~matched & ~plain)
     base_rows = np.concatenate([base_rows, odd])
     space = RowSpace(base, later)
@@ -110,16 +116,21 @@ def _merge_onto_base(
     won[won] = plain[base_rows[won]]
     as_is = ~matched & plain
     as_is[base_rows[won]] = True
-    head = _copy(base, as_is, keep_deletes=keep_deletes)
-    tail = assemble(space, winners.select(np.flatnonzero(~won)), spec, schema, keep_deletes=keep_deletes)
+    head = _copy(base, as_is, spec, output)
+    tail = assemble(space, winners.select(np.flatnonzero(~won)), spec, schema, output=output)
     return pa.concat_tables([head, tail])
 
 
-def _copy(base: Changes, rows: BoolArray, *, keep_deletes: bool) -> pa.Table:
-    """The base rows selected by mask `rows`, which are their own snapshot rows."""
+def _copy(base: Changes, rows: BoolArray, spec: MergeSpec, output: Output) -> pa.Table:
+    """The base rows selected by mask `rows`, which are their own snapshot rows (live, every group
+    carried as an upsert)."""
     table = base.table if rows.all() else base.table.filter(pa.array(rows))
-    if keep_deletes:
-        table = table.append_column(OP_COLUMN, pa.array(np.full(table.num_rows, UPSERT, dtype=np.int8)))
+    if output == "snapshot":
+        return table
+    table = table.append_column(OP_COLUMN, pa.array(np.full(table.num_rows, UPSERT, dtype=np.int8)))
+    if output == "base":
+        for name in spec.group_op_columns:
+            table = table.append_column(name, pa.nulls(table.num_rows, pa.int8()))
     return table
 
 
@@ -137,22 +148,15 @@ def merge_to_base(
     *,
     first_unique: bool = False,
 ) -> pa.Table:
-    """The state a base file stores: one row per key, with `_weir_op`.
+    """The state a base file stores: one row per key, with `_weir_op` and, for several groups, the
+    group op columns (`MergeSpec.group_op_columns`).
 
-    Live keys are their snapshot rows (op 0); dead keys keep one delete row (op 1) carrying the
-    groups' delete orderings, a tombstone, so an older event arriving later still loses to the
-    delete, as it would have before the merge. Nothing lies beneath a base file, so the barrier
-    rows a reduced change batch needs are dropped. (For several groups, a live key whose group
-    was deleted keeps that group's delete ordering but not the fact that it was a delete.)
+    Live keys are their snapshot rows (op 0), with op 1 in the op column of each group whose winner
+    is a delete (so the group stays deleted: its delete ordering still beats older events, and a
+    later delete of another group can still kill the key). Dead keys keep one delete row (op 1)
+    carrying the groups' delete orderings, a tombstone, so an older event arriving later still
+    loses to the delete, as it would have before the merge. Nothing lies beneath a base file, so
+    the barrier rows a reduced change batch needs are dropped: `merge([merge_to_base(A), *B])`
+    equals `merge([*A, *B])`.
     """
-    live = merge(batches, spec, schema, first_unique=first_unique)
-    live = live.append_column(OP_COLUMN, pa.array(np.full(live.num_rows, UPSERT, dtype=np.int8)))
-    changes = merge(batches, spec, schema, keep_deletes=True, first_unique=first_unique)
-    ops = changes.column(OP_COLUMN).to_numpy(zero_copy_only=False)
-    if not (ops == DELETE).any():
-        return live
-    codes, n_keys = key_codes([changes.column(k) for k in spec.key])
-    last = np.full(n_keys, -1, dtype=np.int64)
-    np.maximum.at(last, codes, np.arange(len(codes), dtype=np.int64))
-    dead = last[ops[last] == DELETE]
-    return pa.concat_tables([live, changes.take(pa.array(dead)).cast(live.schema)])
+    return _merge(batches, spec, schema, "base", first_unique)

@@ -33,9 +33,9 @@ class RowSpace:
         """Id of the first later row."""
         return 0 if self.base is None else self.base.num_rows
 
-    def delete(self, rows: IntArray) -> BoolArray:
-        """Whether each row is a delete (False for NO_ROW)."""
-        return self._flags(rows, lambda c: c.delete)
+    def deleted(self, group: int, rows: IntArray) -> BoolArray:
+        """Whether each row's op for `group` is a delete (False for NO_ROW)."""
+        return self._flags(rows, lambda c: c.deleted[group])
 
     def ordered(self, group: int, rows: IntArray) -> BoolArray:
         """Whether each row holds an ordering value for `group` (False for NO_ROW)."""

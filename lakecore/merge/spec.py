@@ -24,6 +24,13 @@ UPSERT = 0
 DELETE = 1
 
 
+def group_op_column(group: str) -> str:
+    """Optional int8 column of a change batch: where not null, the row's op for column group `group`
+    (else `_weir_op` decides). Base states use it to keep "this group's winner is a delete" on a
+    live key's one row (see `merge_to_base`)."""
+    return f"{OP_COLUMN}__{group}"
+
+
 @dataclass(frozen=True)
 class GroupSpec:
     """A column group: columns one writer updates together, guarded by one ordering field.
@@ -53,6 +60,11 @@ class GroupSpec:
                 f"column group {self.name!r} uses {OP_COLUMN!r}, which is the op marker; "
                 "remove it from the group"
             )
+
+    @property
+    def op_column(self) -> str:
+        """The column holding this group's own op in a row (see `group_op_column`)."""
+        return group_op_column(self.name)
 
     @property
     def travelling(self) -> tuple[str, ...]:
@@ -117,6 +129,12 @@ class MergeSpec:
                 )
 
     @property
+    def group_op_columns(self) -> tuple[str, ...]:
+        """The per-group op columns a base state holds: one per group when there are several (with one
+        group, a live key's group is never deleted, so `_weir_op` says everything)."""
+        return tuple(g.op_column for g in self.groups) if len(self.groups) > 1 else ()
+
+    @property
     def grouped(self) -> frozenset[str]:
         """Every column that travels with some group's winner."""
         return frozenset(c for g in self.groups for c in g.travelling)
@@ -126,9 +144,10 @@ class MergeSpec:
         names = set(schema.names)
         if len(names) != len(schema.names):
             raise InvalidMergeSpec(f"schema repeats column names {schema.names}; name each column once")
-        if OP_COLUMN in names:
+        ops = sorted(names & {OP_COLUMN, *(g.op_column for g in self.groups)})
+        if ops:
             raise InvalidMergeSpec(
-                f"the table schema lists {OP_COLUMN!r}; it is added by the merge, drop it from the schema"
+                f"the table schema lists {ops}; op columns are added by the merge, drop them from the schema"
             )
         missing = [c for c in (*self.key, *sorted(self.grouped)) if c not in names]
         if missing:

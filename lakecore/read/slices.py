@@ -1,7 +1,8 @@
 """Reading one file slice: its base file and log files merged into one row per live record key.
 
 Owns column projection for merging (a query for a few columns still reads the key, the ordering
-values and the op marker that decide which version wins) and the per-row `_weir_file_name`.
+values and the op marker that decide which version wins) and the per-row `_weir_file_name`. Files
+written before the table gained a column read it as null, on every path (merged or base only).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import pyarrow.compute as pc
 from lakecore.config import COMMIT_TIME, OP, TableConfig
 from lakecore.formats import read_files
 from lakecore.layout import FileSlice
-from lakecore.merge import GroupSpec, MergeSpec, merge, merge_to_base
-from lakecore.read.spec import file_schema, merge_spec
+from lakecore.merge import GroupSpec, MergeSpec, conform, merge, merge_to_base
+from lakecore.read.spec import file_schema, merge_spec, op_columns
 from lakecore.storage import Storage
 
 
@@ -54,12 +55,12 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
     schema = pa.schema([file_schema(config).field(c) for c in columns])
     files = [fs.base.path] if fs.base else []
     logs = [] if base_only else [lf.stat.path for lf in fs.logs]
-    tables = read_files(storage, files + logs, [*columns, OP])
+    tables = read_files(storage, files + logs, [*columns, *op_columns(config)])
     if len(tables) == 1 and fs.base and not keep_deletes:
         base = tables[0]  # one row per key already; drop its tombstones
         if OP in base.column_names and pc.any(pc.equal(base.column(OP), 1)).as_py():
             base = base.filter(pc.equal(base.column(OP), 0))
-        return base.select(columns).cast(schema)
+        return conform(base, schema)  # a file older than a column reads it as null
     spec = projected_spec(merge_spec(config), columns)
     if keep_deletes:
         return merge_to_base(tables, spec, schema, first_unique=fs.base is not None)

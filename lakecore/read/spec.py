@@ -1,7 +1,9 @@
 """What files of a table hold and how their records merge, derived from the table config. Pure.
 
 File schema = the table schema + `_weir_commit_time` (int64 instant time of the record's last write)
-+ one hidden ordering column per column group (partial-update tables). Log files also hold `_weir_op`.
++ one hidden ordering column per column group (partial-update tables). Log files also hold `_weir_op`;
+base files hold `_weir_op` (1 = a tombstone) and, with several column groups, `_weir_op__<group>` (1 =
+the group of this live key is deleted; absent in files written before it existed: no group deleted).
 """
 
 from __future__ import annotations
@@ -26,6 +28,24 @@ def hidden_columns(config: TableConfig) -> list[pa.Field]:
 
 def file_schema(config: TableConfig) -> pa.Schema:
     return pa.schema([*config.schema, *hidden_columns(config)])
+
+
+def op_columns(config: TableConfig) -> list[str]:
+    """The op columns a data file may hold (read them with the data: the merge needs them)."""
+    return [OP, *merge_spec(config).group_op_columns]
+
+
+def base_schema(config: TableConfig) -> pa.Schema:
+    """What a base file stores: the file schema and the op columns."""
+    return pa.schema([*file_schema(config), *(pa.field(c, pa.int8()) for c in op_columns(config))])
+
+
+def as_base_file(state: pa.Table, config: TableConfig) -> pa.Table:
+    """A base state (see `merge_to_base`) in the base schema; op columns it lacks are null."""
+    schema = base_schema(config)
+    columns = [state.column(f.name).cast(f.type) if f.name in state.column_names
+               else pa.nulls(state.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def merge_spec(config: TableConfig) -> MergeSpec:

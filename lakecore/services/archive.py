@@ -1,9 +1,12 @@
 """Archival: move the oldest completed instants out of the active timeline into the history.
 
-    load timeline -> finish a crashed archival's deletions -> plan (pure) -> write a level-0 history
+    claim the archival run (concurrency/runs.py, key `archival`: ServiceRunning while another
+    process archives) -> load timeline -> finish a crashed archival's deletions -> plan (pure) ->
+    write a level-0 history
     file with the instants' metadata and plans -> new live files (old live files + the archived
     instants' files - files archived cleans deleted) -> merge full levels ->
-    lock -> reload, re-plan: same history version and still due? (else unlock, delete what was
+    lock -> still our claim? reload, re-plan: same history version and still due? (else unlock,
+    delete what was
     written, done) -> manifest -> pointer (the commit point) -> delete the instants' active files
     (requested, inflight, then the completed file last) -> delete history files two versions old ->
     unlock
@@ -22,6 +25,7 @@ range (TimelineStore.as_of / archived_instants read the history).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, ensure_held
+from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
 from lakecore.errors import InvalidTableConfig
 from lakecore.services.savepoint import savepoints
 from lakecore.storage import Storage
@@ -44,8 +49,11 @@ from lakecore.timeline.history import (
     history_rows,
 )
 from lakecore.timeline.history_store import TIMELINE_DIR, HistoryMoved, HistoryStore
+from lakecore.write.heartbeat import HeartbeatConfig
 
 Clock = Callable[[], int]
+log = logging.getLogger(__name__)
+DEFAULT_HEARTBEAT = HeartbeatConfig()
 
 
 @dataclass(frozen=True)
@@ -126,7 +134,8 @@ def plan_archival(timeline: Timeline, metadata: Callable[[Instant], CommitMetada
 
 
 def run_archival(storage: Storage, lock: Lock, policy: ArchivalPolicy | None = None, *,
-                 dry_run: bool = False) -> ArchivalPlan | ArchivalResult | None:
+                 dry_run: bool = False, heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT
+                 ) -> ArchivalPlan | ArchivalResult | None:
     """Archive per the policy. Returns the plan with `dry_run`, the result, or None if nothing was due
     or another archival, savepoint or undo changed what was due meanwhile (a crashed archival's
     leftovers are cleaned up either way).
@@ -135,14 +144,23 @@ def run_archival(storage: Storage, lock: Lock, policy: ArchivalPolicy | None = N
     so writers committing beside an archival wait for a few small writes, not for Parquet files
     (multi-writer tables archive often and every writer waits on the same lock). Under the lock the
     archival re-plans from a fresh load and commits only if the history version is the one it
-    started from and what it wrote is still a prefix of what is due; otherwise it deletes its files."""
+    started from and what it wrote is still a prefix of what is due; otherwise it deletes its files.
+    One archival runs at a time per table: ServiceRunning while another live process archives."""
     policy = policy or ArchivalPolicy()
     store = TimelineStore(storage)
+    if dry_run:
+        return plan_archival(store.load(), store.metadata, policy)
+    with lock:
+        run = ServiceRun.claim(storage, lock, ARCHIVAL, "archival", heartbeat)
+    with run:
+        return _run_claimed(storage, store, lock, policy, run)
+
+
+def _run_claimed(storage: Storage, store: TimelineStore, lock: Lock, policy: ArchivalPolicy,
+                 run: ServiceRun) -> ArchivalResult | None:
     history = HistoryStore(storage)
     timeline = store.load()
     plan = plan_archival(timeline, store.metadata, policy)
-    if dry_run:
-        return plan
     _finish_deletions(storage, timeline.archived.boundary)
     if not plan.instants:
         return None
@@ -154,7 +172,7 @@ def run_archival(storage: Storage, lock: Lock, policy: ArchivalPolicy | None = N
     with lock:
         fresh = store.load()
         due = plan_archival(fresh, store.metadata, policy).instants
-        current = fresh.archived.manifest.version == previous.version and \
+        current = run.owns() and fresh.archived.manifest.version == previous.version and \
             due[:len(plan.instants)] == plan.instants
         if current:
             ensure_held(lock, "committing an archival")
@@ -180,8 +198,9 @@ def _discard(history: HistoryStore, written: Manifest, previous: Manifest) -> No
     for name in [*ours, written.live] if written.live else ours:
         try:
             history.storage.delete(f"{HISTORY_DIR}/{name}")
-        except OSError:
-            pass
+        except OSError as exc:
+            log.warning("could not delete %s, written by an archival that did not commit (%s); the next "
+                        "archival's garbage collection removes it", name, exc)
 
 
 def _archive(store: TimelineStore, history: HistoryStore, timeline: Timeline,

@@ -9,7 +9,9 @@
 
 A clean instant has no write stats, so no read changes: views are built from the write stats of
 commit/deltacommit/compaction instants only. Deleting is idempotent, so a clean whose process died is
-resumed by the next `run_clean` (one clean at a time). Planning under the lock is safe to act on later:
+resumed by the next `run_clean`; one clean at a time, run by one process at a time (the run claim of
+concurrency/runs.py, taken in the same locked section that picks or schedules the clean: a second
+caller gets ServiceRunning while the first is alive). Planning under the lock is safe to act on later:
 instants completing afterwards only add newer slices, so what was garbage stays garbage.
 A time-travel read older than the retained points finds its files gone: `check_readable` names the
 clean that deleted them.
@@ -22,6 +24,7 @@ from dataclasses import replace
 
 from lakecore.concurrency import Lock, ensure_held, rollback_failed_writes, view_of
 from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
+from lakecore.concurrency.runs import ServiceRun, forget
 from lakecore.config import TableConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.layout import FileSystemView
@@ -115,8 +118,15 @@ def run_clean(storage: Storage, config: TableConfig, lock: Lock, policy: CleanPo
             if not plan.operations:
                 return None
             plan = replace(plan, rollbacks=tuple(sorted(rolled_back)))
-            target = store.create_requested(Instant(t, ACTION), plan.dumps())
-    return _execute(storage, lock, store, target, plan, clock, config)
+            target = Instant(t, ACTION)
+        run = ServiceRun.claim(storage, lock, target.requested_time, f"clean {target.requested_time}",
+                               heartbeat, now=clock())
+        if not pending:
+            target = store.create_requested(target, plan.dumps())
+    with run:
+        done = _execute(storage, lock, store, target, plan, clock, config, run)
+    forget(storage, target.requested_time)
+    return done
 
 
 def _delete_file(storage: Storage, path: str) -> None:
@@ -124,7 +134,7 @@ def _delete_file(storage: Storage, path: str) -> None:
 
 
 def _execute(storage: Storage, lock: Lock, store: TimelineStore, instant: Instant, plan: CleanPlan,
-             clock: Clock, config: TableConfig) -> Instant:
+             clock: Clock, config: TableConfig, run: ServiceRun) -> Instant:
     inflight = store.transition_inflight(instant) if instant.state is State.REQUESTED else instant
     for path in plan.files:
         _delete_file(storage, path)
@@ -133,6 +143,7 @@ def _execute(storage: Storage, lock: Lock, store: TimelineStore, instant: Instan
                                              "rolled_back": list(plan.rollbacks)})
     t = instant.requested_time
     with lock:
+        run.ensure_owned(lock, f"completing clean {t}")
         timeline = store.load()
         now = timeline.find(t)
         if now is not None and now.is_completed:

@@ -41,6 +41,7 @@ from lakecore.services.clustering_plan import (
 from lakecore.services.compaction import merge_slice, tombstones
 from lakecore.services.errors import ClusteringConflict, ClusteringPending
 from lakecore.services.rewrite import (
+    DEFAULT_HEARTBEAT,
     Running,
     commit,
     pending_of,
@@ -60,6 +61,7 @@ from lakecore.timeline import (
     now_ms,
 )
 from lakecore.write import Marker, create_marker
+from lakecore.write.heartbeat import HeartbeatConfig
 
 Clock = Callable[[], int]
 ACTION: Action = "replacecommit"
@@ -125,17 +127,22 @@ def base_writes_since(store: TimelineStore, timeline: Timeline, clustering: Inst
                           only_base_writers=True)
 
 
-def start_clustering(storage: Storage, config: TableConfig, plan: ClusteringPlan) -> Instant | Running:
+def start_clustering(storage: Storage, config: TableConfig, plan: ClusteringPlan, lock: Lock, *,
+                  heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT) -> Instant | Running:
     """Driver side, before the tasks: the completed instant if the clustering is done already; else
     the run (see compaction.start_compaction). Then `execute_operation(storage, run.config, P, op,
     plan.strategy, token)` per operation, anywhere, and `commit_clustering` with the stats."""
-    return resume(storage, TimelineStore(storage), config, plan.instant_time, ACTION, "clustering")
+    return resume(storage, TimelineStore(storage), config, plan.instant_time, ACTION, "clustering", lock,
+                  heartbeat)
 
 
 def commit_clustering(storage: Storage, lock: Lock, plan: ClusteringPlan, run: Running,
-                      stats: Sequence[WriteStat], *, clock: Clock = now_ms) -> Instant:
+                      stats: Sequence[WriteStat], *, clock: Clock = now_ms,
+                      reconcile: bool = False) -> Instant:
     """Driver side, after the tasks: complete the clustering, or, when a write completed since P
-    rewrote a base file of one of its groups, roll it back and raise ClusteringConflict."""
+    rewrote a base file of one of its groups, roll it back and raise ClusteringConflict. Raises
+    ServiceRunning if this run lost its claim. `reconcile`: delete files of task attempts no stat
+    reports first (engines that retry tasks)."""
     store = TimelineStore(storage)
     conflicts: list[Conflict] = []
 
@@ -144,7 +151,8 @@ def commit_clustering(storage: Storage, lock: Lock, plan: ClusteringPlan, run: R
         return None if conflicts else \
             CommitMetadata(OPERATION, tuple(stats), store.latest_schema(timeline), _extra(plan))
 
-    done = commit(storage, lock, store, run.inflight, "clustering", metadata, clock)
+    done = commit(storage, lock, store, run.inflight, "clustering", metadata, clock, run=run,
+                  reported=[s.path for s in stats] if reconcile else None)
     if done is None:
         rollback_write(storage, lock, run.inflight, clock=clock)
         raise ClusteringConflict.of(plan.instant_time, conflicts)
@@ -152,18 +160,24 @@ def commit_clustering(storage: Storage, lock: Lock, plan: ClusteringPlan, run: R
 
 
 def run_clustering(storage: Storage, config: TableConfig, lock: Lock, plan: ClusteringPlan, *,
-                   workers: int = 4, clock: Clock = now_ms) -> Instant:
+                   workers: int = 4, clock: Clock = now_ms,
+                   heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT) -> Instant:
     """Execute a scheduled clustering and complete it, tasks on a local thread pool. Resumes one left
     requested or inflight by a dead process (its partial files are deleted first, through its
     markers); returns the completed instant, also when it had completed already (deleting the markers
     a dead process left). Raises ClusteringConflict (after rolling the clustering back) when a write
-    completed meanwhile rewrote a base file of one of its groups."""
-    run = start_clustering(storage, config, plan)
+    completed meanwhile rewrote a base file of one of its groups; ServiceRunning while another live
+    process runs it."""
+    run = start_clustering(storage, config, plan, lock, heartbeat=heartbeat)
     if isinstance(run, Instant):
         return run
-    args = [(storage, run.config, plan.instant_time, op, plan.strategy, t)
-            for op, t in zip(plan.operations, run.tokens(len(plan.operations)), strict=True)]
-    stats = run_tasks(execute_operation, args, workers, "cluster")
+    try:
+        args = [(storage, run.config, plan.instant_time, op, plan.strategy, t)
+                for op, t in zip(plan.operations, run.tokens(len(plan.operations)), strict=True)]
+        stats = run_tasks(execute_operation, args, workers, "cluster")
+    except BaseException:
+        run.release()  # the next run resumes it at once
+        raise
     return commit_clustering(storage, lock, plan, run, stats, clock=clock)
 
 
@@ -174,9 +188,12 @@ def _extra(plan: ClusteringPlan) -> dict[str, object]:
             "strategy": plan.strategy.to_json()}
 
 
-def rollback_clustering(storage: Storage, lock: Lock, instant_time: str, *,
-                        clock: Clock = now_ms) -> Instant | None:
+def rollback_clustering(storage: Storage, lock: Lock, instant_time: str, *, clock: Clock = now_ms,
+                        force: bool = False,
+                        heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT) -> Instant | None:
     """Drop a pending clustering: delete its files (named by its markers), record a rollback, remove
-    the requested/inflight instant. None when a rollback already claimed it."""
+    the requested/inflight instant. ServiceRunning while a live run executes it, unless `force`;
+    None when a rollback already claimed it."""
     return rollback_pending(storage, lock, instant_time, ACTION, "clustering", "roll writes back with "
-                            "Table.rollback, compactions with rollback_compaction", clock=clock)
+                            "Table.rollback, compactions with rollback_compaction", clock=clock,
+                            force=force, heartbeat=heartbeat)

@@ -11,7 +11,9 @@ slice, anywhere), commit (driver, under the lock) — and resume or roll back a 
 Every log in the plan completed before P (P is drawn under the lock after them), and the view gives
 a base named with P every log completed before P — exactly the planned ones — so logs of writers
 that complete after P join the new slice: nothing is lost, and compaction never conflicts with
-writers (`occ.CHECKED_ACTIONS` leaves compaction out). One compaction per table at a time.
+writers (`occ.CHECKED_ACTIONS` leaves compaction out). One compaction per table at a time, run by
+one process at a time (a run claim, concurrency/runs.py: a second caller gets ServiceRunning while
+the first is alive, and resumes it once the first is dead).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from lakecore.config import OP, TableConfig
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
-from lakecore.read.spec import file_schema, merge_spec, purge_tombstones
+from lakecore.read.spec import as_base_file, file_schema, merge_spec, op_columns, purge_tombstones
 from lakecore.services.compaction_plan import (
     COMPACT_ALL,
     CompactionOperation,
@@ -36,6 +38,7 @@ from lakecore.services.compaction_plan import (
 )
 from lakecore.services.errors import CompactionPending, NotMergeOnRead
 from lakecore.services.rewrite import (
+    DEFAULT_HEARTBEAT,
     Running,
     commit,
     pending_of,
@@ -55,6 +58,7 @@ from lakecore.timeline import (
     now_ms,
 )
 from lakecore.write import Marker, create_marker
+from lakecore.write.heartbeat import HeartbeatConfig
 
 Clock = Callable[[], int]
 ACTION: Action = "compaction"
@@ -108,14 +112,14 @@ def merge_slice(storage: Storage, config: TableConfig, paths: Sequence[str], *, 
                 instant_time: str) -> pa.Table:
     """The base state of one file slice (its base file, if any, first, then its logs in order): one
     row per key per the table's merge mode, tombstones kept within the table's retention (as of
-    `instant_time`, the rewriting instant), in the file schema plus `_weir_op`. Shared by every
+    `instant_time`, the rewriting instant), deleted column groups of live keys marked as deleted, in
+    the base file schema (file schema plus op columns). Shared by every
     service that rewrites a slice into a base file (compaction, clustering)."""
     schema = file_schema(config)
-    tables = read_files(storage, list(paths), [*schema.names, OP])
+    tables = read_files(storage, list(paths), [*schema.names, *op_columns(config)])
     state = purge_tombstones(merge_to_base(tables, merge_spec(config), schema, first_unique=has_base),
                              config, instant_time)
-    out_schema = pa.schema([*schema, pa.field(OP, pa.int8())])
-    return state.select(out_schema.names).cast(out_schema)
+    return as_base_file(state, config)
 
 
 def tombstones(state: pa.Table) -> int:
@@ -127,43 +131,57 @@ def _instant_of(base_file: str | None) -> str | None:
     return parsed.instant_time if parsed else None
 
 
-def start_compaction(storage: Storage, config: TableConfig, plan: CompactionPlan) -> Instant | Running:
+def start_compaction(storage: Storage, config: TableConfig, plan: CompactionPlan, lock: Lock, *,
+                  heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT) -> Instant | Running:
     """Driver side, before the tasks: the completed instant if the compaction is done already; else
     the run (the pending instant moved inflight, what an earlier attempt wrote deleted, and the config
     the tasks must use). Then `execute_operation(storage, run.config, P, op, token)` per operation,
     anywhere, and `commit_compaction` with the stats."""
-    return resume(storage, TimelineStore(storage), config, plan.instant_time, ACTION, "compaction")
+    return resume(storage, TimelineStore(storage), config, plan.instant_time, ACTION, "compaction", lock,
+                  heartbeat)
 
 
 def commit_compaction(storage: Storage, lock: Lock, plan: CompactionPlan, run: Running,
-                      stats: Sequence[WriteStat], *, clock: Clock = now_ms) -> Instant:
-    """Driver side, after the tasks: complete the compaction with the new base files."""
+                      stats: Sequence[WriteStat], *, clock: Clock = now_ms,
+                      reconcile: bool = False) -> Instant:
+    """Driver side, after the tasks: complete the compaction with the new base files. Raises
+    ServiceRunning if this run lost its claim. `reconcile`: delete files of task attempts no stat
+    reports first (engines that retry tasks)."""
     store = TimelineStore(storage)
     done = commit(storage, lock, store, run.inflight, "compaction", lambda timeline: CommitMetadata(
-        ACTION, tuple(stats), store.latest_schema(timeline), {"strategy": plan.strategy}), clock)
+        ACTION, tuple(stats), store.latest_schema(timeline), {"strategy": plan.strategy}), clock, run=run,
+        reported=[s.path for s in stats] if reconcile else None)
     assert done is not None
     return done
 
 
 def run_compaction(storage: Storage, config: TableConfig, lock: Lock, plan: CompactionPlan, *,
-                   workers: int = 4, clock: Clock = now_ms) -> Instant:
+                   workers: int = 4, clock: Clock = now_ms,
+                   heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT) -> Instant:
     """Execute a scheduled compaction and complete it, tasks on a local thread pool. Resumes one left
     requested or inflight by a dead process (its partial files are deleted first, through its
     markers); returns the completed instant, also when it had completed already (deleting the
-    markers a dead process left)."""
-    run = start_compaction(storage, config, plan)
+    markers a dead process left). ServiceRunning while another live process runs it."""
+    run = start_compaction(storage, config, plan, lock, heartbeat=heartbeat)
     if isinstance(run, Instant):
         return run
-    tokens = run.tokens(len(plan.operations))
-    args = [(storage, run.config, plan.instant_time, op, t)
-            for op, t in zip(plan.operations, tokens, strict=True)]
-    stats = run_tasks(execute_operation, args, workers, "compact")
+    try:
+        tokens = run.tokens(len(plan.operations))
+        args = [(storage, run.config, plan.instant_time, op, t)
+                for op, t in zip(plan.operations, tokens, strict=True)]
+        stats = run_tasks(execute_operation, args, workers, "compact")
+    except BaseException:
+        run.release()  # the next run resumes it at once
+        raise
     return commit_compaction(storage, lock, plan, run, stats, clock=clock)
 
 
-def rollback_compaction(storage: Storage, lock: Lock, instant_time: str, *,
-                        clock: Clock = now_ms) -> Instant | None:
+def rollback_compaction(storage: Storage, lock: Lock, instant_time: str, *, clock: Clock = now_ms,
+                        force: bool = False,
+                        heartbeat: HeartbeatConfig = DEFAULT_HEARTBEAT) -> Instant | None:
     """Drop a pending compaction: delete its files (named by its markers), record a rollback, remove
-    the requested/inflight instant. None when a rollback already claimed it."""
+    the requested/inflight instant. ServiceRunning while a live run executes it, unless `force`;
+    None when a rollback already claimed it."""
     return rollback_pending(storage, lock, instant_time, ACTION, "compaction",
-                            "roll writes back with Table.rollback", clock=clock)
+                            "roll writes back with Table.rollback", clock=clock, force=force,
+                            heartbeat=heartbeat)

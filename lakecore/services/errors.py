@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lakecore.errors import InvalidInput, LakecoreError, WriteConflict
+from lakecore.errors import InvalidInput, LakecoreError, ServiceRunning, WriteConflict, WriterLive
+
+__all__ = ["CleanPending", "ClusteringConflict", "ClusteringPending", "CompactionPending", "FilesCleaned",
+           "InvalidClusteringStrategy", "NotMergeOnRead", "RollbackBlocked", "SavepointNotFound",
+           "ServiceError", "ServiceRunning", "WriterLive"]
 
 
 class ServiceError(LakecoreError):
@@ -30,10 +34,6 @@ class CleanPending(ServiceError):
 
 class SavepointNotFound(ServiceError):
     """No live savepoint has the given instant time."""
-
-
-class WriterLive(ServiceError):
-    """A pending write with a fresh heartbeat (or one that began meanwhile) blocks the operation."""
 
 
 class RollbackBlocked(ServiceError):

@@ -320,7 +320,7 @@ def restore(storage: Storage, config: TableConfig, lock: Lock, savepoint_instant
     rolled_back = []
     for i in timeline.pending:
         if (i.action in WRITE_ACTIONS and i.requested_time not in claimed
-                and rollback_write(storage, lock, i, clock=clock) is not None):
+                and rollback_write(storage, lock, i, clock=clock, refuse_live=heartbeat) is not None):
             rolled_back.append(i.requested_time)
     with lock:
         timeline = store.load()

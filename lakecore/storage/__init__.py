@@ -2,5 +2,6 @@
 
 from lakecore.storage.base import FileInfo, Storage, join
 from lakecore.storage.open import open_storage
+from lakecore.storage.options import OptionsRef
 
-__all__ = ["FileInfo", "Storage", "join", "open_storage"]
+__all__ = ["FileInfo", "OptionsRef", "Storage", "join", "open_storage"]

@@ -5,6 +5,9 @@ Create-if-absent uses fsspec's `pipe_file(mode="create")`, which s3fs maps to a 
 atomically refuse `write_if_absent` rather than risk two writers both "winning" a create. S3 answers a
 conditional PUT that races another one on the same key with 409 ConditionalRequestConflict: that is
 retried (the retry then finds the key created, or creates it), never surfaced as a raw OSError.
+
+Options given by reference (`options.OptionsRef`) are resolved when the storage is made and again in
+each process it is unpickled in: a pickle holds the reference, never the values.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pyarrow.fs as pafs
 
 from lakecore.errors import AlreadyExists, AtomicCreateUnsupported, StorageError
 from lakecore.storage.base import FileInfo
+from lakecore.storage.options import OptionsRef
 
 ATOMIC_CREATE = frozenset({"memory", "s3", "s3a"})
 CONFLICT_RETRIES = 8  # 409s in a row before giving up; S3 resolves a racing conditional PUT in milliseconds
@@ -27,14 +31,18 @@ _memory_lock = threading.Lock()  # the memory filesystem checks-then-creates; se
 
 
 class FsspecStorage:
-    def __init__(self, uri: str, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, uri: str, options: dict[str, Any] | OptionsRef | None = None) -> None:
         self._uri = uri.rstrip("/")
-        self._options = dict(options or {})
+        self._ref = options if isinstance(options, OptionsRef) else None
+        # resolved now, so a missing variable or file fails where the storage is opened
+        self._options: dict[str, Any] | None = (options.resolve() if isinstance(options, OptionsRef)
+                                                else dict(options or {}))
         self._fs: Any = None
         self._root = ""
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"_uri": self._uri, "_options": self._options, "_fs": None, "_root": ""}
+        options = None if self._ref else self._options  # by reference: resolved again where unpickled
+        return {"_uri": self._uri, "_ref": self._ref, "_options": options, "_fs": None, "_root": ""}
 
     @property
     def uri(self) -> str:
@@ -43,6 +51,9 @@ class FsspecStorage:
     @property
     def fs(self) -> Any:
         if self._fs is None:
+            if self._options is None:
+                assert self._ref is not None
+                self._options = self._ref.resolve()
             self._fs, root = fsspec.core.url_to_fs(self._uri, **self._options)
             self._root = root.rstrip("/")
         return self._fs

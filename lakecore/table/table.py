@@ -66,7 +66,7 @@ from lakecore.services import (
     schedule_compaction,
 )
 from lakecore.services.compaction import load_plan
-from lakecore.storage import Storage, open_storage
+from lakecore.storage import OptionsRef, Storage, open_storage
 from lakecore.table.writer import WriteResult, WriterOptions, write_groups
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, parse_point_in_time
 from lakecore.write import Operation, as_table, combine_and_route, conform, evolved_schema, list_markers
@@ -96,7 +96,8 @@ class Table:
                column_defaults: Mapping[str, Any] | None = None, buckets: int = 4,
                compression: str = "zstd", concurrency_mode: ConcurrencyMode = "optimistic",
                tombstone_retention_hours: float | None = None, name: str | None = None,
-               storage_options: dict[str, Any] | None = None, lock: Lock | LockSpec | None = None,
+               storage_options: dict[str, Any] | OptionsRef | None = None,
+               lock: Lock | LockSpec | None = None,
                options: WriterOptions | None = None) -> Table:
         """Create a new, empty table at `uri` (fails if one exists there). table.json records the
         provider of `lock` (a lock or a LockSpec; default: the storage lock) for every writer to take."""
@@ -120,7 +121,7 @@ class Table:
         return cls(storage, config, lock=lock, options=options)
 
     @classmethod
-    def open(cls, uri: str, *, storage_options: dict[str, Any] | None = None,
+    def open(cls, uri: str, *, storage_options: dict[str, Any] | OptionsRef | None = None,
              lock: Lock | LockSpec | None = None, options: WriterOptions | None = None) -> Table:
         """Open the table at `uri` with the lock its table.json records. An explicit `lock` (a lock, or a
         LockSpec whose ZooKeeper path may be left out) must be that lock: else LockProviderMismatch."""
@@ -197,23 +198,35 @@ class Table:
             self.config = self.config.with_schema(schema_from_json(committed))
         return result
 
-    def rollback(self, instant_time: str, *, dry_run: bool = False) -> Instant | UndoPlan:
+    def rollback(self, instant_time: str, *, dry_run: bool = True, force: bool = False,
+                 expect: Literal["pending", "completed"] | None = None) -> Instant | UndoPlan:
         """Roll back a write instant: a pending one (its files deleted), or a completed one no later
-        base file builds on (see lakecore.services.undo.rollback_completed). `dry_run`: the plan (the
-        instant and the data files it would delete), nothing changed."""
+        base file builds on (see lakecore.services.undo.rollback_completed). Dry run by default: the
+        plan (the instant and the data files it would delete), nothing changed. A pending instant whose
+        writer is alive (fresh heartbeat; a table service's live run) is refused with WriterLive
+        (ServiceRunning) unless `force`. `expect`: the state the caller saw; if the instant is no longer
+        in it (a pending write completed meanwhile), InvalidInstantState and nothing changes — the
+        rollback itself re-checks the state under the table lock."""
         try:
             instant = self.timeline().get(instant_time)
         except InstantArchived:
             raise
         except InstantNotFound:  # undone already, or by a rollback whose process died: finish, return it
             instant = None
+        state = "pending" if instant is not None and not instant.is_completed else "completed"
+        if expect is not None and instant is not None and state != expect:
+            raise InvalidInstantState(f"instant {instant_time} is {state} now, not {expect} as when you "
+                                      f"looked ({instant}); look again (`weir table timeline`) and decide "
+                                      "anew")
         if instant is None or instant.is_completed:
             return rollback_completed(self.storage, self.config, self.lock, instant_time,
                                       heartbeat=self.options.heartbeat, dry_run=dry_run)
         if dry_run:
             written = tuple(sorted(m.data_path for m in list_markers(self.storage, instant_time)))
             return UndoPlan("rollback", (instant.file_name,), written)
-        done = rollback_write(self.storage, self.lock, instant)
+        refuse = None if force else self.options.heartbeat
+        done = rollback_write(self.storage, self.lock, instant, refuse_live=refuse,
+                              by="Table.rollback (forced)" if force else "Table.rollback")
         if done is None:
             raise InvalidInstantState(f"instant {instant_time} is already being rolled back")
         return done
@@ -231,14 +244,16 @@ class Table:
             if not pending:
                 return None
             return run_compaction(self.storage, self.config, self.lock,
-                                  load_plan(self.storage, pending[0].requested_time))
+                                  load_plan(self.storage, pending[0].requested_time),
+                                  heartbeat=self.options.heartbeat)
         strategy = strategy or CompactionStrategy()
         if dry_run:
             timeline = self.timeline()
             ops = plan_compaction(view_of(self.storage, timeline), self.config, strategy)
             return CompactionPlan("", ops, strategy.kind) if ops else None
         plan = schedule_compaction(self.storage, self.config, self.lock, strategy)
-        return run_compaction(self.storage, self.config, self.lock, plan) if plan is not None else None
+        return run_compaction(self.storage, self.config, self.lock, plan,
+                              heartbeat=self.options.heartbeat) if plan is not None else None
 
     def cluster(self, strategy: ClusteringStrategy | None = None, *, dry_run: bool = False,
                 resume: bool = False) -> ClusteringPlan | Instant | None:
@@ -251,13 +266,15 @@ class Table:
             if not pending:
                 return None
             return run_clustering(self.storage, self.config, self.lock,
-                                  load_clustering_plan(self.storage, pending[0].requested_time))
+                                  load_clustering_plan(self.storage, pending[0].requested_time),
+                                  heartbeat=self.options.heartbeat)
         strategy = strategy or ClusteringStrategy()
         if dry_run:
             ops = plan_clustering(view_of(self.storage, self.timeline()), self.config, strategy)
             return ClusteringPlan("", ops, strategy) if ops else None
         plan = schedule_clustering(self.storage, self.config, self.lock, strategy)
-        return run_clustering(self.storage, self.config, self.lock, plan) if plan is not None else None
+        return run_clustering(self.storage, self.config, self.lock, plan,
+                              heartbeat=self.options.heartbeat) if plan is not None else None
 
     def clean(self, policy: CleanPolicy | None = None, *, dry_run: bool = True
               ) -> CleanPlan | Instant | None:
@@ -270,7 +287,8 @@ class Table:
                 ) -> ArchivalPlan | ArchivalResult | None:
         """Move the oldest completed instants into the archived timeline (see services.archive).
         Returns the plan with `dry_run`, the result, or None when nothing is due."""
-        return run_archival(self.storage, self.lock, policy, dry_run=dry_run)
+        return run_archival(self.storage, self.lock, policy, dry_run=dry_run,
+                            heartbeat=self.options.heartbeat)
 
     def savepoint(self, instant_time: str, *, comment: str = "", dry_run: bool = False
                   ) -> Instant | Savepoint:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
@@ -30,14 +30,17 @@ from lakecore.concurrency import (
     rollback_write,
 )
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
+from lakecore.concurrency.schema_conflict import complete_writer_schema
 from lakecore.concurrency.writers import Registration, WriterRegistry, writer_info
 from lakecore.config import TableConfig
-from lakecore.errors import EarlyConflict, InvalidInstantState, LakecoreError, WriteAborted, WriteConflict
+from lakecore.errors import EarlyConflict, InvalidInstantState, ServiceRunning, WriteAborted, WriteConflict
 from lakecore.services import (
     ArchivalPolicy,
+    CleanPending,
     CleanPolicy,
+    ClusteringPending,
     ClusteringStrategy,
-    ServiceError,
+    CompactionPending,
     run_archival,
     run_clean,
     run_clustering,
@@ -59,7 +62,7 @@ from lakecore.write import (
     list_markers,
     write_file_group,
 )
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig
+from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted
 from lakecore.write.marker_service import MarkerClient, MarkerService, ServiceMarkers
 
 log = logging.getLogger(__name__)
@@ -79,6 +82,10 @@ class WriterOptions:
     batched_markers: bool = False          # markers through a marker service (implied by that strategy)
     marker_batch_interval_s: float = 0.05
     marker_files: int = 20
+    # where the marker service listens, and the host its URL gives executors (default: the bind host;
+    # executors on other machines need e.g. bind "0.0.0.0" and the driver's host name)
+    marker_bind_host: str = "127.0.0.1"
+    marker_advertise_host: str | None = None
     registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
     writer_name: str | None = None          # who writes (e.g. the LakeWriter), in the registry's info
     inline_compaction: Trigger | None = None  # compact after a write when due (merge-on-read)
@@ -92,9 +99,13 @@ class WriterOptions:
 
 @dataclass(frozen=True)
 class WriteResult:
+    """A committed write. `warnings`: what went wrong after the commit point (inline services, cleanup
+    of dead writers, leftover markers) — the write is durable and visible regardless."""
+
     instant: Instant
     stats: tuple[WriteStat, ...]
     attempts: int = 1
+    warnings: tuple[str, ...] = ()
 
     @property
     def records(self) -> int:
@@ -141,12 +152,22 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
                     wait(futures)  # every task has stopped before anything is cleaned up
                     raise _first_cause([e for f in futures if (e := f.exception()) is not None])
                 result = job.commit([s for f in futures for s in f.result()])
-            return WriteResult(result.instant, result.stats, attempt)
+            return replace(result, attempts=attempt)
         except WriteConflict:
             if attempt > options.conflict_retries:
                 raise
             delay = options.retry_backoff_s * (2 ** (attempt - 1))
             time.sleep(min(delay, 10.0) * (0.5 + random.random()))
+
+
+def _in_table_schema(txn: WriteTransaction) -> WriteTransaction:
+    """The write with the table's nullable columns its writer lacks (its handle predates them): its
+    rows read them as null, and its tasks merge and rewrite base files with them, so a copy-on-write
+    rewrite keeps the values other writers stored there."""
+    full = complete_writer_schema(txn.schema_at_start, txn.config.schema)
+    if full.names == txn.config.schema.names:
+        return txn
+    return replace(txn, config=txn.config.with_schema(full))
 
 
 class WriteJob:
@@ -171,6 +192,7 @@ class WriteJob:
         self.found: list[Found] = []
         self.markers: MarkerWriter = DirectMarkers()
         self.finished = False
+        self.warnings: list[str] = []
 
     @classmethod
     def start(cls, storage: Storage, config: TableConfig, lock: Lock, operation: Operation,
@@ -179,13 +201,15 @@ class WriteJob:
         """Begin the instant. `config.schema` is the writer's schema (see write_groups)."""
         options = options or WriterOptions()
         need_view = config.table_type == "copy_on_write" or operation == "bulk_insert"
-        txn = begin_write(storage, config, lock, operation, need_view=need_view, table_schema=table_schema)
+        txn = _in_table_schema(begin_write(storage, config, lock, operation, need_view=need_view,
+                                           table_schema=table_schema))
         job = cls(txn, lock, options, extra)
         job.heartbeat.start()
         try:
             job.registration = _register(storage, txn, options)
             job.markers, job.service = _marker_writer(txn, options, job.found)
-        except BaseException:
+        except BaseException as exc:
+            _mark_dead(storage, txn.instant.requested_time, exc)
             job._close()
             _abandon(storage, lock, txn)
             raise
@@ -206,7 +230,9 @@ class WriteJob:
         then run what is due after a commit (failed-write cleanup, inline services). On a conflict
         the instant is rolled back and WriteConflict raised. `reconcile`: first delete the data files
         the instant's markers name that no stat does (what failed or speculative task attempts wrote:
-        engines that retry tasks pass True)."""
+        engines that retry tasks pass True). Once the completed instant exists this returns its
+        WriteResult: problems after the commit point are logged and listed in `warnings`, never
+        raised (a caller that retried would write the data twice)."""
         if self.finished:
             raise InvalidInstantState(f"write {self.instant.requested_time} is already finished")
         try:
@@ -216,18 +242,25 @@ class WriteJob:
             if reconcile:
                 delete_unreported(self.txn.storage, self.instant.requested_time, (s.path for s in stats))
             self.heartbeat.check()
-            done = commit_write(self.txn, stats, extra=self.extra, lock=self.lock)
+            done = commit_write(self.txn, stats, extra=self.extra, lock=self.lock, alive=self.heartbeat.check)
         except WriteConflict:
             self.finished = True  # commit_write rolled the instant back already
             self._close()
             raise
         except BaseException as exc:
-            self.abort(exc)
-            raise
+            landed = _landed(self.txn.storage, self.instant)
+            if landed is None:
+                self.abort(exc)
+                raise
+            done = landed  # the commit point passed before the error (e.g. a lost reply): it is durable
+            log.warning("write %s of %s completed although committing reported %s: %s",
+                        self.instant.requested_time, self.txn.storage.uri, type(exc).__name__, exc)
+            self.warnings.append(f"committing reported {type(exc).__name__} after the instant completed: "
+                                 f"{exc}")
         self.finished = True
         self._close()
-        _after_commit(self.txn.storage, self.txn.config, self.lock, self.options)
-        return WriteResult(done, tuple(stats))
+        self.warnings.extend(_after_commit(self.txn.storage, self.txn.config, self.lock, self.options))
+        return WriteResult(done, tuple(stats), warnings=tuple(self.warnings))
 
     def abort(self, error: BaseException | None = None) -> None:
         """Roll the write back (call once every task has stopped). An EarlyConflict `error` gets the
@@ -239,7 +272,10 @@ class WriteJob:
         if isinstance(error, EarlyConflict):
             if self.found and not error.other:  # raised by a marker service client: only a message
                 error.other, error.file_groups = self.found[0].other, frozenset({self.found[0].file_group})
+                error.detected_at = self.found[0].checked_at or None
             error.bytes_written = _bytes_written(txn.storage, txn)
+        # proof of death before the heartbeat goes: others must never see this instant as live again
+        _mark_dead(txn.storage, txn.instant.requested_time, error)
         self._close()
         _abandon(txn.storage, self.lock, txn)
 
@@ -288,7 +324,8 @@ def _marker_writer(txn: WriteTransaction, options: WriterOptions, found: list[Fo
             return DirectMarkers(), None
         return EarlyConflictDetector(txn.instant, detection, options.heartbeat), None
     service = MarkerService(txn.storage, batch_interval_s=options.marker_batch_interval_s,
-                            num_files=options.marker_files)
+                            num_files=options.marker_files, host=options.marker_bind_host,
+                            advertise_host=options.marker_advertise_host)
     url = service.start()
     if detection is not None:
         checker = async_checker(txn.storage, txn.instant, detection, options.heartbeat, found)
@@ -305,64 +342,98 @@ def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
     return sum(sizes.get(p, 0) for p in wanted)
 
 
-def _after_commit(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> None:
+def _after_commit(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> list[str]:
     """Roll back dead writers' leftovers, then run the services that are due: both decide from one
-    load of the timeline (each step re-checks under the lock what it acts on)."""
+    load of the timeline (each step re-checks under the lock what it acts on). The write has
+    committed: nothing here raises; returns what went wrong (also logged)."""
     services = (options.inline_compaction, options.inline_clean, options.inline_clustering,
                 options.inline_archival) != (None, None, None, None)
     if not (services or options.clean_failed_writes):
-        return
-    timeline = TimelineStore(storage).load()
+        return []
+    warnings: list[str] = []
+    try:
+        timeline = TimelineStore(storage).load()
+    except Exception as exc:
+        return _post_commit(warnings, storage, "loading the timeline for inline services", exc)
     if options.clean_failed_writes:
-        _clean_failed(storage, lock, options, timeline)
+        try:
+            rollback_failed_writes(storage, lock, options.heartbeat, timeline=timeline)
+        except Exception as exc:
+            _post_commit(warnings, storage, "rolling back dead writers", exc)
     if services:
-        _inline_services(storage, config, lock, options, timeline)
+        _inline_services(storage, config, lock, options, timeline, warnings)
+    return warnings
+
+
+def _post_commit(warnings: list[str], storage: Storage, doing: str, exc: BaseException) -> list[str]:
+    """Record a problem after the commit point: logged, and returned in the WriteResult."""
+    busy = isinstance(exc, ServiceRunning | CompactionPending | ClusteringPending | CleanPending)
+    message = f"{doing} failed after the write committed ({type(exc).__name__}: {exc})"
+    log.log(logging.INFO if busy else logging.WARNING, "%s on %s", message, storage.uri)
+    if not busy:  # another process runs that service now: nothing went wrong
+        warnings.append(message)
+    return warnings
 
 
 def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions,
-                     timeline: Timeline) -> None:
+                     timeline: Timeline, warnings: list[str]) -> None:
     """Run the services whose triggers are due. The write has committed: a service that cannot run
-    now (another one is pending) is simply left for the next write or the scheduler."""
+    now (another run is live or pending) is left for the next write or the scheduler; any other
+    failure is reported as a warning."""
     now = now_ms()
+    hb = options.heartbeat
     if options.inline_compaction is not None and config.table_type == "merge_on_read" \
             and due(options.inline_compaction, timeline, "compaction", now):
         try:
             plan = schedule_compaction(storage, config, lock)
             if plan is not None:
-                run_compaction(storage, config, lock, plan)
-        except ServiceError:
-            pass
+                run_compaction(storage, config, lock, plan, heartbeat=hb)
+        except Exception as exc:
+            _post_commit(warnings, storage, "inline compaction", exc)
     if options.inline_clustering is not None and \
             due(options.inline_clustering, timeline, "replacecommit", now):
         try:
             clustering = schedule_clustering(storage, config, lock, options.clustering_strategy)
             if clustering is not None:
-                run_clustering(storage, config, lock, clustering)
-        except ServiceError:
-            pass
+                run_clustering(storage, config, lock, clustering, heartbeat=hb)
+        except Exception as exc:
+            _post_commit(warnings, storage, "inline clustering", exc)
     if options.inline_clean is not None and due(options.inline_clean, timeline, "clean", now):
         try:
-            run_clean(storage, config, lock, CleanPolicy(), dry_run=False, heartbeat=options.heartbeat)
-        except ServiceError:
-            pass
+            run_clean(storage, config, lock, CleanPolicy(), dry_run=False, heartbeat=hb)
+        except Exception as exc:
+            _post_commit(warnings, storage, "inline clean", exc)
     archival = options.inline_archival
     if archival is not None and len(timeline.completed) > archival.max_instants:
         try:
-            run_archival(storage, lock, archival)
-        except LakecoreError as exc:  # the write has committed; the next write archives again
-            log.warning("inline archival of %s failed (the write committed): %s", storage.uri, exc)
+            run_archival(storage, lock, archival, heartbeat=hb)
+        except Exception as exc:  # the next write archives again
+            _post_commit(warnings, storage, "inline archival", exc)
 
 
-def _clean_failed(storage: Storage, lock: Lock, options: WriterOptions, timeline: Timeline) -> None:
-    """Best effort: a dead writer's leftovers must not fail this write, which already committed."""
+def _landed(storage: Storage, instant: Instant) -> Instant | None:
+    """Our instant, if it completed (after an error whose outcome was unknown); None if it did not or
+    we cannot tell (then the caller rolls back: rollback refuses a completed instant)."""
     try:
-        rollback_failed_writes(storage, lock, options.heartbeat, timeline=timeline)
-    except Exception:
-        pass
+        found = TimelineStore(storage).load().find(instant.requested_time)
+    except Exception as exc:
+        log.warning("could not check whether write %s completed: %s", instant.requested_time, exc)
+        return None
+    return found if found is not None and found.is_completed else None
+
+
+def _mark_dead(storage: Storage, instant_time: str, error: BaseException | None) -> None:
+    try:
+        mark_aborted(storage, instant_time, f"aborted: {type(error).__name__ if error else 'abort'}",
+                     now_ms())
+    except Exception as exc:  # the rollback that follows records it too
+        log.warning("could not record that write %s aborted: %s", instant_time, exc)
 
 
 def _abandon(storage: Storage, lock: Lock, txn: WriteTransaction) -> None:
     try:
-        rollback_write(storage, lock, txn.instant)
-    except Exception:
-        pass
+        rollback_write(storage, lock, txn.instant, by=f"abort of {txn.instant.requested_time}")
+    except Exception as exc:  # its proof of death stands: the next writer or the cleaner rolls it back
+        log.warning("could not roll back the aborted write %s of %s now (%s: %s); it is marked dead, so "
+                    "the next writer or `weir table clean --run` rolls it back", txn.instant.requested_time,
+                    storage.uri, type(exc).__name__, exc)

@@ -1,9 +1,10 @@
 """Input checking for writes: make user data fit the table, or say precisely why it does not.
 
-Owns: column presence (record key, partition fields, ordering fields, whole column groups), null
-keys, type compatibility (only lossless widenings are applied), and the meta columns a write adds
-(`_weir_op`, per-group ordering values). Pure: takes Arrow data and the config, returns Arrow data.
-Every failure raises before anything is written.
+Owns: column presence (record key, partition fields, ordering fields, non-nullable columns, whole
+column groups; a nullable column the input lacks is written as null, so a writer that predates a
+column added to the table keeps writing), null keys, type compatibility (only lossless widenings
+are applied), and the meta columns a write adds (`_weir_op`, per-group ordering values). Pure:
+takes Arrow data and the config, returns Arrow data. Every failure raises before anything is written.
 """
 
 from __future__ import annotations
@@ -119,8 +120,11 @@ def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
         groups = _carried_groups(table, config)
         wanted = [c for c in schema.names if c in table.column_names]
         if config.merge_mode != "partial_update":
-            _require(table, tuple(schema.names), "table")
-    cols = {c: _conform_column(c, table.column(c), schema.field(c)) for c in wanted}
+            _require(table, config.ordering_fields, "ordering field")
+            _require(table, tuple(f.name for f in schema if not f.nullable), "non-nullable table")
+            wanted = list(schema.names)  # nullable columns the input lacks are written as null
+    cols = {c: _conform_column(c, table.column(c), schema.field(c)) if c in table.column_names
+            else pa.chunked_array([pa.nulls(table.num_rows, schema.field(c).type)]) for c in wanted}
     out = pa.table(cols) if cols else pa.table({})
     _no_nulls(out, fixed, "record key" if len(fixed) == len(config.record_key) else "key/partition value")
     if operation != "delete":

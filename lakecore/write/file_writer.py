@@ -19,7 +19,7 @@ from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
 from lakecore.formats import DictionaryChoice, read_files, write_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
 from lakecore.merge import merge_to_base, precombine
-from lakecore.read.spec import file_schema, merge_spec, purge_tombstones
+from lakecore.read.spec import as_base_file, file_schema, merge_spec, op_columns, purge_tombstones
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 from lakecore.write.conform import Operation
@@ -111,14 +111,13 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
     spec = merge_spec(config)
     has_deletes = bool(pc.any(pc.equal(rows.column(OP), OP_DELETE)).as_py())
     if merge_with_current and current is not None and current.base is not None:
-        existing = read_files(ctx.storage, [current.base.path], [*schema.names, OP])[0]
+        existing = read_files(ctx.storage, [current.base.path], [*schema.names, *op_columns(config)])[0]
         state = merge_to_base([existing, rows], spec, schema, first_unique=True)
     elif has_deletes:
         state = merge_to_base([rows], spec, schema)
     else:  # all upserts: pre-combining alone gives one row per key
         state = precombine(rows, spec, schema)
-    state = purge_tombstones(state, config, ctx.instant_time)
-    state = state.select([*schema.names, OP]).cast(pa.schema([*schema, pa.field(OP, pa.int8())]))
+    state = as_base_file(purge_tombstones(state, config, ctx.instant_time), config)
     name = base_file_name(group.file_id, ctx.write_token, ctx.instant_time)
     path = f"{group.partition}/{name}" if group.partition else name
     io: IOType = "merge" if current is not None and current.files else "create"

@@ -7,12 +7,18 @@ means "never beat", so expired. Must not roll anything back: what to do with an 
 failed-writes rollback's decision, taken under the table lock after re-checking that the instant is
 still in flight.
 
+Also owns the proof of death `<base>/.weir/aborted/<T>`: created (if absent, never removed while T
+could still be pending) by a writer that aborts and by every rollback that claims T. An instant with
+one is dead at once, whatever its heartbeat says, and can never complete (the commit checks it under
+the table lock) — a heartbeat file alone cannot say that: a deleted one reads as "not beaten yet".
+
 Expiry compares the reader's clock with the writer's, so writers' clocks must agree to well within
 `interval x tolerable misses` (they must for instant times anyway).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -22,11 +28,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
-from lakecore.errors import HeartbeatExpired, InvalidInstantState, InvalidTableConfig
+from lakecore.errors import AlreadyExists, HeartbeatExpired, InvalidInstantState, InvalidTableConfig
 from lakecore.storage import Storage, join
 from lakecore.timeline import now_ms
 
 HEARTBEATS_DIR = ".weir/heartbeats"
+ABORTED_DIR = ".weir/aborted"
 _BEAT = re.compile(rb"\d{1,19}")
 
 log = logging.getLogger(__name__)
@@ -79,8 +86,13 @@ def parse_beat(data: bytes) -> int | None:
 def read_last_beat(storage: Storage, instant_time: str) -> int | None:
     """Epoch ms of the instant's last beat; None if it has no (readable) heartbeat file. Storage errors
     other than "not found" propagate: not being able to look is no evidence that the writer died."""
+    return read_beat_at(storage, heartbeat_path(instant_time))
+
+
+def read_beat_at(storage: Storage, path: str) -> int | None:
+    """The last beat recorded in the heartbeat file at `path` (see read_last_beat)."""
     try:
-        data = storage.read(heartbeat_path(instant_time))
+        data = storage.read(path)
     except FileNotFoundError:
         return None
     return parse_beat(data)
@@ -88,7 +100,11 @@ def read_last_beat(storage: Storage, instant_time: str) -> int | None:
 
 def beat(storage: Storage, instant_time: str, now_ms: int) -> None:
     """Record a beat at `now_ms` (the whole file is replaced, so readers never see half a number)."""
-    storage.write(heartbeat_path(instant_time), str(int(now_ms)).encode("ascii"))
+    beat_at(storage, heartbeat_path(instant_time), now_ms)
+
+
+def beat_at(storage: Storage, path: str, now_ms: int) -> None:
+    storage.write(path, str(int(now_ms)).encode("ascii"))
 
 
 def delete_heartbeat(storage: Storage, instant_time: str) -> None:
@@ -102,6 +118,35 @@ def list_heartbeats(storage: Storage) -> dict[str, int | None]:
         instant_time = info.path.rsplit("/", 1)[-1]
         found[instant_time] = read_last_beat(storage, instant_time)
     return found
+
+
+# -- proof of death ------------------------------------------------------------------------------
+
+
+def aborted_path(instant_time: str) -> str:
+    return join(ABORTED_DIR, instant_time)
+
+
+def mark_aborted(storage: Storage, instant_time: str, by: str, now_ms: int) -> None:
+    """Record that instant `instant_time` will never complete (`by`: who decided, for people reading
+    it). Idempotent: the first record stays."""
+    body = json.dumps({"instant": instant_time, "by": by, "at": int(now_ms)}).encode("utf-8")
+    try:
+        storage.write_if_absent(aborted_path(instant_time), body)
+    except AlreadyExists:
+        pass  # dead already; the first record says who decided
+
+
+def is_aborted(storage: Storage, instant_time: str) -> bool:
+    """Whether the instant's writer aborted or a rollback claimed it (it can never complete)."""
+    return storage.exists(aborted_path(instant_time))
+
+
+def is_alive(storage: Storage, instant_time: str, now_ms: int, config: HeartbeatConfig) -> bool:
+    """A pending instant's writer is alive: not aborted, and its heartbeat (or its start, before the
+    first beat) is fresh."""
+    return not is_expired(last_sign_of_life(storage, instant_time), now_ms, config) \
+        and not is_aborted(storage, instant_time)
 
 
 def expired_instants(storage: Storage, instant_times: Iterable[str], now_ms: int,
@@ -125,9 +170,10 @@ class Heartbeat:
     """
 
     def __init__(self, storage: Storage, instant_time: str, config: HeartbeatConfig | None = None, *,
-                 clock: Callable[[], int] = now_ms) -> None:
+                 clock: Callable[[], int] = now_ms, path: str | None = None) -> None:
         self.storage = storage
         self.instant_time = instant_time
+        self.path = path if path is not None else heartbeat_path(instant_time)  # e.g. a service run's
         self.config = config if config is not None else HeartbeatConfig()
         self._clock = clock
         self._guard = threading.Lock()  # a beat and stop() never interleave
@@ -148,7 +194,7 @@ class Heartbeat:
                 raise InvalidInstantState(f"the heartbeat of {self.instant_time} was started (or stopped) "
                                           "already; make a new Heartbeat for each write")
             now = self._clock()
-            beat(self.storage, self.instant_time, now)
+            beat_at(self.storage, self.path, now)
             self._last_ok, self._started = now, True
         self._thread = threading.Thread(target=self._run, name=f"weir-heartbeat-{self.instant_time}",
                                         daemon=True)
@@ -166,7 +212,7 @@ class Heartbeat:
             thread.join(timeout=1.0)
         if delete and self._started:
             try:
-                delete_heartbeat(self.storage, self.instant_time)
+                self.storage.delete(self.path)
             except Exception as exc:
                 log.warning("could not delete the heartbeat of %s (%s); it is harmless once the instant "
                             "is no longer in flight", self.instant_time, exc)
@@ -242,7 +288,7 @@ class Heartbeat:
                 return False
             now = self._clock()
             try:
-                beat(self.storage, self.instant_time, now)
+                beat_at(self.storage, self.path, now)
             except Exception as exc:  # a miss; lost only once the misses add up (checked next time)
                 self._last_error = exc
                 return self._lost_reason() is None

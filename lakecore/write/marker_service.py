@@ -73,6 +73,20 @@ def marker_name(instant_time: str, data_path: str, io_type: str) -> str:
     return f"{path}.marker.{io_type}"
 
 
+def advertised_host(bind_host: str, advertise_host: str | None) -> str:
+    """The host executors are told to call: the one asked for, else the bound address, else (bound to
+    every interface) this machine's name."""
+    if advertise_host:
+        return advertise_host
+    if bind_host in ("0.0.0.0", "", "::"):  # listening everywhere: executors on other hosts use our name
+        return socket.getfqdn()
+    return bind_host
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 # -- the service -------------------------------------------------------------------------------
 
 
@@ -111,11 +125,15 @@ class MarkerService:
     `num_threads` (default `num_files`) bounds the parallel file writes. At most one write per file
     index is in flight, so one instant never needs more than `num_files` threads; more only help when
     several instants flush at once. One-shot: `start()`, then `stop()` flushes and ends it.
+
+    `host` is the address it listens on; `advertise_host` the name executors reach it by (in its URL):
+    by default `host` itself, or this machine's name when `host` is every interface (0.0.0.0, "::").
+    Executors on other hosts need both set: listen where they can reach, advertise what they resolve.
     """
 
     def __init__(self, storage: Storage, *, batch_interval_s: float = 0.05, num_files: int = 20,
                  num_threads: int | None = None, host: str = "127.0.0.1", port: int = 0,
-                 request_timeout_s: float = 300.0) -> None:
+                 advertise_host: str | None = None, request_timeout_s: float = 300.0) -> None:
         threads = num_files if num_threads is None else num_threads
         if batch_interval_s <= 0 or num_files < 1 or threads < 1 or request_timeout_s <= 0:
             raise InvalidTableConfig(
@@ -127,6 +145,7 @@ class MarkerService:
         self._num_files = num_files
         self._num_threads = threads
         self._address = (host, port)
+        self._advertise = advertise_host
         self._request_timeout = request_timeout_s
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # a write finished
@@ -152,16 +171,15 @@ class MarkerService:
                 raise RuntimeError("a MarkerService starts once; create a new one")
             self._started = True
         try:
-            self._server = _Server(self._address, _Handler)
+            server = _Server6 if ":" in self._address[0] else _Server
+            self._server = server(self._address, _Handler)
         except OSError as e:
             raise MarkerServiceError(f"the marker service cannot listen on {self._address}: {e}; pass "
                                      "port=0 to take any free port, or use direct markers") from e
         self._pool = ThreadPoolExecutor(self._num_threads, thread_name_prefix="weir-markers-write")
         self._server.service = self
-        host = self._address[0]
-        if host in ("0.0.0.0", ""):  # listening everywhere: executors on other hosts use our name
-            host = socket.getfqdn()
-        self._url = f"http://{host}:{self._server.server_port}"
+        self._url = f"http://{_url_host(advertised_host(self._address[0], self._advertise))}:" \
+                    f"{self._server.server_port}"
         self._http_thread = _daemon("weir-markers-http", self._serve)
         self._flusher = _daemon("weir-markers-flush", self._flush_loop)
         with self._lock:
@@ -412,6 +430,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024  # the default 5 drops connects of many tasks at once (1 s SYN retry)
     service: MarkerService
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -13,7 +13,6 @@ from pyspark import TaskContext
 from lakecore import Table
 from lakecore.services import commit_compaction, schedule_compaction, start_compaction
 from lakecore.services import compaction as compaction_service
-from lakecore.write import delete_unreported
 from sparkjobs.services import _run_operations
 from sparkjobs.session import local_session
 
@@ -32,7 +31,7 @@ def main(work: str) -> None:
         t.upsert(pa.table({"id": list(range(40)), "ts": [ts] * 40, "v": [str(ts)] * 40}, schema=SCHEMA))
     before = sorted(t.read().to_pylist(), key=lambda r: r["id"])
     plan = schedule_compaction(t.storage, t.config, t.lock)
-    run = start_compaction(t.storage, t.config, plan)
+    run = start_compaction(t.storage, t.config, plan, t.lock)
     storage, config, instant = t.storage, run.config, plan.instant_time
 
     def flaky(index: int, op: object, token: str) -> object:
@@ -42,10 +41,10 @@ def main(work: str) -> None:
             raise RuntimeError("executor lost after writing its file")
         return stat
 
-    stats = _run_operations(spark, plan.operations, flaky, "compact")
+    stats = _run_operations(spark, plan.operations, flaky, "compact", run.attempt)
     written_before_reconcile = {f for f in data_files(t) if instant in f}
-    deleted = delete_unreported(storage, instant, (s.path for s in stats))
-    commit_compaction(storage, t.lock, plan, run, stats)
+    commit_compaction(storage, t.lock, plan, run, stats, reconcile=True)
+    deleted = sorted(written_before_reconcile - {f for f in data_files(t) if instant in f})
     after = sorted(Table.open(t.uri).read().to_pylist(), key=lambda r: r["id"])
     print(json.dumps({"operations": len(plan.operations), "stats": sorted(s.path for s in stats),
                       "written": sorted(written_before_reconcile), "deleted": deleted,

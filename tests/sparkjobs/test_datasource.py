@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakecore import Table
+from lakecore import Table, WriterOptions
 
 pytestmark = pytest.mark.spark
 
@@ -69,3 +69,19 @@ def test_an_empty_table_and_a_missing_one(spark, tmp_path):
     assert spark.read.format("weir").load(empty.uri).count() == 0
     with pytest.raises(Exception, match=r"TableNotFound|no table"):
         spark.read.format("weir").load(str(tmp_path / "missing")).collect()
+
+
+def test_files_older_than_an_added_column_read_it_as_null(spark, tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", partition_fields=["day"],
+                     ordering_field="ts", buckets=2, table_type="copy_on_write",
+                     options=WriterOptions(evolve_schema=True))
+    first = t.upsert(data(range(6), 1)).instant
+    t.upsert(data([0], 2).append_column("score", pa.array([0.5])))   # one slice gains the column
+    df = spark.read.format("weir").load(t.uri)
+    assert df.columns == [*SCHEMA.names, "score"]
+    assert sorted((r.id, r.score) for r in df.collect()) == [(0, 0.5), *((i, None) for i in range(1, 6))]
+    for option, value in (("asOf", first.requested_time), ("queryType", "read_optimized")):
+        read = spark.read.format("weir").option(option, value).load(t.uri)
+        expected = t.read(**({"as_of": value} if option == "asOf" else {"query": value}))
+        assert sorted((r.id, r.score) for r in read.collect()) == \
+            sorted((r["id"], r["score"]) for r in expected.to_pylist())

@@ -164,3 +164,18 @@ def test_writer_options_follow_the_arguments():
     assert isinstance(zk.registry, ZooKeeperWriterRegistry) and zk.writer_name == "ingest-1"
     assert zk.early_detection.strategy == "direct_zk" and zk.early_detection.zookeeper == "127.0.0.1:2181"
     assert zk.max_rows_per_file == 500
+
+
+def test_a_service_job_exits_busy_while_another_run_holds_the_service(tmp_path):
+    from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
+    from lakecore.write.heartbeat import HeartbeatConfig
+    from sparkjobs.contract import EXIT_BUSY
+
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2)
+    with t.lock:
+        held = ServiceRun.claim(t.storage, t.lock, ARCHIVAL, "archival", HeartbeatConfig())
+    with held:  # another live job (here: this test process) is archiving the table
+        code, out = run_service(TableServiceArgs(table=t.uri, service="archival"), tmp_path)
+    assert code == EXIT_BUSY and out["outcome"] == "busy" and "ServiceRunning" in out["error"], out
+    code, out = run_service(TableServiceArgs(table=t.uri, service="archival"), tmp_path)
+    assert code == EXIT_OK, out

@@ -3,14 +3,18 @@ reads the same before and after; a run a dead job left pending is resumed by the
 
 from __future__ import annotations
 
+import time
+
 import pyarrow.parquet as pq
 import pytest
 
-from lakecore import Table
+from lakecore import Table, WriterOptions
+from lakecore.errors import ServiceRunning
 from lakecore.layout import build_view
 from lakecore.services import ClusteringStrategy, schedule_compaction, start_compaction
 from lakecore.services import compaction as compaction_service
 from lakecore.timeline import TimelineStore
+from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import create, keys, rows, snapshot
 
 pytestmark = pytest.mark.spark
@@ -71,11 +75,18 @@ def test_a_compaction_a_dead_job_left_is_resumed(spark, tmp_path):
 
     t = busy_table(tmp_path)
     before = snapshot(t)
+    fast = HeartbeatConfig(interval_s=0.05, tolerable_misses=2)
+    t = Table.open(t.uri, options=WriterOptions(heartbeat=fast))
     plan = schedule_compaction(t.storage, t.config, t.lock)
-    run = start_compaction(t.storage, t.config, plan)
+    run = start_compaction(t.storage, t.config, plan, t.lock, heartbeat=fast)
     first = plan.operations[0]
     compaction_service.execute_operation(t.storage, run.config, plan.instant_time, first, "0-0-0")
-    # the job died here: one new base file written, the compaction inflight
+    # the job died here: one new base file written, the compaction inflight, its claim beating no more
+    assert run.run is not None
+    run.run.heartbeat.stop(delete=False)
+    with pytest.raises(ServiceRunning):  # until its heartbeat expires, it might still be alive
+        compact(spark, Table.open(t.uri, options=WriterOptions(heartbeat=HeartbeatConfig(60.0))))
+    time.sleep(fast.timeout_ms / 1000 + 0.05)
     out = compact(spark, t)
     assert out.resumed and out.instant == plan.instant_time
     fresh = Table.open(t.uri)

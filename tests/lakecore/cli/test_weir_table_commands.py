@@ -150,7 +150,9 @@ def test_savepoint_restore_and_rollback_of_the_latest_write(tmp_path):
     for n in (1, 2, 3):
         upsert_json(tmp_path, uri, n, f'{{"id": {n}, "v": "v{n}"}}\n')
     first, _, third = [i["instant"] for i in json.loads(weir("table", "timeline", uri, "--json")[1])]
-    code, out = weir("table", "rollback", uri, third, "--json")
+    code, out = weir("table", "rollback", uri, third, "--json")  # without --yes: what it would do
+    assert code == 0 and json.loads(out)["dry_run"] and json.loads(out)["state"] == "completed"
+    code, out = weir("table", "rollback", uri, third, "--yes", "--json")
     assert code == 0
 
     def ids():
@@ -208,7 +210,7 @@ def test_a_compaction_left_pending_is_named_then_resumed_or_rolled_back_from_the
     upsert_json(tmp_path, uri, 3, '{"id": 3, "ts": 3}\n')
     again = schedule_compaction(t.storage, t.config, t.lock)
     assert again is not None
-    code, out = weir("table", "rollback", uri, again.instant_time)
+    code, out = weir("table", "rollback", uri, again.instant_time, "--yes")
     assert code == 0 and again.instant_time not in [i["instant"] for i in
                                                     json.loads(weir("table", "timeline", uri, "--json")[1])]
     code, out = weir("table", "read", uri, "--format", "json")
@@ -230,5 +232,5 @@ def test_rollback_and_savepoint_dry_runs_change_nothing(tmp_path):
     assert code == 0 and json.loads(out)["savepointed"] == first and json.loads(out)["files"]
     assert weir("table", "timeline", uri, "--json")[1] == before  # neither dry run wrote an instant
     assert "would roll back" in weir("table", "rollback", uri, last, "--dry-run")[1]
-    code, out = weir("table", "rollback", uri, last)
+    code, out = weir("table", "rollback", uri, last, "--yes")
     assert code == 0 and not any(os.path.exists(os.path.join(uri, f)) for f in planned["files"])

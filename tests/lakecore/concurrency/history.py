@@ -7,12 +7,16 @@ Checks (each failure names the batch or instant):
    no duplicate key, nothing from a lost batch);
 4. every conflict is a true file-group overlap with an instant that completed while the loser wrote;
 5. nothing is left pending;
-6. writes that failed (e.g. the lock was unavailable) left nothing on the timeline.
+6. writes that failed (e.g. the lock was unavailable) left nothing on the timeline;
+7. every early abort names an OLDER instant on one of the loser's file groups that either completed
+   there or was still alive when the loser stopped — never one that had already aborted or been
+   claimed by a rollback (its proof of death, `.weir/aborted/<T>`, is older than the early abort).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,12 +25,16 @@ import pyarrow as pa
 from lakecore import Table
 from lakecore.write import route
 
+# file times come from the kernel's coarse clock (up to a tick behind the time the check reads)
+NEEDLESS_SLACK_MS = 10
+
 
 @dataclass(frozen=True)
 class Verdict:
     committed: int
     conflicts: int
     archived: int = 0  # instants the table had archived by the end (inline archival under the writers)
+    early: int = 0     # early aborts (all of them justified, or check() fails)
 
 
 def load_log(path: str) -> list[dict]:
@@ -46,8 +54,11 @@ def check(table: Table, entries: list[dict], batch_of: Callable[[str], pa.Table]
     assert len(on_timeline) == len(writes), "a batch was committed twice"
     committed = {e["batch"]: e for e in entries if e["outcome"] == "committed"}
     lost = {e["batch"]: e for e in entries if e["outcome"] == "conflict"}
+    early = {e["batch"]: e for e in entries if e["outcome"] == "early"}
     failed = {e["batch"] for e in entries if e["outcome"] == "failed"}
     assert not committed.keys() & lost.keys(), f"both committed and lost: {committed.keys() & lost.keys()}"
+    both = committed.keys() & early.keys()
+    assert not both, f"committed and aborted early: {both}"
     landed = failed & on_timeline.keys()
     assert not landed, f"writes that failed are on the timeline: {landed}"
     assert committed.keys() == on_timeline.keys(), (
@@ -79,4 +90,28 @@ def check(table: Table, entries: list[dict], batch_of: Callable[[str], pa.Table]
             assert overlap and overlap <= ours, f"{tag}: claimed overlap {overlap} not in its groups {ours}"
             their_groups = table.commit_metadata(theirs).file_groups
             assert overlap <= their_groups, f"{tag}: {c['theirs']} did not write {overlap}"
-    return Verdict(len(committed), len(lost), len(archived))
+
+    # 7. every early abort was justified: an older writer, on our file group, alive at the time
+    for tag, e in early.items():
+        ours = {(g.partition, g.file_id) for g in route(batch_of(tag), table.config)}
+        overlap = {tuple(g) for g in e["file_groups"]}
+        assert overlap and overlap <= ours, f"{tag}: early overlap {overlap} not in its groups {ours}"
+        theirs = by_time.get(e["other"])
+        if theirs is not None and e["other"] > e["instant"]:  # newer, and completed since ours began
+            assert (theirs.completion_time or "") > e["instant"], f"{tag} stopped for an earlier commit"
+            assert overlap <= table.commit_metadata(theirs).file_groups, f"{tag}: {e['other']} wrote apart"
+            continue
+        assert e["other"] and e["other"] < e["instant"], f"{tag} stopped for {e['other']}: not older"
+        if theirs is not None:
+            continue  # it completed: it held a marker there, or its commit wrote there
+        path = os.path.join(table.uri, ".weir", "aborted", e["other"])
+        try:  # when the proof of death became visible (its "at" is taken before it is written)
+            visible = os.stat(path).st_mtime_ns // 1_000_000
+            with open(path) as fh:
+                by = json.load(fh)["by"]
+        except FileNotFoundError:
+            continue
+        assert visible >= e["at"] - NEEDLESS_SLACK_MS, (
+            f"needless early abort: {tag}'s check at {e['at']} found {e['other']} alive, but its proof of "
+            f"death ({by}) existed since {visible}")
+    return Verdict(len(committed), len(lost), len(archived), len(early))

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakecore.concurrency.schema_conflict import SchemaDecision, is_additive_evolution, resolve_schema
+from lakecore.concurrency.schema_conflict import (
+    SchemaDecision,
+    complete_writer_schema,
+    evolution_problems,
+    is_additive_evolution,
+    resolve_schema,
+)
 from lakecore.errors import SchemaConflict, SchemaMismatch
 
 S1 = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
@@ -100,8 +106,30 @@ def test_a_column_dropped_concurrently_is_not_resurrected():
 
 
 def test_reconcile_false_conflicts_even_when_the_schemas_could_be_reconciled():
-    with pytest.raises(SchemaConflict, match=r"reconciliation is disabled.*[Rr]ebase"):
+    with pytest.raises(SchemaConflict, match=r"nullable column\(s\) 'a', 'b' but reconciliation is disabled"
+                                             r".*[Rr]ebase"):
         resolve_schema(S1, S2, S3, reconcile=False)
+
+
+# -- writers older than a column -------------------------------------------------------------------
+
+
+def test_a_writer_lacking_nullable_columns_of_the_table_writes_them_as_null():
+    assert complete_writer_schema(S2, S1) == S2                      # S1 rows read `a` as null
+    assert complete_writer_schema(S2, S3) == UNION                   # plus its own addition, after
+    assert complete_writer_schema(None, S1) == S1
+    strict = pa.schema([*S1, pa.field("n", pa.int64(), nullable=False)])
+    assert complete_writer_schema(strict, S1) == S1                  # a non-nullable one stays missing
+    assert resolve_schema(S2, S2, complete_writer_schema(S2, S1)) == SchemaDecision(S2, 4, False)
+
+
+def test_evolution_problems_name_each_column():
+    strict = pa.schema([*S1, pa.field("n", pa.int64(), nullable=False)])
+    assert evolution_problems(S1, S2) == []
+    assert evolution_problems(strict, S1) == ["column 'n' (int64 not null) is missing"]
+    assert evolution_problems(S1, pa.schema([S1.field("id"), ("v", pa.large_string())])) == \
+        ["column 'v' is string in the table but large_string in the writer"]
+    assert evolution_problems(S1, strict) == ["column 'n' (int64 not null) is added but not nullable"]
 
 
 # -- equality ---------------------------------------------------------------------------------------

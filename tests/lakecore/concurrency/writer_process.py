@@ -34,16 +34,23 @@ def main() -> None:
     import time
 
     from lakecore import Table, WriterOptions
+    from lakecore.concurrency.early import EarlyDetection
     from lakecore.concurrency.zookeeper import table_lock_key
     from lakecore.concurrency.zookeeper_lock import zookeeper_lock
-    from lakecore.errors import LakecoreError, WriteConflict
+    from lakecore.errors import EarlyConflict, LakecoreError, WriteConflict
+    from lakecore.timeline import now_ms
     from lakecore.write.heartbeat import HeartbeatConfig
 
     uri, connect, writer, commits, seed, log = sys.argv[1:7]
-    tolerate = len(sys.argv) > 7 and sys.argv[7] == "tolerate-outages"
-    storage_options = json.loads(os.environ.get("WEIR_TEST_STORAGE_OPTIONS") or "null")
-    options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.5, tolerable_misses=4))
+    flags = sys.argv[7:]  # "tolerate-outages", "early=<strategy>"
+    tolerate = "tolerate-outages" in flags
+    strategy = next((f.split("=", 1)[1] for f in flags if f.startswith("early=")), None)
+    zk = connect if strategy == "direct_zk" else None
+    early = EarlyDetection(strategy, zookeeper=zk, period_s=0.05) if strategy else None  # type: ignore[arg-type]
+    options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.5, tolerable_misses=4),
+                            early_detection=early)
     if connect == "recorded":
+        storage_options = json.loads(os.environ.get("WEIR_TEST_STORAGE_OPTIONS") or "null")
         table = Table.open(uri, storage_options=storage_options, options=options)
     else:
         probe = Table.open(uri)
@@ -56,6 +63,9 @@ def main() -> None:
             try:
                 res = table.upsert(batch(int(writer), n, int(seed)), extra={"batch": tag})
                 entry = {"batch": tag, "outcome": "committed", "instant": res.instant.requested_time}
+            except EarlyConflict as exc:
+                entry = {"batch": tag, "outcome": "early", "instant": exc.instant, "other": exc.other,
+                         "file_groups": sorted(map(list, exc.file_groups)), "at": exc.detected_at or now_ms()}
             except WriteConflict as exc:
                 entry = {"batch": tag, "outcome": "conflict", "instant": exc.instant,
                          "conflicts": [{"theirs": c.theirs, "file_groups": sorted(map(list, c.file_groups))}

@@ -25,6 +25,11 @@ class Change:
     delete: bool
     batch_columns: frozenset[str]
 
+    def deletes(self, group: GroupSpec) -> bool:
+        """The row's op for `group`: its group op column where set, else its `_weir_op`."""
+        op = self.row.get(f"{OP_COLUMN}__{group.name}")
+        return self.delete if op is None else op == DELETE
+
 
 def reference_merge(
     batches: Sequence[pa.Table], spec: MergeSpec, schema: pa.Schema, *, keep_deletes: bool = False
@@ -44,7 +49,7 @@ def reference_merge(
         winners = [fold([c for c in by_key[key] if carries(c, g)], g) for g in spec.groups]
         if all(w is None for w in winners):
             continue  # no row of this key carries any group: it is not a result key
-        live = any(w is not None and not w.delete for w in winners)
+        live = any(w is not None and not w.deletes(g) for g, w in zip(spec.groups, winners, strict=True))
         if not live and not keep_deletes:
             continue
         row_winner = max((w for w in winners if w is not None), key=lambda c: c.seq)
@@ -52,7 +57,7 @@ def reference_merge(
         for name, value in zip(spec.key, key, strict=True):
             out[name] = value
         for group, winner in zip(spec.groups, winners, strict=True):
-            upsert = winner is not None and not winner.delete
+            upsert = winner is not None and not winner.deletes(group)
             for column in group.columns:
                 out[column] = winner.row.get(column) if upsert and winner is not None else None
             if group.ordering is not None:
@@ -64,7 +69,7 @@ def reference_merge(
 
 
 def carries(change: Change, group: GroupSpec) -> bool:
-    if change.delete:
+    if change.deletes(group):
         return True
     if group.ordering is None:
         return any(c in change.batch_columns for c in group.columns)

@@ -2,7 +2,8 @@
 
 Small key spaces and small ordering ranges make collisions and ties the rule; partial rows (null
 ordering values), batches that omit columns, key-only deletes and deletes with orderings all
-appear. Also: helpers that turn merge output into comparable rows.
+appear; on request, per-group op columns too (a base state holds them). Also: helpers that turn
+merge output into comparable rows.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def _key(table: Case) -> st.SearchStrategy[tuple[Any, ...]]:
 
 
 @st.composite
-def batch(draw: st.DrawFn, table: Case, *, unique_keys: bool = False) -> pa.Table:
+def batch(draw: st.DrawFn, table: Case, *, unique_keys: bool = False, group_ops: bool = False) -> pa.Table:
     schema = table.schema
     keys = draw(st.lists(_key(table), max_size=6, unique=unique_keys))
     others = [f for f in schema if f.name not in table.spec.key]
@@ -96,16 +97,27 @@ def batch(draw: st.DrawFn, table: Case, *, unique_keys: bool = False) -> pa.Tabl
     if draw(st.sampled_from([True, True, False])):
         ops = [draw(st.sampled_from([0, 0, 1])) for _ in keys]
         arrays[OP_COLUMN] = pa.array(ops, type=pa.int8())
+    if group_ops:
+        for group in table.spec.groups:
+            if draw(st.booleans()):
+                values = [draw(st.sampled_from([None, None, 0, 1])) for _ in keys]
+                arrays[group.op_column] = pa.array(values, type=pa.int8())
     return pa.table(arrays)
 
 
 @st.composite
 def histories(
-    draw: st.DrawFn, *, min_batches: int = 1, max_batches: int = 5, unique_first: bool = False
+    draw: st.DrawFn,
+    *,
+    min_batches: int = 1,
+    max_batches: int = 5,
+    unique_first: bool = False,
+    group_ops: bool = False,
 ) -> tuple[Case, list[pa.Table]]:
+    """Random batches; with `group_ops`, every batch may hold per-group op columns."""
     table = draw(tables())
     n = draw(st.integers(min_value=min_batches, max_value=max_batches))
-    batches = [draw(batch(table, unique_keys=unique_first and i == 0)) for i in range(n)]
+    batches = [draw(batch(table, unique_keys=unique_first and i == 0, group_ops=group_ops)) for i in range(n)]
     return table, batches
 
 

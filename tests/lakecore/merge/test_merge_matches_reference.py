@@ -1,7 +1,8 @@
 """The vectorized merge agrees with the plain reference model on random histories.
 
 Histories have colliding keys, ties, partial rows, omitted columns, deletes with and without
-orderings, one to three groups of either ordering, and int, string and composite keys.
+orderings, per-group ops (a group deleted on an upsert row, or kept on a delete row), one to three
+groups of either ordering, and int, string and composite keys.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ EXAMPLES = settings(max_examples=200, deadline=None)
 
 
 @EXAMPLES
-@given(histories())
+@given(histories(group_ops=True))
 def test_snapshot_matches_reference(history: tuple[Case, list[pa.Table]]) -> None:
     case, batches = history
     result = merge(batches, case.spec, case.schema)
@@ -26,7 +27,7 @@ def test_snapshot_matches_reference(history: tuple[Case, list[pa.Table]]) -> Non
 
 
 @EXAMPLES
-@given(histories())
+@given(histories(group_ops=True))
 def test_kept_deletes_read_back_as_the_reference(history: tuple[Case, list[pa.Table]]) -> None:
     case, batches = history
     result = merge(batches, case.spec, case.schema, keep_deletes=True)
@@ -41,7 +42,7 @@ def test_kept_deletes_read_back_as_the_reference(history: tuple[Case, list[pa.Ta
 
 
 @EXAMPLES
-@given(histories(unique_first=True))
+@given(histories(unique_first=True, group_ops=True))
 def test_base_path_gives_the_general_result(history: tuple[Case, list[pa.Table]]) -> None:
     case, batches = history
     for keep_deletes in (False, True):

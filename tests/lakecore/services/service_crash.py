@@ -51,7 +51,7 @@ def main() -> None:
     elif service == "restore":
         t.restore(arg, dry_run=False)
     elif service == "rollback":
-        t.rollback(arg)
+        t.rollback(arg, dry_run=False)
     else:
         sys.exit(f"unknown service {service}")
     sys.exit(3)  # the crash point was never reached: the test says which phase is missing

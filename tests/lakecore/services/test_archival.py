@@ -164,7 +164,7 @@ def test_rollback_of_an_archived_instant_is_refused_clearly(tmp_path):
     history = _write_many(t, 12)
     t.archive(SMALL)
     with pytest.raises(Exception, match="archived") as err:
-        t.rollback(history[0][0])
+        t.rollback(history[0][0], dry_run=False)
     assert isinstance(err.value, (ServiceError, Exception))
 
 

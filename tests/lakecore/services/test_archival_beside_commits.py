@@ -5,14 +5,17 @@ deletes what it wrote and leaves the table exactly as the other party left it.""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
 from lakecore import Table
+from lakecore.errors import ServiceRunning
 from lakecore.services import ArchivalPolicy
 from lakecore.table.writer import WriterOptions
 from lakecore.timeline.history import HISTORY_DIR, Manifest
 from lakecore.timeline.history_store import HistoryStore, manifest_path
+from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import create, rows, snapshot
 
 POLICY = ArchivalPolicy(3, 5, 3)
@@ -75,16 +78,58 @@ def test_a_writer_commits_while_the_archival_writes_history(table, monkeypatch):
     history_files_are_exactly_the_manifests(table)
 
 
-def test_an_archival_that_lost_a_race_with_another_discards_its_files(table, monkeypatch):
-    before, state = every_instant(table), snapshot(table)
+def test_a_second_archival_is_refused_while_one_runs(table, monkeypatch):
     other = Table.open(table.uri)
-    monkeypatch_done = while_history_is_written(monkeypatch, lambda: other.archive(POLICY))
-    assert table.archive(POLICY) is None
-    assert monkeypatch_done and monkeypatch_done[0] is not None  # the other archival committed
+    refused: list[BaseException] = []
+
+    def second() -> None:
+        with pytest.raises(ServiceRunning) as info:
+            other.archive(POLICY)
+        refused.append(info.value)
+
+    while_history_is_written(monkeypatch, second)
+    result = table.archive(POLICY)
+    assert refused, "two archivals ran at once"
+    assert result is not None and result.archived == 8 - POLICY.min_instants
+    history_files_are_exactly_the_manifests(table)
+
+
+def test_an_archival_that_lost_its_claim_discards_its_files(table, monkeypatch):
+    """The first archival stalls past its heartbeat timeout while writing history; a second one
+    takes over and commits; the first must then discard what it wrote, not commit over it."""
+    before, state = every_instant(table), snapshot(table)
+    fast = WriterOptions(inline_archival=None, heartbeat=HeartbeatConfig(interval_s=0.25, tolerable_misses=2))
+    stalled = Table.open(table.uri, options=fast)
+    other = Table.open(table.uri, options=fast)
+    real = HistoryStore.write_rows
+    done: list[object] = []
+
+    def hooked(self, level, rows_):
+        out = real(self, level, rows_)
+        if not done:
+            done.append(None)
+            for thread in threading.enumerate():  # the stalled run's heartbeat stops, as in a long GC pause
+                if thread.name.startswith("weir-heartbeat-archival"):
+                    thread_stop(thread)
+            time.sleep(0.6)  # past its heartbeat timeout
+            done[0] = other.archive(POLICY)
+        return out
+
+    monkeypatch.setattr(HistoryStore, "write_rows", hooked)
+    assert stalled.archive(POLICY) is None
+    assert done and done[0] is not None  # the other archival committed
     fresh = Table.open(table.uri)
     assert fresh.timeline().archived.count == 8 - POLICY.min_instants
     assert every_instant(table) == before and snapshot(fresh) == state
     history_files_are_exactly_the_manifests(table)
+
+
+def thread_stop(thread: threading.Thread) -> None:
+    """Stop a Heartbeat's thread the way a stall would: no beat after this (the Heartbeat object is
+    reachable through the thread's target)."""
+    heartbeat = thread._target.__self__  # type: ignore[attr-defined]
+    heartbeat._wake.set()
+    thread.join(timeout=5)
 
 
 def test_a_savepoint_taken_meanwhile_stops_the_archival(table, monkeypatch):

@@ -84,7 +84,7 @@ def test_a_savepointed_write_or_a_live_writer_blocks_it(tmp_path):
     with pytest.raises(WriterLive, match=live.txn.instant.requested_time):
         rollback_completed(t.storage, t.config, t.lock, last)
     assert snapshot(t) == before
-    t.rollback(live.txn.instant.requested_time)
+    t.rollback(live.txn.instant.requested_time, dry_run=False, force=True)
     rollback_completed(t.storage, t.config, t.lock, last)
     assert len(snapshot(t)) == 10
 

@@ -34,7 +34,7 @@ def test_compaction_and_clustering_execute_in_worker_processes(tmp_path):
 
     plan = schedule_compaction(t.storage, t.config, t.lock)
     assert plan is not None and len(plan.operations) == 2
-    run = start_compaction(t.storage, t.config, plan)
+    run = start_compaction(t.storage, t.config, plan, t.lock)
     assert isinstance(run, Running)
     tokens = run.tokens(len(plan.operations))
     with ProcessPoolExecutor(2, mp_context=spawn) as pool:
@@ -46,7 +46,7 @@ def test_compaction_and_clustering_execute_in_worker_processes(tmp_path):
 
     c_plan = schedule_clustering(t.storage, t.config, t.lock, ClusteringStrategy("all", ("name",)))
     assert c_plan is not None
-    c_run = start_clustering(t.storage, t.config, c_plan)
+    c_run = start_clustering(t.storage, t.config, c_plan, t.lock)
     assert isinstance(c_run, Running)
     n = len(c_plan.operations)
     with ProcessPoolExecutor(2, mp_context=spawn) as pool:
@@ -56,4 +56,4 @@ def test_compaction_and_clustering_execute_in_worker_processes(tmp_path):
     c_done = commit_clustering(t.storage, t.lock, c_plan, c_run, c_stats)
     assert c_done.action == "replacecommit" and snapshot(t) == before
     # a second start of a completed run just answers the completed instant
-    assert start_compaction(t.storage, t.config, plan) == done
+    assert start_compaction(t.storage, t.config, plan, t.lock) == done

@@ -129,7 +129,7 @@ def test_a_killed_compaction_is_resumed_or_rolled_back(tmp_path, phase):
     if state is State.COMPLETED:  # not pending any more: undone like any latest write
         with pytest.raises(InvalidInstantState, match="completed"):
             rollback_compaction(copy.storage, copy.lock, p.requested_time)
-        undo = copy.rollback(p.requested_time)
+        undo = copy.rollback(p.requested_time, dry_run=False)
         assert undo.action == "rollback" and undo.is_completed
     else:
         assert rollback_compaction(copy.storage, copy.lock, p.requested_time) is not None
@@ -301,7 +301,7 @@ def test_a_killed_undo_is_finished_by_the_next_call_or_resume_undos(tmp_path, ac
     copy = _copy(tmp_path, "a", "b")
 
     again = Table.open(t.uri)
-    done = again.restore(arg, dry_run=False) if action == "restore" else again.rollback(arg)
+    done = again.restore(arg, dry_run=False) if action == "restore" else again.rollback(arg, dry_run=False)
     assert done is not None and not isinstance(done, CleanPlan)
     assert (done.requested_time, done.action) == (u.requested_time, action) and done.is_completed
     resumed = resume_undos(copy.storage, copy.lock)
@@ -318,4 +318,4 @@ def test_a_killed_undo_is_finished_by_the_next_call_or_resume_undos(tmp_path, ac
         assert [s.instant_time for s in list_savepoints(again.storage)] == [arg]  # the savepoint stays
         assert again.restore(arg, dry_run=False) is None
     else:
-        assert again.rollback(arg) == done  # idempotent
+        assert again.rollback(arg, dry_run=False) == done  # idempotent
