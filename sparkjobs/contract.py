@@ -147,7 +147,7 @@ class WriterArgs(StorageArgs):
     source_format: str = "parquet"               # parquet | json | csv | orc | any Spark source
     operation: str = "upsert"
     source_options: dict[str, str] = field(default_factory=dict)
-    zookeeper: str | None = None                 # table lock in ZooKeeper; default: lock file on storage
+    zookeeper: str | None = None                 # must name the table's recorded ZooKeeper lock; default: it
     early_detection: str | None = None           # direct | direct_zk | marker_service (OCC tables)
     max_rows_per_file: int | None = None         # roll files over (bounds an early abort's waste)
     marker_host: str | None = None               # marker service host for executors (spark.driver.host)
@@ -198,7 +198,7 @@ class TableServiceArgs(StorageArgs):
 
     table: str
     service: str                                 # compaction | clustering | clean | archival
-    zookeeper: str | None = None                 # table lock in ZooKeeper; default: lock file on storage
+    zookeeper: str | None = None                 # must name the table's recorded ZooKeeper lock; default: it
     compaction_strategy: str = "all"             # all | log_count | log_size | bounded_io
     clustering_strategy: str = "small_files"     # small_files | all
     sort_columns: tuple[str, ...] = ()           # clustering: sort each new base file by these

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from lakecore.cli.io import read_input, write_output
-from lakecore.config import ColumnGroup, schema_to_json
+from lakecore.config import ColumnGroup, LockSpec, schema_to_json
 from lakecore.errors import InvalidInput, LakecoreError
 from lakecore.table import Table
 from lakecore.write import OPERATIONS, check_operation
@@ -33,6 +33,12 @@ err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 Uri = Annotated[str, typer.Argument(help="Table location: a path, file://, s3:// or memory:// URI.")]
+LockProviderOpt = Annotated[str | None, typer.Option(
+    "--lock-provider", help="storage|zookeeper|in_process: the lock every writer of the table takes.")]
+ZooKeeperOpt = Annotated[str | None, typer.Option(
+    "--zookeeper", help="ZooKeeper connect string 'host:2181[,...]' (implies --lock-provider zookeeper).")]
+ZooKeeperPathOpt = Annotated[str | None, typer.Option(
+    "--zookeeper-path", help="The lock's znode (default /weir/locks/<table key>).")]
 
 
 def friendly(fn: F) -> F:
@@ -96,9 +102,12 @@ def create(
     concurrency_mode: Annotated[str, typer.Option(help="optimistic|non_blocking")] = "optimistic",
     tombstone_retention_hours: Annotated[float | None, typer.Option(
         help="Drop deletes' tombstones from rewritten base files once this many hours old.")] = None,
+    lock_provider: LockProviderOpt = None,
+    zookeeper: ZooKeeperOpt = None,
+    zookeeper_path: ZooKeeperPathOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Create an empty table."""
+    """Create an empty table (recording the lock its writers take: the storage lock unless told)."""
     if schema_from:
         import pyarrow.parquet as pq
         arrow_schema = pq.read_schema(schema_from)
@@ -112,12 +121,43 @@ def create(
                      table_type=table_type,  # type: ignore[arg-type]
                      ordering_field=ordering_field, column_groups=[parse_group(g) for g in group or ()],
                      buckets=buckets, concurrency_mode=concurrency_mode,  # type: ignore[arg-type]
-                     tombstone_retention_hours=tombstone_retention_hours)
+                     tombstone_retention_hours=tombstone_retention_hours,
+                     lock=lock_spec(lock_provider, zookeeper, zookeeper_path))
     if as_json:
         emit_json(t.config.to_json())
     else:
         out.print(f"created {t.config.table_type} table [bold]{t.config.name}[/bold] at {t.uri} "
                   f"({t.config.merge_mode}, {t.config.buckets} buckets)")
+
+
+def lock_spec(provider: str | None, zookeeper: str | None, path: str | None) -> LockSpec:
+    """The lock the options name; --zookeeper alone means provider zookeeper."""
+    chosen = provider or ("zookeeper" if zookeeper else "storage")
+    if chosen == "zookeeper":
+        if not zookeeper:
+            raise InvalidInput("--lock-provider zookeeper needs --zookeeper host:2181[,host:2181]")
+        return LockSpec("zookeeper", connect=zookeeper, path=path)
+    if zookeeper or path:
+        raise InvalidInput(f"--zookeeper and --zookeeper-path go with --lock-provider zookeeper, not "
+                           f"{chosen!r}")
+    return LockSpec(chosen)  # type: ignore[arg-type]  # LockSpec refuses unknown providers
+
+
+@table_app.command("set-lock")
+@friendly
+def set_lock(uri: Uri, lock_provider: LockProviderOpt = None, zookeeper: ZooKeeperOpt = None,
+             zookeeper_path: ZooKeeperPathOpt = None,
+             timeout: Annotated[float, typer.Option(help="Seconds to wait for each lock.")] = 60.0,
+             as_json: JsonFlag = False) -> None:
+    """Change the lock every writer of the table takes, holding the old lock and the new one meanwhile.
+    Writers still running with the old one stop at their next commit; restart them."""
+    t = Table.open(uri)
+    before = t.config.lock
+    after = t.set_lock_provider(lock_spec(lock_provider, zookeeper, zookeeper_path), timeout=timeout)
+    if as_json:
+        emit_json({"before": before.to_json(), "after": after.to_json()})
+    else:
+        out.print(f"lock of {t.uri}: {before.describe()} -> {after.describe()}")
 
 
 def _write(uri: str, input_file: str, operation: str, as_json: bool) -> None:
