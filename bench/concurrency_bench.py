@@ -75,6 +75,7 @@ class TimedLock:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        self.spec = inner.spec  # the table lock it is (Table.open checks it against table.json)
         self.spans: list[tuple[float, float, float, float]] = []
         self.held_by: dict[str, float] = {}  # lock held, seconds, by the lakecore step that took it
         self._t: list[float] = []
@@ -148,7 +149,8 @@ def critical_section(work: str, connect: str, instants: int, commits: int) -> di
     from kazoo.recipe.lock import Lock as KazooLock
 
     from lakecore.concurrency import begin_write, commit_write
-    from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+    from lakecore.concurrency.zookeeper import table_lock_key
+    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.timeline import TimelineStore
     from lakecore.write import conform, route, write_file_group
 
@@ -235,7 +237,8 @@ def batch_keys(run: int, writer: int, n: int, rows: int) -> tuple[np.ndarray, np
 def writer_main(uri: str, connect: str, run: int, writer: int, upserts: int, rows: int,
                 ready: Any, go: Any, results: Any) -> None:
     from lakecore import Table
-    from lakecore.concurrency.zookeeper import close_shared_clients, table_lock_key, zookeeper_lock
+    from lakecore.concurrency.zookeeper import close_shared_clients, table_lock_key
+    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.errors import WriteConflict
 
     try:
@@ -303,9 +306,11 @@ def nbcc_run(work: str, connect: str, run: int, writers: int, upserts: int, rows
     from lakecore import Table
 
     uri = os.path.join(work, f"nbcc-{run}-{writers}")
+    from lakecore.config import LockSpec
+
     Table.create(uri, schema=tiny(np.random.default_rng(0), 1, 0).schema, record_key="key",
                  ordering_field="ts", table_type="merge_on_read", concurrency_mode="non_blocking",
-                 buckets=16)
+                 buckets=16, lock=LockSpec("zookeeper", connect=connect))
     ctx = mp.get_context("spawn")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     procs = [ctx.Process(target=writer_main, args=(uri, connect, run, w, upserts, rows, ready, go, results))

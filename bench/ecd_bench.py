@@ -62,6 +62,7 @@ class SignalLock:
 
     def __init__(self, inner: Any, drawn: Any, before: Any = None, after: Any = None) -> None:
         self.inner, self.drawn, self.before, self.after = inner, drawn, before, after
+        self.spec = inner.spec  # the table lock it is (Table.open checks it against table.json)
         self.uses = 0
 
     def acquire(self, timeout: float | None = None) -> None:
@@ -114,7 +115,7 @@ def worker(role: str, connect: str, sizes: dict[str, int], jobs: Any, results: A
            events: dict[str, Any]) -> None:
     """A long-lived writer process (data generated once); runs one write per job."""
     from lakecore import Table
-    from lakecore.concurrency.zookeeper import close_shared_clients, table_lock_key, zookeeper_lock
+    from lakecore.concurrency.zookeeper import close_shared_clients
     from lakecore.errors import EarlyConflict, WriteConflict
 
     data = writer_data(role, sizes["base"], sizes["a_rows"], sizes["b_rows"])
@@ -122,7 +123,7 @@ def worker(role: str, connect: str, sizes: dict[str, int], jobs: Any, results: A
     try:
         while (job := jobs.get()) is not None:
             uri, variant, alone = job["uri"], job["variant"], job["alone"]
-            lock = zookeeper_lock(connect, table_lock_key(uri))
+            lock = Table.open(uri).lock  # the ZooKeeper lock the table (copied from the template) records
             with lock:  # connect the session before the clock starts
                 pass
             if alone:
@@ -207,6 +208,7 @@ def main() -> None:
                     help="also run 'direct' with A sleeping this long (s) before writing (sensitivity)")
     a = ap.parse_args()
     from lakecore import Table
+    from lakecore.config import LockSpec
     from tests.support.zookeeper import ZooKeeperServer
 
     sizes = {"base": a.base, "a_rows": a.a_rows, "b_rows": a.b_rows, "rows_per_file": a.rows_per_file}
@@ -230,7 +232,8 @@ def main() -> None:
             base = datagen().make_table(np.arange(a.base), np.ones(a.base, np.int64),
                                         np.random.default_rng(0))
             Table.create(template, schema=base.schema, record_key="key", ordering_field="ts", buckets=1,
-                         table_type="merge_on_read", concurrency_mode="optimistic").bulk_insert(base)
+                         table_type="merge_on_read", concurrency_mode="optimistic",
+                         lock=LockSpec("zookeeper", connect=server.connect_string)).bulk_insert(base)
             for p in procs.values():
                 p.start()
             for _ in procs:

@@ -22,6 +22,7 @@ FORMAT_VERSION = 1
 TableType = Literal["merge_on_read", "copy_on_write"]
 MergeMode = Literal["commit_time", "event_time", "partial_update"]
 ConcurrencyMode = Literal["single_writer", "optimistic", "non_blocking"]
+LockProvider = Literal["storage", "zookeeper", "in_process"]
 
 # Meta columns. Stored in files: commit time (every file), op (log files), per-group ordering values
 # (partial-update tables). Derived on read: record key, partition path, file name.
@@ -63,8 +64,71 @@ class ColumnGroup:
 
 
 @dataclass(frozen=True)
+class LockSpec:
+    """Which lock every writer of the table takes; recorded in table.json, never with credentials.
+
+    storage: generation files under `<base>/.weir/locks/` (needs atomic create-if-absent).
+    zookeeper: kazoo's Lock recipe at `path` on the ensemble `connect` ("host:2181[,host:2181][/chroot]").
+    in_process: threads of one process only; for a table that a single process ever writes.
+    """
+
+    provider: LockProvider = "storage"
+    connect: str | None = None
+    path: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.provider not in get_args(LockProvider):
+            raise InvalidTableConfig(f"unknown lock provider {self.provider!r}; use one of "
+                                     f"{', '.join(repr(p) for p in get_args(LockProvider))}")
+        if self.provider != "zookeeper":
+            if self.connect is not None or self.path is not None:
+                raise InvalidTableConfig(f"lock provider {self.provider!r} takes no connect string or path; "
+                                         "drop them, or use provider 'zookeeper'")
+            return
+        if not isinstance(self.connect, str) or not self.connect.strip() or "@" in self.connect:
+            raise InvalidTableConfig("lock provider 'zookeeper' needs a connect string 'host:2181"
+                                     f"[,host2:2181][/chroot]' (no credentials), got {self.connect!r}")
+        p = self.path
+        if p is not None and (not isinstance(p, str) or p[:1] != "/" or p.endswith("/") or "//" in p):
+            raise InvalidTableConfig(f"ZooKeeper lock path must look like '/weir/locks/<table>', got {p!r}")
+
+    def ensemble(self) -> tuple[frozenset[str], str]:
+        """The connect string as (servers, chroot): the order servers are listed in does not matter."""
+        hosts, _, chroot = (self.connect or "").strip().partition("/")
+        return frozenset(h.strip() for h in hosts.split(",") if h.strip()), chroot.rstrip("/")
+
+    def mismatch(self, asked: LockSpec) -> str | None:
+        """Why `asked` is not this lock (None: it is). `asked.path` None means "the table's path"."""
+        if asked.provider != self.provider:
+            return f"it asks for provider {asked.provider!r}"
+        if self.provider == "zookeeper":
+            if asked.ensemble() != self.ensemble():
+                return f"it asks for the ZooKeeper ensemble {asked.connect!r}"
+            if asked.path is not None and asked.path != self.path:
+                return f"it asks for the ZooKeeper lock path {asked.path!r}"
+        return None
+
+    def describe(self) -> str:
+        if self.provider == "zookeeper":
+            return f"the ZooKeeper lock {self.path} on {self.connect}"
+        if self.provider == "storage":
+            return "the storage lock (files under .weir/locks)"
+        return "an in-process lock (one writing process only)"
+
+    def to_json(self) -> dict[str, Any]:
+        if self.provider != "zookeeper":
+            return {"provider": self.provider}
+        return {"provider": self.provider, "connect": self.connect, "path": self.path}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> LockSpec:
+        return cls(provider=obj["provider"], connect=obj.get("connect"), path=obj.get("path"))
+
+
+@dataclass(frozen=True)
 class TableConfig:
-    """Everything that defines a table and never changes after create (except the schema's evolution)."""
+    """Everything that defines a table and never changes after create (except the schema's evolution,
+    through commits, and the lock, through `Table.set_lock_provider`)."""
 
     name: str
     schema: pa.Schema
@@ -81,6 +145,8 @@ class TableConfig:
     # deletes are kept in base files as tombstones (so late, older events still lose to them) until
     # they are this many hours older than the instant rewriting the base; None keeps them for ever
     tombstone_retention_hours: float | None = None
+    # the lock every writer takes; table.json files written before it was recorded mean "storage"
+    lock: LockSpec = LockSpec()
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
@@ -117,6 +183,9 @@ class TableConfig:
     def with_schema(self, schema: pa.Schema) -> TableConfig:
         return replace(self, schema=schema)
 
+    def with_lock(self, lock: LockSpec) -> TableConfig:
+        return replace(self, lock=lock)
+
     # -- JSON ------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -134,6 +203,7 @@ class TableConfig:
             "compression": self.compression,
             "concurrency_mode": self.concurrency_mode,
             "tombstone_retention_hours": self.tombstone_retention_hours,
+            "lock": self.lock.to_json(),
             "schema": schema_to_json(self.schema),
         }
 
@@ -166,6 +236,7 @@ class TableConfig:
                 compression=obj.get("compression", "zstd"),
                 concurrency_mode=obj.get("concurrency_mode", "optimistic"),
                 tombstone_retention_hours=obj.get("tombstone_retention_hours"),
+                lock=LockSpec.from_json(obj.get("lock") or {"provider": "storage"}),
                 format_version=version,
             )
         except (KeyError, TypeError, ValueError) as exc:

@@ -73,6 +73,10 @@ class UnsupportedType(InvalidInput):
     """An Arrow type lakecore cannot store."""
 
 
+class UnknownOperation(InvalidInput):
+    """A write was asked for an operation lakecore does not have."""
+
+
 # -- timeline and storage ----------------------------------------------------------------------
 
 

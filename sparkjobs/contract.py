@@ -20,7 +20,8 @@ import re
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
-OPERATIONS = ("upsert", "insert", "bulk_insert", "delete")
+# lakecore.write.OPERATIONS (this module imports nothing of lakecore; a test keeps the two equal)
+OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
 EARLY_DETECTION = ("direct", "direct_zk", "marker_service")
 SERVICES = ("compaction", "clustering", "clean", "archival")
 # storage options that never hold a secret, so may be given literally on a command line
@@ -104,9 +105,14 @@ def _json_object(text: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
+class InvalidJobArgs(ValueError):
+    """A job argument has a value the job does not know (the job exits with EXIT_BAD_INPUT)."""
+
+
 def _one_of(what: str, value: str | None, allowed: tuple[str, ...]) -> None:
     if value is not None and value not in allowed:
-        raise ValueError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+        raise InvalidJobArgs(f"{what} {value!r} is not one of {', '.join(allowed)}; fix the job's arguments "
+                             "(the LakeWriter or TableService spec)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,7 +147,7 @@ class WriterArgs(StorageArgs):
     source_format: str = "parquet"               # parquet | json | csv | orc | any Spark source
     operation: str = "upsert"
     source_options: dict[str, str] = field(default_factory=dict)
-    zookeeper: str | None = None                 # table lock in ZooKeeper; default: lock file on storage
+    zookeeper: str | None = None                 # must name the table's recorded ZooKeeper lock; default: it
     early_detection: str | None = None           # direct | direct_zk | marker_service (OCC tables)
     max_rows_per_file: int | None = None         # roll files over (bounds an early abort's waste)
     marker_host: str | None = None               # marker service host for executors (spark.driver.host)
@@ -192,7 +198,7 @@ class TableServiceArgs(StorageArgs):
 
     table: str
     service: str                                 # compaction | clustering | clean | archival
-    zookeeper: str | None = None                 # table lock in ZooKeeper; default: lock file on storage
+    zookeeper: str | None = None                 # must name the table's recorded ZooKeeper lock; default: it
     compaction_strategy: str = "all"             # all | log_count | log_size | bounded_io
     clustering_strategy: str = "small_files"     # small_files | all
     sort_columns: tuple[str, ...] = ()           # clustering: sort each new base file by these

@@ -15,7 +15,11 @@ Describe = Callable[[BaseException], dict[str, Any]]
 def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, done: str,
             bad_input: tuple[type[BaseException], ...], conflict: tuple[type[BaseException], ...],
             describe_conflict: Describe | None = None, busy: tuple[type[BaseException], ...] = ()) -> int:
-    """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome."""
+    """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome.
+    A lock option that contradicts the table's recorded lock is bad input: retrying cannot fix it."""
+    from lakecore.concurrency.locks import LockProviderMismatch
+
+    refused: tuple[type[BaseException], ...] = (*bad_input, LockProviderMismatch)
     try:
         args = parse()
     except ValueError as exc:
@@ -26,7 +30,7 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
         return _say(EXIT_BUSY, {"outcome": "busy", **_error(exc)})
     except conflict as exc:
         return _say(EXIT_CONFLICT, {"outcome": "conflict", **(describe_conflict or _error)(exc)})
-    except bad_input as exc:
+    except refused as exc:
         return _say(EXIT_BAD_INPUT, {"outcome": "bad_input", **_error(exc)})
     except Exception as exc:  # storage, lock, Spark (e.g. a source path that does not exist): retry later
         return _say(EXIT_FAILED, {"outcome": "failed", **_error(exc)})
@@ -34,16 +38,15 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
 
 
 def open_table(uri: str, zookeeper: str | None, storage: StorageArgs | None = None) -> Any:
-    """The table, its lock in ZooKeeper when the job was given a connect string (else the lock file
-    on the table's storage), its storage options by the reference `storage` names: the table's handle
-    and every task pickled from it carry the reference, and each process resolves it."""
+    """The table with the lock its table.json records, its storage options by the reference `storage`
+    names: the table's handle and every task pickled from it carry the reference, and each process
+    resolves it. A `--zookeeper` connect string must name the recorded lock's ensemble: a job given
+    one for a table that records another lock is refused (LockProviderMismatch), never run under a
+    lock the table's other writers do not take."""
     from lakecore import Table
+    from lakecore.config import LockSpec
 
-    lock = None
-    if zookeeper:
-        from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
-
-        lock = zookeeper_lock(zookeeper, table_lock_key(uri))
+    lock = LockSpec("zookeeper", connect=zookeeper) if zookeeper else None
     return Table.open(uri, lock=lock, storage_options=storage_options(storage))
 
 

@@ -22,7 +22,7 @@ from pyspark.sql.streaming import StreamingQuery
 from lakecore import Table, WriterOptions
 from lakecore.errors import WriteConflict
 from lakecore.timeline import Instant
-from lakecore.write import Operation
+from lakecore.write import Operation, check_operation
 from sparkjobs.write import write_dataframe
 
 WRITER_KEY = "weir.writer"
@@ -41,7 +41,7 @@ def last_committed_batch(table: Table, writer_id: str) -> int | None:
 
 def _newest(table: Table, instants: Any, writer_id: str) -> int | None:
     for instant in instants:
-        if instant.action not in ("commit", "deltacommit"):
+        if instant.action not in ("commit", "deltacommit", "replacecommit"):  # an overwrite too
             continue
         extra = table.commit_metadata(instant).extra
         if extra.get(WRITER_KEY) == writer_id and str(extra.get(BATCH_KEY, "")).lstrip("-").isdigit():
@@ -56,7 +56,8 @@ class BatchWriter:
                  options: WriterOptions | None = None, extra: dict[str, str] | None = None) -> None:
         if not writer_id:
             raise ValueError("a streaming writer needs an id (it makes micro-batches exactly once)")
-        self.table, self.writer_id, self.operation = table, writer_id, operation
+        self.table, self.writer_id = table, writer_id
+        self.operation = check_operation(operation)  # an unknown one fails before the query starts
         self.options = options or table.options
         self.extra = dict(extra or {})
         self.committed: int | None = last_committed_batch(table, writer_id)

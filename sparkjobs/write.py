@@ -11,6 +11,11 @@
     driver    collect the stats -> WriteJob.commit(stats, reconcile=True): files of failed or
               speculative task attempts (named by markers, reported by no stat) are deleted first
 
+Overwrites (insert_overwrite, insert_overwrite_table) go through the same WriteJob: for
+insert_overwrite the driver first collects the partitions the input touches (a distinct over the
+file-group column: they are the scope recorded when the instant starts); the tasks write base files;
+the driver writes the empty base files of the scope's file groups no task got rows for.
+
 A failed Spark job aborts the write (rolled back through its markers). A task that finds an early
 conflict fails its stage at once (Spark cancels the other tasks) and the driver raises the
 `EarlyConflict` with the other instant, file groups and bytes written (`.report()`).
@@ -29,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame
-from pyspark.sql.functions import arrow_udf, col
+from pyspark.sql.functions import arrow_udf, col, substring_index
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType
 
@@ -41,6 +46,7 @@ from lakecore.timeline import WriteStat
 from lakecore.write import (
     Operation,
     WriteContext,
+    check_operation,
     combine_and_route,
     conform,
     file_group_codes,
@@ -56,15 +62,20 @@ ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert", *,
                     options: WriterOptions | None = None, extra: Mapping[str, Any] | None = None,
                     parallelism: int | None = None) -> WriteResult:
-    """Write `df` as one instant of `table` (the table's lock and, unless given, its writer options)."""
+    """Write `df` as one instant of `table` (the table's lock and, unless given, its writer options).
+    An unknown `operation` raises UnknownOperation before anything runs."""
+    operation = check_operation(operation)
     config = table.config
     _check_schema(df, config, operation)
     spark = df.sparkSession
     n = parallelism or max(1, spark.sparkContext.defaultParallelism)
     options = options or table.options
-    with WriteJob.start(table.storage, config, table.lock, operation, options, extra=extra) as job:
-        # only the key and partition columns travel to Python to find each row's file group
-        routed = df.withColumn(FILE_GROUP_COLUMN, _file_group(config)).repartition(n, FILE_GROUP_COLUMN)
+    # only the key and partition columns travel to Python to find each row's file group
+    grouped = df.withColumn(FILE_GROUP_COLUMN, _file_group(config))
+    touched = _partitions(grouped) if operation == "insert_overwrite" else None
+    with WriteJob.start(table.storage, config, table.lock, operation, options, extra=extra,
+                        partitions=touched) as job:
+        routed = grouped.repartition(n, FILE_GROUP_COLUMN)
         written = routed.mapInArrow(_write(job.context(), operation), "stats string")
         try:
             rows = written.collect()
@@ -74,7 +85,18 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
                 raise
             raise cause from exc
         stats = [WriteStat.from_json(d) for r in rows for d in json.loads(r["stats"])]
+        emptied = job.replaced_without_rows((s.partition, s.file_id) for s in stats)
+        if emptied:  # an overwrite's groups without rows: small empty files, written here
+            ctx = job.context(write_token="driver-0-0")
+            stats += [s for g in emptied for s in write_file_group(ctx, g)]
         return job.commit(stats, reconcile=True)
+
+
+def _partitions(grouped: DataFrame) -> list[str]:
+    """The partition paths of the rows (the part of the file-group column before its last '|';
+    partition paths percent-encode their values, so they hold no '|')."""
+    paths = grouped.select(substring_index(col(FILE_GROUP_COLUMN), "|", 1).alias("p")).distinct().collect()
+    return sorted(r["p"] for r in paths)
 
 
 def _check_schema(df: DataFrame, config: TableConfig, operation: Operation) -> None:

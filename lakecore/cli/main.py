@@ -25,10 +25,10 @@ from rich.text import Text
 
 from lakecore.cli.errors import describe as describe_error
 from lakecore.cli.io import read_input, read_schema_file, write_output
-from lakecore.config import ColumnGroup, schema_to_json
+from lakecore.config import ColumnGroup, LockSpec, schema_to_json
 from lakecore.errors import InvalidInput
 from lakecore.table import Table
-from lakecore.write import Operation
+from lakecore.write import OPERATIONS, check_operation
 
 app = typer.Typer(help="Weir: lake tables with a timeline, merge-on-read and multi-writer control.",
                   no_args_is_help=True)
@@ -40,6 +40,12 @@ err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 Uri = Annotated[str, typer.Argument(help="Table location: a path, file://, s3:// or memory:// URI.")]
+LockProviderOpt = Annotated[str | None, typer.Option(
+    "--lock-provider", help="storage|zookeeper|in_process: the lock every writer of the table takes.")]
+ZooKeeperOpt = Annotated[str | None, typer.Option(
+    "--zookeeper", help="ZooKeeper connect string 'host:2181[,...]' (implies --lock-provider zookeeper).")]
+ZooKeeperPathOpt = Annotated[str | None, typer.Option(
+    "--zookeeper-path", help="The lock's znode (default /weir/locks/<table key>).")]
 
 
 _debug = {"on": False}
@@ -130,9 +136,12 @@ def create(
     concurrency_mode: Annotated[str, typer.Option(help="optimistic|non_blocking")] = "optimistic",
     tombstone_retention_hours: Annotated[float | None, typer.Option(
         help="Drop deletes' tombstones from rewritten base files once this many hours old.")] = None,
+    lock_provider: LockProviderOpt = None,
+    zookeeper: ZooKeeperOpt = None,
+    zookeeper_path: ZooKeeperPathOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Create an empty table."""
+    """Create an empty table (recording the lock its writers take: the storage lock unless told)."""
     if schema_from:
         arrow_schema = read_schema_file(schema_from)
     else:
@@ -145,7 +154,8 @@ def create(
                      table_type=table_type,  # type: ignore[arg-type]
                      ordering_field=ordering_field, column_groups=[parse_group(g) for g in group or ()],
                      buckets=buckets, concurrency_mode=concurrency_mode,  # type: ignore[arg-type]
-                     tombstone_retention_hours=tombstone_retention_hours)
+                     tombstone_retention_hours=tombstone_retention_hours,
+                     lock=lock_spec(lock_provider, zookeeper, zookeeper_path))
     if as_json:
         emit_json(t.config.to_json())
     else:
@@ -153,7 +163,38 @@ def create(
                   f"({t.config.merge_mode}, {t.config.buckets} buckets)")
 
 
-def _write(uri: str, input_file: str, operation: Operation, as_json: bool) -> None:
+def lock_spec(provider: str | None, zookeeper: str | None, path: str | None) -> LockSpec:
+    """The lock the options name; --zookeeper alone means provider zookeeper."""
+    chosen = provider or ("zookeeper" if zookeeper else "storage")
+    if chosen == "zookeeper":
+        if not zookeeper:
+            raise InvalidInput("--lock-provider zookeeper needs --zookeeper host:2181[,host:2181]")
+        return LockSpec("zookeeper", connect=zookeeper, path=path)
+    if zookeeper or path:
+        raise InvalidInput(f"--zookeeper and --zookeeper-path go with --lock-provider zookeeper, not "
+                           f"{chosen!r}")
+    return LockSpec(chosen)  # type: ignore[arg-type]  # LockSpec refuses unknown providers
+
+
+@table_app.command("set-lock")
+@friendly
+def set_lock(uri: Uri, lock_provider: LockProviderOpt = None, zookeeper: ZooKeeperOpt = None,
+             zookeeper_path: ZooKeeperPathOpt = None,
+             timeout: Annotated[float, typer.Option(help="Seconds to wait for each lock.")] = 60.0,
+             as_json: JsonFlag = False) -> None:
+    """Change the lock every writer of the table takes, holding the old lock and the new one meanwhile.
+    Writers still running with the old one stop at their next commit; restart them."""
+    t = Table.open(uri)
+    before = t.config.lock
+    after = t.set_lock_provider(lock_spec(lock_provider, zookeeper, zookeeper_path), timeout=timeout)
+    if as_json:
+        emit_json({"before": before.to_json(), "after": after.to_json()})
+    else:
+        out.print(f"lock of {t.uri}: {before.describe()} -> {after.describe()}")
+
+
+def _write(uri: str, input_file: str, operation: str, as_json: bool) -> None:
+    operation = check_operation(operation)  # a wrong name fails before the table is even opened
     t = Table.open(uri)
     data = read_input(input_file, t.schema)
     result = t.write(data, operation)
@@ -189,6 +230,26 @@ def insert(uri: Uri, input_file: InputFile,
 def delete(uri: Uri, input_file: InputFile, as_json: JsonFlag = False) -> None:
     """Delete the records whose keys are in a file."""
     _write(uri, input_file, "delete", as_json)
+
+
+@table_app.command("overwrite")
+@friendly
+def overwrite(uri: Uri, input_file: InputFile,
+              whole_table: Annotated[bool, typer.Option(
+                  "--table", help="Replace the whole table (insert_overwrite_table), not only the "
+                  "partitions the input touches (insert_overwrite).")] = False,
+              as_json: JsonFlag = False) -> None:
+    """Replace the partitions the input touches (or, with --table, the whole table) with its rows."""
+    _write(uri, input_file, "insert_overwrite_table" if whole_table else "insert_overwrite", as_json)
+
+
+@table_app.command("write")
+@friendly
+def write(uri: Uri, input_file: InputFile,
+          operation: Annotated[str, typer.Option(help=f"One of {'|'.join(OPERATIONS)}.")] = "upsert",
+          as_json: JsonFlag = False) -> None:
+    """Write a file with any write operation (what the LakeWriter's `operation` names)."""
+    _write(uri, input_file, operation, as_json)
 
 
 @table_app.command("read")
@@ -537,11 +598,10 @@ def repair(uri: Uri,
            as_json: JsonFlag = False) -> None:
     """Repair damaged metadata (dry run unless --run): recreate a lost table.json from the timeline,
     quarantine damaged instant files (.weir/quarantine/), fall back to an older history manifest."""
-    from lakecore.concurrency import StorageLock
-    from lakecore.services.repair import run_repair
+    from lakecore.services.repair import repair_lock, run_repair
     from lakecore.storage import open_storage
     storage = open_storage(uri)
-    report = run_repair(storage, StorageLock(storage), dry_run=dry_run)
+    report = run_repair(storage, repair_lock(storage), dry_run=dry_run)
     if as_json:
         emit_json(report.to_json())
     else:

@@ -1,25 +1,32 @@
 """Concurrency: locks, the write transaction protocol, rollback of failed writes."""
 
+from lakecore.concurrency.in_process_lock import InProcessLock
+from lakecore.concurrency.lock_choice import TableLock, check_lock, lock_for_spec, lock_from_options
 from lakecore.concurrency.locks import (
-    InProcessLock,
     Lock,
     LockAlreadyHeld,
+    LockProviderChanged,
+    LockProviderMismatch,
     LockUnavailable,
     LockUnsupported,
-    StorageLock,
     ensure_held,
-    lock_from_options,
+    spec_of,
 )
 from lakecore.concurrency.rollback import rollback_failed_writes, rollback_write
+from lakecore.concurrency.storage_lock import StorageLock
 from lakecore.concurrency.transaction import (
     WriteTransaction,
     begin_write,
     commit_write,
     draw_instant,
+    replaced_groups,
+    view_for_services,
     view_of,
 )
 
-# ZooKeeperLock lives in lakecore.concurrency.zookeeper, not re-exported: importing it imports kazoo.
-__all__ = ["InProcessLock", "Lock", "LockAlreadyHeld", "LockUnavailable", "LockUnsupported", "StorageLock",
-           "WriteTransaction", "begin_write", "commit_write", "draw_instant", "ensure_held",
-           "lock_from_options", "rollback_failed_writes", "rollback_write", "view_of"]
+# ZooKeeperLock lives in lakecore.concurrency.zookeeper_lock, not re-exported: importing it imports kazoo.
+__all__ = ["InProcessLock", "Lock", "LockAlreadyHeld", "LockProviderChanged", "LockProviderMismatch",
+           "LockUnavailable", "LockUnsupported", "StorageLock", "TableLock", "WriteTransaction",
+           "begin_write", "check_lock", "commit_write", "draw_instant", "ensure_held", "lock_for_spec",
+           "lock_from_options", "replaced_groups", "rollback_failed_writes", "rollback_write", "spec_of",
+           "view_for_services", "view_of"]

@@ -29,6 +29,7 @@ from lakecore.timeline import (
     TimelineStore,
     next_instant_time,
     now_ms,
+    pending_overwrite,
     to_epoch_ms,
 )
 from lakecore.write.heartbeat import (
@@ -47,6 +48,14 @@ TABLE_SERVICES = frozenset({"compaction", "replacecommit"})  # rolled back by th
 SERVICE_ACTIONS = frozenset({"compaction", "replacecommit", "clean"})  # run under a run claim (runs.py)
 
 log = logging.getLogger(__name__)
+
+
+def is_pending_write(store: TimelineStore, instant: Instant) -> bool:
+    """A pending data write (rolled back like any write when its writer dies): a commit or
+    deltacommit, or a replacecommit that is an overwrite, not a clustering (its requested body says)."""
+    if instant.action not in WRITE_ACTIONS or instant.is_completed:
+        return False
+    return instant.action not in TABLE_SERVICES or pending_overwrite(store, instant) is not None
 
 
 def claimed_by_rollbacks(store: TimelineStore, timeline: Timeline) -> set[str]:
@@ -88,7 +97,8 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
         elif only_if_expired is not None and _alive(storage, target, clock(), only_if_expired):
             return None
         elif refuse_live is not None and (who := _alive(storage, target, clock(), refuse_live)):
-            error = ServiceRunning if target.action in SERVICE_ACTIONS else WriterLive
+            service = target.action in SERVICE_ACTIONS and not is_pending_write(store, target)
+            error = ServiceRunning if service else WriterLive
             raise error(f"{target.action} {t} is alive: {who}; stop it, or wait until its heartbeat expires "
                         f"({refuse_live.timeout_ms} ms after its last beat), or force the rollback if you "
                         "are sure its process is gone")
@@ -103,7 +113,7 @@ def _alive(storage: Storage, target: Instant, now: int, config: HeartbeatConfig)
     """Who runs the pending instant, if alive: a table service run holds a run claim (runs.py), a
     write beats its heartbeat."""
     t = target.requested_time
-    if target.action in SERVICE_ACTIONS:
+    if target.action in SERVICE_ACTIONS and not is_pending_write(TimelineStore(storage), target):
         from lakecore.concurrency.runs import live_run
 
         run = live_run(storage, t, now, config)
@@ -162,10 +172,11 @@ def rollback_failed_writes(storage: Storage, lock: Lock, heartbeat: HeartbeatCon
     aborted), newest first. Returns the instant times rolled back. Safe to run from any writer, the
     cleaner or the operator. `timeline`: a recent load to look in (every rollback re-checks under the
     lock)."""
-    timeline = timeline or TimelineStore(storage).load()
+    store = TimelineStore(storage)
+    timeline = timeline or store.load()
     resumed = resume_rollbacks(storage, lock, heartbeat.timeout_ms, clock=clock, timeline=timeline)
     now = clock()
-    pending = [i for i in timeline.pending if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES]
+    pending = [i for i in timeline.pending if is_pending_write(store, i)]
     # a write's last sign of life is never before its start, so one started within the timeout is
     # alive unless it aborted (the common case: the other writers' current instants cost one stat)
     candidates = [i for i in pending

@@ -9,19 +9,30 @@
 
 The lock is held only for the short critical sections. Anything that fails before the completed
 instant file exists leaves the instant pending and its files invisible to readers.
+
+An overwrite (insert_overwrite, insert_overwrite_table) is a `replacecommit` whose requested body is
+its scope (timeline.overwrite); its tasks write new base files named with its instant time (for
+groups of the scope without input rows: empty ones), which supersede the replaced slices when it
+completes, as a clustering's do. Its conflict rules are occ.overwrite_conflicts.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from lakecore.concurrency.locks import Lock, ensure_held
-from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts, needs_check
+from lakecore.concurrency.occ import (
+    Conflict,
+    completed_since,
+    find_conflicts,
+    needs_check,
+    overwrite_conflicts,
+)
 from lakecore.concurrency.rollback import claimed_by_rollbacks, rollback_write
 from lakecore.concurrency.schema_conflict import (
     complete_writer_schema,
@@ -29,21 +40,23 @@ from lakecore.concurrency.schema_conflict import (
     resolve_schema,
 )
 from lakecore.config import TableConfig, schema_from_json, schema_to_json
-from lakecore.errors import CorruptTimeline, InvalidInstantState, SchemaConflict, WriteConflict
+from lakecore.errors import CorruptTimeline, InvalidInput, InvalidInstantState, SchemaConflict, WriteConflict
 from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.storage import Storage
 from lakecore.timeline import (
     Action,
     CommitMetadata,
     Instant,
+    OverwriteScope,
     State,
     Timeline,
     TimelineStore,
     WriteStat,
     next_instant_time,
     now_ms,
+    pending_overwrites,
 )
-from lakecore.write import Operation, WriteContext, delete_markers
+from lakecore.write import OVERWRITES, Operation, WriteContext, check_operation, delete_markers
 from lakecore.write.heartbeat import is_aborted
 
 Clock = Callable[[], int]
@@ -61,6 +74,7 @@ class WriteTransaction:
     started_after: Instant | None            # last completed instant at start (for conflict checks)
     slices: dict[tuple[str, str], FileSlice] = field(default_factory=dict)
     schema_at_start: pa.Schema | None = None  # the table's schema when the write started
+    scope: OverwriteScope | None = None       # what an overwrite replaces (None: not an overwrite)
 
     def context(self, write_token: str = "0-0-0", **options: Any) -> WriteContext:
         """What a task needs to write file groups (pickles); options: markers, max_rows_per_file."""
@@ -80,12 +94,20 @@ def draw_instant(store: TimelineStore, lock: Lock, action: Action, *, plan: byte
 
 def begin_write(storage: Storage, config: TableConfig, lock: Lock, operation: Operation, *,
                 clock: Clock = now_ms, need_view: bool = False,
-                table_schema: pa.Schema | None = None) -> WriteTransaction:
+                table_schema: pa.Schema | None = None,
+                partitions: Iterable[str] | None = None) -> WriteTransaction:
     """Start a write. `config.schema` is the writer's schema; `table_schema` the table's as the writer
-    knows it (they differ when the write evolves the schema; default: the same)."""
+    knows it (they differ when the write evolves the schema; default: the same). `partitions`: the
+    partition paths an insert_overwrite replaces (those its input touches). Raises UnknownOperation
+    before anything exists for an operation lakecore does not have."""
+    operation = check_operation(operation)
+    scope = _scope(operation, partitions)
     store = TimelineStore(storage)
     action: Action = "deltacommit" if config.table_type == "merge_on_read" else "commit"
-    requested, timeline = draw_instant(store, lock, action, clock=clock)
+    if scope is not None:
+        action, need_view = "replacecommit", True  # the view says which groups the scope holds
+    requested, timeline = draw_instant(store, lock, action, plan=scope.dumps() if scope else b"",
+                                       clock=clock)
     try:  # never write on top of an instant file that does not parse (metadata is cached: cheap)
         store.verify(timeline)
     except CorruptTimeline:
@@ -95,7 +117,26 @@ def begin_write(storage: Storage, config: TableConfig, lock: Lock, operation: Op
     slices = build_view(timeline, store.metadata).as_dict() if need_view else {}
     recorded = store.latest_schema(timeline)
     at_start = schema_from_json(recorded) if recorded else (table_schema or config.schema)
-    return WriteTransaction(storage, config, inflight, operation, timeline.last_completed(), slices, at_start)
+    return WriteTransaction(storage, config, inflight, operation, timeline.last_completed(), slices, at_start,
+                            scope)
+
+
+def _scope(operation: Operation, partitions: Iterable[str] | None) -> OverwriteScope | None:
+    if operation not in OVERWRITES:
+        return None
+    if operation == "insert_overwrite" and partitions is None:
+        raise InvalidInput("insert_overwrite replaces the partitions its input touches, and none were "
+                           "given; pass `partitions` (the input's partition paths) to begin_write")
+    return OverwriteScope.of(operation, partitions or ())
+
+
+def replaced_groups(txn: WriteTransaction, written: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The file groups of an overwrite's scope, as of its start, that got no rows: each needs an
+    empty base file, so that its old slice is replaced too (sorted; empty for other writes)."""
+    if txn.scope is None:
+        return []
+    done = set(written)
+    return sorted(g for g, s in txn.slices.items() if txn.scope.covers(g[0]) and g not in done and s.files)
 
 
 def _decide_schema(txn: WriteTransaction, store: TimelineStore, timeline: Timeline) -> pa.Schema:
@@ -123,7 +164,6 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
     (e.g. Heartbeat.check), run under the lock right before completing: a writer that lost its
     heartbeat while waiting for the lock must not complete an instant others may be rolling back."""
     store = TimelineStore(txn.storage)
-    mode = txn.config.concurrency_mode
     base_groups = frozenset((s.partition, s.file_id) for s in stats if s.kind == "base")
     conflicts: list[Conflict] = []
     refused: SchemaConflict | None = None
@@ -143,13 +183,13 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
             schema = _decide_schema(txn, store, timeline)
         except SchemaConflict as exc:
             refused = exc
-        if refused is None and needs_check(mode, bool(base_groups)):
-            only_bases = mode == "non_blocking"
-            conflicts = find_conflicts(txn.instant, base_groups if only_bases else groups,
-                                       completed_since(timeline, txn.instant), store.metadata,
-                                       only_base_writers=only_bases, our_base_groups=base_groups)
+        if refused is None:
+            conflicts = _conflicts(txn, timeline, store, groups, base_groups)
         if refused is None and not conflicts:
-            meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(schema), extra or {},
+            recorded = dict(extra or {})
+            if txn.scope is not None:
+                recorded["overwrite"] = txn.scope.to_json()
+            meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(schema), recorded,
                                   table=recorded_config(txn.config))
             completion = next_instant_time(clock(), timeline.newest_time())
             ensure_held(lock, f"completing instant {txn.instant.requested_time}")
@@ -171,7 +211,37 @@ def recorded_config(config: TableConfig) -> dict[str, Any]:
     """What a write records of the table's config (all but the schema, recorded beside it), so a lost
     table.json can be recreated from the timeline (`weir table repair`)."""
     return {k: v for k, v in config.to_json().items() if k != "schema"}
+def _conflicts(txn: WriteTransaction, timeline: Timeline, store: TimelineStore,
+               groups: frozenset[tuple[str, str]], base_groups: frozenset[tuple[str, str]]) -> list[Conflict]:
+    """OCC: every group we wrote; NBCC: base files against base writers, logs against overwrites
+    only; an overwrite: everything written into its scope, in either mode (occ.py)."""
+    mode = txn.config.concurrency_mode
+    if mode == "single_writer":
+        return []
+    since = completed_since(timeline, txn.instant)
+    if txn.scope is not None:
+        later_compactions = [i for i in timeline.completed if i.action == "compaction"
+                             and i.requested_time > txn.instant.requested_time]
+        return overwrite_conflicts(txn.instant, txn.scope, since + later_compactions, store.metadata)
+    if needs_check(mode, bool(base_groups)):
+        only_bases = mode == "non_blocking"
+        return find_conflicts(txn.instant, base_groups if only_bases else groups, since, store.metadata,
+                              only_base_writers=only_bases, our_base_groups=base_groups,
+                              overwritable=groups)
+    overwrites = [i for i in since if i.action == "replacecommit"]
+    return find_conflicts(txn.instant, groups, overwrites, store.metadata, only_overwrites=True)
 
 
 def view_of(storage: Storage, timeline: Timeline) -> FileSystemView:
     return build_view(timeline, TimelineStore(storage).metadata)
+
+
+def view_for_services(storage: Storage, timeline: Timeline) -> FileSystemView:
+    """The view a table service plans over: without the partitions pending overwrites replace (a
+    base the service wrote there would be newer than the overwrite's and bring the old rows back)."""
+    store = TimelineStore(storage)
+    view = build_view(timeline, store.metadata)
+    scopes = [s for _, s in pending_overwrites(store, timeline)]
+    if not scopes:
+        return view
+    return FileSystemView(tuple(s for s in view.slices if not any(sc.covers(s.partition) for sc in scopes)))

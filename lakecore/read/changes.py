@@ -3,6 +3,11 @@
 Only file groups written by write instants that completed in the range are read; of their merged
 rows (deletes kept) as of `end`, those whose last change was made by one of those instants are
 returned, with `_weir_op` = 'upsert' or 'delete'.
+
+An overwrite in the range is a write like any other: its rows are returned as upserts. The rows it
+replaced are not returned as deletes (it writes no tombstones); a consumer that mirrors the table
+sees an overwrite in the range through `Table.timeline()` (a replacecommit whose operation is
+insert_overwrite[_table]) and re-reads the replaced partitions from a snapshot.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from lakecore.layout import build_view
 from lakecore.read.slices import merge_columns
 from lakecore.read.snapshot import check_columns, finish, read_slices
 from lakecore.storage import Storage
-from lakecore.timeline import Timeline, TimelineStore
+from lakecore.timeline import Instant, Timeline, TimelineStore, scope_of
 
 
 def read_changes(storage: Storage, config: TableConfig, timeline: Timeline, start: str, end: str | None,
@@ -31,7 +36,7 @@ def read_changes(storage: Storage, config: TableConfig, timeline: Timeline, star
     changed = list(timeline.completed_between(lo, hi))
     if lo < timeline.archived.boundary:  # the range starts in the archived timeline
         changed = store.archived_instants(timeline.archived.manifest, lo, hi) + changed
-    writes = [i for i in changed if i.action in ("commit", "deltacommit")]
+    writes = [i for i in changed if _is_write(store, i)]
     touched: set[tuple[str, str]] = set()
     for i in writes:
         touched |= store.metadata(i).file_groups
@@ -46,3 +51,9 @@ def read_changes(storage: Storage, config: TableConfig, timeline: Timeline, star
     if columns is not None:
         out = out.select([*[c for c in META_COLUMNS if c not in columns], OP, *columns])
     return out
+
+
+def _is_write(store: TimelineStore, instant: Instant) -> bool:
+    if instant.action == "replacecommit":  # an overwrite, not a clustering (which changes no row)
+        return scope_of(store.metadata(instant)) is not None
+    return instant.action in ("commit", "deltacommit")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from lakecore.concurrency import Lock, ensure_held, rollback_failed_writes, view_of
-from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
+from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.concurrency.runs import ServiceRun, forget
 from lakecore.config import TableConfig
 from lakecore.errors import InvalidInstantState
@@ -36,7 +36,6 @@ from lakecore.services.errors import FilesCleaned
 from lakecore.services.savepoint import drop_abandoned_savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import (
-    WRITE_ACTIONS,
     Action,
     CommitMetadata,
     Instant,
@@ -63,8 +62,7 @@ def _expired_writes(storage: Storage, store: TimelineStore, timeline: Timeline, 
                     now: int) -> list[str]:
     claimed = claimed_by_rollbacks(store, timeline)
     return [i.requested_time for i in timeline.pending
-            if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES
-            and i.requested_time not in claimed
+            if is_pending_write(store, i) and i.requested_time not in claimed
             and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
 
 

@@ -9,10 +9,11 @@ Files a live savepoint needs (`savepoint.savepointed_files`) are always kept. Ev
 garbage and is listed, per file slice, in the plan (minus what completed cleans already deleted).
 
 Retained points: `keep_latest_commits` N: the completion of the N-th newest completed data write
-(commit/deltacommit) and every instant completed after it, so time travel to any point from that
-write on works; `keep_by_hours` H: the cutoff `now - H` (the view of the newest instant completed by
-then) and every instant completed after it; `keep_latest_file_versions` N: none — only the newest N
-slices per file group are kept, whatever time travel needed them.
+(commit/deltacommit, or a replacecommit that is an overwrite) and every instant completed after it,
+so time travel to any point from that write on works; `keep_by_hours` H: the cutoff `now - H` (the
+view of the newest instant completed by then) and every instant completed after it;
+`keep_latest_file_versions` N: none — only the newest N slices per file group are kept, whatever
+time travel needed them.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from lakecore.errors import CorruptMetadata, InvalidTableConfig
 from lakecore.layout import FileSlice, FileSystemView, build_view, completed_files
 from lakecore.layout.view import LogFile, slice_logs
 from lakecore.services.savepoint import savepointed_files
-from lakecore.timeline import CommitMetadata, Instant, Timeline, WriteStat
+from lakecore.timeline import CommitMetadata, Instant, Timeline, WriteStat, scope_of
 from lakecore.timeline.instant_time import format_ms
 
 PolicyKind = Literal["keep_latest_commits", "keep_latest_file_versions", "keep_by_hours"]
@@ -131,13 +132,16 @@ def all_slices(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
     return tuple(out)
 
 
-def retained_points(timeline: Timeline, policy: CleanPolicy, now_ms: int) -> list[str]:
-    """The completion-time bounds whose views must stay readable (besides the latest view)."""
+def retained_points(timeline: Timeline, policy: CleanPolicy, now_ms: int,
+                    metadata: Callable[[Instant], CommitMetadata] | None = None) -> list[str]:
+    """The completion-time bounds whose views must stay readable (besides the latest view).
+    `metadata`: to count overwrites (replacecommits of writes) as data writes, as they are."""
     completed = timeline.completed
     if policy.kind == "keep_latest_file_versions":
         return []
     if policy.kind == "keep_latest_commits":
-        writes = [i for i in completed if i.action in DATA_WRITES]
+        writes = [i for i in completed if i.action in DATA_WRITES or (
+            metadata is not None and i.action == "replacecommit" and scope_of(metadata(i)) is not None)]
         if len(writes) < policy.n and timeline.archived.count:
             return [""]  # the N-th newest write may be archived: retain every archived file
         if not writes:
@@ -171,7 +175,7 @@ def plan_clean(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]
     slices = all_slices(timeline, metadata)
     keep = _paths(build_view(timeline, metadata)) | set(in_use) | cleaned(timeline, metadata)
     keep |= savepointed_files(timeline, metadata)
-    points = retained_points(timeline, policy, now_ms)
+    points = retained_points(timeline, policy, now_ms, metadata)
     boundary = timeline.archived.boundary
     for point in points:
         if point < boundary:  # a view inside the archived range: keep every archived file (safe side)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.concurrency import Lock, rollback_write, view_of
+from lakecore.concurrency import Lock, rollback_write, view_for_services
 from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts
 from lakecore.config import TableConfig
 from lakecore.formats import write_file
@@ -82,7 +82,7 @@ def schedule_clustering(storage: Storage, config: TableConfig, lock: Lock,
     strategy.check(config)
 
     def make_plan(p: str, timeline: Timeline) -> ClusteringPlan | None:
-        operations = plan_clustering(view_of(storage, timeline), config, strategy)
+        operations = plan_clustering(view_for_services(storage, timeline), config, strategy)
         return ClusteringPlan(p, operations, strategy) if operations else None
 
     return schedule(storage, lock, ACTION, "clustering", "cluster", make_plan, ClusteringPending,

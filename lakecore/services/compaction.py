@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.concurrency import Lock, view_of
+from lakecore.concurrency import Lock, view_for_services
 from lakecore.config import OP, TableConfig
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
@@ -79,7 +79,7 @@ def schedule_compaction(storage: Storage, config: TableConfig, lock: Lock,
                              "base files, so there is nothing to compact")
 
     def make_plan(p: str, timeline: Timeline) -> CompactionPlan | None:
-        operations = plan_compaction(view_of(storage, timeline), config, strategy)
+        operations = plan_compaction(view_for_services(storage, timeline), config, strategy)
         return CompactionPlan(p, operations, strategy.kind) if operations else None
 
     return schedule(storage, lock, ACTION, "compaction", "compact", make_plan, CompactionPending,

@@ -6,7 +6,7 @@ deletes metadata: a damaged file is moved into `.weir/quarantine/`.
 
     table.json missing or unreadable   -> recreate it from the newest write's recorded configuration
                                           (CommitMetadata.table) and the newest recorded schema
-    a completed instant does not parse -> quarantine it; a write (commit/deltacommit) is then rolled
+    a completed instant does not parse -> quarantine it; a write (commit/deltacommit/overwrite) is then rolled
                                           back (its rows are lost unless the file is restored from a
                                           backup); a table service's instant is pending again
     the newest history manifest is     -> fall back to the newest kept version that parses
@@ -34,8 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write
+from lakecore.concurrency.lock_choice import lock_for_spec
 from lakecore.concurrency.rollback import TABLE_SERVICES
-from lakecore.config import TableConfig
+from lakecore.config import LockSpec, TableConfig
 from lakecore.errors import AlreadyExists, CorruptMetadata, TableNotFound
 from lakecore.layout import build_view
 from lakecore.services.clean_plan import CleanPlan
@@ -55,6 +56,7 @@ from lakecore.timeline import (
 )
 from lakecore.timeline.history import EMPTY, HISTORY_DIR, Manifest
 from lakecore.timeline.history_store import HistoryMoved, HistoryStore, manifest_path, pointer_name
+from lakecore.timeline.overwrite import requested_scope
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +167,7 @@ def _parse_undo(data: bytes, source: str) -> None:
 PLAN_PARSERS: dict[str, Callable[[bytes, str], object]] = {
     "clean": lambda data, source: CleanPlan.loads(data, source=source),
     "compaction": lambda data, source: CompactionPlan.loads(data, source=source),
-    "replacecommit": lambda data, source: ClusteringPlan.loads(data, source=source),
+    "replacecommit": lambda data, source: requested_scope(data) or ClusteringPlan.loads(data, source=source),
     "restore": _parse_undo,
     "rollback": _parse_undo,
 }
@@ -253,6 +255,17 @@ def run_repair(storage: Storage, lock: Lock, *, dry_run: bool = True, clock: Clo
     return RepairReport(dry_run, tuple(actions), tuple(remaining))
 
 
+def repair_lock(storage: Storage) -> Lock:
+    """The table's lock for a repair: the one table.json records or, when table.json is lost or
+    damaged, the one the newest write recorded (the storage lock when nothing recorded one)."""
+    try:
+        spec = TableConfig.loads(storage.read(CONFIG_PATH), source=CONFIG_PATH, table=storage.uri).lock
+    except (FileNotFoundError, CorruptMetadata):
+        recorded = recorded_config(TimelineStore(storage), _loadable(storage))
+        spec = TableConfig.from_json(recorded, table=storage.uri).lock if recorded else LockSpec()
+    return lock_for_spec(storage, spec)
+
+
 def quarantine(storage: Storage, path: str, clock: Clock = now_ms) -> str:
     """Move a file into .weir/quarantine/ (copy, then delete: works on every storage); returns where."""
     dest = f"{QUARANTINE_DIR}/{clock()}-{path.replace('/', '__')}"
@@ -271,7 +284,8 @@ def _quarantine_instant(storage: Storage, lock: Lock, path: str, *, dry_run: boo
                         ) -> RepairAction:
     inst = parse_file_name(path.rsplit("/", 1)[-1])
     assert inst is not None and inst.is_completed
-    is_write = inst.action in ("commit", "deltacommit")
+    is_write = inst.action in ("commit", "deltacommit") or (inst.action == "replacecommit" and _is_overwrite(
+        storage, inst))
     then = ("then roll its write back (its rows are no longer read)" if is_write else
             f"its {inst.action} {inst.requested_time} is pending again: "
             + ("finish it with `weir table compact --resume` / `cluster --resume` or roll it back"
@@ -304,6 +318,14 @@ def _quarantine_plan(storage: Storage, lock: Lock, path: str, *, dry_run: bool, 
     if service:
         rollback_write(storage, lock, Instant(inst.requested_time, inst.action, State.INFLIGHT), clock=clock)
     return RepairAction("quarantine_plan", path, f"moved to {moved}, {then}")
+
+
+def _is_overwrite(storage: Storage, inst: Instant) -> bool:
+    """A replacecommit is a write (an overwrite) when its requested file holds a scope, not a plan."""
+    try:
+        return requested_scope(TimelineStore(storage).read_plan(inst)) is not None
+    except FileNotFoundError:
+        return False
 
 
 def _fall_back_history(storage: Storage, lock: Lock, *, dry_run: bool, clock: Clock) -> RepairAction:

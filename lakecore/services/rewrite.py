@@ -37,6 +37,7 @@ from lakecore.timeline import (
     Timeline,
     TimelineStore,
     next_instant_time,
+    pending_overwrite,
 )
 from lakecore.write import delete_markers, delete_unreported, list_markers
 from lakecore.write.heartbeat import HeartbeatConfig, is_aborted
@@ -54,9 +55,11 @@ P = TypeVar("P", bound=Plan)
 
 
 def pending_of(store: TimelineStore, timeline: Timeline, action: Action) -> list[Instant]:
-    """The service's instants requested or inflight and not claimed by a rollback."""
+    """The service's instants requested or inflight and not claimed by a rollback (a pending
+    replacecommit that is an overwrite is a write, not a clustering)."""
     claimed = claimed_by_rollbacks(store, timeline)
-    return [i for i in timeline.pending if i.action == action and i.requested_time not in claimed]
+    return [i for i in timeline.pending if i.action == action and i.requested_time not in claimed
+            and pending_overwrite(store, i) is None]
 
 
 def schedule(storage: Storage, lock: Lock, action: Action, name: str, command: str,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
-from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
+from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, InstantNotFound, InvalidInstantState
 from lakecore.services.clean_plan import DATA_WRITES
@@ -49,6 +49,7 @@ from lakecore.timeline import (
     next_instant_time,
     now_ms,
     parse_file_name,
+    pending_overwrite,
 )
 from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life
 from lakecore.write.markers import delete_markers
@@ -105,8 +106,7 @@ def _stats_files(store: TimelineStore, instants: list[Instant]) -> tuple[str, ..
 
 def _pending_writes(store: TimelineStore, timeline: Timeline) -> list[Instant]:
     claimed = claimed_by_rollbacks(store, timeline)
-    return [i for i in timeline.pending if i.action in WRITE_ACTIONS and i.action not in TABLE_SERVICES
-            and i.requested_time not in claimed]
+    return [i for i in timeline.pending if is_pending_write(store, i) and i.requested_time not in claimed]
 
 
 def _refuse_live(storage: Storage, store: TimelineStore, timeline: Timeline, heartbeat: HeartbeatConfig,
@@ -250,6 +250,10 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
                                   f"{_groups(rebased)} after it (the data is in a later base file): roll "
                                   f"back {i.requested_time} first, or restore to a savepoint")
     for i in timeline.pending:
+        if i.action == "replacecommit" and pending_overwrite(store, i) is not None:
+            raise RollbackBlocked(f"overwrite {i.requested_time} is pending and replaces file groups after "
+                                  f"{target.requested_time}; let it commit or roll it back (Table.rollback), "
+                                  "then rerun")
         if i.action in ("compaction", "replacecommit") and i.requested_time > after:
             service, drop = ("compaction", "rollback_compaction") if i.action == "compaction" else \
                 ("clustering", "rollback_clustering")
@@ -320,7 +324,7 @@ def restore(storage: Storage, config: TableConfig, lock: Lock, savepoint_instant
     rolled_back = []
     for i in timeline.pending:
         if (i.action in WRITE_ACTIONS and i.requested_time not in claimed
-                and rollback_write(storage, lock, i, clock=clock) is not None):
+                and rollback_write(storage, lock, i, clock=clock, refuse_live=heartbeat) is not None):
             rolled_back.append(i.requested_time)
     with lock:
         timeline = store.load()

@@ -2,7 +2,9 @@
 
 Create-if-absent uses fsspec's `pipe_file(mode="create")`, which s3fs maps to a conditional PUT
 (`If-None-Match: *`) and the memory filesystem to an exclusive open. Schemes not known to do that
-atomically refuse `write_if_absent` rather than risk two writers both "winning" a create.
+atomically refuse `write_if_absent` rather than risk two writers both "winning" a create. S3 answers a
+conditional PUT that races another one on the same key with 409 ConditionalRequestConflict: that is
+retried (the retry then finds the key created, or creates it), never surfaced as a raw OSError.
 
 Options given by reference (`options.OptionsRef`) are resolved when the storage is made and again in
 each process it is unpickled in: a pickle holds the reference, never the values.
@@ -10,8 +12,10 @@ each process it is unpickled in: a pickle holds the reference, never the values.
 
 from __future__ import annotations
 
+import random
 import threading
-from typing import Any
+import time
+from typing import Any, Literal
 
 import fsspec
 import pyarrow.fs as pafs
@@ -21,6 +25,8 @@ from lakecore.storage.base import FileInfo
 from lakecore.storage.options import OptionsRef
 
 ATOMIC_CREATE = frozenset({"memory", "s3", "s3a"})
+CONFLICT_RETRIES = 8  # 409s in a row before giving up; S3 resolves a racing conditional PUT in milliseconds
+CONFLICT_BACKOFF_S = (0.01, 0.5)
 _memory_lock = threading.Lock()  # the memory filesystem checks-then-creates; serialize within the process
 
 
@@ -82,20 +88,29 @@ class FsspecStorage:
             raise AtomicCreateUnsupported(
                 f"storage {proto!r} cannot create files atomically; use local disk, s3:// or memory://")
         full = self._abs(path)
-        try:
-            if proto == "memory":
-                with _memory_lock:
-                    if self.fs.exists(full):
-                        raise FileExistsError(full)
-                    self.fs.pipe_file(full, data)
-            else:
-                self.fs.pipe_file(full, data, mode="create")
-        except FileExistsError:
-            raise AlreadyExists(f"{path} already exists") from None
-        except OSError as exc:
-            if "PreconditionFailed" in str(exc) or "412" in str(exc):
-                raise AlreadyExists(f"{path} already exists") from None
-            raise
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                if proto == "memory":
+                    with _memory_lock:
+                        if self.fs.exists(full):
+                            raise FileExistsError(full)
+                        self.fs.pipe_file(full, data)
+                else:
+                    self.fs.pipe_file(full, data, mode="create")
+                return
+            except OSError as exc:
+                kind = create_failure(exc)
+                if kind == "exists":
+                    raise AlreadyExists(f"{path} already exists") from None
+                if kind == "other":
+                    raise StorageError(f"creating {self._uri}/{path} failed: {exc}; check connectivity and "
+                                       "permissions, then retry") from exc
+                if attempt == CONFLICT_RETRIES:
+                    raise StorageError(
+                        f"creating {self._uri}/{path} met {CONFLICT_RETRIES + 1} conflicting conditional "
+                        f"writes in a row (S3 409 ConditionalRequestConflict: {exc}); retry later") from exc
+            low, cap = CONFLICT_BACKOFF_S
+            time.sleep(min(cap, low * 2 ** attempt) * random.uniform(0.5, 1.5))
 
     def sync(self, path: str) -> None:
         """Nothing to do: object stores make an object durable before the PUT returns."""
@@ -138,3 +153,30 @@ class FsspecStorage:
 
     def arrow(self) -> tuple[pafs.FileSystem, str]:
         return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs)), self._abs("")
+
+
+def create_failure(exc: BaseException) -> Literal["exists", "conflict", "other"]:
+    """Why a create-if-absent failed: the file exists (412 PreconditionFailed, or the filesystem's own
+    FileExistsError), a conditional write on the same key was in progress (409
+    ConditionalRequestConflict: retry), or anything else. Looks through s3fs's translation to the
+    botocore error it came from (`__cause__`, whose `response` holds the S3 error code and status)."""
+    if isinstance(exc, FileExistsError):
+        return "exists"
+    seen: BaseException | None = exc
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            error = response.get("Error") or {}
+            code = str(error.get("Code", ""))
+            status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+            if code in ("ConditionalRequestConflict", "OperationAborted", "409") or status == 409:
+                return "conflict"
+            if code == "PreconditionFailed" or status == 412:
+                return "exists"
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)
+    if "ConditionalRequestConflict" in text:
+        return "conflict"
+    if "PreconditionFailed" in text or "412" in text:
+        return "exists"
+    return "other"

@@ -14,10 +14,20 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.concurrency import Lock, StorageLock, rollback_write, view_of
+from lakecore.concurrency import (
+    Lock,
+    TableLock,
+    check_lock,
+    lock_for_spec,
+    rollback_write,
+    spec_of,
+    view_for_services,
+    view_of,
+)
 from lakecore.config import (
     ColumnGroup,
     ConcurrencyMode,
+    LockSpec,
     MergeMode,
     TableConfig,
     TableType,
@@ -30,6 +40,7 @@ from lakecore.errors import (
     InstantArchived,
     InstantNotFound,
     InvalidInstantState,
+    InvalidTableConfig,
     TableAlreadyExists,
     TableNotFound,
 )
@@ -74,7 +85,15 @@ from lakecore.timeline import (
     TimelineStore,
     parse_point_in_time,
 )
-from lakecore.write import Operation, as_table, combine_and_route, conform, evolved_schema, list_markers
+from lakecore.write import (
+    Operation,
+    as_table,
+    check_operation,
+    combine_and_route,
+    conform,
+    evolved_schema,
+    list_markers,
+)
 
 CONFIG_PATH = ".weir/table.json"
 QueryType = Literal["snapshot", "read_optimized"]
@@ -83,11 +102,11 @@ QueryType = Literal["snapshot", "read_optimized"]
 class Table:
     """A lake table at a URI. Obtain one with `Table.create(...)` or `Table.open(uri)`."""
 
-    def __init__(self, storage: Storage, config: TableConfig, *, lock: Lock | None = None,
+    def __init__(self, storage: Storage, config: TableConfig, *, lock: Lock | LockSpec | None = None,
                  options: WriterOptions | None = None) -> None:
         self.storage = storage
         self.config = config
-        self.lock: Lock = lock if lock is not None else StorageLock(storage)
+        self.lock: Lock = _table_lock(storage, config.lock, lock)
         self.options = options or WriterOptions()
         self._store = TimelineStore(storage)
 
@@ -101,9 +120,12 @@ class Table:
                column_defaults: Mapping[str, Any] | None = None, buckets: int = 4,
                compression: str = "zstd", concurrency_mode: ConcurrencyMode = "optimistic",
                tombstone_retention_hours: float | None = None, name: str | None = None,
-               storage_options: dict[str, Any] | OptionsRef | None = None, lock: Lock | None = None,
+               storage_options: dict[str, Any] | OptionsRef | None = None,
+               lock: Lock | LockSpec | None = None,
                options: WriterOptions | None = None) -> Table:
-        """Create a new, empty table at `uri` (fails if one exists there)."""
+        """Create a new, empty table at `uri` (fails if one exists there). table.json records the
+        provider of `lock` (a lock or a LockSpec; default: the storage lock) for every writer to take."""
+        storage = open_storage(uri, storage_options)
         groups = normalize_groups([g if isinstance(g, ColumnGroup) else ColumnGroup.from_json(g)
                                    for g in column_groups])
         config = TableConfig(
@@ -114,8 +136,7 @@ class Table:
             merge_mode=merge_mode or default_merge_mode(ordering_field, groups),
             column_groups=groups, column_defaults=dict(column_defaults or {}), buckets=buckets,
             compression=compression, concurrency_mode=concurrency_mode,
-            tombstone_retention_hours=tombstone_retention_hours)
-        storage = open_storage(uri, storage_options)
+            tombstone_retention_hours=tombstone_retention_hours, lock=_spec_to_record(lock, storage.uri))
         if storage.list_names(TIMELINE_DIR) and not storage.exists(CONFIG_PATH):
             raise TableAlreadyExists(
                 f"{uri} holds a table's timeline but no {CONFIG_PATH} (it was lost): creating a new table "
@@ -130,22 +151,37 @@ class Table:
 
     @classmethod
     def open(cls, uri: str, *, storage_options: dict[str, Any] | OptionsRef | None = None,
-             lock: Lock | None = None, options: WriterOptions | None = None) -> Table:
+             lock: Lock | LockSpec | None = None, options: WriterOptions | None = None) -> Table:
+        """Open the table at `uri` with the lock its table.json records. An explicit `lock` (a lock, or a
+        LockSpec whose ZooKeeper path may be left out) must be that lock: else LockProviderMismatch."""
         storage = open_storage(uri, storage_options)
-        try:
-            raw = storage.read(CONFIG_PATH)
-        except (FileNotFoundError, NotADirectoryError):
-            if storage.list_names(TIMELINE_DIR):
-                raise TableNotFound(f"{uri} has a timeline but no {CONFIG_PATH} (it was lost); recreate it "
-                                    f"from the timeline with `weir table repair {uri} --run`") from None
-            raise TableNotFound(f"no table at {uri} (no {CONFIG_PATH}); check the URI, or create one "
-                                "with `weir table create`") from None
-        config = TableConfig.loads(raw, source=f"{uri}/{CONFIG_PATH}", table=uri)
+        config = _read_config(storage)
         store = TimelineStore(storage)
         current = store.latest_schema(store.load())  # the schema evolves through commits
         if current:
             config = config.with_schema(schema_from_json(current))
         return cls(storage, config, lock=lock, options=options)
+
+    def set_lock_provider(self, lock: Lock | LockSpec, *, timeout: float | None = None) -> LockSpec:
+        """Record another lock provider in table.json, holding the table's current lock and the new one,
+        so no critical section runs under either meanwhile. Writers that opened the table before stop at
+        their next critical section (LockProviderChanged) and must open it again. Returns the new spec."""
+        new = _spec_to_record(lock, self.uri)
+        new_lock = lock_for_spec(self.storage, new) if isinstance(lock, LockSpec) else lock
+        self.lock.acquire(timeout)
+        try:
+            recorded = _read_config(self.storage)
+            if recorded.lock != new:
+                new_lock.acquire(timeout)
+                try:
+                    self.storage.write(CONFIG_PATH, recorded.with_lock(new).dumps())
+                finally:
+                    new_lock.release()
+        finally:
+            self.lock.release()
+        self.config = self.config.with_lock(new)
+        self.lock = _table_lock(self.storage, new, None if isinstance(lock, LockSpec) else lock)
+        return new
 
     @property
     def uri(self) -> str:
@@ -174,9 +210,21 @@ class Table:
         ordering, where a delete older than the live row is ignored)."""
         return self.write(keys, "delete", extra=extra)
 
+    def insert_overwrite(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+        """Replace the partitions the input touches with the input's rows (others stay as they are),
+        atomically: one replacecommit; readers see the old partitions or the new, never a mix."""
+        return self.write(data, "insert_overwrite", extra=extra)
+
+    def insert_overwrite_table(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+        """Replace the whole table with the input's rows (an empty input empties it), atomically."""
+        return self.write(data, "insert_overwrite_table", extra=extra)
+
     def write(self, data: Any, operation: Operation, *,
               extra: Mapping[str, Any] | None = None) -> WriteResult:
-        """Run one write. `extra` is stored in the commit metadata (e.g. source offsets)."""
+        """Run one write. `operation` is one of lakecore.write.OPERATIONS (anything else raises
+        UnknownOperation before an instant exists). `extra` is stored in the commit metadata (e.g.
+        source offsets)."""
+        operation = check_operation(operation)
         table = as_table(data)
         config = self.config
         if self.options.evolve_schema and operation != "delete":
@@ -242,7 +290,7 @@ class Table:
         strategy = strategy or CompactionStrategy()
         if dry_run:
             timeline = self.timeline()
-            ops = plan_compaction(view_of(self.storage, timeline), self.config, strategy)
+            ops = plan_compaction(view_for_services(self.storage, timeline), self.config, strategy)
             return CompactionPlan("", ops, strategy.kind) if ops else None
         plan = schedule_compaction(self.storage, self.config, self.lock, strategy)
         return run_compaction(self.storage, self.config, self.lock, plan,
@@ -263,7 +311,7 @@ class Table:
                                   heartbeat=self.options.heartbeat)
         strategy = strategy or ClusteringStrategy()
         if dry_run:
-            ops = plan_clustering(view_of(self.storage, self.timeline()), self.config, strategy)
+            ops = plan_clustering(view_for_services(self.storage, self.timeline()), self.config, strategy)
             return ClusteringPlan("", ops, strategy) if ops else None
         plan = schedule_clustering(self.storage, self.config, self.lock, strategy)
         return run_clustering(self.storage, self.config, self.lock, plan,
@@ -355,6 +403,44 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.config.name!r} at {self.uri!r}, {self.config.table_type})"
+
+
+def _read_config(storage: Storage) -> TableConfig:
+    try:
+        raw = storage.read(CONFIG_PATH)
+    except (FileNotFoundError, NotADirectoryError):
+        if storage.list_names(TIMELINE_DIR):
+            raise TableNotFound(f"{storage.uri} has a timeline but no {CONFIG_PATH} (it was lost); "
+                                f"recreate it from the timeline with `weir table repair {storage.uri} "
+                                "--run`") from None
+        raise TableNotFound(f"no table at {storage.uri} (no {CONFIG_PATH}); check the URI, or create one "
+                            "with `weir table create`") from None
+    return TableConfig.loads(raw, source=f"{storage.uri}/{CONFIG_PATH}", table=storage.uri)
+
+
+def _spec_to_record(lock: Lock | LockSpec | None, uri: str) -> LockSpec:
+    """What table.json records for `lock`; a ZooKeeper spec without a path gets the table's default."""
+    if lock is None:
+        return LockSpec()
+    spec = lock if isinstance(lock, LockSpec) else spec_of(lock)
+    if spec is None:
+        raise InvalidTableConfig(f"{lock!r} does not say which table lock it is (no `spec`); pass a lakecore "
+                                 "lock (StorageLock, InProcessLock, ZooKeeperLock) or a LockSpec")
+    if spec.provider == "zookeeper" and spec.path is None:
+        from lakecore.concurrency.zookeeper_lock import zookeeper_spec
+
+        spec = zookeeper_spec(spec.connect or "", uri)
+    return spec
+
+
+def _table_lock(storage: Storage, recorded: LockSpec, asked: Lock | LockSpec | None) -> Lock:
+    """The recorded lock (`asked`, checked against it, when it is a lock object), guarded by TableLock."""
+    if asked is not None:
+        check_lock(recorded, asked if isinstance(asked, LockSpec) else spec_of(asked), storage.uri)
+    inner = lock_for_spec(storage, recorded) if asked is None or isinstance(asked, LockSpec) else asked
+    if isinstance(inner, TableLock):
+        inner = inner.inner
+    return TableLock(inner, recorded, lambda: _read_config(storage).lock, storage.uri)
 
 
 def _name_from_uri(uri: str) -> str:

@@ -13,7 +13,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -26,6 +26,7 @@ from lakecore.concurrency import (
     WriteTransaction,
     begin_write,
     commit_write,
+    replaced_groups,
     rollback_failed_writes,
     rollback_write,
 )
@@ -59,6 +60,7 @@ from lakecore.write import (
     Operation,
     WriteContext,
     delete_unreported,
+    empty_group,
     list_markers,
     write_file_group,
 )
@@ -137,15 +139,17 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
     `config.schema` is the writer's schema, `table_schema` the table's (they differ when the write
     adds columns)."""
     attempt = 0
+    touched = sorted({g.partition for g in groups}) if operation == "insert_overwrite" else None
     while True:
         attempt += 1
         try:
             job = WriteJob.start(storage, config, lock, operation, options, table_schema=table_schema,
-                                 extra=extra)
+                                 extra=extra, partitions=touched)
             with job:
                 markers = _Stoppable(job.markers)
                 ctx = job.context(markers)
-                futures = [_tasks.submit(write_file_group, ctx, g) for g in groups]
+                emptied = job.replaced_without_rows((g.partition, g.file_id) for g in groups)
+                futures = [_tasks.submit(write_file_group, ctx, g) for g in [*groups, *emptied]]
                 finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
                 if any(f.exception() is not None for f in finished):
                     markers.stopped.set()
@@ -197,12 +201,13 @@ class WriteJob:
     @classmethod
     def start(cls, storage: Storage, config: TableConfig, lock: Lock, operation: Operation,
               options: WriterOptions | None = None, *, table_schema: pa.Schema | None = None,
-              extra: Mapping[str, Any] | None = None) -> WriteJob:
-        """Begin the instant. `config.schema` is the writer's schema (see write_groups)."""
+              extra: Mapping[str, Any] | None = None, partitions: Iterable[str] | None = None) -> WriteJob:
+        """Begin the instant. `config.schema` is the writer's schema (see write_groups). `partitions`:
+        for insert_overwrite, the partition paths its input touches (the ones it replaces)."""
         options = options or WriterOptions()
         need_view = config.table_type == "copy_on_write" or operation == "bulk_insert"
         txn = _in_table_schema(begin_write(storage, config, lock, operation, need_view=need_view,
-                                           table_schema=table_schema))
+                                           table_schema=table_schema, partitions=partitions))
         job = cls(txn, lock, options, extra)
         job.heartbeat.start()
         try:
@@ -218,6 +223,12 @@ class WriteJob:
     @property
     def instant(self) -> Instant:
         return self.txn.instant
+
+    def replaced_without_rows(self, written: Iterable[tuple[str, str]]) -> list[FileGroupRows]:
+        """For an overwrite: the file groups of its scope that `written` (the groups given rows)
+        misses, as empty groups to write like any other (each becomes an empty base file that
+        replaces the group's slice). Empty for other writes."""
+        return [empty_group(self.txn.config, p, f) for p, f in replaced_groups(self.txn, written)]
 
     def context(self, markers: MarkerWriter | None = None, *, write_token: str = "0-0-0") -> WriteContext:
         """What each task needs (pickles); `markers` wraps or replaces the job's marker writer;

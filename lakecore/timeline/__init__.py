@@ -9,9 +9,18 @@ from lakecore.timeline.instant_time import (
            to_epoch_ms,
 )
 from lakecore.timeline.metadata import CommitMetadata, WriteStat
+from lakecore.timeline.overwrite import (
+    OVERWRITE_OPERATIONS,
+    OverwriteScope,
+    pending_overwrite,
+    pending_overwrites,
+    requested_scope,
+    scope_of,
+)
 from lakecore.timeline.store import TIMELINE_DIR, TimelineStore
 from lakecore.timeline.timeline import Timeline
 
-__all__ = ["ACTIONS", "TIMELINE_DIR", "WRITE_ACTIONS", "Action", "CommitMetadata", "Instant", "State",
-           "Timeline", "TimelineStore", "WriteStat", "format_ms", "next_instant_time", "now_ms",
-           "parse_file_name", "parse_point_in_time", "to_epoch_ms"]
+__all__ = ["ACTIONS", "OVERWRITE_OPERATIONS", "TIMELINE_DIR", "WRITE_ACTIONS", "Action", "CommitMetadata",
+           "Instant", "OverwriteScope", "State", "Timeline", "TimelineStore", "WriteStat", "format_ms",
+           "next_instant_time", "now_ms", "parse_file_name", "parse_point_in_time", "pending_overwrite",
+           "pending_overwrites", "requested_scope", "scope_of", "to_epoch_ms"]

@@ -1,7 +1,16 @@
 """Write: input checks, routing to file groups, markers, and the task that writes one file group."""
 
-from lakecore.write.conform import Conformed, Operation, as_table, conform, evolved_schema
-from lakecore.write.file_writer import WriteContext, combine_and_route, write_file_group
+from lakecore.write.conform import (
+    OPERATIONS,
+    OVERWRITES,
+    Conformed,
+    Operation,
+    as_table,
+    check_operation,
+    conform,
+    evolved_schema,
+)
+from lakecore.write.file_writer import WriteContext, combine_and_route, empty_group, write_file_group
 from lakecore.write.markers import (
     DirectMarkers,
     IOType,
@@ -15,6 +24,8 @@ from lakecore.write.markers import (
 from lakecore.write.routing import FileGroupRows, file_group_codes, route
 
 __all__ = [
+    "OPERATIONS",
+    "OVERWRITES",
     "Conformed",
     "DirectMarkers",
     "FileGroupRows",
@@ -24,11 +35,13 @@ __all__ = [
     "Operation",
     "WriteContext",
     "as_table",
+    "check_operation",
     "combine_and_route",
     "conform",
     "create_marker",
     "delete_markers",
     "delete_unreported",
+    "empty_group",
     "evolved_schema",
     "file_group_codes",
     "list_markers",

@@ -10,7 +10,7 @@ takes Arrow data and the config, returns Arrow data. Every failure raises before
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -23,9 +23,20 @@ from lakecore.config import (
     check_supported_type,
     group_ordering_column,
 )
-from lakecore.errors import InvalidInput, MissingColumn, NullKey, SchemaMismatch
+from lakecore.errors import InvalidInput, MissingColumn, NullKey, SchemaMismatch, UnknownOperation
+from lakecore.timeline import OVERWRITE_OPERATIONS
 
-Operation = Literal["upsert", "insert", "bulk_insert", "delete"]
+Operation = Literal["upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table"]
+OPERATIONS: tuple[str, ...] = get_args(Operation)
+# writes that replace file groups: the touched partitions' (insert_overwrite) or all (..._table)
+OVERWRITES = OVERWRITE_OPERATIONS
+
+
+def check_operation(operation: object) -> Operation:
+    """`operation` as an Operation, or UnknownOperation (callers check before any instant exists)."""
+    if isinstance(operation, str) and operation in OPERATIONS:
+        return operation  # type: ignore[return-value]
+    raise UnknownOperation(f"unknown write operation {operation!r}; use one of {', '.join(OPERATIONS)}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,7 @@ def _no_nulls(data: pa.Table, columns: tuple[str, ...], role: str) -> None:
 
 def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
     """Check and convert one write's input. Deletes need only the record key (and partition fields)."""
+    check_operation(operation)
     table = as_table(data)
     schema = config.schema
     unknown = [c for c in table.column_names if c not in schema.names]

@@ -3,7 +3,8 @@
 Runs anywhere (driver, Spark executor, another process): `WriteContext` carries everything it needs
 and pickles. Steps: precombine the rows (one per key), create the marker, then write a log file
 (merge-on-read), a new base file merged with the current one (copy-on-write), or a fresh base file
-(bulk insert into an empty file group).
+(bulk insert into an empty file group; an overwrite, whose base replaces the group's slice, and is
+empty for a group of its scope without input rows: `empty_group`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from lakecore.merge import merge_to_base, precombine
 from lakecore.read.spec import as_base_file, file_schema, merge_spec, op_columns, purge_tombstones
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
-from lakecore.write.conform import Operation
+from lakecore.write.conform import OVERWRITES, Operation
 from lakecore.write.markers import DirectMarkers, IOType, Marker, MarkerWriter
 from lakecore.write.routing import FileGroupRows, partitions, route
 
@@ -56,7 +57,8 @@ def combine_and_route(rows: pa.Table, config: TableConfig, operation: Operation)
     vectorized pass over the batch instead of one per file group, which for small frequent
     commits into many buckets was most of the tasks' work. The commit time is not known yet; all
     rows of a write share it, so a placeholder decides the same, and the task sets the real one."""
-    if config.table_type != "merge_on_read" or operation == "bulk_insert" or rows.num_rows == 0:
+    if config.table_type != "merge_on_read" or operation in ("bulk_insert", *OVERWRITES) \
+            or rows.num_rows == 0:
         return route(rows, config)
     spec, schema = merge_spec(config), file_schema(config)
     groups: list[FileGroupRows] = []
@@ -76,11 +78,20 @@ def write_file_group(ctx: WriteContext, group: FileGroupRows) -> list[WriteStat]
     config = ctx.config
     rows = _with_commit_time(group.rows, ctx.instant_time)
     current = ctx.slices.get((group.partition, group.file_id))
+    if ctx.operation in OVERWRITES:  # the new slice holds this write's rows only
+        return [_write_base(ctx, group, rows, None, merge_with_current=False)]
     if config.table_type == "copy_on_write":
         return [_write_base(ctx, group, rows, current, merge_with_current=True)]
     if ctx.operation == "bulk_insert" and (current is None or not current.files):
         return [_write_base(ctx, group, rows, None, merge_with_current=False)]
     return _write_logs(ctx, group, rows)
+
+
+def empty_group(config: TableConfig, partition: str, file_id: str) -> FileGroupRows:
+    """No rows for a file group: what an overwrite writes where its scope had a group the input
+    does not reach (an empty base file supersedes the group's old slice)."""
+    schema = pa.schema([*file_schema(config), pa.field(OP, pa.int8())])
+    return FileGroupRows(partition, file_id, schema.empty_table(), combined=True)
 
 
 def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list[WriteStat]:

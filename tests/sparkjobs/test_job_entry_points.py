@@ -123,14 +123,17 @@ def test_the_stream_job_writes_what_is_there_and_stops(spark, tmp_path):
 @pytest.mark.spark
 @pytest.mark.zookeeper
 def test_the_job_takes_the_zookeeper_lock_and_reports_an_early_conflict(spark, tmp_path, zookeeper_server):
-    from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+    from lakecore.concurrency.zookeeper import table_lock_key
+    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
+    from lakecore.config import LockSpec
     from lakecore.table.writer import WriteJob
     from lakecore.write import combine_and_route, conform, write_file_group
     from sparkjobs.contract import EXIT_CONFLICT
 
     connect = zookeeper_server.connect_string
     uri = str(tmp_path / "t")
-    Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1)
+    Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
+                 lock=LockSpec("zookeeper", connect=connect))
     t = Table.open(uri, lock=zookeeper_lock(connect, table_lock_key(uri)))
     source = tmp_path / "in.parquet"
     pq.write_table(pa.table({"id": [1, 2, 3], "ts": [5, 5, 5], "v": ["a", "b", "c"]}, schema=SCHEMA), source)

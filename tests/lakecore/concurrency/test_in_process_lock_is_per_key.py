@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakecore.concurrency.locks import InProcessLock, LockAlreadyHeld
+from lakecore.concurrency import InProcessLock, LockAlreadyHeld
 from lakecore.errors import LockTimeout
 from tests.lakecore.concurrency.test_lock_contract import in_thread
 

@@ -1,8 +1,7 @@
-"""One contract, run against every lock provider (in-process, storage file, ZooKeeper)."""
+"""One contract, run against every lock provider (in-process, storage on local disk and on S3, ZooKeeper)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
@@ -129,7 +128,7 @@ def test_processes_never_hold_it_together(cross_process_bench: LockBench, tmp_pa
     counter, go = tmp_path / "counter", tmp_path / "go"
     counter.write_text("0")
     command = [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "count",
-               json.dumps(cross_process_bench.options), cross_process_bench.storage.uri, str(counter),
+               cross_process_bench.worker_options(), cross_process_bench.storage.uri, str(counter),
                str(rounds), str(go)]
     workers = [subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True) for _ in range(processes)]

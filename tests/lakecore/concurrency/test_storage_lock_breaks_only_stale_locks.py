@@ -1,44 +1,49 @@
-"""The storage lock breaks a lock file only once it has expired, and refuses storage that cannot create
+"""The storage lock breaks a lock only once its holder's lease ran out on the breaker's own clock, breaks
+it with one conditional create (so two breakers never both win), and refuses storage that cannot create
 a file atomically."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lakecore.concurrency.locks import LockUnsupported, StorageLock, lock_from_options
+from lakecore.concurrency import LockUnsupported, StorageLock, lock_from_options
 from lakecore.errors import LockTimeout
-from lakecore.storage import open_storage
+from lakecore.storage import Storage, open_storage
 from lakecore.storage.fsspec_store import FsspecStorage
-from tests.lakecore.concurrency.test_lock_contract import in_thread
+from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT, in_thread
 
 
-def test_an_expired_lock_file_is_broken(tmp_path: Path) -> None:
+def test_a_dead_holders_lock_is_broken_after_its_lease(tmp_path: Path) -> None:
     storage = open_storage(str(tmp_path / "table"))
-    storage.write(StorageLock.PATH, json.dumps({"owner": "ghost:1:gone", "token": "t0",
-                                                "expires": time.time() - 1}).encode())
+    ghost = StorageLock(storage, expiry_s=0.3)
+    ghost.acquire()  # and never released: its process died
     lock = StorageLock(storage)
-    started = time.monotonic()
     lock.acquire(timeout=5)
-    assert time.monotonic() - started < 1.0
-    assert lock.is_held()
-    assert json.loads(storage.read(StorageLock.PATH))["token"] != "t0"
+    assert lock.is_held() and not ghost.is_held()
     lock.release()
-    assert not storage.exists(StorageLock.PATH)
+    assert not lock.is_held()
+    with StorageLock(storage) as again:  # released: taken at once, no lease to wait out
+        assert again.is_held()
 
 
-def test_a_live_owners_lock_file_is_left_alone(tmp_path: Path) -> None:
+def test_a_live_owners_lock_is_left_alone(tmp_path: Path) -> None:
     storage = open_storage(str(tmp_path / "table"))
     holder, contender = StorageLock(storage, expiry_s=60), StorageLock(storage)
     holder.acquire()
-    before = storage.read(StorageLock.PATH)
+    before = _lock_files(storage)
     error = in_thread(lambda: contender.acquire(timeout=0.3))
     assert isinstance(error, LockTimeout)
-    assert json.loads(before)["owner"] in str(error)  # names the holder
-    assert storage.read(StorageLock.PATH) == before and holder.is_held()
+    assert "retry" in str(error)
+    assert _lock_files(storage) == before and holder.is_held()
     holder.release()
 
 
@@ -48,12 +53,129 @@ def test_a_holder_past_its_expiry_loses_the_lock_and_its_release_spares_the_next
     storage = open_storage(str(tmp_path / "table"))
     slow, next_holder = StorageLock(storage, expiry_s=0.3), StorageLock(storage)
     slow.acquire()
-    time.sleep(0.4)
+    time.sleep(0.4)  # the lease running out is the point, not a race
     assert not slow.is_held()  # so ensure_held stops it before it completes an instant
     next_holder.acquire(timeout=2)
     slow.release()
     assert next_holder.is_held()
+    assert isinstance(in_thread(lambda: StorageLock(storage).acquire(timeout=0.2)), LockTimeout)
     next_holder.release()
+
+
+class PausedBeforeBreaking:
+    """The table's real storage, except that this contender's first change of a lock file that it had
+    not tried before (a create or a delete), after it read a lock file, waits for `go`: the moment
+    between "read the stale lock" and "break it". Retrying the create of a lock it saw held is no break."""
+
+    def __init__(self, inner: Storage) -> None:
+        self.inner = inner
+        self.reached, self.go = threading.Event(), threading.Event()
+        self._read = self._paused = False
+        self._tried: set[tuple[str, str]] = set()
+
+    @property
+    def uri(self) -> str:
+        return self.inner.uri
+
+    def read(self, path: str) -> bytes:
+        data = self.inner.read(path)
+        self._read = self._read or path.startswith(".weir/lock")
+        return data
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        self._pause("create", path)
+        self.inner.write_if_absent(path, data)
+
+    def delete(self, path: str) -> None:
+        self._pause("delete", path)
+        self.inner.delete(path)
+
+    def _pause(self, change: str, path: str) -> None:
+        new = (change, path) not in self._tried
+        self._tried.add((change, path))
+        if path.startswith(".weir/lock") and self._read and new and not self._paused:
+            self._paused = True
+            self.reached.set()
+            assert self.go.wait(30), "the test never let the paused contender go on"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_two_contenders_breaking_one_stale_lock_never_both_hold_it(tmp_path: Path) -> None:
+    storage = open_storage(str(tmp_path / "table"))
+    ghost = StorageLock(storage, expiry_s=0.2)
+    ghost.acquire()  # dies holding it
+    paused = PausedBeforeBreaking(storage)
+    first = StorageLock(paused, expiry_s=30)  # type: ignore[arg-type]
+    result: list[BaseException | None] = []
+    thread = threading.Thread(target=lambda: result.append(in_thread(lambda: first.acquire(timeout=3))))
+    thread.start()
+    assert paused.reached.wait(30), "the first contender never got to breaking the stale lock"
+
+    second = StorageLock(storage, expiry_s=30)
+    second.acquire(timeout=5)  # breaks the same stale lock while the first one is about to
+    paused.go.set()
+    thread.join(timeout=30)
+
+    assert isinstance(result[0], LockTimeout), "both contenders broke the stale lock and both hold it"
+    assert second.is_held() and not first.is_held()
+    second.release()
+
+
+def _hold_in_process(table: Path, options: dict[str, Any], skew_s: float) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold", json.dumps(options),
+               str(table)]
+    worker = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT, env={**os.environ, "WEIR_TEST_CLOCK_SKEW_S": str(skew_s)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    assert worker.stdout is not None
+    assert worker.stdout.readline().strip() == "held", worker.communicate(timeout=30)
+    return worker
+
+
+@pytest.mark.parametrize(("holder_skew_s", "contender_skew_s"), [(-3600, 0), (0, 3600)],
+                         ids=["holder clock an hour behind", "contender clock an hour ahead"])
+def test_skewed_wall_clocks_never_break_a_live_lock(tmp_path: Path, holder_skew_s: float,
+                                                     contender_skew_s: float) -> None:
+    table = tmp_path / "table"
+    holder = _hold_in_process(table, {"provider": "storage", "expiry_s": 30}, holder_skew_s)
+    try:
+        contender = subprocess.run(
+            [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "try",
+             json.dumps({"provider": "storage"}), str(table), "1.0"],
+            cwd=REPO_ROOT, env={**os.environ, "WEIR_TEST_CLOCK_SKEW_S": str(contender_skew_s)},
+            capture_output=True, text=True, timeout=60)
+        assert contender.returncode == 0, contender.stderr
+        assert contender.stdout.strip() == "timeout", "a live lock was broken because of a skewed clock"
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
+def test_a_dead_holder_whose_clock_ran_ahead_is_broken_after_its_lease(tmp_path: Path) -> None:
+    table = tmp_path / "table"
+    holder = _hold_in_process(table, {"provider": "storage", "expiry_s": 0.5}, 3600)
+    holder.kill()
+    holder.communicate()
+    lock = StorageLock(open_storage(str(table)))
+    lock.acquire(timeout=10)  # not an hour
+    assert lock.is_held()
+    lock.release()
+
+
+def test_breaking_is_decided_on_the_contenders_own_clock_alone() -> None:
+    from lakecore.concurrency.storage_lock import Generation, next_step
+
+    held = Generation(7, "held", "host:1:x", "t7", lease_s=10.0)
+    assert next_step(None, None, 0.0) == "create"  # no lock yet
+    assert next_step(Generation(7, "free"), 5.0, 5.0) == "create"  # released
+    assert next_step(held, 100.0, 109.9) == "wait"  # seen for less than its lease
+    assert next_step(held, 100.0, 110.0) == "create"  # unchanged for its whole lease: stale
+    unreadable = Generation.decode(8, b"\x00garbage")
+    assert unreadable.state == "held" and unreadable.lease_s == 60.0  # broken only after a default lease
+    assert Generation.decode(7, held.encode()) == held
 
 
 def test_storage_without_atomic_create_is_refused(tmp_path: Path) -> None:
@@ -64,4 +186,8 @@ def test_storage_without_atomic_create_is_refused(tmp_path: Path) -> None:
         assert not raised.value.retryable
         assert not lock.is_held()
         lock.release()
-    assert not (tmp_path / "table" / ".weir" / "lock").exists()
+    assert not any((tmp_path / "table" / ".weir").glob("lock*/*"))
+
+
+def _lock_files(storage: Storage) -> dict[str, bytes]:
+    return {f.path: storage.read(f.path) for f in storage.list_tree(".weir") if "lock" in f.path}

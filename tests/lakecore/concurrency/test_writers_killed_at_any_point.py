@@ -11,6 +11,7 @@ import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import StorageLock
+from lakecore.config import LockSpec
 from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.table.crash_writer import batch
 from tests.lakecore.table.test_crash_leaves_table_readable import ROOT, actual, data_files, expected
@@ -22,7 +23,8 @@ FAST = HeartbeatConfig(interval_s=0.2, tolerable_misses=2)
 
 def lock_for(provider, uri, zk):
     if provider == "zookeeper":
-        from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+        from lakecore.concurrency.zookeeper import table_lock_key
+        from lakecore.concurrency.zookeeper_lock import zookeeper_lock
         return zookeeper_lock(zk.connect_string, table_lock_key(uri), session_timeout_s=2)
     return StorageLock(Table.open(uri).storage, expiry_s=2.0)
 
@@ -33,7 +35,8 @@ def test_the_next_writer_recovers_from_a_writer_killed_at(tmp_path, point, provi
     zk = request.getfixturevalue("zookeeper_server") if provider == "zookeeper" else None
     uri = str(tmp_path / "t")
     from tests.lakecore.table.conftest import SCHEMA
-    Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=4).upsert(
+    lock = LockSpec("zookeeper", connect=zk.connect_string) if zk else None
+    Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=4, lock=lock).upsert(
         batch(0), extra={"batch": 0})
     env = dict(os.environ, WEIR_TEST_ZOOKEEPER=zk.connect_string if zk else "")
     args = [sys.executable, "-m", "tests.lakecore.table.crash_writer", uri, "point", point, "1"]

@@ -10,7 +10,9 @@ import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write, rollback_failed_writes
-from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+from lakecore.concurrency.zookeeper import table_lock_key
+from lakecore.concurrency.zookeeper_lock import zookeeper_lock
+from lakecore.config import LockSpec
 from lakecore.errors import LockError
 from lakecore.write import conform, route, write_file_group
 from lakecore.write.heartbeat import HeartbeatConfig
@@ -23,7 +25,7 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.slow]
 def test_a_commit_whose_lock_session_is_lost_does_not_complete(tmp_path, zookeeper_factory):
     zk = zookeeper_factory()
     uri = str(tmp_path / "t")
-    Table.create(uri, schema=SCHEMA, record_key="id")
+    Table.create(uri, schema=SCHEMA, record_key="id", lock=LockSpec("zookeeper", connect=zk.connect_string))
     lock = zookeeper_lock(zk.connect_string, table_lock_key(uri), session_timeout_s=2, connection_timeout_s=1,
                           acquire_timeout_s=2)
     t = Table.open(uri, lock=lock)
@@ -41,7 +43,8 @@ def test_a_commit_whose_lock_session_is_lost_does_not_complete(tmp_path, zookeep
 def test_writers_survive_a_zookeeper_restart_without_losing_commits(tmp_path, zookeeper_factory):
     zk = zookeeper_factory()
     uri = str(tmp_path / "t")
-    Table.create(uri, schema=SCHEMA, record_key="id", buckets=16)
+    Table.create(uri, schema=SCHEMA, record_key="id", buckets=16,
+                 lock=LockSpec("zookeeper", connect=zk.connect_string))
     log = str(tmp_path / "log.jsonl")
     procs = [subprocess.Popen([sys.executable, "-m", "tests.lakecore.concurrency.writer_process", uri,
                                zk.connect_string, str(w), "40", "7", log, "tolerate-outages"],
@@ -71,7 +74,7 @@ def test_writers_survive_a_zookeeper_restart_without_losing_commits(tmp_path, zo
 
 def test_unreachable_zookeeper_fails_a_write_fast_and_cleanly(tmp_path):
     uri = str(tmp_path / "t")
-    Table.create(uri, schema=SCHEMA, record_key="id")
+    Table.create(uri, schema=SCHEMA, record_key="id", lock=LockSpec("zookeeper", connect="127.0.0.1:1"))
     lock = zookeeper_lock("127.0.0.1:1", table_lock_key(uri), connection_timeout_s=1, acquire_timeout_s=1)
     t = Table.open(uri, lock=lock)
     started = time.monotonic()

@@ -1,8 +1,10 @@
 """One writer process of the multi-writer proof tests.
 
-    python -m tests.lakecore.concurrency.writer_process URI ZK_CONNECT WRITER COMMITS SEED LOG
+    python -m tests.lakecore.concurrency.writer_process URI LOCK WRITER COMMITS SEED LOG
 
-Each attempt upserts a random batch of keys with a ZooKeeper table lock; the outcome (committed
+Each attempt upserts a random batch of keys under the table lock: with LOCK a ZooKeeper connect string,
+the table's ZooKeeper lock with test timeouts; with LOCK "recorded", whatever lock the table records
+(storage options for URI in WEIR_TEST_STORAGE_OPTIONS, JSON). The outcome (committed
 instant, or the conflict it lost) is appended to LOG as one JSON line. Lost batches are not retried:
 the history checker must find each of them absent from the table.
 """
@@ -28,11 +30,13 @@ def batch(writer: int, n: int, seed: int) -> pa.Table:
 
 
 def main() -> None:
+    import os
     import time
 
     from lakecore import Table, WriterOptions
     from lakecore.concurrency.early import EarlyDetection
-    from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+    from lakecore.concurrency.zookeeper import table_lock_key
+    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.errors import EarlyConflict, LakecoreError, WriteConflict
     from lakecore.timeline import now_ms
     from lakecore.write.heartbeat import HeartbeatConfig
@@ -41,14 +45,18 @@ def main() -> None:
     flags = sys.argv[7:]  # "tolerate-outages", "early=<strategy>"
     tolerate = "tolerate-outages" in flags
     strategy = next((f.split("=", 1)[1] for f in flags if f.startswith("early=")), None)
-    probe = Table.open(uri)
-    lock = zookeeper_lock(connect, table_lock_key(probe.uri), session_timeout_s=4 if tolerate else 10,
-                          connection_timeout_s=2, acquire_timeout_s=5)
     zk = connect if strategy == "direct_zk" else None
     early = EarlyDetection(strategy, zookeeper=zk, period_s=0.05) if strategy else None  # type: ignore[arg-type]
     options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.5, tolerable_misses=4),
                             early_detection=early)
-    table = Table.open(uri, lock=lock, options=options)
+    if connect == "recorded":
+        storage_options = json.loads(os.environ.get("WEIR_TEST_STORAGE_OPTIONS") or "null")
+        table = Table.open(uri, storage_options=storage_options, options=options)
+    else:
+        probe = Table.open(uri)
+        lock = zookeeper_lock(connect, table_lock_key(probe.uri), session_timeout_s=4 if tolerate else 10,
+                              connection_timeout_s=2, acquire_timeout_s=5)
+        table = Table.open(uri, lock=lock, options=options)
     with open(log, "a") as out:
         for n in range(int(commits)):
             tag = f"w{writer}-{n}"
@@ -57,7 +65,8 @@ def main() -> None:
                 entry = {"batch": tag, "outcome": "committed", "instant": res.instant.requested_time}
             except EarlyConflict as exc:
                 entry = {"batch": tag, "outcome": "early", "instant": exc.instant, "other": exc.other,
-                         "file_groups": sorted(map(list, exc.file_groups)), "at": exc.detected_at or now_ms()}
+                         "file_groups": sorted(map(list, exc.file_groups)),
+                         "at": getattr(exc, "detected_at", None) or now_ms()}
             except WriteConflict as exc:
                 entry = {"batch": tag, "outcome": "conflict", "instant": exc.instant,
                          "conflicts": [{"theirs": c.theirs, "file_groups": sorted(map(list, c.file_groups))}

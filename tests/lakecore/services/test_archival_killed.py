@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from lakecore import Table
+from lakecore.config import LockSpec
 from lakecore.timeline.history import HISTORY_DIR, Manifest
 from lakecore.timeline.history_store import KEPT_VERSIONS, HistoryStore, manifest_path
 from tests.lakecore.services.conftest import create, rows, snapshot
@@ -46,7 +47,7 @@ def test_a_killed_archival_changes_nothing_visible_and_the_next_one_finishes(tmp
     from lakecore.services import ArchivalPolicy
 
     policy = ArchivalPolicy(*map(int, POLICY))
-    t = create(str(tmp_path / "t"), "event_time")
+    t = create(str(tmp_path / "t"), "event_time", lock=LockSpec("in_process"))  # one process at a time
     instants = []
     for round_ in range(3):  # two archivals leave two level-0 files: the next one merges (fanout 3)
         instants += _grow(t, 6, 10 * round_)

@@ -9,7 +9,9 @@ import time
 import pytest
 
 from lakecore import Table
-from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+from lakecore.concurrency.zookeeper import table_lock_key
+from lakecore.concurrency.zookeeper_lock import zookeeper_lock
+from lakecore.config import LockSpec
 from lakecore.services import CompactionPending, run_compaction, schedule_compaction
 from tests.lakecore.concurrency.history import check, load_log
 from tests.lakecore.concurrency.test_many_writers_lose_nothing import SCHEMA, SEED, batch_of
@@ -20,7 +22,8 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.slow]
 @pytest.mark.parametrize("mode", ["optimistic", "non_blocking"])
 def test_two_writers_and_a_compactor(tmp_path, zookeeper_server, mode):
     uri = str(tmp_path / "t")
-    Table.create(uri, schema=SCHEMA, record_key="id", buckets=8, concurrency_mode=mode)
+    Table.create(uri, schema=SCHEMA, record_key="id", buckets=8, concurrency_mode=mode,
+                 lock=LockSpec("zookeeper", connect=zookeeper_server.connect_string))
     log = str(tmp_path / "log.jsonl")
     connect = zookeeper_server.connect_string
     module = "tests.lakecore.concurrency.writer_process"

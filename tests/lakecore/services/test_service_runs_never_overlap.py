@@ -200,3 +200,18 @@ def test_tasks_of_a_claimed_run_pickle_without_the_claim(tmp_path):
     again = start_compaction(t.storage, t.config, plan, t.lock)
     assert again.attempt == run.attempt + 1  # attempts only grow
     again.release()
+
+
+def test_a_restore_does_not_roll_back_a_running_compaction(tmp_path, monkeypatch):
+    t = busy(tmp_path)
+    sp = t.savepoint(t.timeline().completed[0].requested_time)
+    plan = schedule_compaction(t.storage, t.config, t.lock)
+    paused = Paused(monkeypatch, compaction, "write_file")
+    first, out = in_thread(lambda: run_compaction(t.storage, t.config, t.lock, plan, workers=1))
+    assert paused.inside.wait(30)
+    with pytest.raises(ServiceRunning):
+        Table.open(t.uri).restore(sp.requested_time, dry_run=False)
+    paused.go.set()
+    first.join(30)
+    assert "error" not in out, out.get("error")
+    assert Table.open(t.uri).restore(sp.requested_time, dry_run=False) is not None

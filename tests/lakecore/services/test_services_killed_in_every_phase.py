@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from lakecore import State, Table
+from lakecore.config import LockSpec
 from lakecore.errors import InvalidInstantState
 from lakecore.services import (
     CleanPlan,
@@ -37,6 +38,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 DATA = r"^(?!\.weir/)"          # a data file
 TIMELINE = r"^\.weir/timeline/"  # an instant file
 CLEAN = CleanPolicy(*CLEAN_POLICY)  # type: ignore[arg-type]
+# the killed child and then this process write the table in turn: an in-process lock, recorded as such
+ONE_PROCESS_AT_A_TIME = LockSpec("in_process")
 
 
 def _kill(t: Table, service: str, arg: str, method: str, regex: str, nth: int) -> None:
@@ -97,7 +100,7 @@ COMPACTION = {  # phase: storage method, path regex, nth call, state of the comp
 @pytest.mark.parametrize("phase", list(COMPACTION))
 def test_a_killed_compaction_is_resumed_or_rolled_back(tmp_path, phase):
     method, regex, nth, state = COMPACTION[phase]
-    t = create(str(tmp_path / "a"), "event_time")
+    t = create(str(tmp_path / "a"), "event_time", lock=ONE_PROCESS_AT_A_TIME)
     points = [t.upsert(rows(list(range(30)), 1)).instant.requested_time,
               t.upsert(rows(list(range(0, 30, 3)), 2)).instant.requested_time,
               t.delete(keys([4, 5], 9)).instant.requested_time]
@@ -162,7 +165,7 @@ def _outcomes(uri: str, points: list[str]) -> list:
 @pytest.mark.parametrize("phase", list(CLEAN_PHASES))
 def test_a_killed_clean_is_finished_by_the_next_one(tmp_path, phase):
     method, regex, nth, state = CLEAN_PHASES[phase]
-    t = create(str(tmp_path / "a"), "event_time")
+    t = create(str(tmp_path / "a"), "event_time", lock=ONE_PROCESS_AT_A_TIME)
     points = [t.upsert(rows(list(range(10)), 1)).instant.requested_time,
               t.upsert(rows(list(range(5)), 2)).instant.requested_time]
     c = compact(t)
@@ -210,7 +213,7 @@ SAVEPOINT_PHASES = {
 @pytest.mark.parametrize("phase", list(SAVEPOINT_PHASES))
 def test_a_killed_savepoint_is_dropped_by_the_next_savepoint_or_clean(tmp_path, phase):
     regex, state = SAVEPOINT_PHASES[phase]
-    t = create(str(tmp_path / "a"), "event_time")
+    t = create(str(tmp_path / "a"), "event_time", lock=ONE_PROCESS_AT_A_TIME)
     points = [t.upsert(rows(list(range(10)), 1)).instant.requested_time,
               t.upsert(rows(list(range(5)), 2)).instant.requested_time]
     before = _reads(t.uri, points)
@@ -277,7 +280,7 @@ def _expect(before, kept: int):
 @pytest.mark.parametrize("action", ["restore", "rollback"])
 def test_a_killed_undo_is_finished_by_the_next_call_or_resume_undos(tmp_path, action, phase):
     method, regex, nth, shows = UNDO_PHASES[phase]
-    t = create(str(tmp_path / "a"), "event_time")
+    t = create(str(tmp_path / "a"), "event_time", lock=ONE_PROCESS_AT_A_TIME)
     arg, points, kept = (_restore_history if action == "restore" else _rollback_history)(t)
     before = _reads(t.uri, points)
     files = _data_files(t)

@@ -1,6 +1,7 @@
 """Child process for the crash tests: writes to a table and SIGKILLs itself at a chosen point.
 
     python -m tests.lakecore.table.crash_writer URI point NAME BATCH
+    python -m tests.lakecore.table.crash_writer URI overwrite NAME BATCH   (insert_overwrite_table)
     python -m tests.lakecore.table.crash_writer URI loop FIRST_BATCH
 
 Points are injected by wrapping lakecore functions here, in the test's own process, so the product
@@ -77,16 +78,18 @@ def main() -> None:
     table = Table.open(uri)
     connect = os.environ.get("WEIR_TEST_ZOOKEEPER")
     if connect:  # the ZooKeeper lock of a SIGKILLed holder frees after its (short) session timeout
-        from lakecore.concurrency.zookeeper import table_lock_key, zookeeper_lock
+        from lakecore.concurrency.zookeeper import table_lock_key
+        from lakecore.concurrency.zookeeper_lock import zookeeper_lock
         lock = zookeeper_lock(connect, table_lock_key(table.uri), session_timeout_s=2)
     else:
         lock = StorageLock(table.storage, expiry_s=2.0)
     options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.2, tolerable_misses=2))
     table = Table.open(uri, lock=lock, options=options)
-    if mode == "point":
+    if mode in ("point", "overwrite"):
         inject(sys.argv[3])
         n = int(sys.argv[4])
-        table.upsert(batch(n), extra={"batch": n})
+        write = table.upsert if mode == "point" else table.insert_overwrite_table
+        write(batch(n), extra={"batch": n})
         return
     n = int(sys.argv[3])
     while True:

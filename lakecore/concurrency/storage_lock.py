@@ -1,0 +1,218 @@
+"""The storage lock: a chain of generation files `<base>/.weir/locks/<generation>` on the table's storage.
+
+Each state of the lock is a new file, created with create-if-absent, never rewritten: the newest
+generation says who holds the lock ("held", with the holder's lease) or that it is free. So every
+change, taking a free lock, breaking a stale one, giving it up, is one conditional create of the
+next generation, and of several contenders exactly one wins it; nobody ever deletes a lock someone
+else may have just taken. Older generations are deleted by the holder of a newer one; as a number can
+then be created again by a contender that listed long ago, a new holder lists once more to make sure
+its generation is the newest (else it deletes its stale one and looks again).
+
+Expiry compares no clocks across hosts: a contender breaks a lock only after it has seen the same
+generation unchanged for the holder's whole lease on its own monotonic clock, and a holder stops
+trusting its lock `lease_s` after it started creating it (so before any contender can break it,
+clock rates aside). A holder that outlives its lease loses the lock (`is_held()` turns False).
+
+Needs atomic `write_if_absent`; storage without it is refused at the first acquire (`LockUnsupported`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from lakecore.concurrency.locks import GuardedLock, LockUnsupported, backoff_s
+from lakecore.config import LockSpec
+from lakecore.errors import (
+    AlreadyExists,
+    AtomicCreateUnsupported,
+    InvalidTableConfig,
+    LockTimeout,
+    StorageError,
+)
+from lakecore.storage import Storage
+
+log = logging.getLogger(__name__)
+
+DIRECTORY = ".weir/locks"
+_DIGITS = 20
+# Older generations are deleted once there are more than this many (one request saved per acquire).
+_KEEP = 4
+# A holder stops trusting its lock this fraction of the lease early: is_held() is checked right
+# before completing an instant, and the completion itself takes a moment.
+_SAFETY = 0.1
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generation file: its number and what it says."""
+
+    number: int
+    state: Literal["held", "free"]
+    owner: str = ""
+    token: str = ""
+    lease_s: float = 0.0
+
+    def encode(self) -> bytes:
+        return json.dumps({"state": self.state, "owner": self.owner, "token": self.token,
+                           "lease_s": self.lease_s, "written_at": time.time()}).encode()
+
+    @classmethod
+    def decode(cls, number: int, raw: bytes) -> Generation:
+        try:
+            body = json.loads(raw)
+            state = body["state"]
+            lease = float(body.get("lease_s", 0.0))
+            if state not in ("held", "free") or not lease >= 0:
+                raise ValueError(state)
+            return cls(number, state, str(body.get("owner", "")), str(body.get("token", "")), lease)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            # Unreadable: a holder that cannot be identified, broken like a stale one after a default lease.
+            return cls(number, "held", "unknown (unreadable lock file)", raw.hex()[:32], 60.0)
+
+
+def path_of(number: int) -> str:
+    return f"{DIRECTORY}/{number:0{_DIGITS}d}"
+
+
+def generations(names: list[str]) -> list[int]:
+    return sorted(int(n) for n in names if len(n) == _DIGITS and n.isdigit())
+
+
+Step = Literal["create", "wait"]
+
+
+def next_step(newest: Generation | None, seen_since: float | None, now: float) -> Step:
+    """Pure: create the next generation when the lock is free or stale, else wait.
+
+    `seen_since` is when this contender first saw `newest` (its own monotonic clock); a held
+    generation is stale once it stayed the newest for its whole lease from then on.
+    """
+    if newest is None or newest.state == "free":
+        return "create"
+    if seen_since is not None and now - seen_since >= newest.lease_s:
+        return "create"
+    return "wait"
+
+
+class StorageLock(GuardedLock):
+    """The table lock as generation files on the table's storage (see the module docstring)."""
+
+    spec = LockSpec("storage")
+    DIRECTORY = DIRECTORY
+
+    def __init__(self, storage: Storage, *, expiry_s: float = 60.0, default_timeout: float = 60.0,
+                 poll_initial_s: float = 0.002, poll_max_s: float = 0.1,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(default_timeout)
+        if not expiry_s > 0:
+            raise InvalidTableConfig(f"storage lock expiry must be > 0 seconds, got {expiry_s}")
+        self._storage = storage
+        self._expiry = expiry_s
+        self._poll = (poll_initial_s, poll_max_s)
+        self._clock = clock
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._held: Generation | None = None
+        self._trust_until = 0.0
+
+    def describe(self) -> str:
+        return f"storage lock {self._storage.uri}/{DIRECTORY}"
+
+    # -- reading the chain ------------------------------------------------------------------
+
+    def _numbers(self) -> list[int]:
+        return generations(self._storage.list_names(DIRECTORY))
+
+    def _newest(self) -> Generation | None:
+        """The newest generation, read; None when there is none yet."""
+        while True:
+            numbers = self._numbers()
+            if not numbers:
+                return None
+            try:
+                return Generation.decode(numbers[-1], self._storage.read(path_of(numbers[-1])))
+            except FileNotFoundError:
+                continue  # deleted by a newer holder after we listed it: a newer one exists
+
+    def _create(self, generation: Generation) -> bool:
+        """Create `generation` if absent; whether we did."""
+        try:
+            self._storage.write_if_absent(path_of(generation.number), generation.encode())
+        except AlreadyExists:
+            return False
+        except AtomicCreateUnsupported as exc:
+            raise LockUnsupported(
+                f"{self.describe()} needs atomic create-if-absent, which this storage lacks ({exc}); "
+                "record lock provider 'zookeeper' for this table (weir table set-lock)") from exc
+        return True
+
+    # -- the table lock ---------------------------------------------------------------------
+
+    def _take(self, deadline: float, timeout: float) -> None:
+        attempt = 0
+        seen: tuple[int, str] | None = None
+        seen_since = 0.0
+        while True:
+            newest = self._newest()
+            now = self._clock()
+            key = None if newest is None else (newest.number, newest.token)
+            if key != seen:
+                seen, seen_since = key, now
+            if next_step(newest, seen_since, now) == "create":
+                number = 1 if newest is None else newest.number + 1
+                mine = Generation(number, "held", self._owner, uuid.uuid4().hex, self._expiry)
+                started = self._clock()
+                if self._create(mine) and self._settle(mine):
+                    self._held, self._trust_until = mine, started + self._expiry * (1 - _SAFETY)
+                    return
+                if time.monotonic() < deadline:
+                    continue  # someone else moved the chain: look again at once
+            if time.monotonic() >= deadline:
+                holder = newest.owner if newest is not None else "nobody"
+                raise LockTimeout(f"{self.describe()} held by {holder} for more than {timeout:.1f}s; retry "
+                                  "later (a holder that died loses it after its lease of "
+                                  f"{newest.lease_s if newest else 0:.0f}s)")
+            time.sleep(min(backoff_s(attempt, initial_s=self._poll[0], cap_s=self._poll[1]),
+                           max(0.0, deadline - time.monotonic())))
+            attempt += 1
+
+    def _settle(self, mine: Generation) -> bool:
+        """After creating `mine`: make sure it is the newest (a generation number can be created again
+        after a newer holder deleted it); then delete the older ones."""
+        numbers = self._numbers()
+        if numbers and numbers[-1] > mine.number:
+            self._storage.delete(path_of(mine.number))  # a stale number nobody will read again
+            return False
+        if len(numbers) > _KEEP:
+            for number in numbers[:-1]:
+                self._storage.delete(path_of(number))
+        return True
+
+    def _give(self) -> None:
+        held, self._held = self._held, None
+        if held is None:
+            return
+        try:
+            # Free is the next generation; if it exists, our lock was broken and is someone else's now.
+            self._create(Generation(held.number + 1, "free"))
+        except (StorageError, OSError, LockUnsupported) as exc:
+            # The lock stays held until its lease runs out, then it is broken: nothing else to do.
+            log.warning("could not give up %s (%s); it frees itself after its lease of %.0fs",
+                        self.describe(), exc, held.lease_s)
+
+    def _still_held(self) -> bool:
+        held = self._held
+        if held is None or self._clock() >= self._trust_until:
+            return False
+        try:
+            numbers = self._numbers()
+        except (StorageError, OSError):  # cannot tell, so the caller must not act as the holder
+            return False
+        return bool(numbers) and numbers[-1] == held.number

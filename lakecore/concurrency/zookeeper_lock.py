@@ -1,0 +1,291 @@
+"""The ZooKeeper table lock: kazoo's Lock recipe under `<base_path>/<znode name of the key>`.
+
+Owns the lock's config and the lock; the kazoo clients it runs on (one per connect string, shared
+with the writer registry) are `zookeeper.py`'s. Must not decide what the lock protects
+(transaction.py) nor retry whole commits.
+
+Failure behaviour, which is the point of this module:
+- ZooKeeper unreachable: `LockUnavailable` within `connection_timeout_s`, naming the connect string.
+- Session SUSPENDED or LOST while held: `is_held()` is False from that moment on (a state listener
+  flips it; the lock does not come back even if the session does), and `release()` does not raise;
+  it deletes the lock node once ZooKeeper is reachable again, if the session survived.
+- No call waits unbounded: kazoo's `Lock.acquire` runs on a helper thread and every other call has a
+  timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import LockTimeout as KazooLockTimeout
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
+from kazoo.recipe.lock import Lock as KazooLock
+
+from lakecore.concurrency.locks import GuardedLock, LockUnavailable, backoff_s
+from lakecore.concurrency.zookeeper import (
+    ZooKeeperClients,
+    check_connect,
+    forget,
+    session_of,
+    shared_clients,
+    table_lock_key,
+    wait_connected,
+    znode_name,
+)
+from lakecore.config import LockSpec
+from lakecore.errors import InvalidTableConfig, LockTimeout
+
+log = logging.getLogger(__name__)
+
+# How long past its timeout an acquire may take before it is declared stalled (ZooKeeper went away).
+STALL_GRACE_S = 1.0
+
+
+@dataclass(frozen=True)
+class ZooKeeperLockConfig:
+    """Where the lock lives and how long to wait; `key` is any string (see `znode_name`)."""
+
+    connect: str                         # "host:port[,host:port...][/chroot]"
+    key: str                             # table_lock_key(table URI), or e.g. "partition/fileId"
+    base_path: str = "/weir/locks"
+    session_timeout_s: float = 30.0      # a dead holder's lock is freed this long after it died
+    connection_timeout_s: float = 15.0   # give up connecting (and any single request) after this
+    acquire_timeout_s: float = 60.0      # acquire(timeout=None) waits this long
+    acquire_retries: int = 3             # retries after ZooKeeper errors, within the acquire timeout
+    retry_initial_s: float = 0.1
+    retry_max_s: float = 2.0
+    share_client: bool = True            # one kazoo client per connect string in this process
+    path: str = ""                       # the lock's znode; default <base_path>/<znode_name(key)>
+
+    def __post_init__(self) -> None:
+        check_connect(self.connect)
+        if self.path and (not self.path.startswith("/") or self.path.endswith("/") or "//" in self.path):
+            raise InvalidTableConfig(f"ZooKeeper lock path must look like '/weir/locks/<table>', got "
+                                     f"{self.path!r}")
+        if not self.key:
+            raise InvalidTableConfig("a ZooKeeper lock key must not be empty")
+        if not self.base_path.startswith("/") or self.base_path.endswith("/") or "//" in self.base_path:
+            raise InvalidTableConfig(f"ZooKeeper lock base_path must look like '/weir/locks', got "
+                                     f"{self.base_path!r}")
+        for name in ("session_timeout_s", "connection_timeout_s", "retry_initial_s", "retry_max_s"):
+            if not getattr(self, name) > 0:
+                raise InvalidTableConfig(f"ZooKeeper lock {name} must be > 0, got {getattr(self, name)!r}")
+        if not self.acquire_timeout_s >= 0 or self.acquire_retries < 0:
+            raise InvalidTableConfig("ZooKeeper lock acquire_timeout_s and acquire_retries must be >= 0")
+
+    @property
+    def lock_path(self) -> str:
+        return self.path or f"{self.base_path}/{znode_name(self.key)}"
+
+    @classmethod
+    def for_table(cls, connect: str, table_uri: str, **options: Any) -> ZooKeeperLockConfig:
+        return cls(connect, table_lock_key(table_uri), **options)
+
+
+@dataclass(frozen=True)
+class _Hold:
+    client: Any = field(repr=False)
+    path: str
+    session: int
+
+
+class _Stalled(Exception):
+    """The recipe did not return within its timeout plus grace (ZooKeeper stopped answering)."""
+
+
+class _Attempt:
+    """One run of kazoo's blocking `Lock.acquire`, on a helper thread so the caller's deadline holds."""
+
+    def __init__(self, recipe: Any, timeout: float) -> None:
+        self._recipe = recipe
+        self._timeout = timeout
+        self._done = threading.Event()
+        self._guard = threading.Lock()
+        self._abandoned = False
+        self._got = False
+        self._error: BaseException | None = None
+
+    def run(self) -> bool:
+        threading.Thread(target=self._work, name="weir-zookeeper-lock", daemon=True).start()
+        if not self._done.wait(self._timeout + STALL_GRACE_S):
+            with self._guard:
+                if not self._done.is_set():
+                    self._abandoned = True
+                    self._recipe.cancel()
+                    raise _Stalled()
+        if self._error is not None:
+            raise self._error
+        return self._got
+
+    def _work(self) -> None:
+        got, error = False, None
+        try:
+            got = bool(self._recipe.acquire(timeout=self._timeout))
+        except BaseException as exc:  # handed to the caller's thread
+            error = exc
+        with self._guard:
+            self._got, self._error = got, error
+            self._done.set()
+            abandoned = self._abandoned
+        if abandoned and got:  # nobody is waiting for this lock any more
+            forget(self._recipe.client, f"{self._recipe.path}/{self._recipe.node}")
+
+
+class ZooKeeperLock(GuardedLock):
+    """A table (or keyed) lock held as an ephemeral sequential znode through kazoo's Lock recipe."""
+
+    def __init__(self, config: ZooKeeperLockConfig) -> None:
+        super().__init__(config.acquire_timeout_s)
+        self.config = config
+        self.path = config.lock_path
+        self._clients = shared_clients if config.share_client else ZooKeeperClients()
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._hold: _Hold | None = None
+        self._lost = False
+        self._listening: Any = None
+        self._path_ready = False
+
+    @property
+    def spec(self) -> LockSpec:
+        """The table lock this is, as a table records it in table.json."""
+        return LockSpec("zookeeper", connect=self.config.connect, path=self.path)
+
+    def describe(self) -> str:
+        return f"ZooKeeper lock {self.path} on {self.config.connect}"
+
+    def close(self) -> None:
+        """Release, and stop this lock's own client (a shared client stays for other locks)."""
+        self.release()
+        if self._clients is not shared_clients:
+            self._clients.close()
+
+    # -- the table lock ---------------------------------------------------------------------
+
+    def _take(self, deadline: float, timeout: float) -> None:
+        client = self._clients.client(self.config)
+        self._listen(client)
+        try:
+            self._hold = self._contend(client, deadline, timeout)
+        except BaseException:
+            self._unlisten()
+            raise
+
+    def _contend(self, client: Any, deadline: float, timeout: float) -> _Hold:
+        cfg = self.config
+        attempt = 0
+        while True:
+            recipe = KazooLock(client, self.path, identifier=self._owner)
+            recipe.assured_path = self._path_ready  # the recipe creates the path when this is False
+            failure: BaseException | None = None
+            try:
+                got = _Attempt(recipe, max(0.0, deadline - time.monotonic())).run()
+            except (KazooLockTimeout, _Stalled):
+                got = False
+            except (KazooException, KazooTimeoutError) as exc:
+                self._path_ready = False  # e.g. someone removed the lock path: create it again
+                got, failure = False, exc
+            if got:
+                self._lost = False  # from here on, any connection trouble means the lock is lost
+                node = f"{self.path}/{recipe.node}"
+                session = session_of(client)
+                if session is not None and self._owns(client, node, session):
+                    self._path_ready = True
+                    return _Hold(client, node, session)
+                forget(client, node)
+                failure = LockUnavailable("the ZooKeeper session dropped as the lock was acquired")
+            elif failure is None:
+                if client.connected:
+                    raise LockTimeout(f"{self.describe()} held by {self._holder_of(client)} for more than "
+                                      f"{timeout:.1f}s; retry later (ZooKeeper frees the lock of a holder "
+                                      "that died after its session timeout)")
+                failure = LockUnavailable("lost the connection to ZooKeeper while waiting for the lock")
+            left = deadline - time.monotonic()
+            if attempt >= cfg.acquire_retries or left <= 0:
+                raise LockUnavailable(
+                    f"{self.describe()} not acquired after {attempt + 1} attempt(s), last failure "
+                    f"{type(failure).__name__}: {failure}; check that ZooKeeper is running and reachable, "
+                    "then retry") from failure
+            time.sleep(min(backoff_s(attempt, initial_s=cfg.retry_initial_s, cap_s=cfg.retry_max_s), left))
+            attempt += 1
+            wait_connected(client, max(0.0, deadline - time.monotonic()))
+
+    def _give(self) -> None:
+        hold, self._hold = self._hold, None
+        self._unlisten()
+        if hold is None:
+            return
+        if not self._lost and hold.client.connected:
+            try:
+                hold.client.delete_async(hold.path).get(timeout=self.config.connection_timeout_s)
+                return
+            except NoNodeError:
+                return
+            except Exception as exc:  # connection trouble: fall back to deleting once reconnected
+                log.debug("releasing %s: %s; deleting it once reconnected", self.describe(), exc)
+        forget(hold.client, hold.path)
+
+    def _still_held(self) -> bool:
+        hold = self._hold
+        if hold is None or self._lost or session_of(hold.client) != hold.session:
+            return False
+        return self._owns(hold.client, hold.path, hold.session)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _on_state(self, state: str) -> None:
+        # Called on kazoo's connection thread: must not block.
+        if state != KazooState.CONNECTED:
+            self._lost = True
+
+    def _listen(self, client: Any) -> None:
+        self._lost = False
+        client.add_listener(self._on_state)
+        self._listening = client
+
+    def _unlisten(self) -> None:
+        client, self._listening = self._listening, None
+        if client is not None:
+            client.remove_listener(self._on_state)
+
+    def _owns(self, client: Any, node: str, session: int) -> bool:
+        """Whether `node` exists as an ephemeral node of `session` (the truth of holding the lock)."""
+        try:
+            stat = client.exists_async(node).get(timeout=self.config.connection_timeout_s)
+        except Exception:
+            return False
+        return stat is not None and int(stat.ephemeralOwner) == session
+
+    def _holder_of(self, client: Any) -> str:
+        """The identifier (host:pid:id) of the current holder, for messages; 'unknown' if unsure."""
+        try:
+            wait = self.config.connection_timeout_s
+            children = client.get_children_async(self.path).get(timeout=wait)
+            contenders = sorted((c for c in children if "__lock__" in c), key=lambda c: c[-10:])
+            if not contenders:
+                return "nobody (it was just released)"
+            data, _ = client.get_async(f"{self.path}/{contenders[0]}").get(timeout=wait)
+            return bytes(data).decode("utf-8", "replace") or "unknown"
+        except Exception:
+            return "unknown"
+
+
+def zookeeper_lock(connect_string: str, key: str, **options: Any) -> ZooKeeperLock:
+    """`ZooKeeperLock(ZooKeeperLockConfig(connect_string, key, **options))`."""
+    return ZooKeeperLock(ZooKeeperLockConfig(connect_string, key, **options))
+
+
+def zookeeper_spec(connect_string: str, table_uri: str, *, base_path: str = "/weir/locks") -> LockSpec:
+    """What a table records to take the ZooKeeper lock `zookeeper_lock(connect, table_lock_key(uri))`."""
+    config = ZooKeeperLockConfig(connect_string.strip(), table_lock_key(table_uri), base_path=base_path)
+    return LockSpec("zookeeper", connect=config.connect, path=config.lock_path)
+
+
