@@ -36,7 +36,7 @@ class Storage(Protocol):
     def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
         """Create or replace the file with exactly `data` (readers never see a partial file); durable
         when it returns. `durable=False`: files nothing needs after a power loss (markers, heartbeats,
-        lock files, empty pending-instant files) skip the sync; atomicity is the same."""
+        empty pending-instant files) skip the sync; atomicity is the same."""
         ...
 
     def write_if_absent(self, path: str, data: bytes, *, durable: bool = True) -> None:

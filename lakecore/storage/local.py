@@ -7,7 +7,7 @@ file or the whole file, and exactly one of several racing creators wins.
 Durability: the temp file is fsynced before it is linked or renamed into place and the directory
 after, and a directory this storage creates is made durable in its parent, so a completed instant
 (the commit point) survives a power loss whole. Writes with `durable=False` (markers, heartbeats,
-lock files, empty requested/inflight files: nothing reads them after a power loss, when every writer
+empty requested/inflight files: nothing reads them after a power loss, when every writer
 is dead) skip both syncs and stay atomic. `sync` does the same for files written through
 `arrow()` (data files), which the write path calls before the commit point. `WEIR_FSYNC=off` (or
 `LocalStorage(root, fsync=False)`) turns syncing off: for benchmarks and tables on tmpfs only.

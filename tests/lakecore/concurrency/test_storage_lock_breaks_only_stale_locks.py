@@ -82,9 +82,9 @@ class PausedBeforeBreaking:
         self._read = self._read or path.startswith(".weir/lock")
         return data
 
-    def write_if_absent(self, path: str, data: bytes) -> None:
+    def write_if_absent(self, path: str, data: bytes, *, durable: bool = True) -> None:
         self._pause("create", path)
-        self.inner.write_if_absent(path, data)
+        self.inner.write_if_absent(path, data, durable=durable)
 
     def delete(self, path: str) -> None:
         self._pause("delete", path)
