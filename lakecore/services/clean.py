@@ -45,12 +45,13 @@ from lakecore.timeline import (
     next_instant_time,
     now_ms,
 )
-from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life
+from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life, prune_aborted
 
 Clock = Callable[[], int]
 ACTION: Action = "clean"
 DEFAULT_POLICY = CleanPolicy()
 DEFAULT_HEARTBEAT = HeartbeatConfig()
+ABORTED_RETENTION_MS = 7 * 24 * 3600 * 1000  # proofs of death of finished instants kept a week
 
 
 def pending_cleans(store: TimelineStore, timeline: Timeline) -> list[Instant]:
@@ -124,6 +125,7 @@ def run_clean(storage: Storage, config: TableConfig, lock: Lock, policy: CleanPo
     with run:
         done = _execute(storage, lock, store, target, plan, clock, config, run)
     forget(storage, target.requested_time)
+    prune_aborted(storage, {i.requested_time for i in store.load().pending}, clock(), ABORTED_RETENTION_MS)
     return done
 
 

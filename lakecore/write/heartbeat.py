@@ -28,7 +28,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
-from lakecore.errors import AlreadyExists, HeartbeatExpired, InvalidInstantState, InvalidTableConfig
+from lakecore.errors import (
+    AlreadyExists,
+    HeartbeatExpired,
+    InstantNotFound,
+    InvalidInstantState,
+    InvalidTableConfig,
+)
 from lakecore.storage import Storage, join
 from lakecore.timeline import now_ms
 
@@ -140,6 +146,26 @@ def mark_aborted(storage: Storage, instant_time: str, by: str, now_ms: int) -> N
 def is_aborted(storage: Storage, instant_time: str) -> bool:
     """Whether the instant's writer aborted or a rollback claimed it (it can never complete)."""
     return storage.exists(aborted_path(instant_time))
+
+
+def prune_aborted(storage: Storage, pending: set[str], now_ms: int, older_than_ms: int) -> list[str]:
+    """Delete proofs of death of instants no longer pending that started more than `older_than_ms`
+    ago: a writer that old cannot commit any more (its own heartbeat check under the lock fails long
+    before), so the record has done its job. Returns the instants pruned."""
+    from lakecore.timeline.instant_time import to_epoch_ms
+
+    pruned = []
+    for info in storage.list_dir(ABORTED_DIR):
+        t = info.path.rsplit("/", 1)[-1]
+        try:
+            started = to_epoch_ms(t)
+        except (InstantNotFound, ValueError):  # not an instant time: not ours to judge
+            log.warning("unexpected file %s under %s left alone", t, ABORTED_DIR)
+            continue
+        if t not in pending and now_ms - started > older_than_ms:
+            storage.delete(info.path)
+            pruned.append(t)
+    return pruned
 
 
 def is_alive(storage: Storage, instant_time: str, now_ms: int, config: HeartbeatConfig) -> bool:

@@ -73,3 +73,24 @@ def test_a_claimed_writer_blocks_nobody_while_its_rollback_is_unfinished(tmp_pat
     assert rollback_failed_writes(t.storage, t.lock, SLOW) == []  # the claimed rollback may still run
     assert resume_rollbacks(t.storage, t.lock, 0) == [job.instant.requested_time]
     assert {r["v"] for r in t.read().to_pylist()} == {"younger"}
+
+
+def test_clean_prunes_proofs_of_death_a_week_after_their_write(tmp_path):
+    from lakecore.services import CleanPolicy, run_clean
+    from lakecore.timeline import now_ms
+
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", options=OPTIONS)
+    job = older_writer_with_files(t, keys_in_bucket(3, 2))
+    job.abort(RuntimeError("a task failed"))  # rolled back; its proof of death stays
+    for k in range(3):
+        t.upsert(rows(keys_in_bucket(3, 2), f"v{k}"))
+        t.compact()  # base files supersede each other: the clean has work
+    policy = CleanPolicy("keep_latest_file_versions", 1)
+    dead = job.instant.requested_time
+    assert run_clean(t.storage, t.config, t.lock, policy, dry_run=False) is not None
+    assert is_aborted(t.storage, dead)  # too recent to prune
+    t.upsert(rows(keys_in_bucket(3, 2), "later"))
+    t.compact()
+    week_later = now_ms() + 8 * 24 * 3600 * 1000
+    assert run_clean(t.storage, t.config, t.lock, policy, dry_run=False, clock=lambda: week_later) is not None
+    assert not is_aborted(t.storage, dead)
