@@ -1,0 +1,55 @@
+"""The operator's Prometheus metrics: what it submitted, restarted and reconciled, and how long that took.
+
+Owns the metric names and labels (the Grafana dashboard and alerts refer to them) and one registry per
+operator instance, so tests and two operators in one process never share counters. Must not decide
+anything: handlers and launchers call `record_*`; the HTTP endpoint that serves them lives with the
+operator's runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+KINDS = ("LakeTable", "LakeWriter", "TableService")
+# Reconciles are mostly API round trips: sub-second buckets, with a tail for slow API servers.
+RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass
+class OperatorMetrics:
+    """Every metric the operator exports, registered in `registry`."""
+
+    registry: CollectorRegistry = field(default_factory=lambda: CollectorRegistry(auto_describe=True))
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.submissions = Counter("weir_submissions", "Spark driver pods submitted",
+                                   ["kind", "namespace", "table"], registry=r)
+        self.restarts = Counter("weir_restarts", "Writer or service restarts, by the cause of the attempt "
+                                "that ended (failure, conflict, infrastructure, ...)",
+                                ["kind", "namespace", "table", "cause"], registry=r)
+        self.reconciles = Histogram("weir_reconcile_duration_seconds", "Time one reconcile of a resource "
+                                    "took, by kind and outcome", ["kind", "outcome"],
+                                    buckets=RECONCILE_BUCKETS, registry=r)
+        self.phases = Gauge("weir_resources", "Resources by kind and phase", ["kind", "phase"], registry=r)
+
+    def record_submission(self, kind: str, namespace: str, table: str) -> None:
+        self.submissions.labels(kind, namespace, table).inc()
+
+    def record_restart(self, kind: str, namespace: str, table: str, cause: str) -> None:
+        self.restarts.labels(kind, namespace, table, cause).inc()
+
+    def record_reconcile(self, kind: str, outcome: str, seconds: float) -> None:
+        self.reconciles.labels(kind, outcome).observe(max(0.0, seconds))
+
+    def set_phases(self, kind: str, counts: Mapping[str, int], known: Iterable[str] = ()) -> None:
+        """Resources of `kind` per phase, now; phases in `known` that have none read 0 (not stale)."""
+        for phase in {*known, *counts}:
+            self.phases.labels(kind, phase).set(counts.get(phase, 0))
+
+    def exposition(self) -> bytes:
+        """The text format Prometheus scrapes."""
+        return generate_latest(self.registry)
