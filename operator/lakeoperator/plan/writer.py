@@ -341,7 +341,8 @@ def _ended(spec: LakeWriterSpec, o: WriterObserved, now: datetime, cause: Cause,
                        "retrying does not help; fix it, then change spec.restartNonce")
     if policy.type == "Never":
         if cause == Cause.CONFLICT:
-            return replace(base, phase=WriterPhase.ABORTED, message=f"{message}: lost a write conflict")
+            return replace(base, phase=WriterPhase.ABORTED, message=f"{message}: lost a write conflict "
+                           "(restartPolicy Never); change spec.restartNonce to rerun")
         return replace(base, message=f"{message} (restartPolicy Never); change spec.restartNonce to rerun")
     if cause == Cause.CONFLICT:
         if policy.on_conflict == "Abort":
