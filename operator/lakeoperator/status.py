@@ -101,11 +101,13 @@ def writer_conditions(ref: ObjectRef, plan: WriterPlan) -> tuple[Condition, ...]
     ready, progressing, degraded = _WRITER[plan.phase]
     if plan.phase == WriterPhase.RUNNING and plan.reason != "Running":
         ready, progressing = False, True          # the driver runs but is not ready yet
-    bad = degraded or plan.reason == "SpecChangeRefused"
+    if plan.refused_change is not None:
+        why, says = "SpecChangeRefused", plan.refused_change
+    else:
+        why, says = (plan.reason, plan.message) if degraded else ("AsExpected", "")
     return (Condition("Ready", _flag(ready), plan.reason, plan.message),
             Condition("Progressing", _flag(progressing), plan.reason, plan.message if progressing else ""),
-            Condition("Degraded", _flag(bad), plan.reason if bad else "AsExpected",
-                      plan.message if bad else ""),
+            Condition("Degraded", _flag(degraded or plan.refused_change is not None), why, says),
             _paused(ref))
 
 

@@ -105,7 +105,6 @@ def test_a_finished_attempt_enters_history_once() -> None:
     (WriterPhase.SUBMITTED, "ImagePullBackOff", ("False", "True", "False")),
     (WriterPhase.RUNNING, "Starting", ("False", "True", "False")),
     (WriterPhase.RUNNING, "Running", ("True", "False", "False")),
-    (WriterPhase.RUNNING, "SpecChangeRefused", ("False", "True", "True")),
     (WriterPhase.BACKING_OFF, "JobFailed", ("False", "True", "True")),
     (WriterPhase.SUCCEEDED, "Completed", ("True", "False", "False")),
     (WriterPhase.FAILED, "BadInput", ("False", "False", "True")),
@@ -117,6 +116,13 @@ def test_writer_conditions_per_phase(phase: WriterPhase, reason: str, expected: 
     assert tuple(c.status for c in conditions[:3]) == expected
     degraded = conditions[2]
     assert degraded.reason == (reason if expected[2] == "True" else "AsExpected")
+
+
+def test_a_refused_change_degrades_a_running_writer_that_stays_ready() -> None:
+    plan = replace(SUBMIT, phase=WriterPhase.RUNNING, reason="Running", refused_change="revert it")
+    ready, _, degraded, _ = writer_conditions(REF, plan)
+    assert (ready.status, degraded.status, degraded.reason, degraded.message) == (
+        "True", "True", "SpecChangeRefused", "revert it")
 
 
 def test_an_invalid_spec_is_reported_and_the_rest_kept() -> None:

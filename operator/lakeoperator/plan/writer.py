@@ -170,6 +170,7 @@ class WriterPlan:
     finished: AttemptRecord | None = None   # append to status.history
     requeue_after: float | None = None      # seconds until the next plan is due (timeouts, backoff)
     adopt_spec: bool = False                # record the current spec as the one the writer runs
+    refused_change: str | None = None       # why the spec's latest change is not applied (Degraded)
 
 
 def submission_id(ref: ObjectRef, attempt: int) -> str:
@@ -188,16 +189,26 @@ def backoff_seconds(policy: RestartPolicySpec, restarts: int) -> float:
 
 
 def plan_writer(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: datetime) -> WriterPlan:
-    """The next step of one LakeWriter (see the module docstring)."""
+    """The next step of one LakeWriter (see the module docstring).
+
+    A refused change (tableRef, mode) does not stop the writer: it goes on as before, the spec is not
+    adopted (the handler keeps building from the applied spec), and `refused_change` says why (Degraded).
+    The planner reads neither refused field, so planning with the new spec plans the applied one."""
+    if observed.change == "refused":
+        plan = _plan(ref, spec, replace(observed, change="none"), now)
+        return replace(plan, adopt_spec=False, refused_change=(
+            "a change to tableRef or mode was refused (they are immutable); revert it, or create a new "
+            "LakeWriter"))
+    return _plan(ref, spec, observed, now)
+
+
+def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: datetime) -> WriterPlan:
     o = observed
     keep = WriterPlan(action=Action.NONE, phase=o.phase, reason=o.phase.value, message="",
                       attempts=o.attempts, submission_id=o.submission_id, submitted_at=o.submitted_at,
                       next_retry_at=o.next_retry_at)
     driver_active = o.driver is not None and o.driver.phase in ("Pending", "Running", "Unknown")
 
-    if o.change == "refused":
-        return replace(keep, reason="SpecChangeRefused", message="a change to tableRef or mode was refused "
-                       "(they are immutable); revert it, or create a new LakeWriter")
     if spec.state == "Suspended":
         if o.driver is not None:
             return replace(keep, action=Action.DELETE_DRIVER, phase=WriterPhase.SUSPENDED,

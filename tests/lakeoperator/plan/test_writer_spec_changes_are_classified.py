@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from lakeoperator.plan.writer import Action, WriterPhase, classify_change, plan_writer
-from tests.lakeoperator.plan.writer_cases import NOW, REF, running, writer
+from lakeoperator.plan.writer import Action, WriterObserved, WriterPhase, classify_change, plan_writer
+from tests.lakeoperator.plan.writer_cases import NOW, REF, ended, running, writer
 
 CASES: list[tuple[dict[str, Any], str]] = [
     ({}, "none"),
@@ -34,8 +35,17 @@ def test_change_class(change: dict[str, Any], expected: str) -> None:
 
 def test_a_refused_change_leaves_the_driver_running_and_says_so() -> None:
     plan = plan_writer(REF, writer(mode="batch"), running(change="refused"), NOW)
-    assert plan.action is Action.NONE and plan.phase is WriterPhase.RUNNING
-    assert plan.reason == "SpecChangeRefused" and "revert" in plan.message
+    assert plan.action is Action.WAIT and plan.phase is WriterPhase.RUNNING and plan.reason == "Running"
+    assert plan.refused_change is not None and "revert" in plan.refused_change and not plan.adopt_spec
+
+
+def test_a_refused_change_does_not_stall_the_restart_policy_nor_get_adopted() -> None:
+    observed = replace(ended(1, "Error"), change="refused")
+    plan = plan_writer(REF, writer(tableRef={"name": "other"}), observed, NOW)
+    assert plan.phase is WriterPhase.BACKING_OFF and plan.refused_change and not plan.adopt_spec
+    resubmit = WriterObserved(phase=WriterPhase.PENDING, change="refused")
+    plan = plan_writer(REF, writer(tableRef={"name": "other"}), resubmit, NOW)
+    assert plan.action is Action.SUBMIT and not plan.adopt_spec
 
 
 def test_an_in_place_change_adopts_the_spec_without_touching_the_driver() -> None:
