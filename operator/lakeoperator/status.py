@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lakeoperator.plan.service import ActiveRun, RunRecord, ServicePlan
+from lakeoperator.plan.service import ActiveRun, RunRecord, ServiceObserved, ServicePlan
 from lakeoperator.plan.table import TableAction, TablePlan
-from lakeoperator.plan.writer import AttemptRecord, WriterPhase, WriterPlan
+from lakeoperator.plan.writer import AttemptRecord, Attempts, WriterObserved, WriterPhase, WriterPlan
 from lakeoperator.specs import ObjectRef, SpecError
 
 ConditionType = Literal["Ready", "Progressing", "Degraded", "ReconciliationPaused"]
@@ -44,7 +44,8 @@ def timestamp(at: datetime) -> str:
 def parse_timestamp(text: str | None) -> datetime | None:
     if not text:
         return None
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    at = datetime.fromisoformat(text)
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def merge_conditions(old: Sequence[Mapping[str, Any]] | None, new: Sequence[Condition], now: datetime,
@@ -216,6 +217,47 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
         "pendingCompactions": i.pending_compactions, "activeWriters": i.active_writers,
         "lastError": message if phase == "Failed" else None,
     })
+
+
+# -- reading back ------------------------------------------------------------------------------
+
+
+def read_writer_status(status: Mapping[str, Any] | None) -> WriterObserved:
+    """The planner's view of a LakeWriter's status (driver and change are the handler's to add)."""
+    s = status or {}
+    a = s.get("attempts") or {}
+    try:
+        phase = WriterPhase(s.get("phase") or WriterPhase.PENDING)
+    except ValueError:
+        phase = WriterPhase.PENDING
+    return WriterObserved(
+        phase=phase,
+        attempts=Attempts(total=int(a.get("total") or 0), failures=int(a.get("failures") or 0),
+                          infra_failures=int(a.get("infraFailures") or 0),
+                          conflicts=int(a.get("conflicts") or 0)),
+        submission_id=s.get("submissionId"), submitted_at=parse_timestamp(s.get("submittedAt")),
+        next_retry_at=parse_timestamp(s.get("nextRetryAt")))
+
+
+def read_service_status(status: Mapping[str, Any] | None, created_at: datetime) -> ServiceObserved:
+    """The planner's view of a TableService's status (run pod and delta commits are the handler's to add)."""
+    s = status or {}
+    active = s.get("activeRun")
+    return ServiceObserved(
+        created_at=created_at,
+        active_run=ActiveRun(id=active["id"], started_at=_time(active["startedAt"]),
+                             scheduled_at=parse_timestamp(active.get("scheduledAt"))) if active else None,
+        history=tuple(RunRecord(id=r["id"], started_at=_time(r["startedAt"]),
+                                finished_at=_time(r["finishedAt"]), outcome=r["outcome"],
+                                exit_code=r.get("exitCode"), instant=r.get("instant"),
+                                scheduled_at=parse_timestamp(r.get("scheduledAt")))
+                      for r in s.get("history") or ()))
+
+
+def _time(text: str) -> datetime:
+    at = parse_timestamp(text)
+    assert at is not None
+    return at
 
 
 # -- any kind ----------------------------------------------------------------------------------

@@ -205,3 +205,22 @@ def test_service_status_golden() -> None:
                        cond("ReconciliationPaused", "False", "Reconciling", "", T0, 1)],
         "observedGeneration": 1,
     }
+
+
+def test_the_planners_read_back_what_status_wrote() -> None:
+    from lakeoperator.plan.service import ServiceObserved
+    from lakeoperator.plan.writer import WriterObserved
+    from lakeoperator.status import read_service_status, read_writer_status
+
+    plan = replace(SUBMIT, phase=WriterPhase.BACKING_OFF, attempts=Attempts(4, 1, 2, 3),
+                   next_retry_at=T1)
+    assert read_writer_status(writer_status(REF, plan, None, T0)) == WriterObserved(
+        phase=WriterPhase.BACKING_OFF, attempts=Attempts(4, 1, 2, 3), submission_id=SUBMIT.submission_id,
+        submitted_at=T0, next_retry_at=T1)
+    assert read_writer_status(None) == WriterObserved()
+    last = RunRecord("r1", T0, T1, "Skipped", 4, T0)
+    splan = ServicePlan(action=ServiceAction.START, reason="Starting", message="",
+                        active_run=ActiveRun("r2", T1), history=(last,), next_run_at=None)
+    ref = ObjectRef("lake", "s", "u", 1)
+    assert read_service_status(service_status(ref, splan, None, T1), T0) == ServiceObserved(
+        created_at=T0, active_run=ActiveRun("r2", T1), history=(last,))

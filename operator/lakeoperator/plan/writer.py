@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal, get_args
 
 from lakeoperator.specs import LakeWriterSpec, ObjectRef, RestartPolicySpec
 from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK
@@ -116,17 +117,46 @@ class Attempts:
         return Attempts(total=self.total)
 
 
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
 @dataclass(frozen=True)
 class DriverObservation:
     """The driver pod as last seen."""
 
     submission_id: str | None            # its label: which submission it runs
-    phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+    phase: PodPhase
     reason: str | None = None            # pod.status.reason or the container's terminated reason
     exit_code: int | None = None         # the driver container's exit code once terminated
     waiting_reason: str | None = None    # the container's waiting reason (ImagePullBackOff, ...)
     started_at: datetime | None = None   # the container's running-since
     ready: bool = False
+
+
+# the label a driver (or service run) pod carries: the submission (run) id it executes; builders set it
+SUBMISSION_LABEL = "weir.dev/submission-id"
+DRIVER_CONTAINER = "driver"      # the container whose state is the attempt's (else the first one)
+
+
+def observe_pod(pod: Mapping[str, Any]) -> DriverObservation:
+    """A pod body (as the API returns it) -> what the planners need of it."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    status = pod.get("status") or {}
+    phase: PodPhase = status["phase"] if status.get("phase") in get_args(PodPhase) else "Pending"
+    containers = status.get("containerStatuses") or []
+    main = next((c for c in containers if c.get("name") == DRIVER_CONTAINER), containers[0] if containers
+                else {})
+    state = main.get("state") or {}
+    waiting, running_, terminated = (state.get(k) or {} for k in ("waiting", "running", "terminated"))
+    started = running_.get("startedAt") or terminated.get("startedAt")
+    exit_code = terminated.get("exitCode")
+    return DriverObservation(
+        submission_id=labels.get(SUBMISSION_LABEL), phase=phase,
+        reason=status.get("reason") or terminated.get("reason"),
+        exit_code=int(exit_code) if exit_code is not None else None,
+        waiting_reason=waiting.get("reason"),
+        started_at=datetime.fromisoformat(started) if started else None,
+        ready=bool(main.get("ready")))
 
 
 @dataclass(frozen=True)
