@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakeoperator.plan.service import (
@@ -144,6 +144,7 @@ def test_history_keeps_the_newest_per_outcome_within_limits() -> None:
     assert plan.history == kept and plan.delete_runs == dropped
 
 
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["Succeeded", "Failed", "Skipped"]), max_size=30), st.integers(0, 5),
        st.integers(0, 5))
 def test_trimming_is_bounded_and_keeps_order(outcomes: list[str], ok: int, failed: int) -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakeoperator.plan.writer import (
@@ -194,6 +194,7 @@ specs = st.sampled_from([writer(), writer(state="Suspended"), writer(restartPoli
                          writer(restartPolicy={"type": "Never", "onConflict": "Abort"})])
 
 
+@settings(max_examples=200, deadline=None)
 @given(specs, observations)
 def test_planning_is_a_function_of_the_observation(spec: object, observed: WriterObserved) -> None:
     first = plan_writer(REF, spec, observed, NOW)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakeoperator.plan.writer import Action, Attempts, Cause, WriterPhase, backoff_seconds, plan_writer
@@ -101,6 +101,7 @@ policies = st.builds(
                       factor=st.floats(1.0, 10.0)))
 
 
+@settings(max_examples=200, deadline=None)
 @given(policies, st.integers(0, 200))
 def test_backoff_is_monotone_and_capped(policy: RestartPolicySpec, n: int) -> None:
     b = policy.backoff
