@@ -433,11 +433,15 @@ def _parse_schema(raw: Any, path: str) -> tuple[ColumnSpec, ...]:
     out: list[ColumnSpec] = []
     for i, item in enumerate(raw):
         c = _Fields(item, f"{path}[{i}]", ("name", "type", "nullable"))
-        type_name = c.req_str("type")
-        if type_name not in PRIMITIVE_TYPES and not DECIMAL_TYPE.fullmatch(type_name):
+        type_name, name = c.req_str("type"), c.req_str("name")
+        decimal = DECIMAL_TYPE.fullmatch(type_name)
+        if type_name not in PRIMITIVE_TYPES and not (decimal and 1 <= int(decimal.group(1)) <= 38):
             raise SpecError(c.at("type"), f"{type_name!r} is not a column type; use one of "
-                            f"{', '.join(PRIMITIVE_TYPES)} or decimal128(precision,scale)")
-        out.append(ColumnSpec(name=c.req_str("name"), type=type_name, nullable=c.flag("nullable", True)))
+                            f"{', '.join(PRIMITIVE_TYPES)} or decimal128(precision,scale), precision 1-38")
+        if name.startswith("_weir_"):
+            raise SpecError(c.at("name"), "names starting with _weir_ are reserved for Weir's own metadata "
+                            "columns; rename the column")
+        out.append(ColumnSpec(name=name, type=type_name, nullable=c.flag("nullable", True)))
     names = [c.name for c in out]
     if len(set(names)) != len(names):
         raise SpecError(path, "names a column twice; give each column one entry")
@@ -454,6 +458,9 @@ def _parse_groups(raw: Any, path: str, names: list[str]) -> tuple[ColumnGroupSpe
         g = _Fields(item, f"{path}[{i}]", ("name", "orderingField", "columns"))
         group = ColumnGroupSpec(name=g.req_str("name"), ordering_field=g.req_str("orderingField"),
                                 columns=g.strings("columns"))
+        if "__" in group.name:
+            raise SpecError(g.at("name"), "must not contain '__' (it separates names in Weir's metadata "
+                            "columns); rename the group")
         _columns_exist((group.ordering_field, *group.columns), names, g.path)
         groups.append(group)
     return tuple(groups)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lakeoperator.plan.service import ActiveRun, RunRecord, ServiceObserved, ServicePlan
+from lakeoperator.plan.service import ActiveRun, RunRecord, ServiceObserved, ServicePlan, failed
 from lakeoperator.plan.table import TableAction, TablePlan
-from lakeoperator.plan.writer import AttemptRecord, Attempts, WriterObserved, WriterPhase, WriterPlan
+from lakeoperator.plan.writer import AttemptRecord, Attempts, Cause, WriterObserved, WriterPhase, WriterPlan
 from lakeoperator.specs import ObjectRef, SpecError
 
 ConditionType = Literal["Ready", "Progressing", "Degraded", "ReconciliationPaused"]
@@ -141,37 +141,37 @@ def writer_status(ref: ObjectRef, plan: WriterPlan, old: Mapping[str, Any] | Non
 # -- TableService ------------------------------------------------------------------------------
 
 
+# the cron slot and exit code of a run are not kept in status (the CRD has no field for them): the next
+# slot is computed from the run's start, which lies in the slot it ran for
 def run_json(r: RunRecord) -> dict[str, Any]:
     return {"id": r.id, "startedAt": timestamp(r.started_at), "finishedAt": timestamp(r.finished_at),
-            "outcome": r.outcome, "exitCode": r.exit_code, "instant": r.instant,
-            "scheduledAt": timestamp(r.scheduled_at) if r.scheduled_at else None}
+            "outcome": r.outcome.value, "instant": r.instant}
 
 
-def active_run_json(r: ActiveRun) -> dict[str, Any]:
-    return {"id": r.id, "startedAt": timestamp(r.started_at),
-            "scheduledAt": timestamp(r.scheduled_at) if r.scheduled_at else None}
+def active_run_json(r: ActiveRun, driver_pod: str | None = None) -> dict[str, Any]:
+    return {"id": r.id, "submissionId": r.id, "driverPod": driver_pod, "startedAt": timestamp(r.started_at)}
 
 
 def service_conditions(ref: ObjectRef, plan: ServicePlan) -> tuple[Condition, ...]:
-    failed = plan.history[-1].outcome == "Failed" if plan.history else False
     last = plan.history[-1] if plan.history else None
+    bad = last is not None and failed(last)
     suspended = plan.reason == "Suspended"
     return (Condition("Ready", _flag(not suspended), plan.reason, plan.message),
             Condition("Progressing", _flag(plan.active_run is not None), plan.reason,
                       plan.message if plan.active_run is not None else ""),
-            Condition("Degraded", _flag(failed), "LastRunFailed" if failed else "AsExpected",
-                      f"run {last.id} failed (exit code {last.exit_code}); see its pod's log"
-                      if failed and last is not None else ""),
+            Condition("Degraded", _flag(bad), "LastRunFailed" if bad else "AsExpected",
+                      f"run {last.id} ended with {last.outcome.value}; see its pod's log"
+                      if bad and last is not None else ""),
             _paused(ref))
 
 
-def service_status(ref: ObjectRef, plan: ServicePlan, old: Mapping[str, Any] | None,
-                   now: datetime) -> dict[str, Any]:
+def service_status(ref: ObjectRef, plan: ServicePlan, old: Mapping[str, Any] | None, now: datetime, *,
+                   driver_pod: str | None = None) -> dict[str, Any]:
     """The TableService status after `plan` (write it BEFORE starting the run it names)."""
     return _with(old, ref, now, service_conditions(ref, plan), {
         "lastRun": run_json(plan.history[-1]) if plan.history else None,
         "nextRunAt": timestamp(plan.next_run_at) if plan.next_run_at else None,
-        "activeRun": active_run_json(plan.active_run) if plan.active_run else None,
+        "activeRun": active_run_json(plan.active_run, driver_pod) if plan.active_run else None,
         "history": [run_json(r) for r in plan.history],
     })
 
@@ -245,12 +245,10 @@ def read_service_status(status: Mapping[str, Any] | None, created_at: datetime) 
     active = s.get("activeRun")
     return ServiceObserved(
         created_at=created_at,
-        active_run=ActiveRun(id=active["id"], started_at=_time(active["startedAt"]),
-                             scheduled_at=parse_timestamp(active.get("scheduledAt"))) if active else None,
+        active_run=ActiveRun(id=active["id"], started_at=_time(active["startedAt"])) if active else None,
         history=tuple(RunRecord(id=r["id"], started_at=_time(r["startedAt"]),
-                                finished_at=_time(r["finishedAt"]), outcome=r["outcome"],
-                                exit_code=r.get("exitCode"), instant=r.get("instant"),
-                                scheduled_at=parse_timestamp(r.get("scheduledAt")))
+                                finished_at=_time(r["finishedAt"]), outcome=Cause(r["outcome"]),
+                                instant=r.get("instant"))
                       for r in s.get("history") or ()))
 
 

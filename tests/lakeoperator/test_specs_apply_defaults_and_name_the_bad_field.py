@@ -92,6 +92,12 @@ def test_object_ref_reads_the_annotations() -> None:
 INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("table", lake_table(schema=[{"name": "id", "type": "int65"}], recordKey=["id"], partitionFields=[]),
      "spec.schema[0].type"),
+    ("table", lake_table(schema=[{"name": "id", "type": "decimal128(39,2)"}], recordKey=["id"],
+                         partitionFields=[]), "spec.schema[0].type"),
+    ("table", lake_table(schema=[{"name": "_weir_x", "type": "int64"}], recordKey=["_weir_x"],
+                         partitionFields=[]), "spec.schema[0].name"),
+    ("table", lake_table(columnGroups=[{"name": "a__b", "orderingField": "ts", "columns": ["amount"]}]),
+     "spec.columnGroups[0].name"),
     ("table", lake_table(recordKey=["nope"]), "spec.recordKey"),
     ("table", lake_table(recordKey=[]), "spec.recordKey"),
     ("table", lake_table(buckets=0), "spec.buckets"),
@@ -145,7 +151,7 @@ def test_invalid_field_is_named_and_the_message_says_what_to_do(kind: str, body:
     assert str(err.value).startswith(field_path + ": ")
     assert any(word in err.value.message for word in ("use", "set", "drop", "fix", "add", "raise", "put",
                                                       "revert", "must", "give", "list", "check", "quote",
-                                                      "change", "choose"))
+                                                      "change", "choose", "rename"))
 
 
 def test_a_missing_spec_is_a_spec_error() -> None:

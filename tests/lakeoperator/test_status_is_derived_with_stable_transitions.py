@@ -184,24 +184,23 @@ def test_a_refused_table_is_failed_and_says_why() -> None:
 def test_service_status_golden() -> None:
     ref = ObjectRef("lake", "orders-compact", "uid-s", 1)
     last = RunRecord("orders-compact-20261123060000", T0 - timedelta(hours=6), T0 - timedelta(hours=5),
-                     "Failed", 1, T0 - timedelta(hours=6))
+                     Cause.FAILURE, 1, T0 - timedelta(hours=6))
     active = ActiveRun("orders-compact-20261123120000", T0, T0)
     plan = ServicePlan(action=ServiceAction.START, reason="Starting", message="starting run x",
                        active_run=active, history=(last,), next_run_at=None)
-    assert service_status(ref, plan, None, T0) == {
+    assert service_status(ref, plan, None, T0, driver_pod="orders-compact-20261123120000-driver") == {
         "lastRun": {"id": "orders-compact-20261123060000", "startedAt": "2026-11-23T06:00:00Z",
-                    "finishedAt": "2026-11-23T07:00:00Z", "outcome": "Failed", "exitCode": 1, "instant": None,
-                    "scheduledAt": "2026-11-23T06:00:00Z"},
+                    "finishedAt": "2026-11-23T07:00:00Z", "outcome": "failure", "instant": None},
         "nextRunAt": None,
         "activeRun": {"id": "orders-compact-20261123120000", "startedAt": "2026-11-23T12:00:00Z",
-                      "scheduledAt": "2026-11-23T12:00:00Z"},
+                      "submissionId": "orders-compact-20261123120000",
+                      "driverPod": "orders-compact-20261123120000-driver"},
         "history": [{"id": "orders-compact-20261123060000", "startedAt": "2026-11-23T06:00:00Z",
-                     "finishedAt": "2026-11-23T07:00:00Z", "outcome": "Failed", "exitCode": 1,
-                     "instant": None, "scheduledAt": "2026-11-23T06:00:00Z"}],
+                     "finishedAt": "2026-11-23T07:00:00Z", "outcome": "failure", "instant": None}],
         "conditions": [cond("Ready", "True", "Starting", "starting run x", T0, 1),
                        cond("Progressing", "True", "Starting", "starting run x", T0, 1),
-                       cond("Degraded", "True", "LastRunFailed", "run orders-compact-20261123060000 failed "
-                            "(exit code 1); see its pod's log", T0, 1),
+                       cond("Degraded", "True", "LastRunFailed", "run orders-compact-20261123060000 ended "
+                            "with failure; see its pod's log", T0, 1),
                        cond("ReconciliationPaused", "False", "Reconciling", "", T0, 1)],
         "observedGeneration": 1,
     }
@@ -218,7 +217,7 @@ def test_the_planners_read_back_what_status_wrote() -> None:
         phase=WriterPhase.BACKING_OFF, attempts=Attempts(4, 1, 2, 3), submission_id=SUBMIT.submission_id,
         submitted_at=T0, next_retry_at=T1)
     assert read_writer_status(None) == WriterObserved()
-    last = RunRecord("r1", T0, T1, "Skipped", 4, T0)
+    last = RunRecord("r1", T0, T1, Cause.BUSY)
     splan = ServicePlan(action=ServiceAction.START, reason="Starting", message="",
                         active_run=ActiveRun("r2", T1), history=(last,), next_run_at=None)
     ref = ObjectRef("lake", "s", "u", 1)

@@ -1,8 +1,9 @@
 """TableService scheduling: when the next run is due, one run at a time, history within limits (pure).
 
 Owns: `next_run` (cron in UTC with croniter, or a trigger of N delta commits since this service's last
-run), `plan_service` (start a run / wait / finish the active run), run outcomes from the jobs' exit codes
-(a `busy` exit, 4, is a skipped run, not a failed one), `trim_history`, deterministic run ids.
+run), `plan_service` (start a run / wait / finish the active run), a run's outcome (the cause of its end,
+from the jobs' exit codes: a `busy` exit, 4, is a skipped run, not a failed one), `trim_history`,
+deterministic run ids.
 
 Must not: call Kubernetes, read the clock or the timeline. The handler passes in `now` and the number of
 delta commits since this service's last run (read with lakecore's read-side APIs), records the plan's
@@ -14,14 +15,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Literal
 
 from croniter import croniter
 
 from lakeoperator.plan.writer import Cause, DriverObservation, classify_exit
 from lakeoperator.specs import ObjectRef, ServiceTriggerSpec, TableServiceSpec
 
-Outcome = Literal["Succeeded", "Failed", "Skipped"]
 # a trigger is evaluated again this often (commits are not events the operator watches), and a skipped
 # run (another run of the service was busy) is not retried sooner than this
 TRIGGER_RECHECK_SECONDS = 30.0
@@ -47,7 +46,7 @@ class RunRecord:
     id: str
     started_at: datetime
     finished_at: datetime
-    outcome: Outcome
+    outcome: Cause                  # status: success | busy (skipped) | failure | badInput | ...
     exit_code: int | None = None
     scheduled_at: datetime | None = None
     instant: str | None = None
@@ -102,12 +101,9 @@ def run_id(ref: ObjectRef, at: datetime) -> str:
     return f"{ref.name[:40].rstrip('-.').lower()}-{stamp}"
 
 
-def outcome_of(cause: Cause) -> Outcome:
-    if cause == Cause.SUCCESS:
-        return "Succeeded"
-    if cause == Cause.BUSY:
-        return "Skipped"      # another run of this service holds it: not a failure
-    return "Failed"
+def failed(run: RunRecord) -> bool:
+    """Success and busy (another run of this service held it: skipped) are not failures."""
+    return run.outcome not in (Cause.SUCCESS, Cause.BUSY)
 
 
 def trim_history(history: tuple[RunRecord, ...], successful_limit: int,
@@ -115,15 +111,15 @@ def trim_history(history: tuple[RunRecord, ...], successful_limit: int,
     """Keep the newest `failed_limit` failed runs and the newest `successful_limit` others (skipped count
     with the successful); -> (kept, in order; ids dropped)."""
     kept: list[RunRecord] = []
-    failed = succeeded = 0
+    n_failed = n_ok = 0
     for r in reversed(history):
-        if r.outcome == "Failed":
-            failed += 1
-            if failed <= failed_limit:
+        if failed(r):
+            n_failed += 1
+            if n_failed <= failed_limit:
                 kept.append(r)
         else:
-            succeeded += 1
-            if succeeded <= successful_limit:
+            n_ok += 1
+            if n_ok <= successful_limit:
                 kept.append(r)
     kept.reverse()
     dropped = tuple(r.id for r in history if r not in kept)
@@ -147,7 +143,7 @@ def plan_service(ref: ObjectRef, spec: TableServiceSpec, observed: ServiceObserv
                                f"{pod.phase}", active_run=active, history=history, next_run_at=None)
         cause = classify_exit(pod.exit_code, pod.reason)
         finished = RunRecord(id=active.id, started_at=active.started_at, finished_at=now,
-                             outcome=outcome_of(cause), exit_code=pod.exit_code,
+                             outcome=cause, exit_code=pod.exit_code,
                              scheduled_at=active.scheduled_at)
         history, active = (*history, finished), None
     history, dropped = trim_history(history, spec.successful_runs_history_limit,
@@ -171,7 +167,7 @@ def plan_service(ref: ObjectRef, spec: TableServiceSpec, observed: ServiceObserv
     else:
         assert spec.trigger is not None
         delta = 0 if finished is not None else o.delta_commits_since_last_run  # counted from this run on
-        recent = last is not None and last.outcome == "Skipped" and \
+        recent = last is not None and last.outcome == Cause.BUSY and \
             now - last.finished_at < timedelta(seconds=TRIGGER_RECHECK_SECONDS)
         if next_run(spec.trigger, None, now, delta_commits=delta) is None or recent:
             return replace(done, action=ServiceAction.WAIT, reason="WaitingForCommits",

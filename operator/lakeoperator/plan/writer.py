@@ -131,6 +131,7 @@ class DriverObservation:
     waiting_reason: str | None = None    # the container's waiting reason (ImagePullBackOff, ...)
     started_at: datetime | None = None   # the container's running-since
     ready: bool = False
+    created_at: datetime | None = None   # metadata.creationTimestamp
 
 
 # the label a driver (or service run) pod carries: the submission (run) id it executes; builders set it
@@ -140,7 +141,8 @@ DRIVER_CONTAINER = "driver"      # the container whose state is the attempt's (e
 
 def observe_pod(pod: Mapping[str, Any]) -> DriverObservation:
     """A pod body (as the API returns it) -> what the planners need of it."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
     status = pod.get("status") or {}
     phase: PodPhase = status["phase"] if status.get("phase") in get_args(PodPhase) else "Pending"
     containers = status.get("containerStatuses") or []
@@ -149,6 +151,7 @@ def observe_pod(pod: Mapping[str, Any]) -> DriverObservation:
     state = main.get("state") or {}
     waiting, running_, terminated = (state.get(k) or {} for k in ("waiting", "running", "terminated"))
     started = running_.get("startedAt") or terminated.get("startedAt")
+    created = meta.get("creationTimestamp")
     exit_code = terminated.get("exitCode")
     return DriverObservation(
         submission_id=labels.get(SUBMISSION_LABEL), phase=phase,
@@ -156,7 +159,8 @@ def observe_pod(pod: Mapping[str, Any]) -> DriverObservation:
         exit_code=int(exit_code) if exit_code is not None else None,
         waiting_reason=waiting.get("reason"),
         started_at=datetime.fromisoformat(started) if started else None,
-        ready=bool(main.get("ready")))
+        ready=bool(main.get("ready")),
+        created_at=datetime.fromisoformat(created) if created else None)
 
 
 @dataclass(frozen=True)
@@ -313,7 +317,8 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
                        message=f"driver of submission {o.submission_id} is running",
                        requeue_after=min(waits) if waits else None)
     # Pending (or Running without a start time yet): bounded by the start timeout
-    deadline = (o.submitted_at or now) + timedelta(seconds=spec.start_timeout_seconds)
+    # status.submittedAt, else the pod's creation (a status written by an operator that did not record it)
+    deadline = (o.submitted_at or d.created_at or now) + timedelta(seconds=spec.start_timeout_seconds)
     if now >= deadline:
         why = f" (container waiting: {d.waiting_reason})" if d.waiting_reason else ""
         return _ended(spec, o, now, Cause.INFRASTRUCTURE, None, None, "StartTimeout",

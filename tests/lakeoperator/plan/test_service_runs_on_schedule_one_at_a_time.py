@@ -15,13 +15,14 @@ from lakeoperator.plan.service import (
     RunRecord,
     ServiceAction,
     ServiceObserved,
+    failed,
     latest_slot,
     next_run,
     plan_service,
     run_id,
     trim_history,
 )
-from lakeoperator.plan.writer import DriverObservation
+from lakeoperator.plan.writer import Cause, DriverObservation
 from lakeoperator.specs import ObjectRef, ServiceTriggerSpec, TableServiceSpec, parse_table_service
 from tests.lakeoperator.bodies import table_service
 
@@ -37,9 +38,11 @@ def service(**spec: Any) -> TableServiceSpec:
     return parse_table_service(body)
 
 
-def run(id: str, outcome: str, at: datetime, **kw: Any) -> RunRecord:
-    return RunRecord(id=id, started_at=at, finished_at=at + timedelta(minutes=1), outcome=outcome,  # type: ignore[arg-type]
-                     **kw)
+OK, BAD = Cause.SUCCESS, Cause.FAILURE
+
+
+def run(id: str, outcome: Cause, at: datetime, **kw: Any) -> RunRecord:
+    return RunRecord(id=id, started_at=at, finished_at=at + timedelta(minutes=1), outcome=outcome, **kw)
 
 
 @pytest.mark.parametrize(("schedule", "last", "expected"), [
@@ -68,7 +71,7 @@ def test_missed_slots_collapse_into_one_run_named_after_the_latest() -> None:
 
 
 def test_not_due_waits_until_the_next_slot() -> None:
-    last = run("orders-compact-20261123120000", "Succeeded", datetime(2026, 11, 23, 12, 0, tzinfo=UTC),
+    last = run("orders-compact-20261123120000", Cause.SUCCESS, datetime(2026, 11, 23, 12, 0, tzinfo=UTC),
                scheduled_at=datetime(2026, 11, 23, 12, 0, tzinfo=UTC))
     plan = plan_service(REF, service(), ServiceObserved(created_at=CREATED, history=(last,)), NOW)
     assert plan.action is ServiceAction.WAIT and plan.reason == "Scheduled"
@@ -90,15 +93,17 @@ def test_an_active_run_without_its_pod_creates_it_under_the_same_name() -> None:
     assert (plan.action, plan.active_run) == (ServiceAction.START, active)
 
 
-@pytest.mark.parametrize(("exit_code", "outcome"), [(0, "Succeeded"), (4, "Skipped"), (1, "Failed"),
-                                                    (2, "Failed"), (137, "Failed")])
-def test_a_finished_run_is_recorded_busy_as_skipped(exit_code: int, outcome: str) -> None:
+@pytest.mark.parametrize(("exit_code", "outcome", "is_failed"), [
+    (0, Cause.SUCCESS, False), (4, Cause.BUSY, False), (1, Cause.FAILURE, True), (2, Cause.BAD_INPUT, True),
+    (137, Cause.INFRASTRUCTURE, True)])
+def test_a_finished_run_is_recorded_busy_as_skipped(exit_code: int, outcome: Cause, is_failed: bool) -> None:
     slot = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
     active = ActiveRun("orders-compact-20261123120000", started_at=slot, scheduled_at=slot)
     pod = DriverObservation(active.id, "Succeeded" if exit_code == 0 else "Failed", exit_code=exit_code)
     observed = ServiceObserved(created_at=CREATED, active_run=active, run_pod=pod)
     plan = plan_service(REF, service(), observed, NOW)
-    assert plan.finished == RunRecord(active.id, slot, NOW, outcome, exit_code, slot)  # type: ignore[arg-type]
+    assert plan.finished == RunRecord(active.id, slot, NOW, outcome, exit_code, slot)
+    assert failed(plan.finished) is is_failed
     assert plan.history == (plan.finished,) and plan.active_run is None
     assert plan.next_run_at == datetime(2026, 11, 23, 18, 0, tzinfo=UTC)
 
@@ -117,7 +122,7 @@ def test_suspend_starts_nothing_but_records_a_finished_run() -> None:
     plan = plan_service(REF, service(suspend=True),
                         ServiceObserved(created_at=CREATED, active_run=active, run_pod=pod), NOW)
     assert (plan.action, plan.reason, plan.next_run_at) == (ServiceAction.NONE, "Suspended", None)
-    assert plan.finished is not None and plan.finished.outcome == "Succeeded"
+    assert plan.finished is not None and plan.finished.outcome is Cause.SUCCESS
 
 
 def test_triggered_runs_count_delta_commits_and_do_not_retry_a_skip_at_once() -> None:
@@ -126,7 +131,7 @@ def test_triggered_runs_count_delta_commits_and_do_not_retry_a_skip_at_once() ->
     assert few.action is ServiceAction.WAIT and few.reason == "WaitingForCommits"
     due = plan_service(REF, spec, ServiceObserved(created_at=CREATED, delta_commits_since_last_run=3), NOW)
     assert due.action is ServiceAction.START and due.active_run == ActiveRun(run_id(REF, NOW), NOW)
-    skipped = run("r0", "Skipped", NOW - timedelta(minutes=1))
+    skipped = run("r0", Cause.BUSY, NOW - timedelta(minutes=1))
     recent = ServiceObserved(created_at=CREATED, history=(replace(skipped, finished_at=NOW),),
                              delta_commits_since_last_run=9)
     assert plan_service(REF, spec, recent, NOW).action is ServiceAction.WAIT
@@ -136,7 +141,7 @@ def test_triggered_runs_count_delta_commits_and_do_not_retry_a_skip_at_once() ->
 def test_history_keeps_the_newest_per_outcome_within_limits() -> None:
     t = CREATED
     history = tuple(run(f"r{i}", o, t + timedelta(hours=i)) for i, o in enumerate(
-        ["Succeeded", "Failed", "Succeeded", "Skipped", "Failed", "Failed", "Succeeded"]))
+        [OK, BAD, OK, Cause.BUSY, BAD, Cause.INFRASTRUCTURE, OK]))
     kept, dropped = trim_history(history, successful_limit=2, failed_limit=1)
     assert [r.id for r in kept] == ["r3", "r5", "r6"] and dropped == ("r0", "r1", "r2", "r4")
     plan = plan_service(REF, service(successfulRunsHistoryLimit=2, failedRunsHistoryLimit=1),
@@ -145,12 +150,12 @@ def test_history_keeps_the_newest_per_outcome_within_limits() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["Succeeded", "Failed", "Skipped"]), max_size=30), st.integers(0, 5),
+@given(st.lists(st.sampled_from(list(Cause)), max_size=30), st.integers(0, 5),
        st.integers(0, 5))
-def test_trimming_is_bounded_and_keeps_order(outcomes: list[str], ok: int, failed: int) -> None:
+def test_trimming_is_bounded_and_keeps_order(outcomes: list[Cause], ok: int, bad: int) -> None:
     history = tuple(run(f"r{i}", o, CREATED + timedelta(minutes=i)) for i, o in enumerate(outcomes))
-    kept, dropped = trim_history(history, ok, failed)
-    assert sum(r.outcome == "Failed" for r in kept) <= failed
-    assert sum(r.outcome != "Failed" for r in kept) <= ok
+    kept, dropped = trim_history(history, ok, bad)
+    assert sum(failed(r) for r in kept) <= bad
+    assert sum(not failed(r) for r in kept) <= ok
     assert list(kept) == [r for r in history if r in kept] and len(kept) + len(dropped) == len(history)
-    assert trim_history(kept, ok, failed) == (kept, ())
+    assert trim_history(kept, ok, bad) == (kept, ())

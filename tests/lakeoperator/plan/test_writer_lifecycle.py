@@ -68,6 +68,12 @@ def test_a_driver_stuck_past_the_start_timeout_fails_and_is_deleted(waiting: str
     assert (waiting or "did not start") in plan.message
 
 
+def test_without_a_recorded_submission_time_the_pods_creation_bounds_the_start() -> None:
+    driver = replace(pending_driver("ImagePullBackOff"), created_at=ago(301))
+    plan = plan_writer(REF, writer(), replace(SUBMITTED, submitted_at=None, driver=driver), NOW)
+    assert plan.reason == "StartTimeout"
+
+
 def test_the_start_timeout_is_the_specs() -> None:
     observed = replace(SUBMITTED, submitted_at=ago(61), driver=pending_driver())
     assert plan_writer(REF, writer(startTimeoutSeconds=60), observed, NOW).reason == "StartTimeout"
