@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakeoperator.build.job_args import STORAGE_ENV, service_args, writer_args
+from lakeoperator.plan.writer import SUBMISSION_LABEL
 from lakeoperator.specs import (
     LakeTableSpec,
     LakeWriterSpec,
@@ -58,10 +59,11 @@ class PodSettings:
     api_server: str = "https://kubernetes.default.svc"   # executors are requested from here (in-cluster)
 
 
-def child_name(owner: str, submission_id: str) -> str:
-    """`<owner>-<submission>`, a DNS label: cut and suffixed with a hash when too long, so two
-    submissions never share a name and a re-run of the same one always gets the same name."""
-    name = f"{owner}-{submission_id}".lower()
+def child_name(submission_id: str) -> str:
+    """The driver pod's name: the submission (or service run) id, which already carries its owner's
+    name (plan/); a DNS label, cut and suffixed with a hash should it be too long, so two submissions
+    never share a name and a re-run of the same one always gets the same name."""
+    name = submission_id.lower()
     if len(name) <= _DNS_LABEL_MAX:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
@@ -87,7 +89,7 @@ def labels(owner: ObjectRef, component: Component, table: str, submission_id: st
     key = "weir.dev/writer" if component == "writer" else "weir.dev/service"
     return {"app.kubernetes.io/name": "weir", "app.kubernetes.io/component": component,
             "app.kubernetes.io/managed-by": "weir-operator", "weir.dev/table": table, key: owner.name,
-            "weir.dev/submission": submission_id}
+            SUBMISSION_LABEL: submission_id}
 
 
 def owner_reference(owner: ObjectRef, kind: str) -> dict[str, Any]:
@@ -136,7 +138,7 @@ def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
 def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: str, submission_id: str,
                 spark: SparkSpec, storage: StorageSpec, entry: str, argv: list[str],
                 settings: PodSettings) -> dict[str, Any]:
-    name = child_name(owner.name, submission_id)
+    name = child_name(submission_id)
     image = spark.image or settings.default_image
     pod_labels = labels(owner, component, table_name, submission_id)
     conf = spark_conf(owner, name, spark, image, pod_labels, storage, settings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from lakeoperator.build.driver_pod import (
     child_name,
     spark_memory_mib,
 )
+from lakeoperator.plan.service import run_id
+from lakeoperator.plan.writer import SUBMISSION_LABEL, submission_id
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table, parse_lake_writer, parse_table_service
 from sparkjobs.contract import BatchWriteArgs, StreamWriteArgs, TableServiceArgs
 
@@ -70,8 +73,10 @@ def build(case: str) -> dict:
     table = parse_lake_table(table_body)
     owner = ObjectRef.from_body(owner_body)
     if owner_body["kind"] == "LakeWriter":
-        return build_writer_pod(owner, parse_lake_writer(owner_body), table, "g3-a1", SETTINGS)
-    return build_service_pod(owner, parse_table_service(owner_body), table, "r29412345", SETTINGS)
+        writer = parse_lake_writer(owner_body)
+        return build_writer_pod(owner, writer, table, submission_id(owner, 1), SETTINGS)
+    return build_service_pod(owner, parse_table_service(owner_body), table,
+                             run_id(owner, datetime(2026, 11, 23, 12, 15, tzinfo=UTC)), SETTINGS)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -99,23 +104,24 @@ def test_a_rerun_builds_the_same_pod_and_another_submission_another_name():
     table = parse_lake_table(TABLE)
     writer_body = CASES["writer-batch-kubernetes"][1]
     owner, writer = ObjectRef.from_body(writer_body), parse_lake_writer(writer_body)
-    first = build_writer_pod(owner, writer, table, "g3-a1", SETTINGS)["metadata"]["name"]
-    second = build_writer_pod(owner, writer, table, "g3-a2", SETTINGS)["metadata"]["name"]
-    assert first != second
+    first = build_writer_pod(owner, writer, table, submission_id(owner, 1), SETTINGS)["metadata"]
+    second = build_writer_pod(owner, writer, table, submission_id(owner, 2), SETTINGS)["metadata"]
+    assert first["name"] != second["name"]
+    assert first["labels"][SUBMISSION_LABEL] == first["name"] == submission_id(owner, 1)
 
 
 def test_names_stay_dns_labels_and_unique_when_cut():
     long = "w" * 70
-    a, b = child_name(long, "g1-a1"), child_name(long, "g1-a2")
-    assert len(a) <= 63 and len(b) <= 63 and a != b and a == child_name(long, "g1-a1")
+    a, b = child_name(f"{long}-1"), child_name(f"{long}-2")
+    assert len(a) <= 63 and len(b) <= 63 and a != b and a == child_name(f"{long}-1")
 
 
 def test_managed_spark_settings_are_refused_in_the_spec():
     writer_body = json.loads(json.dumps(CASES["writer-batch-kubernetes"][1]))
     writer_body["spec"]["spark"]["conf"] = {"spark.master": "local[*]"}
-    with pytest.raises(SpecError, match="spark.master"):
+    with pytest.raises(SpecError, match=r"spark\.master"):
         build_writer_pod(ObjectRef.from_body(writer_body), parse_lake_writer(writer_body),
-                         parse_lake_table(TABLE), "g3-a1", SETTINGS)
+                         parse_lake_table(TABLE), "x-1-00000000", SETTINGS)
 
 
 @pytest.mark.parametrize(("text", "mib"), [("512m", 512), ("2g", 2048), ("1G", 1024), ("1048576k", 1024),
