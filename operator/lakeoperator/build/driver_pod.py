@@ -1,0 +1,186 @@
+"""Spark driver pods: a LakeWriter's or TableService's job as one Pod, built as a plain dict.
+
+The driver runs in client mode inside the pod (`spark-submit --deploy-mode client`); in `spark.mode:
+kubernetes` it asks the API server for its executor pods itself, owned by the driver pod (so they go
+when it goes), labelled with the table, the owner and the submission; in `spark.mode: local` the job
+runs `local[N]` inside the pod. The pod is owned by its resource (deleted with it), named after the
+owner and the submission id (a re-run of a handler builds the same name, so it can never create a
+second pod for one submission), and never restarted by the kubelet (`restartPolicy: Never`: restarts
+are the operator's decision, per the restart policy).
+
+Owns: names, labels, the Spark configuration the operator manages, the env that carries the pod IP
+and the storage Secret. Must not decide whether to submit (plan/), talk to the API (kube.py), or put a
+secret value anywhere (Secrets are referenced, never read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lakeoperator.build.job_args import STORAGE_ENV, service_args, writer_args
+from lakeoperator.plan.writer import SUBMISSION_LABEL
+from lakeoperator.specs import (
+    LakeTableSpec,
+    LakeWriterSpec,
+    ObjectRef,
+    SparkSpec,
+    SpecError,
+    StorageSpec,
+    TableServiceSpec,
+)
+
+API_VERSION = "weir.dev/v1alpha1"
+POD_IP_ENV = "WEIR_POD_IP"
+Component = Literal["writer", "table-service"]
+
+# Spark settings the operator owns: a spec's `spark.conf` may not set them (it would break the pod's
+# wiring to its executors, its owner or its Secret).
+MANAGED_CONF_PREFIXES = ("spark.master", "spark.submit.deployMode", "spark.driver.host",
+                         "spark.driver.bindAddress", "spark.kubernetes.namespace",
+                         "spark.kubernetes.driver.pod.name",
+                         "spark.kubernetes.container.image", "spark.kubernetes.executor.podNamePrefix",
+                         "spark.kubernetes.executor.label.", "spark.kubernetes.executor.secretKeyRef.",
+                         "spark.kubernetes.authenticate.", "spark.app.name")
+_MEMORY = re.compile(r"^(\d+)([kmgt]?)b?$", re.IGNORECASE)
+_DNS_LABEL_MAX = 63
+
+
+@dataclass(frozen=True)
+class PodSettings:
+    """How this operator's pods run (operator settings, not part of any resource)."""
+
+    default_image: str = "ghcr.io/weir-dev/weir-spark:0.1.0"
+    jobs_dir: str = "/opt/weir/sparkjobs"   # sparkjobs/*.py in the image (spark-submit takes files)
+    spark_submit: str = "spark-submit"
+    api_server: str = "https://kubernetes.default.svc"   # executors are requested from here (in-cluster)
+
+
+def child_name(submission_id: str) -> str:
+    """The driver pod's name: the submission (or service run) id, which already carries its owner's
+    name (plan/); a DNS label, cut and suffixed with a hash should it be too long, so two submissions
+    never share a name and a re-run of the same one always gets the same name."""
+    name = submission_id.lower()
+    if len(name) <= _DNS_LABEL_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:_DNS_LABEL_MAX - 9].rstrip('-.')}-{digest}"
+
+
+def spark_memory_mib(value: str) -> int:
+    """Spark's memory notation ("512m", "2g") in MiB."""
+    m = _MEMORY.fullmatch(value.strip())
+    if not m:
+        raise SpecError("spark", f"memory {value!r} is not Spark's notation; use e.g. 512m or 2g")
+    n, unit = int(m.group(1)), m.group(2).lower()
+    return {"": n // (1024 * 1024), "k": n // 1024, "m": n, "g": n * 1024, "t": n * 1024 * 1024}[unit]
+
+
+def _pod_memory(value: str) -> str:
+    """What a JVM given `value` of heap needs: Spark's own overhead rule (10%, at least 384 MiB)."""
+    heap = spark_memory_mib(value)
+    return f"{heap + max(384, heap // 10)}Mi"
+
+
+def labels(owner: ObjectRef, component: Component, table: str, submission_id: str) -> dict[str, str]:
+    key = "weir.dev/writer" if component == "writer" else "weir.dev/service"
+    return {"app.kubernetes.io/name": "weir", "app.kubernetes.io/component": component,
+            "app.kubernetes.io/managed-by": "weir-operator", "weir.dev/table": table, key: owner.name,
+            SUBMISSION_LABEL: submission_id}
+
+
+def owner_reference(owner: ObjectRef, kind: str) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, "name": owner.name, "uid": owner.uid,
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
+               pod_labels: Mapping[str, str], storage: StorageSpec, settings: PodSettings) -> dict[str, str]:
+    """Every --conf the driver is started with: the spec's own, then the ones the operator manages."""
+    bad = sorted(k for k in spark.conf if k.startswith(MANAGED_CONF_PREFIXES))
+    if bad:
+        raise SpecError("spark.conf", f"{', '.join(bad)} is set by the operator (it wires the driver to its "
+                        "pod, executors and Secret); remove it from spark.conf")
+    conf = dict(sorted(spark.conf.items()))
+    conf["spark.app.name"] = f"weir-{owner.namespace}-{owner.name}"
+    if spark.mode == "local":
+        conf |= {"spark.master": f"local[{spark.local_cores}]", "spark.driver.host": "127.0.0.1",
+                 "spark.driver.bindAddress": "127.0.0.1"}
+        return conf
+    conf |= {
+        "spark.master": f"k8s://{settings.api_server}",
+        "spark.submit.deployMode": "client",
+        "spark.driver.host": f"$({POD_IP_ENV})",   # the kubelet expands it from the env below
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.kubernetes.namespace": owner.namespace,
+        "spark.kubernetes.driver.pod.name": pod_name,   # executors get an owner reference to it
+        "spark.kubernetes.executor.podNamePrefix": pod_name,
+        "spark.kubernetes.container.image": image,
+        "spark.executor.instances": str(spark.executor.instances),
+        "spark.executor.cores": str(spark.executor.cores),
+        "spark.executor.memory": spark.executor.memory,
+        "spark.driver.memory": spark.driver.memory,
+    }
+    if spark.service_account_name:
+        conf["spark.kubernetes.authenticate.driver.serviceAccountName"] = spark.service_account_name
+        conf["spark.kubernetes.authenticate.executor.serviceAccountName"] = spark.service_account_name
+    for key, value in pod_labels.items():
+        conf[f"spark.kubernetes.executor.label.{key}"] = value
+    if storage.secret_ref is not None:
+        ref = storage.secret_ref
+        conf[f"spark.kubernetes.executor.secretKeyRef.{STORAGE_ENV}"] = f"{ref.name}:{ref.key}"
+    return conf
+
+
+def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: str, submission_id: str,
+                spark: SparkSpec, storage: StorageSpec, entry: str, argv: list[str],
+                settings: PodSettings) -> dict[str, Any]:
+    name = child_name(submission_id)
+    image = spark.image or settings.default_image
+    pod_labels = labels(owner, component, table_name, submission_id)
+    conf = spark_conf(owner, name, spark, image, pod_labels, storage, settings)
+    submit = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
+    env: list[dict[str, Any]] = [
+        {"name": POD_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    if storage.secret_ref is not None:
+        ref = storage.secret_ref
+        env.append({"name": STORAGE_ENV, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}})
+    memory = _pod_memory(spark.driver.memory)
+    container = {
+        "name": "driver", "image": image, "command": [settings.spark_submit],
+        "args": [*submit, f"{settings.jobs_dir}/{entry}.py", *argv],
+        "env": env,
+        "resources": {"requests": {"cpu": str(spark.driver.cores), "memory": memory},
+                      "limits": {"memory": memory}},
+    }
+    pod: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": owner.namespace, "labels": pod_labels,
+                     "ownerReferences": [owner_reference(owner, kind)]},
+        "spec": {"restartPolicy": "Never", "containers": [container]},
+    }
+    if spark.service_account_name:
+        pod["spec"]["serviceAccountName"] = spark.service_account_name
+    return pod
+
+
+def build_writer_pod(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableSpec, submission_id: str,
+                     settings: PodSettings = PodSettings(), *,
+                     source_location: str | None = None) -> dict[str, Any]:
+    """The driver pod of one submission of a LakeWriter."""
+    args = writer_args(owner, writer, table, source_location=source_location)
+    entry = "batch_write" if writer.mode == "batch" else "stream_write"
+    return _driver_pod(owner, "LakeWriter", "writer", writer.table_ref.name, submission_id, writer.spark,
+                       table.storage, entry, args.to_argv(), settings)
+
+
+def build_service_pod(owner: ObjectRef, service: TableServiceSpec, table: LakeTableSpec, run_id: str,
+                      settings: PodSettings = PodSettings()) -> dict[str, Any]:
+    """The driver pod of one run of a TableService (clean and archival need no executors: local mode
+    would do, but they run as the spec says)."""
+    args = service_args(owner, service, table)
+    return _driver_pod(owner, "TableService", "table-service", service.table_ref.name, run_id,
+                       service.spark, table.storage, "table_service", args.to_argv(), settings)

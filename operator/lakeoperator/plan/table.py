@@ -1,0 +1,198 @@
+"""LakeTable decisions: create or adopt a table, which differences can be applied, what deletion does (pure).
+
+Owns: `desired_config` (a LakeTableSpec in table.json's shape, the part a spec decides), `compare_config`
+(desired vs the config lakecore reports for an existing table -> mismatches, each evolvable or refused),
+`plan_table`, `refused_changes` (a spec update that changes identity fields), `deletion_action`.
+
+Must not: import lakecore or touch storage: the handler reads table.json with lakecore's read-side API and
+passes it in as a plain dict (`TableConfig.to_json()`), and carries out the plan.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lakeoperator.specs import DECIMAL_TYPE, ColumnSpec, LakeTableSpec, ObjectRef
+
+Severity = Literal["evolvable", "refused"]
+# table.json keys a spec decides (format_version, name, compression, column_defaults are lakecore's own)
+COMPARED_KEYS = ("table_type", "record_key", "partition_fields", "ordering_field", "merge_mode",
+                 "column_groups", "buckets", "concurrency_mode", "tombstone_retention_hours", "lock",
+                 "schema")
+
+
+class TableAction(enum.StrEnum):
+    CREATE = "create"    # no table at spec.location: create it from desired_config
+    ADOPT = "adopt"      # a table is there and matches: manage it as it is
+    EVOLVE = "evolve"    # it matches but for evolvable mismatches: add the columns / set the lock
+    REFUSE = "refuse"    # it differs in what cannot change: touch nothing, report the mismatches
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    field: str            # table.json key, or schema.<column>
+    desired: Any
+    observed: Any
+    severity: Severity
+    message: str          # ends with what to do
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    action: TableAction
+    mismatches: tuple[Mismatch, ...] = ()
+    desired: Mapping[str, Any] | None = None
+
+    @property
+    def refused(self) -> tuple[Mismatch, ...]:
+        return tuple(m for m in self.mismatches if m.severity == "refused")
+
+
+def column_type_json(type_name: str) -> dict[str, Any]:
+    """A LakeTable column type -> lakecore's table.json type object."""
+    if type_name in ("timestamp_ms", "timestamp_us"):
+        return {"type": "timestamp", "unit": type_name[-2:], "tz": "UTC"}
+    m = DECIMAL_TYPE.fullmatch(type_name)
+    if m:
+        return {"type": "decimal", "precision": int(m.group(1)), "scale": int(m.group(2))}
+    return {"type": type_name}
+
+
+def column_json(c: ColumnSpec) -> dict[str, Any]:
+    return {"name": c.name, "nullable": c.nullable, **column_type_json(c.type)}
+
+
+def desired_config(spec: LakeTableSpec) -> dict[str, Any]:
+    """The table.json keys in COMPARED_KEYS, as lakecore writes them for this spec."""
+    lock: dict[str, Any] = {"provider": spec.lock.provider}
+    if spec.lock.zookeeper is not None:
+        lock |= {"connect": spec.lock.zookeeper.connect, "path": spec.lock.zookeeper.path}
+    merge_mode = "partial_update" if spec.column_groups else \
+        "event_time" if spec.ordering_field else "commit_time"
+    return {
+        "table_type": spec.table_type, "record_key": list(spec.record_key),
+        "partition_fields": list(spec.partition_fields), "ordering_field": spec.ordering_field,
+        "merge_mode": merge_mode,
+        "column_groups": [{"name": g.name, "columns": list(g.columns), "ordering_field": g.ordering_field}
+                          for g in spec.column_groups],
+        "buckets": spec.buckets, "concurrency_mode": spec.concurrency.mode,
+        "tombstone_retention_hours": spec.tombstone_retention_hours, "lock": lock,
+        "schema": [column_json(c) for c in spec.schema],
+    }
+
+
+def compare_config(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> tuple[Mismatch, ...]:
+    """Where an existing table (its table.json as a dict) differs from the desired config."""
+    out: list[Mismatch] = []
+    for key in COMPARED_KEYS:
+        if key == "schema":
+            out += _compare_schema(desired["schema"], observed.get("schema") or [])
+        elif key == "lock":
+            if not _same_lock(desired["lock"], observed.get("lock") or {"provider": "storage"}):
+                out.append(Mismatch("lock", desired["lock"], observed.get("lock"), "evolvable",
+                                    "the table records another lock; the operator switches it (no writer may "
+                                    "run meanwhile)"))
+        elif _normal(desired.get(key)) != _normal(observed.get(key)):
+            out.append(Mismatch(key, desired.get(key), observed.get(key), "refused",
+                                f"the table at this location has {key} {observed.get(key)!r}, the spec "
+                                f"{desired.get(key)!r}, and it cannot change; fix the spec to match, or "
+                                "point spec.location at a new table"))
+    return tuple(out)
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_normal(v) for v in value]
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def _same_lock(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
+    if desired.get("provider") != observed.get("provider"):
+        return False
+    if desired.get("provider") != "zookeeper":
+        return True
+
+    def ensemble(connect: Any) -> tuple[frozenset[str], str]:
+        hosts, _, chroot = str(connect or "").partition("/")
+        return frozenset(h.strip() for h in hosts.split(",") if h.strip()), chroot.rstrip("/")
+    if ensemble(desired.get("connect")) != ensemble(observed.get("connect")):
+        return False
+    # no path in the spec means the table's default path, whatever it is
+    return desired.get("path") is None or desired.get("path") == observed.get("path")
+
+
+def _compare_schema(desired: list[Mapping[str, Any]], observed: list[Mapping[str, Any]]) -> list[Mismatch]:
+    out = []
+    have = {c["name"]: c for c in observed}
+    want = {c["name"]: c for c in desired}
+    for name, col in have.items():
+        if name not in want:
+            out.append(Mismatch(f"schema.{name}", None, col, "refused", f"column {name!r} is in the table "
+                                "but not in the spec, and columns are never removed; add it back to "
+                                "spec.schema"))
+    for name, col in want.items():
+        old = have.get(name)
+        if old is None:
+            if col.get("nullable", True):
+                out.append(Mismatch(f"schema.{name}", col, None, "evolvable",
+                                    f"column {name!r} is new: the operator adds it (nullable)"))
+            else:
+                out.append(Mismatch(f"schema.{name}", col, None, "refused", f"new column {name!r} is not "
+                                    "nullable, and existing rows have no value for it; make it nullable"))
+            continue
+        if _type(col) != _type(old):
+            out.append(Mismatch(f"schema.{name}", col, old, "refused", f"column {name!r} is {_type(old)} in "
+                                f"the table, {_type(col)} in the spec, and columns are never retyped; put "
+                                "the table's type back in spec.schema"))
+        elif bool(col.get("nullable", True)) != bool(old.get("nullable", True)):
+            out.append(Mismatch(f"schema.{name}", col, old, "refused", f"column {name!r} differs in "
+                                f"nullable (table: {old.get('nullable')}); put the table's value in the "
+                                "spec"))
+    return out
+
+
+def _type(col: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(col.items()) if k not in ("name", "nullable"))
+
+
+def plan_table(spec: LakeTableSpec, observed_config: Mapping[str, Any] | None) -> TablePlan:
+    """observed_config: table.json of the table at spec.location (None: there is none)."""
+    desired = desired_config(spec)
+    if observed_config is None:
+        return TablePlan(TableAction.CREATE, desired=desired)
+    mismatches = compare_config(desired, observed_config)
+    if any(m.severity == "refused" for m in mismatches):
+        return TablePlan(TableAction.REFUSE, mismatches, desired)
+    return TablePlan(TableAction.EVOLVE if mismatches else TableAction.ADOPT, mismatches, desired)
+
+
+# spec fields that name the table's identity: never changed by an update
+IMMUTABLE = ("location", "record_key", "partition_fields", "table_type", "buckets", "ordering_field",
+             "column_groups")
+
+
+def refused_changes(old: LakeTableSpec, new: LakeTableSpec) -> tuple[str, ...]:
+    """Why an update of a LakeTable's spec cannot be applied (empty: it can). Columns may be added
+    (nullable), never removed or retyped; the identity fields never change."""
+    reasons = [f"spec.{_camel(name)} is immutable; revert it (a different table needs a new LakeTable)"
+               for name in IMMUTABLE if getattr(old, name) != getattr(new, name)]
+    reasons += [m.message for m in compare_config(desired_config(new), desired_config(old))
+                if m.field.startswith("schema.") and m.severity == "refused"]
+    return tuple(reasons)
+
+
+def deletion_action(spec: LakeTableSpec, ref: ObjectRef) -> Literal["retain", "delete"]:
+    """What deleting the LakeTable does to its data: Delete only when asked and the table is managed."""
+    return "delete" if spec.deletion_policy == "Delete" and ref.managed else "retain"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)

@@ -1,0 +1,306 @@
+"""Derived status of the three kinds: phase and conditions from a plan, and the minimal patch to write.
+
+Owns: the condition types (Ready, Progressing, Degraded, ReconciliationPaused) and what each means per
+kind, `lastTransitionTime` (moves only when a condition's status flips), `observedGeneration`, the status
+of an invalid spec (Ready=False, reason InvalidSpec: reported, never a crash loop) and of a paused
+resource, and `status_patch` (None when nothing changed, so no-op patches are skipped).
+
+Must not: call Kubernetes or read the clock (`now` is passed); it never accumulates state: every status is
+computed from the plan and the previous status (for transition times and the fields others own, which
+are carried over untouched: currentInstant, lastCommit, lastConflict of writers, set by supervision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from lakeoperator.plan.service import ActiveRun, RunRecord, ServiceObserved, ServicePlan, failed
+from lakeoperator.plan.table import TableAction, TablePlan
+from lakeoperator.plan.writer import AttemptRecord, Attempts, Cause, WriterObserved, WriterPhase, WriterPlan
+from lakeoperator.specs import ObjectRef, SpecError
+
+ConditionType = Literal["Ready", "Progressing", "Degraded", "ReconciliationPaused"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+CONDITION_TYPES: tuple[ConditionType, ...] = ("Ready", "Progressing", "Degraded", "ReconciliationPaused")
+WRITER_HISTORY_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: ConditionType
+    status: ConditionStatus
+    reason: str
+    message: str = ""
+
+
+def timestamp(at: datetime) -> str:
+    """RFC 3339 in UTC, seconds precision (what Kubernetes' metav1.Time holds)."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_timestamp(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    at = datetime.fromisoformat(text)
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def merge_conditions(old: Sequence[Mapping[str, Any]] | None, new: Sequence[Condition], now: datetime,
+                     generation: int) -> list[dict[str, Any]]:
+    """Conditions as status holds them, in CONDITION_TYPES order; a condition keeps its
+    lastTransitionTime unless its status flipped."""
+    before = {c.get("type"): c for c in old or ()}
+    out = []
+    for c in sorted(new, key=lambda c: CONDITION_TYPES.index(c.type)):
+        prev = before.get(c.type)
+        since = prev.get("lastTransitionTime") if prev is not None and prev.get("status") == c.status \
+            else None   # a new condition, or its status flipped
+        out.append({"type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
+                    "lastTransitionTime": since or timestamp(now), "observedGeneration": generation})
+    return out
+
+
+def _flag(value: bool) -> ConditionStatus:
+    return "True" if value else "False"
+
+
+def _paused(ref: ObjectRef) -> Condition:
+    if ref.paused:
+        return Condition("ReconciliationPaused", "True", "Paused",
+                         "annotation weir.dev/paused is \"true\"; remove it to resume reconciliation")
+    return Condition("ReconciliationPaused", "False", "Reconciling")
+
+
+def _with(old: Mapping[str, Any] | None, ref: ObjectRef, now: datetime, conditions: Sequence[Condition],
+          fields: Mapping[str, Any]) -> dict[str, Any]:
+    status = dict(old or {})
+    status.update(fields)
+    status["conditions"] = merge_conditions((old or {}).get("conditions"), conditions, now, ref.generation)
+    status["observedGeneration"] = ref.generation
+    return status
+
+
+# -- LakeWriter --------------------------------------------------------------------------------
+
+# phase -> (Ready, Progressing, Degraded)
+_WRITER: dict[WriterPhase, tuple[bool, bool, bool]] = {
+    WriterPhase.PENDING: (False, True, False),
+    WriterPhase.SUBMITTED: (False, True, False),
+    WriterPhase.RUNNING: (True, False, False),
+    WriterPhase.BACKING_OFF: (False, True, True),
+    WriterPhase.SUCCEEDED: (True, False, False),
+    WriterPhase.FAILED: (False, False, True),
+    WriterPhase.ABORTED: (False, False, True),
+    WriterPhase.SUSPENDED: (False, False, False),
+}
+
+
+def writer_conditions(ref: ObjectRef, plan: WriterPlan) -> tuple[Condition, ...]:
+    ready, progressing, degraded = _WRITER[plan.phase]
+    if plan.phase == WriterPhase.RUNNING and plan.reason != "Running":
+        ready, progressing = False, True          # the driver runs but is not ready yet
+    if plan.refused_change is not None:
+        why, says = "SpecChangeRefused", plan.refused_change
+    else:
+        why, says = (plan.reason, plan.message) if degraded else ("AsExpected", "")
+    return (Condition("Ready", _flag(ready), plan.reason, plan.message),
+            Condition("Progressing", _flag(progressing), plan.reason, plan.message if progressing else ""),
+            Condition("Degraded", _flag(degraded or plan.refused_change is not None), why, says),
+            _paused(ref))
+
+
+def attempt_json(r: AttemptRecord) -> dict[str, Any]:
+    return {"attempt": r.attempt, "submissionId": r.submission_id, "cause": r.cause.value,
+            "exitCode": r.exit_code, "startedAt": timestamp(r.started_at) if r.started_at else None,
+            "finishedAt": timestamp(r.finished_at)}
+
+
+def writer_status(ref: ObjectRef, plan: WriterPlan, old: Mapping[str, Any] | None, now: datetime, *,
+                  driver_pod: str | None = None) -> dict[str, Any]:
+    """The LakeWriter status after `plan` (write it BEFORE acting on the plan)."""
+    history = list((old or {}).get("history") or [])
+    if plan.finished is not None and all(h.get("submissionId") != plan.finished.submission_id
+                                         for h in history):
+        history.append(attempt_json(plan.finished))
+    a = plan.attempts
+    return _with(old, ref, now, writer_conditions(ref, plan), {
+        "phase": plan.phase.value,
+        "attempts": {"total": a.total, "failures": a.failures, "infraFailures": a.infra_failures,
+                     "conflicts": a.conflicts},
+        "history": history[-WRITER_HISTORY_LIMIT:],
+        "submissionId": plan.submission_id,
+        "submittedAt": timestamp(plan.submitted_at) if plan.submitted_at else None,
+        "driverPod": driver_pod,
+        "nextRetryAt": timestamp(plan.next_retry_at) if plan.next_retry_at else None,
+    })
+
+
+# -- TableService ------------------------------------------------------------------------------
+
+
+# the cron slot and exit code of a run are not kept in status (the CRD has no field for them): the next
+# slot is computed from the run's start, which lies in the slot it ran for
+def run_json(r: RunRecord) -> dict[str, Any]:
+    return {"id": r.id, "startedAt": timestamp(r.started_at), "finishedAt": timestamp(r.finished_at),
+            "outcome": r.outcome.value, "instant": r.instant}
+
+
+def active_run_json(r: ActiveRun, driver_pod: str | None = None) -> dict[str, Any]:
+    return {"id": r.id, "submissionId": r.id, "driverPod": driver_pod, "startedAt": timestamp(r.started_at)}
+
+
+def service_conditions(ref: ObjectRef, plan: ServicePlan) -> tuple[Condition, ...]:
+    last = plan.history[-1] if plan.history else None
+    bad = last is not None and failed(last)
+    suspended = plan.reason == "Suspended"
+    return (Condition("Ready", _flag(not suspended), plan.reason, plan.message),
+            Condition("Progressing", _flag(plan.active_run is not None), plan.reason,
+                      plan.message if plan.active_run is not None else ""),
+            Condition("Degraded", _flag(bad), "LastRunFailed" if bad else "AsExpected",
+                      f"run {last.id} ended with {last.outcome.value}; see its pod's log"
+                      if bad and last is not None else ""),
+            _paused(ref))
+
+
+def service_status(ref: ObjectRef, plan: ServicePlan, old: Mapping[str, Any] | None, now: datetime, *,
+                   driver_pod: str | None = None) -> dict[str, Any]:
+    """The TableService status after `plan` (write it BEFORE starting the run it names)."""
+    return _with(old, ref, now, service_conditions(ref, plan), {
+        "lastRun": run_json(plan.history[-1]) if plan.history else None,
+        "nextRunAt": timestamp(plan.next_run_at) if plan.next_run_at else None,
+        "activeRun": active_run_json(plan.active_run, driver_pod) if plan.active_run else None,
+        "history": [run_json(r) for r in plan.history],
+    })
+
+
+# -- LakeTable ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What lakecore reports about a ready table (read side)."""
+
+    latest_instant: str | None = None
+    latest_instant_time: datetime | None = None
+    pending_compactions: int = 0
+    active_writers: int = 0
+
+
+def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None, now: datetime, *,
+                 info: TableInfo | None = None, error: str | None = None) -> dict[str, Any]:
+    """The LakeTable status after carrying out `plan` (info: the table as read after; error: the action
+    failed, with a message that ends in a remedy)."""
+    refused = plan.action == TableAction.REFUSE
+    if refused:
+        reason, message = "ConfigMismatch", "; ".join(m.message for m in plan.refused)
+    elif error is not None:
+        reason, message = "ReconcileFailed", error
+    elif info is None:
+        reason, message = "Creating" if plan.action == TableAction.CREATE else "Adopting", ""
+    else:
+        reason, message = "TableReady", ""
+    phase = "Failed" if refused or error else "Ready" if info is not None else "Pending"
+    failed = phase == "Failed"
+    conditions = (Condition("Ready", _flag(phase == "Ready"), reason, message),
+                  Condition("Progressing", _flag(phase == "Pending"), reason, ""),
+                  Condition("Degraded", _flag(failed), reason if failed else "AsExpected",
+                            message if failed else ""),
+                  _paused(ref))
+    i = info or TableInfo()
+    return _with(old, ref, now, conditions, {
+        "phase": phase,
+        "latestInstant": i.latest_instant,
+        "latestInstantTime": timestamp(i.latest_instant_time) if i.latest_instant_time else None,
+        "pendingCompactions": i.pending_compactions, "activeWriters": i.active_writers,
+        "lastError": message if phase == "Failed" else None,
+    })
+
+
+# -- reading back ------------------------------------------------------------------------------
+
+
+def read_writer_status(status: Mapping[str, Any] | None) -> WriterObserved:
+    """The planner's view of a LakeWriter's status (driver and change are the handler's to add)."""
+    s = status or {}
+    a = s.get("attempts") or {}
+    try:
+        phase = WriterPhase(s.get("phase") or WriterPhase.PENDING)
+    except ValueError:
+        phase = WriterPhase.PENDING
+    return WriterObserved(
+        phase=phase,
+        attempts=Attempts(total=int(a.get("total") or 0), failures=int(a.get("failures") or 0),
+                          infra_failures=int(a.get("infraFailures") or 0),
+                          conflicts=int(a.get("conflicts") or 0)),
+        submission_id=s.get("submissionId"), submitted_at=parse_timestamp(s.get("submittedAt")),
+        next_retry_at=parse_timestamp(s.get("nextRetryAt")))
+
+
+def read_service_status(status: Mapping[str, Any] | None, created_at: datetime) -> ServiceObserved:
+    """The planner's view of a TableService's status (run pod and delta commits are the handler's to add)."""
+    s = status or {}
+    active = s.get("activeRun")
+    return ServiceObserved(
+        created_at=created_at,
+        active_run=ActiveRun(id=active["id"], started_at=_time(active["startedAt"])) if active else None,
+        history=tuple(RunRecord(id=r["id"], started_at=_time(r["startedAt"]),
+                                finished_at=_time(r["finishedAt"]), outcome=Cause(r["outcome"]),
+                                instant=r.get("instant"))
+                      for r in s.get("history") or ()))
+
+
+def _time(text: str) -> datetime:
+    at = parse_timestamp(text)
+    assert at is not None
+    return at
+
+
+# -- any kind ----------------------------------------------------------------------------------
+
+
+def invalid_spec_status(ref: ObjectRef, error: SpecError, old: Mapping[str, Any] | None,
+                        now: datetime) -> dict[str, Any]:
+    """An invalid spec is reported (Ready=False, InvalidSpec, Degraded) and not retried until it changes;
+    the phase and the rest of the status stay as they were (a running writer is left alone)."""
+    message = str(error)
+    return _with(old, ref, now, (
+        Condition("Ready", "False", "InvalidSpec", message),
+        Condition("Progressing", "False", "InvalidSpec", ""),
+        Condition("Degraded", "True", "InvalidSpec", message),
+        _paused(ref)), {"lastError": message})
+
+
+def paused_status(ref: ObjectRef, old: Mapping[str, Any] | None, now: datetime) -> dict[str, Any]:
+    """Paused (or resumed without a plan yet): only ReconciliationPaused changes; observedGeneration stays,
+    since this generation was not reconciled."""
+    status = dict(old or {})
+    kept = [c for c in status.get("conditions") or () if c.get("type") != "ReconciliationPaused"]
+    mine = merge_conditions(status.get("conditions"), (_paused(ref),), now,
+                            int(status.get("observedGeneration") or 0))
+    status["conditions"] = sorted([*kept, *mine], key=lambda c: CONDITION_TYPES.index(c["type"])
+                                  if c.get("type") in CONDITION_TYPES else len(CONDITION_TYPES))
+    return status
+
+
+def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A JSON merge patch (RFC 7386) from `old` to `new`; None when they are equal (skip the request).
+    Lists are replaced whole; a key `new` dropped is set to None (deleted)."""
+    old = old or {}
+    patch: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if before == value and key in old:
+            continue
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            sub = status_patch(before, value)
+            if sub is not None:
+                patch[key] = sub
+        elif not (value is None and key not in old):
+            patch[key] = value
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return patch or None

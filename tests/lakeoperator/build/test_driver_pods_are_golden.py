@@ -1,0 +1,130 @@
+"""The driver pods the operator creates, pinned as golden files: the command is the job contract's
+argv under spark-submit, the pod is owned by its resource and named after the submission, executors
+get the table's labels, an owner reference to the driver and the Secret by reference only.
+
+Regenerate after an intended change: WEIR_UPDATE_GOLDEN=1 pytest tests/lakeoperator/build"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from lakeoperator.build.driver_pod import (
+    PodSettings,
+    build_service_pod,
+    build_writer_pod,
+    child_name,
+    spark_memory_mib,
+)
+from lakeoperator.plan.service import run_id
+from lakeoperator.plan.writer import SUBMISSION_LABEL, submission_id
+from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table, parse_lake_writer, parse_table_service
+from sparkjobs.contract import BatchWriteArgs, StreamWriteArgs, TableServiceArgs
+
+GOLDEN = Path(__file__).parent / "golden"
+SETTINGS = PodSettings(default_image="weir-spark:test", jobs_dir="/opt/weir/sparkjobs")
+
+
+def body(kind: str, name: str, spec: dict) -> dict:
+    return {"apiVersion": "weir.dev/v1alpha1", "kind": kind,
+            "metadata": {"name": name, "namespace": "data", "uid": f"uid-{name}", "generation": 3},
+            "spec": spec}
+
+
+TABLE = body("LakeTable", "events", {
+    "location": "s3://lake/events", "recordKey": ["id"], "partitionFields": ["dt"],
+    "schema": [{"name": "id", "type": "int64", "nullable": False}, {"name": "dt", "type": "string"},
+               {"name": "ts", "type": "int64"}, {"name": "v", "type": "string"}],
+    "orderingField": "ts",
+    "storage": {"secretRef": {"name": "lake-creds", "key": "options.json"},
+                "options": {"endpoint_url": "http://minio:9000"}},
+    "concurrency": {"mode": "optimistic", "earlyDetection": {"strategy": "direct_zk"}},
+    "lock": {"provider": "zookeeper", "zookeeper": {"connect": "zk-0.zk:2181,zk-1.zk:2181", "path": "/weir"}},
+})
+LOCAL_TABLE = body("LakeTable", "people", {
+    "location": "/data/people", "recordKey": ["id"],
+    "schema": [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"}]})
+
+CASES = {
+    "writer-batch-kubernetes": (TABLE, body("LakeWriter", "backfill", {
+        "tableRef": {"name": "events"}, "mode": "batch", "operation": "insert",
+        "source": {"format": "json", "path": "s3://landing/events/2026-11-23",
+                   "options": {"multiLine": "true"}},
+        "spark": {"mode": "kubernetes", "image": "registry/weir-spark:1.2",
+                  "serviceAccountName": "weir-spark",
+                  "driver": {"cores": 2, "memory": "4g"},
+                  "executor": {"instances": 4, "cores": 2, "memory": "8g"},
+                  "conf": {"spark.sql.shuffle.partitions": "64"}}})),
+    "writer-stream-local": (LOCAL_TABLE, body("LakeWriter", "people-stream", {
+        "tableRef": {"name": "people"}, "mode": "streaming", "source": {"path": "/landing/people"},
+        "trigger": {"intervalSeconds": 30}, "spark": {"mode": "local", "localCores": 3}})),
+    "service-compaction": (TABLE, body("TableService", "events-compaction", {
+        "tableRef": {"name": "events"}, "type": "compaction", "schedule": "*/15 * * * *",
+        "policy": {"compactionStrategy": "log_count"}})),
+}
+
+
+def build(case: str) -> dict:
+    table_body, owner_body = CASES[case]
+    table = parse_lake_table(table_body)
+    owner = ObjectRef.from_body(owner_body)
+    if owner_body["kind"] == "LakeWriter":
+        writer = parse_lake_writer(owner_body)
+        return build_writer_pod(owner, writer, table, submission_id(owner, 1), SETTINGS)
+    return build_service_pod(owner, parse_table_service(owner_body), table,
+                             run_id(owner, datetime(2026, 11, 23, 12, 15, tzinfo=UTC)), SETTINGS)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_driver_pod_matches_its_golden_file(case):
+    pod = build(case)
+    path = GOLDEN / f"{case}.json"
+    if os.environ.get("WEIR_UPDATE_GOLDEN"):
+        path.write_text(json.dumps(pod, indent=2, sort_keys=True) + "\n")
+    assert pod == json.loads(path.read_text()), f"rerun with WEIR_UPDATE_GOLDEN=1 if intended ({path})"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_job_arguments_round_trip_through_the_contract(case):
+    args = build(case)["spec"]["containers"][0]["args"]
+    entry = next(i for i, a in enumerate(args) if a.endswith(".py"))
+    contract = {"batch_write.py": BatchWriteArgs, "stream_write.py": StreamWriteArgs,
+                "table_service.py": TableServiceArgs}[args[entry].rsplit("/", 1)[1]]
+    parsed = contract.from_argv(args[entry + 1:])
+    assert parsed.table in ("s3://lake/events", "/data/people")
+    assert "lake-creds" not in " ".join(args[entry:])  # the Secret reaches the job by a variable name only
+
+
+def test_a_rerun_builds_the_same_pod_and_another_submission_another_name():
+    assert build("writer-batch-kubernetes") == build("writer-batch-kubernetes")
+    table = parse_lake_table(TABLE)
+    writer_body = CASES["writer-batch-kubernetes"][1]
+    owner, writer = ObjectRef.from_body(writer_body), parse_lake_writer(writer_body)
+    first = build_writer_pod(owner, writer, table, submission_id(owner, 1), SETTINGS)["metadata"]
+    second = build_writer_pod(owner, writer, table, submission_id(owner, 2), SETTINGS)["metadata"]
+    assert first["name"] != second["name"]
+    assert first["labels"][SUBMISSION_LABEL] == first["name"] == submission_id(owner, 1)
+
+
+def test_names_stay_dns_labels_and_unique_when_cut():
+    long = "w" * 70
+    a, b = child_name(f"{long}-1"), child_name(f"{long}-2")
+    assert len(a) <= 63 and len(b) <= 63 and a != b and a == child_name(f"{long}-1")
+
+
+def test_managed_spark_settings_are_refused_in_the_spec():
+    writer_body = json.loads(json.dumps(CASES["writer-batch-kubernetes"][1]))
+    writer_body["spec"]["spark"]["conf"] = {"spark.master": "local[*]"}
+    with pytest.raises(SpecError, match=r"spark\.master"):
+        build_writer_pod(ObjectRef.from_body(writer_body), parse_lake_writer(writer_body),
+                         parse_lake_table(TABLE), "x-1-00000000", SETTINGS)
+
+
+@pytest.mark.parametrize(("text", "mib"), [("512m", 512), ("2g", 2048), ("1G", 1024), ("1048576k", 1024),
+                                           ("1t", 1024 * 1024)])
+def test_spark_memory_notation(text, mib):
+    assert spark_memory_mib(text) == mib

@@ -1,0 +1,133 @@
+"""LakeTable: create when absent, adopt when table.json matches, evolve what may change, refuse the rest."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from lakeoperator.plan.table import (
+    TableAction,
+    deletion_action,
+    desired_config,
+    plan_table,
+    refused_changes,
+)
+from lakeoperator.specs import LakeTableSpec, ObjectRef, parse_lake_table
+from tests.lakeoperator.bodies import lake_table
+
+REF = ObjectRef("lake", "orders", "uid-t", 1)
+
+
+def table(**spec: Any) -> LakeTableSpec:
+    return parse_lake_table(lake_table(**spec))
+
+
+# what lakecore's TableConfig.to_json() writes for the spec in bodies.lake_table()
+GOLDEN: dict[str, Any] = {
+    "format_version": 3, "name": "orders", "compression": "zstd", "column_defaults": {},
+    "table_type": "merge_on_read", "record_key": ["id"], "partition_fields": ["day"],
+    "ordering_field": None, "merge_mode": "commit_time", "column_groups": [], "buckets": 4,
+    "concurrency_mode": "optimistic", "tombstone_retention_hours": None, "lock": {"provider": "storage"},
+    "schema": [{"name": "id", "nullable": False, "type": "int64"},
+               {"name": "ts", "nullable": True, "type": "timestamp", "unit": "us", "tz": "UTC"},
+               {"name": "amount", "nullable": True, "type": "decimal", "precision": 12, "scale": 2},
+               {"name": "day", "nullable": True, "type": "string"}],
+}
+
+
+def test_desired_config_is_table_json_shaped() -> None:
+    desired = desired_config(table())
+    assert desired == {k: v for k, v in GOLDEN.items() if k in desired}
+
+
+def test_desired_config_matches_what_lakecore_writes() -> None:
+    from lakecore.config import LockSpec, TableConfig, schema_from_json
+
+    spec = table(orderingField="ts", buckets=8, lock={"provider": "zookeeper",
+                                                      "zookeeper": {"connect": "zk:2181", "path": "/weir/o"}})
+    desired = desired_config(spec)
+    written = TableConfig(name="orders", schema=schema_from_json(desired["schema"]), record_key=("id",),
+                          partition_fields=("day",), ordering_field="ts", merge_mode="event_time", buckets=8,
+                          lock=LockSpec("zookeeper", "zk:2181", "/weir/o")).to_json()
+    assert plan_table(spec, written).action is TableAction.ADOPT
+    assert str(schema_from_json(desired["schema"]).field("ts").type) == "timestamp[us, tz=UTC]"
+
+
+def test_absent_table_is_created() -> None:
+    plan = plan_table(table(), None)
+    assert plan.action is TableAction.CREATE and plan.desired == desired_config(table())
+
+
+def test_matching_table_is_adopted() -> None:
+    assert plan_table(table(), GOLDEN).action is TableAction.ADOPT
+    zk_in_other_order = table(lock={"provider": "zookeeper", "zookeeper": {"connect": "b:2181,a:2181"}})
+    observed = GOLDEN | {"lock": {"provider": "zookeeper", "connect": "a:2181,b:2181", "path": "/weir/x"}}
+    assert plan_table(zk_in_other_order, observed).action is TableAction.ADOPT
+
+
+def test_a_new_nullable_column_and_another_lock_are_evolved() -> None:
+    spec = table(schema=[*lake_table()["spec"]["schema"], {"name": "note", "type": "string"}],
+                 lock={"provider": "zookeeper", "zookeeper": {"connect": "zk:2181"}})
+    plan = plan_table(spec, GOLDEN)
+    assert plan.action is TableAction.EVOLVE
+    assert [(m.field, m.severity) for m in plan.mismatches] == [("lock", "evolvable"),
+                                                                 ("schema.note", "evolvable")]
+
+
+def _observed(**changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(GOLDEN)
+    out.update(changes)
+    return out
+
+
+@pytest.mark.parametrize(("observed", "field"), [
+    (_observed(table_type="copy_on_write"), "table_type"),
+    (_observed(record_key=["id", "day"]), "record_key"),
+    (_observed(partition_fields=[]), "partition_fields"),
+    (_observed(buckets=16), "buckets"),
+    (_observed(ordering_field="ts", merge_mode="event_time"), "ordering_field"),
+    (_observed(concurrency_mode="non_blocking"), "concurrency_mode"),
+    (_observed(schema=[*GOLDEN["schema"], {"name": "gone", "nullable": True, "type": "int32"}]),
+     "schema.gone"),
+    (_observed(schema=[{"name": "id", "nullable": False, "type": "int32"}, *GOLDEN["schema"][1:]]),
+     "schema.id"),
+    (_observed(schema=[{"name": "id", "nullable": True, "type": "int64"}, *GOLDEN["schema"][1:]]),
+     "schema.id"),
+])
+def test_differences_that_cannot_change_are_refused(observed: dict[str, Any], field: str) -> None:
+    plan = plan_table(table(), observed)
+    assert plan.action is TableAction.REFUSE
+    assert field in [m.field for m in plan.refused]
+    assert all(any(w in m.message for w in ("fix", "put", "add", "point")) for m in plan.refused)
+
+
+def test_a_new_column_that_is_not_nullable_is_refused() -> None:
+    note = {"name": "note", "type": "string", "nullable": False}
+    spec = table(schema=[*lake_table()["spec"]["schema"], note])
+    assert plan_table(spec, GOLDEN).action is TableAction.REFUSE
+
+
+@pytest.mark.parametrize(("change", "refused"), [
+    ({"deletionPolicy": "Delete"}, 0),
+    ({"heartbeat": {"intervalSeconds": 5}}, 0),
+    ({"schema": [*lake_table()["spec"]["schema"], {"name": "note", "type": "string"}]}, 0),
+    ({"location": "s3://lake/other"}, 1),
+    ({"buckets": 8}, 1),
+    ({"tableType": "copy_on_write"}, 1),
+    ({"recordKey": ["id", "day"], "partitionFields": []}, 2),
+    ({"schema": lake_table()["spec"]["schema"][:3], "partitionFields": []}, 2),   # drops column day
+])
+def test_spec_updates_of_identity_fields_are_refused(change: dict[str, Any], refused: int) -> None:
+    reasons = refused_changes(table(), table(**change))
+    assert len(reasons) == refused
+    assert all("revert" in r or "add it back" in r for r in reasons)
+
+
+@pytest.mark.parametrize(("policy", "managed", "action"), [
+    ("Retain", True, "retain"), ("Delete", True, "delete"), ("Delete", False, "retain"),
+    ("Retain", False, "retain")])
+def test_deletion_deletes_data_only_when_asked_and_managed(policy: str, managed: bool, action: str) -> None:
+    ref = ObjectRef("lake", "orders", "u", 1, managed=managed)
+    assert deletion_action(table(deletionPolicy=policy), ref) == action

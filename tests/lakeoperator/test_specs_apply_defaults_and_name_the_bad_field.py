@@ -1,0 +1,165 @@
+"""Bodies parse into typed specs with the API sketch's defaults; an invalid field is a SpecError naming it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lakeoperator.specs import (
+    BackoffSpec,
+    ColumnSpec,
+    ConcurrencySpec,
+    DriverResources,
+    ExecutorResources,
+    HeartbeatSpec,
+    LockSpec,
+    ObjectRef,
+    RestartPolicySpec,
+    SparkSpec,
+    SpecError,
+    StorageSpec,
+    TriggerSpec,
+    parse_lake_table,
+    parse_lake_writer,
+    parse_table_service,
+)
+from sparkjobs.contract import TableServiceArgs
+from tests.lakeoperator.bodies import lake_table, lake_writer, meta, table_service
+
+
+def test_lake_table_defaults() -> None:
+    spec = parse_lake_table(lake_table())
+    assert spec.schema[1] == ColumnSpec("ts", "timestamp_us", True)
+    assert spec.record_key == ("id",) and spec.partition_fields == ("day",)
+    assert (spec.table_type, spec.buckets, spec.deletion_policy) == ("merge_on_read", 4, "Retain")
+    assert spec.storage == StorageSpec()
+    assert spec.concurrency == ConcurrencySpec()
+    assert spec.concurrency.early_detection.strategy == "none"
+    assert spec.concurrency.early_detection.check_commits is True
+    assert spec.concurrency.early_detection.period_seconds == 0.2
+    assert spec.lock == LockSpec() and spec.heartbeat == HeartbeatSpec(10, 3)
+    assert spec.ordering_field is None and spec.column_groups == ()
+    assert spec.tombstone_retention_hours is None
+
+
+def test_lake_writer_defaults() -> None:
+    spec = parse_lake_writer(lake_writer())
+    assert spec.source.format == "parquet" and spec.source.path == "s3://in/orders/"
+    assert spec.operation == "upsert" and spec.trigger == TriggerSpec(60, False)
+    assert spec.spark == SparkSpec(mode="kubernetes", driver=DriverResources(1, "1g"),
+                                   executor=ExecutorResources(2, 1, "2g"), local_cores=2)
+    assert spec.restart_policy == RestartPolicySpec(
+        type="OnFailure", on_conflict="Restart", max_restarts=5, max_infra_restarts=10,
+        backoff=BackoffSpec(10, 300, 2), reset_after_seconds=600)
+    assert (spec.start_timeout_seconds, spec.ready_timeout_seconds) == (300, 600)
+    assert spec.state == "Running" and spec.restart_nonce is None
+
+
+def test_table_service_defaults_match_the_jobs_arguments() -> None:
+    spec = parse_table_service(table_service())
+    assert spec.concurrency_policy == "Forbid" and spec.suspend is False
+    assert (spec.successful_runs_history_limit, spec.failed_runs_history_limit) == (3, 3)
+    args = TableServiceArgs(table="t", service="compaction")
+    p = spec.policy
+    assert (p.compaction_strategy, p.clustering_strategy, p.sort_columns, p.clean_policy, p.clean_retained,
+            p.archive_min_instants, p.archive_max_instants) == (
+        args.compaction_strategy, args.clustering_strategy, args.sort_columns, args.clean_policy,
+        args.clean_retained, args.archive_min_instants, args.archive_max_instants)
+
+
+def test_camel_case_fields_reach_the_spec() -> None:
+    spec = parse_lake_writer(lake_writer(
+        restartPolicy={"type": "Always", "onConflict": "Abort", "maxRestarts": 1, "maxInfraRestarts": 2,
+                       "backoff": {"initialSeconds": 1, "maxSeconds": 8, "factor": 3},
+                       "resetAfterSeconds": 30},
+        spark={"mode": "local", "localCores": 4, "conf": {"spark.sql.shuffle.partitions": "8"},
+               "executor": {"instances": 0}},
+        trigger={"availableNow": True}, state="Suspended", restartNonce="n1", columnGroup="prices"))
+    assert spec.restart_policy == RestartPolicySpec("Always", "Abort", 1, 2, BackoffSpec(1, 8, 3), 30)
+    assert spec.spark.local_cores == 4 and spec.spark.executor.instances == 0
+    assert spec.trigger.available_now and spec.state == "Suspended" and spec.restart_nonce == "n1"
+
+
+def test_object_ref_reads_the_annotations() -> None:
+    body = lake_writer()
+    assert ObjectRef.from_body(body) == ObjectRef("lake", "orders-ingest", "uid-orders-ingest", 1)
+    body["metadata"] = meta("w", 7, **{"weir.dev/paused": "true", "weir.dev/managed": "false"})
+    ref = ObjectRef.from_body(body)
+    assert (ref.generation, ref.paused, ref.managed) == (7, True, False)
+
+
+INVALID: list[tuple[str, dict[str, Any], str]] = [
+    ("table", lake_table(schema=[{"name": "id", "type": "int65"}], recordKey=["id"], partitionFields=[]),
+     "spec.schema[0].type"),
+    ("table", lake_table(schema=[{"name": "id", "type": "decimal128(39,2)"}], recordKey=["id"],
+                         partitionFields=[]), "spec.schema[0].type"),
+    ("table", lake_table(schema=[{"name": "_weir_x", "type": "int64"}], recordKey=["_weir_x"],
+                         partitionFields=[]), "spec.schema[0].name"),
+    ("table", lake_table(columnGroups=[{"name": "a__b", "orderingField": "ts", "columns": ["amount"]}]),
+     "spec.columnGroups[0].name"),
+    ("table", lake_table(recordKey=["nope"]), "spec.recordKey"),
+    ("table", lake_table(recordKey=[]), "spec.recordKey"),
+    ("table", lake_table(buckets=0), "spec.buckets"),
+    ("table", lake_table(orderingField="ts", columnGroups=[{"name": "g", "orderingField": "ts",
+                                                            "columns": ["amount"]}]), "spec.columnGroups"),
+    ("table", lake_table(tableType="copy_on_write", concurrency={"mode": "non_blocking"}),
+     "spec.concurrency.mode"),
+    ("table", lake_table(concurrency={"earlyDetection": {"strategy": "direct_zk"}}),
+     "spec.concurrency.earlyDetection.strategy"),
+    ("table", lake_table(concurrency={"mode": "non_blocking", "earlyDetection": {"strategy": "direct"}}),
+     "spec.concurrency.earlyDetection.strategy"),
+    ("table", lake_table(lock={"provider": "zookeeper"}), "spec.lock.zookeeper.connect"),
+    ("table", lake_table(lock={"provider": "zookeeper", "zookeeper": {"connect": "u:p@zk:2181"}}),
+     "spec.lock.zookeeper.connect"),
+    ("table", lake_table(storage={"options": {"key": "AKIA..."}}), "spec.storage.options.key"),
+    ("table", lake_table(deletionPolicy="Purge"), "spec.deletionPolicy"),
+    ("table", lake_table(bukets=3), "spec.bukets"),
+    ("writer", lake_writer(source={"path": "a", "table": {"name": "b"}}), "spec.source"),
+    ("writer", lake_writer(source={"format": "json"}), "spec.source"),
+    ("writer", lake_writer(mode="micro"), "spec.mode"),
+    ("writer", lake_writer(operation="merge"), "spec.operation"),
+    ("writer", lake_writer(trigger={"intervalSeconds": 5, "availableNow": True}), "spec.trigger"),
+    ("writer", lake_writer(restartPolicy={"maxRestarts": -1}), "spec.restartPolicy.maxRestarts"),
+    ("writer", lake_writer(restartPolicy={"backoff": {"initialSeconds": 20, "maxSeconds": 10}}),
+     "spec.restartPolicy.backoff.maxSeconds"),
+    ("writer", lake_writer(restartPolicy={"backoff": {"factor": 0.5}}), "spec.restartPolicy.backoff.factor"),
+    ("writer", lake_writer(state="Paused"), "spec.state"),
+    ("writer", lake_writer(spark={"conf": {"spark.x": 1}}), "spec.spark.conf"),
+    ("service", table_service(trigger={"afterDeltaCommits": 5}), "spec.schedule"),
+    ("service", table_service(schedule=None), "spec.schedule"),
+    ("service", table_service(schedule="every hour"), "spec.schedule"),
+    ("service", table_service(schedule="0 0 */6 * * *"), "spec.schedule"),
+    ("service", table_service(schedule=None, trigger={"afterDeltaCommits": 0}),
+     "spec.trigger.afterDeltaCommits"),
+    ("service", table_service(type="vacuum"), "spec.type"),
+    ("service", table_service(policy={"archiveMinInstants": 30, "archiveMaxInstants": 30}),
+     "spec.policy.archiveMaxInstants"),
+]
+PARSERS = {"table": parse_lake_table, "writer": parse_lake_writer, "service": parse_table_service}
+
+
+@pytest.mark.parametrize(("kind", "body", "field_path"), INVALID,
+                         ids=[c[2] + f"-{i}" for i, c in enumerate(INVALID)])
+def test_invalid_field_is_named_and_the_message_says_what_to_do(kind: str, body: dict[str, Any],
+                                                                field_path: str) -> None:
+    if body["spec"].get("schedule", "") is None:
+        del body["spec"]["schedule"]
+    with pytest.raises(SpecError) as err:
+        PARSERS[kind](body)
+    assert err.value.field_path == field_path
+    assert str(err.value).startswith(field_path + ": ")
+    assert any(word in err.value.message for word in ("use", "set", "drop", "fix", "add", "raise", "put",
+                                                      "revert", "must", "give", "list", "check", "quote",
+                                                      "change", "choose", "rename"))
+
+
+def test_a_missing_spec_is_a_spec_error() -> None:
+    with pytest.raises(SpecError, match=r"^spec: "):
+        parse_lake_writer({"metadata": meta()})
+
+
+def test_specs_are_frozen() -> None:
+    spec = parse_lake_writer(lake_writer())
+    with pytest.raises(AttributeError):
+        spec.mode = "batch"  # type: ignore[misc]
