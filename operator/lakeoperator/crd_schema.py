@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
 Schema = Mapping[str, Any]
 

@@ -30,13 +30,14 @@ BASE: dict[str, dict[str, Any]] = {
     "LakeWriter": {"tableRef": {"name": "t"}, "mode": "batch", "source": {"path": "/in"}},
     "TableService": {"tableRef": {"name": "t"}, "type": "compaction", "schedule": "@hourly"},
 }
-GROUPED = {
+GROUPED: dict[str, Any] = {
     "schema": [{"name": "id", "type": "string", "nullable": False}, {"name": "a", "type": "string"},
                {"name": "a_ts", "type": "int64"}, {"name": "b", "type": "string"},
                {"name": "b_ts", "type": "int64"}],
     "columnGroups": [{"name": "ga", "orderingField": "a_ts", "columns": ["a"]},
                      {"name": "gb", "orderingField": "b_ts", "columns": ["b"]}],
 }
+COLS = BASE["LakeTable"]["schema"]
 ZK = {"provider": "zookeeper", "zookeeper": {"connect": "zk:2181/weir"}}
 
 
@@ -85,7 +86,8 @@ def service(id: str, *patches: dict[str, Any], old: tuple[dict[str, Any], ...] |
 
 def _case(kind: str, id: str, patches: tuple[dict[str, Any], ...], old: tuple[dict[str, Any], ...] | None,
           violates: tuple[str, ...]) -> Case:
-    return Case(f"{kind}:{id}", kind, body(kind, *patches), None if old is None else body(kind, *old), violates)
+    old_body = None if old is None else body(kind, *old)
+    return Case(f"{kind}:{id}", kind, body(kind, *patches), old_body, violates)
 
 
 CASES = [
@@ -110,10 +112,11 @@ CASES = [
           violates=("every partitionFields column must be a column",)),
     table("record key also a partition field", {"partitionFields": ["id"]},
           violates=("a column cannot be both in recordKey",)),
-    table("reserved column name", {"schema": [*BASE["LakeTable"]["schema"], {"name": "_weir_x", "type": "int64"}]},
+    table("reserved column name", {"schema": [*COLS, {"name": "_weir_x", "type": "int64"}]},
           violates=("column names starting with _weir_",)),
     table("non-blocking on merge-on-read", {"concurrency": {"mode": "non_blocking"}}),
-    table("non-blocking on copy-on-write", {"concurrency": {"mode": "non_blocking"}, "tableType": "copy_on_write"},
+    table("non-blocking on copy-on-write",
+          {"concurrency": {"mode": "non_blocking"}, "tableType": "copy_on_write"},
           violates=("concurrency.mode non_blocking needs",)),
     table("early detection with optimistic", {"concurrency": {"earlyDetection": {"strategy": "direct"}}}),
     table("early detection with non-blocking",
@@ -125,29 +128,31 @@ CASES = [
           violates=("earlyDetection strategy direct_zk",)),
     table("zookeeper lock without connect", {"lock": {"provider": "zookeeper"}},
           violates=("lock.provider zookeeper needs lock.zookeeper.connect",)),
-    table("storage lock with a zookeeper block", {"lock": {"provider": "storage", "zookeeper": {"connect": "zk:2181"}}},
+    table("storage lock with a zookeeper block",
+          {"lock": {"provider": "storage", "zookeeper": {"connect": "zk:2181"}}},
           violates=("lock.zookeeper is set but lock.provider is storage",)),
     table("credentials in the connect string", {"lock": {"provider": "zookeeper",
                                                           "zookeeper": {"connect": "user:pw@zk:2181"}}},
           violates=("lock.zookeeper.connect must not",)),
-    table("public storage options", {"storage": {"options": {"endpoint_url": "http://s3:9000", "profile": "p"}}}),
+    table("public storage options",
+          {"storage": {"options": {"endpoint_url": "http://s3:9000", "profile": "p"}}}),
     table("secret storage option", {"storage": {"options": {"aws_secret_access_key": "s"}}},
           violates=("storage.options takes only endpoint_url and profile",)),
     # -- LakeTable: updates ---------------------------------------------------------------------
     table("unchanged", GROUPED, {"partitionFields": []}, old=(GROUPED,)),
-    table("a nullable column added", {"schema": [*BASE["LakeTable"]["schema"], {"name": "w", "type": "int32"}]},
+    table("a nullable column added", {"schema": [*COLS, {"name": "w", "type": "int32"}]},
           old=()),
     table("a non-nullable column added",
-          {"schema": [*BASE["LakeTable"]["schema"], {"name": "w", "type": "int32", "nullable": False}]},
+          {"schema": [*COLS, {"name": "w", "type": "int32", "nullable": False}]},
           old=(), violates=("a column added after creation must be nullable",)),
-    table("a column removed", {"schema": BASE["LakeTable"]["schema"][:-1]}, old=(),
+    table("a column removed", {"schema": COLS[:-1]}, old=(),
           violates=("columns cannot be removed from schema",)),
-    table("a column retyped", {"schema": [*BASE["LakeTable"]["schema"][:-1], {"name": "day", "type": "string"}]},
+    table("a column retyped", {"schema": [*COLS[:-1], {"name": "day", "type": "string"}]},
           old=(), violates=("a column's type is immutable",)),
     table("a non-nullable column relaxed",
-          {"schema": [{"name": "id", "type": "string"}, *BASE["LakeTable"]["schema"][1:]]}, old=()),
+          {"schema": [{"name": "id", "type": "string"}, *COLS[1:]]}, old=()),
     table("a nullable column tightened",
-          {"schema": [*BASE["LakeTable"]["schema"][:-1], {"name": "day", "type": "date32", "nullable": False}]},
+          {"schema": [*COLS[:-1], {"name": "day", "type": "date32", "nullable": False}]},
           old=(), violates=("a nullable column cannot become non-nullable",)),
     table("location changed", {"location": "/lake/other"}, old=(), violates=("location is immutable",)),
     table("record key changed", {"recordKey": ["v"]}, old=(), violates=("recordKey is immutable",)),
@@ -178,9 +183,11 @@ CASES = [
     writer("streaming available now", {"mode": "streaming", "trigger": {"availableNow": True}}),
     writer("interval with availableNow false", {"mode": "streaming",
                                                 "trigger": {"intervalSeconds": 5, "availableNow": False}}),
-    writer("interval and availableNow", {"mode": "streaming", "trigger": {"intervalSeconds": 5, "availableNow": True}},
+    writer("interval and availableNow",
+           {"mode": "streaming", "trigger": {"intervalSeconds": 5, "availableNow": True}},
            violates=("trigger takes intervalSeconds or availableNow",)),
-    writer("batch with a trigger", {"trigger": {"availableNow": True}}, violates=("trigger is for streaming",)),
+    writer("batch with a trigger", {"trigger": {"availableNow": True}},
+           violates=("trigger is for streaming",)),
     writer("source table", {"source": {"path": DELETE, "table": {"name": "raw"}}}),
     writer("source path and table", {"source": {"table": {"name": "raw"}}},
            violates=("source needs exactly one of path",)),
@@ -197,14 +204,18 @@ CASES = [
     # -- TableService ---------------------------------------------------------------------------
     service("minimal"),
     service("by trigger", {"schedule": DELETE, "trigger": {"afterDeltaCommits": 3}}),
-    service("schedule and trigger", {"trigger": {"afterDeltaCommits": 3}}, violates=("a TableService runs on a schedule",)),
-    service("neither schedule nor trigger", {"schedule": DELETE}, violates=("a TableService runs on a schedule",)),
+    service("schedule and trigger", {"trigger": {"afterDeltaCommits": 3}},
+            violates=("a TableService runs on a schedule",)),
+    service("neither schedule nor trigger", {"schedule": DELETE},
+            violates=("a TableService runs on a schedule",)),
     service("sorted clustering", {"type": "clustering", "policy": {"sortColumns": ["v"]}}),
     service("sort columns on a compaction", {"policy": {"sortColumns": ["v"]}},
             violates=("policy.sortColumns is for",)),
     service("clean with retained", {"type": "clean", "policy": {"cleanRetained": 5}}),
-    service("retained on a compaction", {"policy": {"cleanRetained": 5}}, violates=("policy.cleanRetained is for",)),
-    service("archival bounds", {"type": "archival", "policy": {"archiveMinInstants": 5, "archiveMaxInstants": 6}}),
+    service("retained on a compaction", {"policy": {"cleanRetained": 5}},
+            violates=("policy.cleanRetained is for",)),
+    service("archival bounds",
+            {"type": "archival", "policy": {"archiveMinInstants": 5, "archiveMaxInstants": 6}}),
     service("archival bounds crossed", {"type": "archival", "policy": {"archiveMinInstants": 30}},
             violates=("policy.archiveMinInstants must be",)),
     service("spark conf", {"spark": {"conf": {"spark.executor.memoryOverhead": "1g"}}}),
