@@ -2,11 +2,12 @@
 
 The structural-schema rules Kubernetes enforces on create: every node typed, `items` one schema,
 `properties` and `additionalProperties` not together, no `$ref`, no `uniqueItems: true`, no
-`additionalProperties: false`, metadata only typed, `required` names declared properties, list-type
-maps keyed by required or defaulted fields, defaults valid against their own node, transition rules
-only where old and new values can be correlated (no atomic/set list above them). Weir adds: a
-description on every node, no free-form nodes, and size bounds (maxItems, maxProperties, maxLength) on
-everything in spec, so the API server's CEL cost estimate stays within its limits.
+`additionalProperties: false`, the root's `metadata` only `type: object` (not even a description),
+`required` names declared properties, list-type maps keyed by required or defaulted fields,
+defaults valid against their own node, transition rules only where old and new values can be
+correlated (no atomic/set list above them). Weir adds: a description on every node, no free-form
+nodes, and size bounds (maxItems, maxProperties, maxLength) on everything in spec, so the API server's
+CEL cost estimate stays within its limits.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ def schema_problems(root: Mapping[str, Any]) -> list[str]:
     if root.get("type") != "object":
         out.append("<root>: the root must be an object")
     meta = root.get("properties", {}).get("metadata")
-    if meta is not None and set(meta) - {"type", "description"}:
-        out.append("metadata: may only be typed (and described)")
+    if meta is not None and meta != {"type": "object"}:
+        out.append("metadata: the API server refuses anything but `type: object` (even a description)")
     _node(root, "", out, in_spec=False, correlatable=True, env=celpy.Environment())
     return out
 
@@ -112,7 +113,7 @@ def _node(s: Mapping[str, Any], path: str, out: list[str], *, in_spec: bool, cor
         out.append(f"{where}: every node needs a type, got {kind!r}")
     if s.get("x-kubernetes-preserve-unknown-fields"):
         out.append(f"{where}: free-form (x-kubernetes-preserve-unknown-fields); declare its fields")
-    if not str(s.get("description", "")).strip():
+    if not str(s.get("description", "")).strip() and path != "metadata":
         out.append(f"{where}: no description")
     if "$ref" in s or s.get("uniqueItems") is True:
         out.append(f"{where}: $ref and uniqueItems: true are not allowed")
