@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -18,14 +19,14 @@ EXAMPLE_FILES = sorted((CRD_DIR / "examples").rglob("*.yaml"))
 
 
 @cache
-def _crd_text(kind: str) -> str:
-    return (CRD_DIR / CRD_FILES[kind]).read_text()
+def _parsed(kind: str) -> dict[str, Any]:
+    body: dict[str, Any] = yaml.safe_load((CRD_DIR / CRD_FILES[kind]).read_text())
+    return body
 
 
 def crd(kind: str) -> dict[str, Any]:
     """A fresh copy of the CRD of `kind` (tests may change it)."""
-    body: dict[str, Any] = yaml.safe_load(_crd_text(kind))
-    return body
+    return copy.deepcopy(_parsed(kind))
 
 
 def crds() -> list[dict[str, Any]]:

@@ -98,6 +98,12 @@ def test_openapi_nullable_and_exclusive_bounds_become_json_schema() -> None:
     assert converted["properties"]["a"]["enum"] == ["x", None]
     assert converted["properties"]["b"] == {"type": "number", "exclusiveMinimum": 0}
     assert converted["additionalProperties"] is False
+    free = to_json_schema({"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                           "properties": {"a": {"x-kubernetes-int-or-string": True}}})
+    assert "additionalProperties" not in free
+    assert free["properties"]["a"] == {"type": ["integer", "string"]}
+    lenient = to_json_schema({"type": "object", "properties": {}}, strict=False)
+    assert "additionalProperties" not in lenient
 
 
 def test_example_schedules_are_cron_expressions_croniter_reads() -> None:
