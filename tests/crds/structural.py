@@ -6,12 +6,13 @@ The structural-schema rules Kubernetes enforces on create: every node typed, `it
 `required` names declared properties, list-type maps keyed by required or defaulted fields,
 defaults valid against their own node, transition rules only where old and new values can be
 correlated (no atomic/set list above them). Weir adds: a description on every node, no free-form
-nodes, and size bounds (maxItems, maxProperties, maxLength) on everything in spec, so the API server's
-CEL cost estimate stays within its limits.
+nodes, rules that call only functions Kubernetes offers, and size bounds (maxItems, maxProperties,
+maxLength) on everything in spec, so the API server's CEL cost estimate stays within its limits.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,7 +31,17 @@ KEYWORDS = frozenset({
 })
 TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
 RULE_KEYS = frozenset({"rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf"})
+# CEL's standard functions and macros plus Kubernetes' libraries (strings, lists, regex, urls, quantity, ...):
+# a rule may use only these (cel-python knows the standard ones; the tests evaluate every rule with it)
+CEL_FUNCTIONS = frozenset({
+    "has", "all", "exists", "exists_one", "map", "filter", "size", "contains", "startsWith", "endsWith",
+    "matches", "int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp", "dyn", "type",
+    "isSorted", "sum", "min", "max", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii", "replace", "split",
+    "join", "substring", "trim", "charAt", "find", "findAll", "url", "isURL", "quantity", "isQuantity",
+    "format", "quote", "reverse",
+})
 PRINTER_TYPES = frozenset({"integer", "number", "string", "boolean", "date"})
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
                                           "boolean": (bool,), "object": (dict,), "array": (list,)}
 
@@ -191,6 +202,9 @@ def _rules(s: Mapping[str, Any], where: str, out: list[str], *, correlatable: bo
             env.compile(rule)
         except celpy.CELParseError as exc:
             out.append(f"{where}: rule {rule!r} does not compile: {exc}")
+        unknown_calls = sorted(set(_CALL.findall(rule)) - CEL_FUNCTIONS)
+        if unknown_calls:
+            out.append(f"{where}: rule {rule!r} calls {unknown_calls}, which Kubernetes' CEL does not offer")
         if "oldSelf" in rule and not correlatable:
             out.append(f"{where}: transition rule {rule!r} under a list that is not a list-type map: "
                        "Kubernetes cannot correlate old and new values there")

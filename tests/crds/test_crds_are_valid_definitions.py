@@ -58,6 +58,8 @@ BROKEN: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = {
     "an unbounded string in spec": ("location", lambda n: n.pop("maxLength")),
     "a rule that does not compile": (
         "", lambda n: n[RULES].append({"rule": "self.location ==", "message": "m"})),
+    "a rule calling what Kubernetes lacks": (
+        "", lambda n: n[RULES].append({"rule": "self.location.sha256() != ''", "message": "m"})),
     "a list map keyed by an undeclared field": (
         "schema", lambda n: n.update({"x-kubernetes-list-map-keys": ["nope"]})),
     "a free-form node": ("storage", lambda n: n.update({"x-kubernetes-preserve-unknown-fields": True})),
