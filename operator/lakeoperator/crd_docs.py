@@ -29,7 +29,8 @@ def render_crd_reference(crds: Sequence[Mapping[str, Any]]) -> str:
         "",
         f"Group `{', '.join(groups)}`. Every kind is namespaced, has a status subresource (written by the "
         "operator only) and belongs to the category `weir` (`kubectl get weir` lists them all). Defaults "
-        "are applied by the API server (and by `weir run -f`, through `lakeoperator.crd_schema`); rules "
+        "are applied by the API server (`lakeoperator.crd_schema.apply_defaults` applies them the same way "
+        "where there is none); rules "
         "are CEL rules the API server checks on create and, for those naming `oldSelf`, on update. The "
         "annotation `weir.dev/paused: \"true\"` pauses reconciliation of a resource; "
         "`weir.dev/managed: \"false\"` detaches it. Examples: `crds/examples/`.",
