@@ -1,0 +1,267 @@
+"""The CEL rules of the CRDs accept what they should and reject what they should, each with its message.
+
+A table of cases: a body (and, for an update, the old body), and the rules it must violate (by the start of
+their message; none: accepted). Every case is valid against the OpenAPI schema, so a rejection is the
+rule's. A rule that raises instead of answering (a missing `has()`, a type mismatch) fails every case
+that reaches it. The last test makes a rule without an accepting and a rejecting case fail the suite.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from lakeoperator.crd_schema import validation_errors
+from tests.crds.cel import Outcome, Rule, evaluate, rules_of
+from tests.crds.manifests import CRD_FILES, schema
+
+DELETE: Any = object()
+
+BASE: dict[str, dict[str, Any]] = {
+    "LakeTable": {
+        "location": "/lake/t",
+        "schema": [{"name": "id", "type": "string", "nullable": False}, {"name": "v", "type": "string"},
+                   {"name": "ts", "type": "int64"}, {"name": "day", "type": "date32"}],
+        "recordKey": ["id"],
+    },
+    "LakeWriter": {"tableRef": {"name": "t"}, "mode": "batch", "source": {"path": "/in"}},
+    "TableService": {"tableRef": {"name": "t"}, "type": "compaction", "schedule": "@hourly"},
+}
+GROUPED: dict[str, Any] = {
+    "schema": [{"name": "id", "type": "string", "nullable": False}, {"name": "a", "type": "string"},
+               {"name": "a_ts", "type": "int64"}, {"name": "b", "type": "string"},
+               {"name": "b_ts", "type": "int64"}],
+    "columnGroups": [{"name": "ga", "orderingField": "a_ts", "columns": ["a"]},
+                     {"name": "gb", "orderingField": "b_ts", "columns": ["b"]}],
+}
+COLS = BASE["LakeTable"]["schema"]
+ZK = {"provider": "zookeeper", "zookeeper": {"connect": "zk:2181/weir"}}
+
+
+def _merge(base: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict) or not isinstance(base, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(base)
+    for k, v in patch.items():
+        if v is DELETE:
+            out.pop(k, None)
+        else:
+            out[k] = _merge(out.get(k), v)
+    return out
+
+
+def body(kind: str, *patches: dict[str, Any]) -> dict[str, Any]:
+    spec = BASE[kind]
+    for p in patches:
+        spec = _merge(spec, p)
+    return {"apiVersion": "weir.dev/v1alpha1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    kind: str
+    new: dict[str, Any]
+    old: dict[str, Any] | None = None
+    violates: tuple[str, ...] = ()
+
+
+def table(id: str, *patches: dict[str, Any], old: tuple[dict[str, Any], ...] | None = None,
+          violates: tuple[str, ...] = ()) -> Case:
+    return _case("LakeTable", id, patches, old, violates)
+
+
+def writer(id: str, *patches: dict[str, Any], old: tuple[dict[str, Any], ...] | None = None,
+           violates: tuple[str, ...] = ()) -> Case:
+    return _case("LakeWriter", id, patches, old, violates)
+
+
+def service(id: str, *patches: dict[str, Any], old: tuple[dict[str, Any], ...] | None = None,
+            violates: tuple[str, ...] = ()) -> Case:
+    return _case("TableService", id, patches, old, violates)
+
+
+def _case(kind: str, id: str, patches: tuple[dict[str, Any], ...], old: tuple[dict[str, Any], ...] | None,
+          violates: tuple[str, ...]) -> Case:
+    old_body = None if old is None else body(kind, *old)
+    return Case(f"{kind}:{id}", kind, body(kind, *patches), old_body, violates)
+
+
+CASES = [
+    # -- LakeTable: creation -------------------------------------------------------------------
+    table("minimal"),
+    table("ordering field in the schema", {"orderingField": "ts"}),
+    table("ordering field not in the schema", {"orderingField": "nope"},
+          violates=("orderingField must be a column of schema",)),
+    table("column groups", GROUPED),
+    table("column groups and an ordering field", GROUPED, {"orderingField": "a_ts"},
+          violates=("set orderingField (one event-time order",)),
+    table("group ordering field not in the schema",
+          _merge(GROUPED, {"columnGroups": [{"name": "ga", "orderingField": "zz", "columns": ["a"]}]}),
+          violates=("every column group's orderingField must be a column",)),
+    table("group name with a double underscore",
+          _merge(GROUPED, {"columnGroups": [{"name": "g__a", "orderingField": "a_ts", "columns": ["a"]}]}),
+          violates=("a column group name must not contain",)),
+    table("record key not in the schema", {"recordKey": ["nope"]},
+          violates=("every recordKey column must be a column",)),
+    table("partition field in the schema", {"partitionFields": ["day"]}),
+    table("partition field not in the schema", {"partitionFields": ["nope"]},
+          violates=("every partitionFields column must be a column",)),
+    table("record key also a partition field", {"partitionFields": ["id"]},
+          violates=("a column cannot be both in recordKey",)),
+    table("reserved column name", {"schema": [*COLS, {"name": "_weir_x", "type": "int64"}]},
+          violates=("column names starting with _weir_",)),
+    table("non-blocking on merge-on-read", {"concurrency": {"mode": "non_blocking"}}),
+    table("non-blocking on copy-on-write",
+          {"concurrency": {"mode": "non_blocking"}, "tableType": "copy_on_write"},
+          violates=("concurrency.mode non_blocking needs",)),
+    table("early detection with optimistic", {"concurrency": {"earlyDetection": {"strategy": "direct"}}}),
+    table("early detection with non-blocking",
+          {"concurrency": {"mode": "non_blocking", "earlyDetection": {"strategy": "direct"}}},
+          violates=("earlyDetection is for optimistic concurrency",)),
+    table("direct_zk with the zookeeper lock",
+          {"concurrency": {"earlyDetection": {"strategy": "direct_zk"}}, "lock": ZK}),
+    table("direct_zk with the storage lock", {"concurrency": {"earlyDetection": {"strategy": "direct_zk"}}},
+          violates=("earlyDetection strategy direct_zk",)),
+    table("zookeeper lock without connect", {"lock": {"provider": "zookeeper"}},
+          violates=("lock.provider zookeeper needs lock.zookeeper.connect",)),
+    table("storage lock with a zookeeper block",
+          {"lock": {"provider": "storage", "zookeeper": {"connect": "zk:2181"}}},
+          violates=("lock.zookeeper is set but lock.provider is storage",)),
+    table("credentials in the connect string", {"lock": {"provider": "zookeeper",
+                                                          "zookeeper": {"connect": "user:pw@zk:2181"}}},
+          violates=("lock.zookeeper.connect must not",)),
+    table("public storage options",
+          {"storage": {"options": {"endpoint_url": "http://s3:9000", "profile": "p"}}}),
+    table("secret storage option", {"storage": {"options": {"aws_secret_access_key": "s"}}},
+          violates=("storage.options takes only endpoint_url and profile",)),
+    # -- LakeTable: updates ---------------------------------------------------------------------
+    table("unchanged", GROUPED, {"partitionFields": []}, old=(GROUPED,)),
+    table("a nullable column added", {"schema": [*COLS, {"name": "w", "type": "int32"}]},
+          old=()),
+    table("a non-nullable column added",
+          {"schema": [*COLS, {"name": "w", "type": "int32", "nullable": False}]},
+          old=(), violates=("a column added after creation must be nullable",)),
+    table("a column removed", {"schema": COLS[:-1]}, old=(),
+          violates=("columns cannot be removed from schema",)),
+    table("a column retyped", {"schema": [*COLS[:-1], {"name": "day", "type": "string"}]},
+          old=(), violates=("a column's type is immutable",)),
+    table("a non-nullable column relaxed",
+          {"schema": [{"name": "id", "type": "string"}, *COLS[1:]]}, old=()),
+    table("a nullable column tightened",
+          {"schema": [*COLS[:-1], {"name": "day", "type": "date32", "nullable": False}]},
+          old=(), violates=("a nullable column cannot become non-nullable",)),
+    table("location changed", {"location": "/lake/other"}, old=(), violates=("location is immutable",)),
+    table("record key changed", {"recordKey": ["v"]}, old=(), violates=("recordKey is immutable",)),
+    table("partition fields changed", {"partitionFields": ["day"]}, old=(),
+          violates=("partitionFields are immutable",)),
+    table("table type changed", {"tableType": "copy_on_write"}, old=(), violates=("tableType is immutable",)),
+    table("buckets changed", {"buckets": 8}, old=(), violates=("buckets is immutable",)),
+    table("ordering field set", {"orderingField": "ts"}, old=(), violates=("orderingField is immutable",)),
+    table("ordering field changed", {"orderingField": "v"}, old=({"orderingField": "ts"},),
+          violates=("orderingField is immutable",)),
+    table("ordering field removed", old=({"orderingField": "ts"},), violates=("orderingField is immutable",)),
+    table("column groups added", GROUPED, old=({"schema": GROUPED["schema"]},),
+          violates=("columnGroups are immutable",)),
+    table("a column group removed", _merge(GROUPED, {"columnGroups": GROUPED["columnGroups"][:1]}),
+          old=(GROUPED,), violates=("columnGroups are immutable",)),
+    table("a column group renamed",
+          _merge(GROUPED, {"columnGroups": [GROUPED["columnGroups"][0],
+                                             {"name": "gc", "orderingField": "b_ts", "columns": ["b"]}]}),
+          old=(GROUPED,), violates=("columnGroups are immutable",)),
+    table("a column group's ordering field changed",
+          _merge(GROUPED, {"columnGroups": [GROUPED["columnGroups"][0],
+                                             {"name": "gb", "orderingField": "a_ts", "columns": ["b"]}]}),
+          old=(GROUPED,), violates=("a column group's orderingField is immutable",)),
+    table("lock changed to zookeeper", {"lock": ZK}, old=()),
+    # -- LakeWriter -----------------------------------------------------------------------------
+    writer("minimal"),
+    writer("streaming with an interval", {"mode": "streaming", "trigger": {"intervalSeconds": 5}}),
+    writer("streaming available now", {"mode": "streaming", "trigger": {"availableNow": True}}),
+    writer("interval with availableNow false", {"mode": "streaming",
+                                                "trigger": {"intervalSeconds": 5, "availableNow": False}}),
+    writer("interval and availableNow",
+           {"mode": "streaming", "trigger": {"intervalSeconds": 5, "availableNow": True}},
+           violates=("trigger takes intervalSeconds or availableNow",)),
+    writer("batch with a trigger", {"trigger": {"availableNow": True}},
+           violates=("trigger is for streaming",)),
+    writer("streaming restarted always", {"mode": "streaming", "restartPolicy": {"type": "Always"}}),
+    writer("batch restarted always", {"restartPolicy": {"type": "Always"}},
+           violates=("restartPolicy.type Always would write",)),
+    writer("source table", {"source": {"path": DELETE, "table": {"name": "raw"}}}),
+    writer("source path and table", {"source": {"table": {"name": "raw"}}},
+           violates=("source needs exactly one of path",)),
+    writer("source without path or table", {"source": {"path": DELETE, "format": "json"}},
+           violates=("source needs exactly one of path",)),
+    writer("spark conf", {"spark": {"conf": {"spark.sql.shuffle.partitions": "4"}}}),
+    writer("not a spark property", {"spark": {"conf": {"shuffle.partitions": "4"}}},
+           violates=("spark.conf takes Spark properties",)),
+    writer("backoff that shrinks", {"restartPolicy": {"backoff": {"initialSeconds": 400}}},
+           violates=("restartPolicy.backoff.initialSeconds",)),
+    writer("unchanged", {"state": "Suspended"}, old=()),
+    writer("table changed", {"tableRef": {"name": "u"}}, old=(), violates=("tableRef is immutable",)),
+    writer("mode changed", {"mode": "streaming"}, old=(), violates=("mode is immutable",)),
+    # -- TableService ---------------------------------------------------------------------------
+    service("minimal"),
+    service("by trigger", {"schedule": DELETE, "trigger": {"afterDeltaCommits": 3}}),
+    service("schedule and trigger", {"trigger": {"afterDeltaCommits": 3}},
+            violates=("a TableService runs on a schedule",)),
+    service("neither schedule nor trigger", {"schedule": DELETE},
+            violates=("a TableService runs on a schedule",)),
+    service("sorted clustering", {"type": "clustering", "policy": {"sortColumns": ["v"]}}),
+    service("sort columns on a compaction", {"policy": {"sortColumns": ["v"]}},
+            violates=("policy.sortColumns is for",)),
+    service("clean with retained", {"type": "clean", "policy": {"cleanRetained": 5}}),
+    service("retained on a compaction", {"policy": {"cleanRetained": 5}},
+            violates=("policy.cleanRetained is for",)),
+    service("archival bounds",
+            {"type": "archival", "policy": {"archiveMinInstants": 5, "archiveMaxInstants": 6}}),
+    service("archival bounds crossed", {"type": "archival", "policy": {"archiveMinInstants": 30}},
+            violates=("policy.archiveMinInstants must be",)),
+    service("spark conf", {"spark": {"conf": {"spark.executor.memoryOverhead": "1g"}}}),
+    service("not a spark property", {"spark": {"conf": {"executor.memory": "1g"}}},
+            violates=("spark.conf takes Spark properties",)),
+    service("unchanged", {"suspend": True}, old=()),
+    service("table changed", {"tableRef": {"name": "u"}}, old=(), violates=("tableRef is immutable",)),
+    service("type changed", {"type": "clean"}, old=(), violates=("type is immutable",)),
+]
+
+
+def _run(case: Case) -> list[Outcome]:
+    return evaluate(case.kind, schema(case.kind), case.new, case.old)
+
+
+def _rule_named(kind: str, part: str) -> Rule:
+    matches = [r for r in rules_of(kind, schema(kind)) if r.message.startswith(part)]
+    assert len(matches) == 1, f"{part!r} names {len(matches)} rules of {kind}, not one"
+    return matches[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_rule_verdicts(case: Case) -> None:
+    s = schema(case.kind)
+    assert validation_errors(s, case.new) == [], "the case must be schema-valid: only CEL may reject it"
+    outcomes = _run(case)
+    assert [o for o in outcomes if o.error] == []
+    rejected = sorted({o.rule.message for o in outcomes if not o.passed})
+    assert rejected == sorted({_rule_named(case.kind, part).message for part in case.violates})
+
+
+def test_transition_rules_do_not_run_on_create() -> None:
+    new = body("LakeTable", {"orderingField": "ts"})
+    transition = [o for o in evaluate("LakeTable", schema("LakeTable"), new) if o.rule.is_transition]
+    assert transition == []
+
+
+def test_every_rule_has_an_accepting_and_a_rejecting_case() -> None:
+    accepted: set[Rule] = set()
+    rejected: set[Rule] = set()
+    for case in CASES:
+        for o in _run(case):
+            (accepted if o.passed else rejected).add(o.rule)
+    every = {r for kind in CRD_FILES for r in rules_of(kind, schema(kind))}
+    assert sorted(f"{r.kind} {r.path}: {r.rule}" for r in every - accepted) == [], "rules no case accepts"
+    assert sorted(f"{r.kind} {r.path}: {r.rule}" for r in every - rejected) == [], "rules no case rejects"
