@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs installed
+import jsonschema
 
 Schema = Mapping[str, Any]
 
