@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from sparkjobs.contract import BatchWriteArgs, WriterArgs
-from sparkjobs.entry import open_table, run_job
+from sparkjobs.entry import open_table, owned_columns, run_job
 
 
 def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any = None) -> Any:
@@ -47,6 +47,15 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
     table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
     df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
+    columns = owned_columns(table.config, args.column_group)
+    if columns is not None:  # a column group's writer writes its group only, whatever else the input has
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            from lakecore.errors import MissingColumn
+
+            raise MissingColumn(f"the input of column group {args.column_group!r} lacks "
+                                f"{', '.join(missing)}; add them to the input")
+        df = df.select(*columns)
     options = writer_options(args, args.app_name, spark)
     result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                              extra=args.extra)

@@ -153,6 +153,7 @@ class WriterArgs(StorageArgs):
     marker_host: str | None = None               # marker service host for executors (spark.driver.host)
     marker_bind_host: str | None = None          # its listen address (spark.driver.bindAddress, else .host)
     extra: dict[str, str] = field(default_factory=dict)  # kept in the commit metadata
+    column_group: str | None = None              # the column group this writer owns: only its columns
 
     def __post_init__(self) -> None:
         super().__post_init__()

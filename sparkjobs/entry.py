@@ -50,6 +50,23 @@ def open_table(uri: str, zookeeper: str | None, storage: StorageArgs | None = No
     return Table.open(uri, lock=lock, storage_options=storage_options(storage))
 
 
+def owned_columns(config: Any, group: str | None) -> list[str] | None:
+    """The columns a writer of column group `group` writes: the record key, the partition fields, the
+    group's columns and its ordering field, in table order (None: every column, no group given).
+    An unknown group is bad input."""
+    if group is None:
+        return None
+    from lakecore.errors import InvalidTableConfig
+
+    found = next((g for g in config.column_groups if g.name == group), None)
+    if found is None:
+        names = ", ".join(g.name for g in config.column_groups) or "none: the table has no column groups"
+        raise InvalidTableConfig(f"column group {group!r} is not one of the table's ({names}); fix the "
+                                 "writer's columnGroup")
+    wanted = {*config.record_key, *config.partition_fields, *found.columns, found.ordering_field}
+    return [name for name in config.schema.names if name in wanted]
+
+
 def storage_options(args: StorageArgs | None) -> Any:
     """The job's storage options as a lakecore `OptionsRef` (None: none given)."""
     if args is None or not (args.storage_options_env or args.storage_options_file or args.storage_options):

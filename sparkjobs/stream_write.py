@@ -4,7 +4,9 @@
     python -m sparkjobs.stream_write ...         (a local Spark with every core: the embedded default)
 
 Runs until stopped (or, with --available-now, until what is there now is written). File sources are
-read with the table's schema. Prints one JSON line when it ends; exit codes as sparkjobs.contract.
+read with the table's schema — with --column-group, with the key, partition fields and that group's
+columns only, so the other groups are left as they are. Prints one JSON line when it ends; exit
+codes as sparkjobs.contract.
 """
 
 from __future__ import annotations
@@ -17,16 +19,22 @@ from sparkjobs.entry import open_table, run_job
 
 
 def run(args: StreamWriteArgs) -> dict[str, Any]:
+    import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from sparkjobs.batch_write import writer_options
+    from sparkjobs.entry import owned_columns
     from sparkjobs.session import job_session
     from sparkjobs.stream import BatchWriter, write_stream
 
     table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
+    schema = table.config.schema
+    columns = owned_columns(table.config, args.column_group)
+    if columns is not None:
+        schema = pa.schema([schema.field(name) for name in columns])
     reader = spark.readStream.format(args.source_format).options(**args.source_options) \
-        .schema(from_arrow_schema(table.config.schema))
+        .schema(from_arrow_schema(schema))
     if args.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", str(args.max_files_per_trigger))
     trigger: dict[str, Any] | None = None

@@ -60,7 +60,7 @@ def writer_args(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableSpec, 
         table=table.location, source=path, source_format=fmt, operation=writer.operation,
         source_options=dict(source.options), zookeeper=zookeeper_of(table),
         early_detection=None if early == "none" else early,
-        extra={"writer": f"{owner.namespace}/{owner.name}"},
+        extra={"writer": f"{owner.namespace}/{owner.name}"}, column_group=writer.column_group,
         storage_options_env=storage_env(table.storage), storage_options=dict(table.storage.options),
         app_name=f"weir-{owner.name}")
     if writer.mode == "batch":

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lakecore.config import ColumnGroup, normalize_groups
 from lakeoperator.specs import DECIMAL_TYPE, ColumnSpec, LakeTableSpec, ObjectRef
 
 Severity = Literal["evolvable", "refused"]
@@ -76,8 +77,10 @@ def desired_config(spec: LakeTableSpec) -> dict[str, Any]:
         "table_type": spec.table_type, "record_key": list(spec.record_key),
         "partition_fields": list(spec.partition_fields), "ordering_field": spec.ordering_field,
         "merge_mode": merge_mode,
+        # as lakecore records them: a group's own ordering field travels with its columns
         "column_groups": [{"name": g.name, "columns": list(g.columns), "ordering_field": g.ordering_field}
-                          for g in spec.column_groups],
+                          for g in normalize_groups([ColumnGroup(g.name, tuple(g.columns), g.ordering_field)
+                                                     for g in spec.column_groups])],
         "buckets": spec.buckets, "concurrency_mode": spec.concurrency.mode,
         "tombstone_retention_hours": spec.tombstone_retention_hours, "lock": lock,
         "schema": [column_json(c) for c in spec.schema],

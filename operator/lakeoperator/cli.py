@@ -1,0 +1,116 @@
+"""The `weir` command: lakecore's table commands plus the local launcher (`run`, `get`, `describe`).
+
+`weir run -f DIR` reconciles the manifests in DIR on this machine (lakeoperator.local) until every
+batch writer is done; `weir get [KIND] [NAME]` and `weir describe KIND NAME` show the status it keeps,
+as kubectl would for the same resources on a cluster. The commands share lakecore's error handling:
+one line with a remedy, `--debug` for the traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table as RichTable
+
+from lakecore.cli.main import app, emit_json, friendly, out
+from lakeoperator.local import (
+    LocalLauncher,
+    ManifestError,
+    Runner,
+    StateDir,
+    apply,
+    load_manifests,
+    local_settings,
+    resolve_kind,
+    rows,
+)
+
+DEFAULT_STATE = ".weir-run"
+StateOpt = Annotated[str, typer.Option("--state", help="Where `weir run` keeps status, pods and logs.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+
+
+@app.command("run")
+@friendly
+def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directory of manifests.")],
+        state: StateOpt = DEFAULT_STATE,
+        follow: Annotated[bool, typer.Option(help="Keep going after every batch writer is done.")] = False,
+        timeout: Annotated[float, typer.Option(help="Give up after this many seconds (0: never).")] = 0.0,
+        secrets_dir: Annotated[str | None, typer.Option(help="Secrets as DIR/<secret>/<key> files.")] = None,
+        as_json: JsonOpt = False) -> None:
+    """Run the LakeTables, LakeWriters and TableServices of a directory on this machine: tables created,
+    writers' and services' Spark jobs run as local processes, status kept in --state."""
+    from datetime import UTC, datetime
+
+    manifests = load_manifests(directory)
+    store = StateDir(state)
+    apply(store, manifests, datetime.now(UTC))
+    settings, substitute, env = local_settings()
+    launcher = LocalLauncher(Path(state) / "pods-state", secrets_dir=secrets_dir, substitute=substitute,
+                             base_env=env)
+    runner = Runner(store, launcher, settings)
+    seen: dict[tuple[str, str, str], str] = {}
+
+    def progress() -> None:
+        for row in rows(store):
+            key = (row["kind"], row["namespace"], row["name"])
+            line = f"{row['kind']}/{row['name']}: {row['phase']} {row['detail']}".rstrip()
+            if seen.get(key) != line and not as_json:
+                out.print(line)
+            seen[key] = line
+
+    try:
+        done = runner.run(until_done=not follow, timeout_s=timeout or None, on_step=progress)
+    except KeyboardInterrupt:
+        done = False
+    finally:
+        launcher.close()
+    if as_json:
+        emit_json({"done": done, "resources": list(rows(store))})
+    if not done and timeout and not follow:
+        raise ManifestError(f"not done after {timeout:g}s; `weir get --state {state}` shows where each "
+                            "resource is, `weir describe` why")
+
+
+KindArg = Annotated[str | None, typer.Argument(help="laketable|lt, lakewriter|lw, tableservice|lts")]
+
+
+@app.command("get")
+@friendly
+def get(kind: KindArg = None,
+        name: Annotated[str | None, typer.Argument()] = None, state: StateOpt = DEFAULT_STATE,
+        as_json: JsonOpt = False) -> None:
+    """List the resources `weir run` manages, with their phase."""
+    found = list(rows(StateDir(state), resolve_kind(kind), name))
+    if as_json:
+        emit_json(found)
+        return
+    table = RichTable(box=None)
+    for column in ("KIND", "NAME", "TABLE", "PHASE", ""):
+        table.add_column(column)
+    for r in found:
+        table.add_row(r["kind"], r["name"], r["table"], r["phase"], r["detail"])
+    out.print(table)
+
+
+@app.command("describe")
+@friendly
+def describe(kind: Annotated[str, typer.Argument(help="laketable|lt, lakewriter|lw, tableservice|lts")],
+             name: str, namespace: str = "default", state: StateOpt = DEFAULT_STATE,
+             as_json: JsonOpt = False) -> None:
+    """One resource's spec, status (conditions, attempts, runs) and Events, as `weir run` keeps them."""
+    resolved = resolve_kind(kind)
+    assert resolved is not None
+    r = StateDir(state).load(resolved, namespace, name)
+    if r is None:
+        raise ManifestError(f"no {resolved} {namespace}/{name} in {state}; `weir get --state {state}` "
+                            "lists them")
+    if as_json:
+        emit_json({"resource": r.body, "events": r.events})
+        return
+    out.print(json.dumps({"spec": r.body.get("spec"), "status": r.body.get("status")}, indent=2))
+    for e in r.events or ():
+        out.print(f"{e['lastTimestamp']}  {e['type']:<7} {e['reason']:<16} {e['message']} (x{e['count']})")

@@ -1,0 +1,286 @@
+"""`weir run -f DIR`: the operator's reconcile core over manifests on disk, with no Kubernetes.
+
+Reads every LakeTable, LakeWriter and TableService in the YAML files of a directory, reconciles them
+with the same core the kopf handlers use (reconcile.py), launches their Spark jobs as local processes
+(launch/local.py) and keeps what `kubectl` would show — status, the spec each writer runs, Events — in
+a state directory, one JSON file per resource, so `weir get` / `weir describe` read it and a restarted
+`weir run` carries on where the last one stopped. Relative paths in the manifests are relative to the
+directory `weir run` is started in.
+
+Must not hold decisions of its own: what to do is the planners'; this module only loops, persists and
+reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.launch.local import LocalLauncher
+from lakeoperator.reconcile import Outcome, reconcile_service, reconcile_table, reconcile_writer
+from lakeoperator.specs import SpecError
+
+KINDS = ("LakeTable", "LakeWriter", "TableService")
+SHORT = {"lt": "LakeTable", "laketable": "LakeTable", "laketables": "LakeTable", "lw": "LakeWriter",
+         "lakewriter": "LakeWriter", "lakewriters": "LakeWriter", "lts": "TableService",
+         "tableservice": "TableService", "tableservices": "TableService"}
+EVENTS_KEPT = 50
+IMAGE_JOBS_DIR = "/opt/weir/sparkjobs"
+
+
+class ManifestError(ValueError):
+    """A manifest file cannot be read as Weir resources."""
+
+
+@dataclass
+class Resource:
+    body: dict[str, Any]
+    applied: dict[str, Any] | None = None
+    events: list[dict[str, Any]] | None = None
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["kind"])
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        meta = self.body["metadata"]
+        return self.kind, str(meta.get("namespace") or "default"), str(meta["name"])
+
+
+def load_manifests(directory: str | Path) -> list[dict[str, Any]]:
+    """Every Weir resource in the *.yaml / *.yml files of `directory` (sorted by file name)."""
+    found = []
+    files = sorted([*Path(directory).glob("*.yaml"), *Path(directory).glob("*.yml")])
+    if not files:
+        raise ManifestError(f"no *.yaml files in {directory}; point -f at a directory of LakeTable, "
+                            "LakeWriter and TableService manifests (e.g. crds/examples/local)")
+    for path in files:
+        try:
+            docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        except yaml.YAMLError as exc:
+            raise ManifestError(f"{path} is not valid YAML ({exc}); fix the file") from None
+        for doc in docs:
+            if not isinstance(doc, dict) or doc.get("kind") not in KINDS:
+                continue  # other kinds (Secrets, ConfigMaps) are the cluster's business
+            if doc.get("apiVersion") != "weir.dev/v1alpha1" or not (doc.get("metadata") or {}).get("name"):
+                raise ManifestError(f"{path}: a {doc.get('kind')} needs apiVersion weir.dev/v1alpha1 and "
+                                    "metadata.name; fix the manifest")
+            doc["metadata"].setdefault("namespace", "default")
+            found.append(doc)
+    return found
+
+
+class StateDir:
+    """Resources and their status on disk: `<dir>/<kind>/<namespace>.<name>.json`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def file(self, kind: str, namespace: str, name: str) -> Path:
+        return self.path / "resources" / kind / f"{namespace}.{name}.json"
+
+    def load(self, kind: str, namespace: str, name: str) -> Resource | None:
+        f = self.file(kind, namespace, name)
+        if not f.exists():
+            return None
+        d = json.loads(f.read_text())
+        return Resource(d["body"], d.get("applied"), d.get("events") or [])
+
+    def save(self, r: Resource) -> None:
+        f = self.file(*r.key)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"body": r.body, "applied": r.applied, "events": r.events}, indent=2))
+        tmp.replace(f)
+
+    def all(self, kind: str | None = None) -> list[Resource]:
+        kinds = [kind] if kind else list(KINDS)
+        out = []
+        for k in kinds:
+            for f in sorted((self.path / "resources" / k).glob("*.json")):
+                d = json.loads(f.read_text())
+                out.append(Resource(d["body"], d.get("applied"), d.get("events") or []))
+        return out
+
+
+def apply(state: StateDir, manifests: list[dict[str, Any]], now: datetime) -> list[Resource]:
+    """Like `kubectl apply`: new resources get uid and creationTimestamp, changed specs a new generation;
+    status, the applied spec and Events are kept."""
+    out = []
+    for doc in manifests:
+        meta = doc["metadata"]
+        current = state.load(doc["kind"], meta["namespace"], meta["name"])
+        if current is None:
+            body = json.loads(json.dumps(doc))
+            body["metadata"] |= {"uid": f"local-{doc['kind'].lower()}-{meta['namespace']}-{meta['name']}",
+                                 "generation": 1, "creationTimestamp": _stamp(now)}
+            current = Resource(body, None, [])
+        else:
+            body = current.body
+            if body.get("spec") != doc.get("spec") or (body["metadata"].get("annotations") or {}) != \
+                    (meta.get("annotations") or {}):
+                if body.get("spec") != doc.get("spec"):
+                    body["metadata"]["generation"] = int(body["metadata"].get("generation") or 1) + 1
+                body["spec"] = doc.get("spec")
+                body["metadata"]["annotations"] = meta.get("annotations") or {}
+        state.save(current)
+        out.append(current)
+    return out
+
+
+def _stamp(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _record(r: Resource, outcome: Outcome, now: datetime) -> None:
+    r.body["status"] = outcome.status
+    if r.kind == "LakeWriter":
+        r.applied = dict(outcome.applied) if outcome.applied is not None else None
+    events = r.events if r.events is not None else []
+    for kind, reason, message in outcome.events:
+        if events and events[-1]["reason"] == reason and events[-1]["message"] == message:
+            events[-1]["count"] = int(events[-1].get("count", 1)) + 1
+            events[-1]["lastTimestamp"] = _stamp(now)
+        else:
+            events.append({"type": kind, "reason": reason, "message": message, "count": 1,
+                           "firstTimestamp": _stamp(now), "lastTimestamp": _stamp(now)})
+    r.events = events[-EVENTS_KEPT:]
+
+
+def local_settings() -> tuple[PodSettings, dict[str, str], dict[str, str]]:
+    """Pod settings and the launcher's substitutions for this machine: the image's spark-submit and
+    job files are this interpreter's and this checkout's; Spark workers use this interpreter."""
+    import importlib.util
+
+    found = importlib.util.find_spec("sparkjobs")  # where the job files are; not imported (no pyspark here)
+    if found is None or not found.submodule_search_locations:
+        raise RuntimeError("the sparkjobs package is not installed here; run `make deps`")
+    jobs = str(next(iter(found.submodule_search_locations)))
+    search = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    submit = shutil.which("spark-submit", path=search)
+    if submit is None:
+        raise RuntimeError("spark-submit not found next to this Python or on PATH; install pyspark "
+                           "(`make deps`) and run weir from its virtualenv")
+    settings = PodSettings(jobs_dir=IMAGE_JOBS_DIR, spark_submit="spark-submit")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    return settings, {"spark-submit": submit, f"{IMAGE_JOBS_DIR}/": f"{jobs}/"}, env
+
+
+@dataclass
+class Runner:
+    """One reconcile loop over a state directory."""
+
+    state: StateDir
+    launcher: LocalLauncher
+    settings: PodSettings
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    def step(self) -> tuple[bool, float]:
+        """Reconcile every resource once. Returns (all batch work done, seconds until the next step)."""
+        now = self.clock()
+        tables = {(r.key[1], r.key[2]): r for r in self.state.all("LakeTable")}
+        waits: list[float] = []
+        for r in tables.values():
+            self._reconcile(r, partial(reconcile_table, r.body, now), now, waits)
+        for r in self.state.all("LakeWriter"):
+            table = tables.get((r.key[1], _ref(r.body)))
+            self._reconcile(r, partial(reconcile_writer, r.body, table.body if table else None, self.launcher,
+                                       now, self.settings, applied=r.applied,
+                                       source_location=_source_location(r.body, tables)), now, waits)
+        for r in self.state.all("TableService"):
+            table = tables.get((r.key[1], _ref(r.body)))
+            self._reconcile(r, partial(reconcile_service, r.body, table.body if table else None,
+                                       self.launcher, now, self.settings), now, waits)
+        writers_done = all(_writer_done(r.body) for r in self.state.all("LakeWriter"))
+        services_idle = all(not (r.body.get("status") or {}).get("activeRun")
+                            for r in self.state.all("TableService"))
+        return writers_done and services_idle, min([1.0, *waits])
+
+    def _reconcile(self, r: Resource, fn: Callable[[], Outcome], now: datetime, waits: list[float]) -> None:
+        try:
+            outcome = fn()
+        except SpecError as exc:  # the core turns these into status; this is a last resort
+            outcome = Outcome(r.body.get("status") or {}, events=(("Warning", "InvalidSpec", str(exc)),))
+        _record(r, outcome, now)
+        self.state.save(r)
+        if outcome.requeue_after is not None:
+            waits.append(max(0.0, outcome.requeue_after))
+
+    def run(self, *, until_done: bool = True, timeout_s: float | None = None,
+            on_step: Callable[[], None] | None = None) -> bool:
+        """Loop until every batch writer has finished and no service run is active (or forever without
+        `until_done`), or the timeout. True when done."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            done, wait = self.step()
+            if on_step is not None:
+                on_step()
+            if done and until_done:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(max(0.05, min(wait, 1.0)))
+
+
+def _ref(body: dict[str, Any]) -> str:
+    return str(((body.get("spec") or {}).get("tableRef") or {}).get("name") or "")
+
+
+def _source_location(body: dict[str, Any], tables: dict[tuple[str, str], Resource]) -> str | None:
+    src = ((body.get("spec") or {}).get("source") or {}).get("table")
+    if not src:
+        return None
+    t = tables.get((str(body["metadata"].get("namespace") or "default"), str(src.get("name"))))
+    return str((t.body.get("spec") or {}).get("location")) if t else None
+
+
+def _writer_done(body: dict[str, Any]) -> bool:
+    phase = (body.get("status") or {}).get("phase")
+    streaming = (body.get("spec") or {}).get("mode") == "streaming"
+    available_now = bool(((body.get("spec") or {}).get("trigger") or {}).get("availableNow"))
+    if streaming and not available_now:
+        return True  # runs until stopped: it does not hold `weir run` open
+    return phase in ("Succeeded", "Failed", "Aborted", "Suspended")
+
+
+def rows(state: StateDir, kind: str | None = None, name: str | None = None) -> Iterator[dict[str, str]]:
+    """What `weir get` prints: one row per resource."""
+    for r in state.all(kind):
+        if name and r.key[2] != name:
+            continue
+        s = r.body.get("status") or {}
+        spec = r.body.get("spec") or {}
+        if r.kind == "LakeTable":
+            detail = str(s.get("latestInstant") or "")
+        elif r.kind == "LakeWriter":
+            detail = f"attempts={(s.get('attempts') or {}).get('total', 0)}"
+        else:
+            detail = str((s.get("lastRun") or {}).get("outcome") or "")
+        yield {"kind": r.kind, "namespace": r.key[1], "name": r.key[2],
+               "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled") or "Pending"),
+               "table": str((spec.get("tableRef") or {}).get("name") or spec.get("location") or ""),
+               "detail": detail}
+
+
+def resolve_kind(text: str | None) -> str | None:
+    if text is None:
+        return None
+    kind = SHORT.get(text.lower()) or next((k for k in KINDS if k.lower() == text.lower()), None)
+    if kind is None:
+        raise ManifestError(f"unknown kind {text!r}; use laketable (lt), lakewriter (lw) or "
+                            "tableservice (lts)")
+    return kind

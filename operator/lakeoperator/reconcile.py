@@ -1,0 +1,258 @@
+"""The reconcile core: one resource's body in, its new status out, the plan carried out on a launcher.
+
+    parse (specs) -> observe (the table on storage, the driver pod on the launcher) -> plan (plan/,
+    pure) -> status (status.py, written by the caller BEFORE the action it describes is repeated) ->
+    act (build/ + the launcher)
+
+Shared by the kopf handlers and the local runner (`weir run`): neither the Kubernetes API nor kopf is
+imported here, and the launcher (launch/) is passed in, so the core never knows where pods run. The
+caller persists `Outcome.status` and `Outcome.applied` (the spec a writer's current submission runs,
+for classify_change) and calls again after `Outcome.requeue_after`. Tables are read and created
+through lakecore (the operator's read-side access; writes of data are the jobs').
+
+Ordering that makes a crash or an operator restart harmless: a submission id is written to status by
+the caller after the first reconcile returns it with the pod not yet created; the pod is created on
+the next pass, under a name derived from that id, so it is created at most once (a launcher's create
+is idempotent by name).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from lakeoperator.build.driver_pod import PodSettings, build_service_pod, build_writer_pod
+from lakeoperator.launch import Launcher
+from lakeoperator.plan.service import ServiceAction, plan_service
+from lakeoperator.plan.table import TableAction, plan_table
+from lakeoperator.plan.writer import Action, WriterPhase, classify_change, observe_pod, plan_writer
+from lakeoperator.specs import (
+    LakeTableSpec,
+    ObjectRef,
+    SpecError,
+    parse_lake_table,
+    parse_lake_writer,
+    parse_table_service,
+)
+from lakeoperator.status import (
+    TableInfo,
+    invalid_spec_status,
+    paused_status,
+    read_service_status,
+    read_writer_status,
+    service_status,
+    table_status,
+    writer_status,
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: dict[str, Any]
+    requeue_after: float | None = None
+    events: tuple[tuple[str, str, str], ...] = ()     # (type Normal|Warning, reason, message)
+    applied: Mapping[str, Any] | None = None          # writers: the spec body the submission runs
+    done: bool = False                                # nothing more will happen without a change
+
+
+# -- LakeTable ---------------------------------------------------------------------------------
+
+
+def reconcile_table(body: Mapping[str, Any], now: datetime) -> Outcome:
+    """Create the table at spec.location, or adopt the one there after checking its config."""
+    ref = ObjectRef.from_body(body)
+    old = body.get("status")
+    if ref.paused or not ref.managed:
+        return Outcome(paused_status(ref, old, now), done=True)
+    try:
+        spec = parse_lake_table(body)
+    except SpecError as exc:
+        return Outcome(invalid_spec_status(ref, exc, old, now), done=True,
+                       events=(("Warning", "InvalidSpec", str(exc)),))
+    observed = _table_config(spec)
+    plan = plan_table(spec, observed)
+    error = None
+    try:
+        if plan.action == TableAction.CREATE:
+            _create_table(ref, spec)
+    except Exception as exc:  # storage unreachable, permission denied: reported, retried later
+        error = f"{type(exc).__name__}: {exc}; check spec.location and its storage access, then it is retried"
+    if plan.action == TableAction.REFUSE:
+        status = table_status(ref, plan, old, now)
+        return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
+    info = None if error else _table_info(spec)
+    status = table_status(ref, plan, old, now, info=info, error=error)
+    events = (("Normal", "Created", f"created table at {spec.location}"),) \
+        if plan.action == TableAction.CREATE and not error else ()
+    return Outcome(status, requeue_after=30.0 if error else 60.0, events=events)
+
+
+def _table_config(spec: LakeTableSpec) -> dict[str, Any] | None:
+    from lakecore.storage import open_storage
+    from lakecore.table.table import CONFIG_PATH
+
+    storage = open_storage(spec.location, None)
+    try:
+        return json.loads(storage.read(CONFIG_PATH))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _create_table(ref: ObjectRef, spec: LakeTableSpec) -> None:
+    import pyarrow as pa
+
+    from lakecore import Table
+    from lakecore.config import ColumnGroup, LockSpec, schema_from_json
+    from lakeoperator.plan.table import desired_config
+
+    desired = desired_config(spec)
+    schema: pa.Schema = schema_from_json(desired["schema"])
+    lock = LockSpec.from_json(desired["lock"])
+    Table.create(spec.location, schema=schema, record_key=spec.record_key,
+                 partition_fields=spec.partition_fields, table_type=spec.table_type,
+                 ordering_field=spec.ordering_field,
+                 column_groups=[ColumnGroup(g.name, tuple(g.columns), g.ordering_field)
+                                for g in spec.column_groups],
+                 buckets=spec.buckets, concurrency_mode=spec.concurrency.mode,
+                 tombstone_retention_hours=spec.tombstone_retention_hours, name=ref.name, lock=lock)
+
+
+def _table_info(spec: LakeTableSpec) -> TableInfo:
+    from lakecore import Table
+    from lakecore.timeline import to_epoch_ms
+
+    timeline = Table.open(spec.location).timeline()
+    last = timeline.last_completed()
+    at = datetime.fromtimestamp(to_epoch_ms(last.completion_time) / 1000, UTC) \
+        if last is not None and last.completion_time else None
+    return TableInfo(latest_instant=last.requested_time if last else None, latest_instant_time=at,
+                     pending_compactions=sum(1 for i in timeline.pending if i.action == "compaction"),
+                     active_writers=sum(1 for i in timeline.pending if i.action in ("commit", "deltacommit")))
+
+
+def delta_commits_since(location: str, since: datetime | None) -> int:
+    """Writes completed on the table since `since` (for TableService triggers)."""
+    from lakecore import Table
+    from lakecore.timeline import to_epoch_ms
+
+    cutoff = since.timestamp() * 1000 if since else 0
+    timeline = Table.open(location).timeline()
+    return sum(1 for i in timeline.completed if i.action in ("commit", "deltacommit")
+               and i.completion_time and to_epoch_ms(i.completion_time) > cutoff)
+
+
+# -- LakeWriter --------------------------------------------------------------------------------
+
+
+def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | None, launcher: Launcher,
+                     now: datetime, settings: PodSettings, *, applied: Mapping[str, Any] | None = None,
+                     source_location: str | None = None) -> Outcome:
+    """Plan the writer and carry out the plan on `launcher`. `applied`: the spec body the current
+    submission runs (None: none yet); `table_body`: its LakeTable (None: not found)."""
+    ref = ObjectRef.from_body(body)
+    old = body.get("status")
+    if ref.paused or not ref.managed:
+        return Outcome(paused_status(ref, old, now), done=True, applied=applied)
+    try:
+        spec = parse_lake_writer(body)
+        if table_body is None:
+            raise SpecError("tableRef.name", f"no LakeTable {spec.table_ref.name!r} in namespace "
+                            f"{ref.namespace}; create it, or fix the reference")
+        table = parse_lake_table(table_body)
+    except SpecError as exc:
+        return Outcome(invalid_spec_status(ref, exc, old, now), done=True, applied=applied,
+                       events=(("Warning", "InvalidSpec", str(exc)),))
+    observed = read_writer_status(old)
+    if applied is not None:
+        before = parse_lake_writer({**body, "spec": applied})
+        observed = replace(observed, change=classify_change(before, spec))
+    pod = launcher.get_pod(ref.namespace, observed.submission_id) if observed.submission_id else None
+    if pod is not None:
+        observed = replace(observed, driver=observe_pod(pod))
+    plan = plan_writer(ref, spec, observed, now)
+    driver = plan.submission_id if plan.action in (Action.SUBMIT, Action.WAIT) else None
+    status = writer_status(ref, plan, old, now, driver_pod=driver)
+    events: list[tuple[str, str, str]] = []
+    new_applied = dict(body["spec"]) if plan.adopt_spec or plan.action == Action.SUBMIT or applied is None \
+        else applied
+    if plan.action == Action.SUBMIT and plan.submission_id:
+        if (old or {}).get("submissionId") != plan.submission_id:
+            # the id goes to status first; the pod follows on the next pass (see the module docstring)
+            return Outcome(status, requeue_after=0.0, applied=new_applied,
+                           events=(("Normal", plan.reason, plan.message),))
+        launcher.create_pod(build_writer_pod(ref, spec, table, plan.submission_id, settings,
+                                             source_location=source_location))
+        events.append(("Normal", "Submitted", f"driver pod {plan.submission_id}"))
+    elif plan.action == Action.DELETE_DRIVER and observed.driver is not None and observed.submission_id:
+        launcher.delete_pod(ref.namespace, observed.submission_id)
+        events.append(("Normal", plan.reason, plan.message))
+    if plan.finished is not None:
+        kind = "Normal" if plan.finished.cause.value == "success" else "Warning"
+        events.append((kind, plan.reason, plan.message))
+    done = plan.phase in (WriterPhase.SUCCEEDED, WriterPhase.FAILED, WriterPhase.ABORTED,
+                          WriterPhase.SUSPENDED) and plan.action == Action.NONE
+    requeue = plan.requeue_after if plan.requeue_after is not None else (None if done else 1.0)
+    return Outcome(status, requeue_after=requeue, events=tuple(events), applied=new_applied, done=done)
+
+
+# -- TableService ------------------------------------------------------------------------------
+
+
+def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | None, launcher: Launcher,
+                      now: datetime, settings: PodSettings) -> Outcome:
+    """Start the service's run when due (never two at once), record how runs ended."""
+    from lakeoperator.status import parse_timestamp
+
+    ref = ObjectRef.from_body(body)
+    old = body.get("status")
+    if ref.paused or not ref.managed:
+        return Outcome(paused_status(ref, old, now), done=True)
+    try:
+        spec = parse_table_service(body)
+        if table_body is None:
+            raise SpecError("tableRef.name", f"no LakeTable {spec.table_ref.name!r} in namespace "
+                            f"{ref.namespace}; create it, or fix the reference")
+        table = parse_lake_table(table_body)
+    except SpecError as exc:
+        return Outcome(invalid_spec_status(ref, exc, old, now), done=True,
+                       events=(("Warning", "InvalidSpec", str(exc)),))
+    created = parse_timestamp((body.get("metadata") or {}).get("creationTimestamp")) or now
+    observed = read_service_status(old, created)
+    if observed.active_run is not None:
+        pod = launcher.get_pod(ref.namespace, observed.active_run.id)
+        observed = replace(observed, run_pod=observe_pod(pod) if pod is not None else None)
+    if spec.trigger is not None:
+        last = observed.last_run.started_at if observed.last_run else None
+        try:
+            commits = delta_commits_since(table.location, last)
+            observed = replace(observed, delta_commits_since_last_run=commits)
+        except Exception:  # the table is not there yet: nothing to trigger on
+            observed = replace(observed, delta_commits_since_last_run=0)
+    plan = plan_service(ref, spec, observed, now)
+    driver = plan.active_run.id if plan.active_run else None
+    status = service_status(ref, plan, old, now, driver_pod=driver)
+    events: list[tuple[str, str, str]] = []
+    if plan.action == ServiceAction.START and plan.active_run is not None:
+        recorded = ((old or {}).get("activeRun") or {}).get("id")
+        if recorded != plan.active_run.id:
+            return Outcome(status, requeue_after=0.0, events=(("Normal", plan.reason, plan.message),))
+        launcher.create_pod(build_service_pod(ref, spec, table, plan.active_run.id, settings))
+        events.append(("Normal", "RunStarted", f"run {plan.active_run.id}"))
+    for run_id in plan.delete_runs:
+        launcher.delete_pod(ref.namespace, run_id)
+    if plan.finished is not None:
+        kind = "Warning" if plan.finished.outcome.value not in ("success", "busy") else "Normal"
+        events.append((kind, "RunFinished", f"run {plan.finished.id}: {plan.finished.outcome.value}"))
+    return Outcome(status, requeue_after=plan.requeue_after if plan.requeue_after is not None else 1.0,
+                   events=tuple(events), done=plan.action.value == "none")
+
+
+def outcome_json(o: Outcome) -> dict[str, Any]:
+    return {k: v for k, v in asdict(o).items() if k != "status"}
+
+
+__all__ = ["Outcome", "delta_commits_since", "outcome_json", "reconcile_service", "reconcile_table",
+           "reconcile_writer"]
