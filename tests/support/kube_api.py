@@ -19,7 +19,9 @@ import asyncio
 import base64
 import copy
 import datetime
+import gzip
 import http.client
+import importlib.resources
 import json
 import re
 import threading
@@ -280,7 +282,9 @@ class KubeApiHandler(kmock.KubernetesScaffold):
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         bundled = kmock.ResourcesArray()
-        bundled.load_bundled()
+        # kmock's load_bundled() uses a deprecated importlib call (warnings are errors here)
+        bundled.load_data(gzip.decompress((importlib.resources.files("kmock._internal")
+                                           / "resources.json.gz").read_bytes()))
         for key in CORE_RESOURCES:
             self.resources[key] = bundled[key]
         for name in ("default", "kube-system"):
@@ -303,6 +307,16 @@ class KubeApiHandler(kmock.KubernetesScaffold):
                 namespaced=spec.get("scope", "Namespaced") == "Namespaced", verbs=set(ALL_VERBS),
                 shortnames=set(names.get("shortNames", [])), categories=set(names.get("categories", [])),
                 subresources={"status"} if "status" in (version.get("subresources") or {}) else set())
+
+    @override
+    async def _serve_version(self, request: kmock.Request) -> Any:
+        listing = await super()._serve_version(request)
+        if listing["groupVersion"].startswith("/"):  # the core group has no "group/" prefix
+            listing["groupVersion"] = listing["groupVersion"][1:]
+        for entry in listing["resources"]:
+            if "/" in entry["name"]:  # subresources carry no short names or categories
+                entry["shortNames"], entry["categories"] = [], []
+        return listing
 
     def _info(self, resource: ResourceKey) -> kmock.ResourceInfo | None:
         key = f"{resource[0]}/{resource[1]}/{resource[2]}" if resource[0] else f"{resource[1]}/{resource[2]}"
@@ -352,6 +366,9 @@ class KubeApiHandler(kmock.KubernetesScaffold):
     async def _serve(self, request: Call, resource: ResourceKey, namespace: str | None,
                      name: str | None, subresource: str | None) -> aiohttp.web.StreamResponse:
         method, params = request.method, request.params
+        if "protobuf" in request.headers.get("Content-Type", ""):
+            raise KubeApiError(415, "UnsupportedMediaType", "the emulator speaks JSON only; send JSON "
+                               "(kubectl: --kube-api-content-type=application/json)")
         if self._changed is None:
             self._changed = asyncio.Condition()
         if method == "GET" and params.get("watch") in {"true", "1"}:
@@ -596,7 +613,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             if old is None:  # server-side apply creates a missing object
                 body.setdefault("metadata", {})["name"] = name
                 return self.create(resource, namespace, body, dry_run=dry_run), True
-            return self._update(key, copy.deepcopy(old), merge_patch(old, body), subresource, dry_run=dry_run), False
+            new = merge_patch(copy.deepcopy(old), body)
+            return self._update(key, copy.deepcopy(old), new, subresource, dry_run=dry_run), False
         old = self._get(resource, namespace, name)
         try:
             patch_body = json.loads(text)
@@ -610,10 +628,10 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             if any(op.get("path") == "/metadata/resourceVersion" for op in patch_body):
                 new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         elif content_type == "application/strategic-merge-patch+json":
-            new = strategic_merge_patch(old, patch_body)
+            new = strategic_merge_patch(copy.deepcopy(old), patch_body)
             new["metadata"]["resourceVersion"] = (patch_body.get("metadata") or {}).get("resourceVersion")
         elif content_type in {"application/merge-patch+json", "application/json", ""}:
-            new = merge_patch(old, patch_body)
+            new = merge_patch(copy.deepcopy(old), patch_body)
             new["metadata"]["resourceVersion"] = (patch_body.get("metadata") or {}).get("resourceVersion")
         else:
             raise KubeApiError(415, "UnsupportedMediaType", f"patch type {content_type!r} is not served; use "
