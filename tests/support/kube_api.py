@@ -45,9 +45,18 @@ Obj = dict[str, Any]
 CRD_RESOURCE: ResourceKey = ("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 # Built-in resources the emulator serves (kmock's bundled discovery knows their kinds and verbs).
-CORE_RESOURCES = ("v1/namespaces", "v1/pods", "v1/events", "v1/configmaps", "v1/secrets",
-                  "v1/serviceaccounts", "v1/services", "coordination.k8s.io/v1/leases",
-                  "events.k8s.io/v1/events", "apiextensions.k8s.io/v1/customresourcedefinitions")
+CORE_RESOURCES = (
+    "v1/namespaces",
+    "v1/pods",
+    "v1/events",
+    "v1/configmaps",
+    "v1/secrets",
+    "v1/serviceaccounts",
+    "v1/services",
+    "coordination.k8s.io/v1/leases",
+    "events.k8s.io/v1/events",
+    "apiextensions.k8s.io/v1/customresourcedefinitions",
+)
 
 
 class KubeApiError(Exception):
@@ -140,8 +149,9 @@ def _field(obj: Obj, path: str) -> str:
 
 def selected(obj: Obj, labels: list[LabelRequirement], fields: list[tuple[str, bool, str]]) -> bool:
     object_labels = obj.get("metadata", {}).get("labels") or {}
-    return (all(r.matches(object_labels) for r in labels)
-            and all((_field(obj, path) == value) == equal for path, equal, value in fields))
+    return all(r.matches(object_labels) for r in labels) and all(
+        (_field(obj, path) == value) == equal for path, equal, value in fields
+    )
 
 
 # ---------------------------------------------------------------- patches
@@ -210,8 +220,12 @@ def json_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
         try:
             if op == "test":
                 if _container(document, parts) != operation["value"]:
-                    raise KubeApiError(422, "Invalid", f"the test operation on {operation['path']} failed: "
-                                       "the value differs; re-read the object and patch again")
+                    raise KubeApiError(
+                        422,
+                        "Invalid",
+                        f"the test operation on {operation['path']} failed: "
+                        "the value differs; re-read the object and patch again",
+                    )
                 continue
             if op in {"move", "copy"}:
                 value = copy.deepcopy(_container(document, _pointer(operation["from"])))
@@ -223,7 +237,9 @@ def json_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
                 if op in {"add", "replace"}:
                     document = copy.deepcopy(operation["value"])
                     continue
-                raise KubeApiError(422, "Invalid", "cannot remove the whole document; delete the object instead")
+                raise KubeApiError(
+                    422, "Invalid", "cannot remove the whole document; delete the object instead"
+                )
             parent, last = _container(document, parts[:-1]), parts[-1]
             if isinstance(parent, list):
                 index = len(parent) if last == "-" else int(last)
@@ -242,8 +258,11 @@ def json_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
                     raise KeyError(last)
                 parent[last] = copy.deepcopy(operation["value"])
         except (KeyError, IndexError, ValueError, TypeError) as error:
-            raise KubeApiError(422, "Invalid", f"json patch {op} {operation['path']} failed ({error!r}); "
-                               "fix the patch's paths") from error
+            raise KubeApiError(
+                422,
+                "Invalid",
+                f"json patch {op} {operation['path']} failed ({error!r}); fix the patch's paths",
+            ) from error
     return document
 
 
@@ -253,6 +272,7 @@ def json_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
 @dataclass(frozen=True)
 class Call:
     """One HTTP request to a resource path."""
+
     method: str
     params: dict[str, str]
     headers: dict[str, str]
@@ -283,14 +303,24 @@ class KubeApiHandler(kmock.KubernetesScaffold):
         super().__attrs_post_init__()
         bundled = kmock.ResourcesArray()
         # kmock's load_bundled() uses a deprecated importlib call (warnings are errors here)
-        bundled.load_data(gzip.decompress((importlib.resources.files("kmock._internal")
-                                           / "resources.json.gz").read_bytes()))
+        bundled.load_data(
+            gzip.decompress((importlib.resources.files("kmock._internal") / "resources.json.gz").read_bytes())
+        )
         for key in CORE_RESOURCES:
             self.resources[key] = bundled[key]
         for name in ("default", "kube-system"):
-            key: ObjectKey = (("", "v1", "namespaces"), None, name)
-            self._write(key, self._stamp({"apiVersion": "v1", "kind": "Namespace",
-                                          "metadata": {"name": name}, "status": {"phase": "Active"}}), "ADDED")
+            self._write(
+                (("", "v1", "namespaces"), None, name),
+                self._stamp(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": name},
+                        "status": {"phase": "Active"},
+                    }
+                ),
+                "ADDED",
+            )
 
     # ------------------------------------------------------------ registration
 
@@ -303,14 +333,18 @@ class KubeApiHandler(kmock.KubernetesScaffold):
                 continue
             key = f"{spec['group']}/{version['name']}/{names['plural']}"
             self.resources[key] = kmock.ResourceInfo(
-                kind=names["kind"], singular=names.get("singular") or names["kind"].lower(),
-                namespaced=spec.get("scope", "Namespaced") == "Namespaced", verbs=set(ALL_VERBS),
-                shortnames=set(names.get("shortNames", [])), categories=set(names.get("categories", [])),
-                subresources={"status"} if "status" in (version.get("subresources") or {}) else set())
+                kind=names["kind"],
+                singular=names.get("singular") or names["kind"].lower(),
+                namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+                verbs=set(ALL_VERBS),
+                shortnames=set(names.get("shortNames", [])),
+                categories=set(names.get("categories", [])),
+                subresources={"status"} if "status" in (version.get("subresources") or {}) else set(),
+            )
 
     @override
     async def _serve_version(self, request: kmock.Request) -> Any:
-        listing = await super()._serve_version(request)
+        listing: dict[str, Any] = dict(await super()._serve_version(request))  # type: ignore[arg-type]
         if listing["groupVersion"].startswith("/"):  # the core group has no "group/" prefix
             listing["groupVersion"] = listing["groupVersion"][1:]
         for entry in listing["resources"]:
@@ -320,7 +354,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
 
     def _info(self, resource: ResourceKey) -> kmock.ResourceInfo | None:
         key = f"{resource[0]}/{resource[1]}/{resource[2]}" if resource[0] else f"{resource[1]}/{resource[2]}"
-        return self.resources[key] if key in self.resources else None
+        # not .get(): only __getitem__ narrows the stored value to a ResourceInfo
+        return self.resources[key] if key in self.resources else None  # noqa: SIM401
 
     def _has_status(self, resource: ResourceKey) -> bool:
         info = self._info(resource)
@@ -333,14 +368,28 @@ class KubeApiHandler(kmock.KubernetesScaffold):
         route = self._route(raw_request.path)
         if route is None:
             return await super().__call__(raw_request)  # discovery, /version, user reactions
-        call = Call(method=raw_request.method.upper(), params=dict(raw_request.query),
-                    headers=dict(raw_request.headers), text=await raw_request.text(), raw=raw_request)
+        call = Call(
+            method=raw_request.method.upper(),
+            params=dict(raw_request.query),
+            headers=dict(raw_request.headers),
+            text=await raw_request.text(),
+            raw=raw_request,
+        )
         try:
             return await self._serve(call, *route)
         except KubeApiError as error:
             return aiohttp.web.json_response(
-                {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
-                 "code": error.code, "reason": error.reason, "message": error.message}, status=error.code)
+                {
+                    "apiVersion": "v1",
+                    "kind": "Status",
+                    "metadata": {},
+                    "status": "Failure",
+                    "code": error.code,
+                    "reason": error.reason,
+                    "message": error.message,
+                },
+                status=error.code,
+            )
 
     def _route(self, path: str) -> tuple[ResourceKey, str | None, str | None, str | None] | None:
         parts = [p for p in path.split("/") if p]
@@ -363,61 +412,85 @@ class KubeApiHandler(kmock.KubernetesScaffold):
         subresource = "/".join(rest[2:]) or None
         return resource, namespace, name, subresource
 
-    async def _serve(self, request: Call, resource: ResourceKey, namespace: str | None,
-                     name: str | None, subresource: str | None) -> aiohttp.web.StreamResponse:
+    async def _serve(
+        self,
+        request: Call,
+        resource: ResourceKey,
+        namespace: str | None,
+        name: str | None,
+        subresource: str | None,
+    ) -> aiohttp.web.StreamResponse:
         method, params = request.method, request.params
         if "protobuf" in request.headers.get("Content-Type", ""):
-            raise KubeApiError(415, "UnsupportedMediaType", "the emulator speaks JSON only; send JSON "
-                               "(kubectl: --kube-api-content-type=application/json)")
+            raise KubeApiError(
+                415,
+                "UnsupportedMediaType",
+                "the emulator speaks JSON only; send JSON "
+                "(kubectl: --kube-api-content-type=application/json)",
+            )
         if self._changed is None:
             self._changed = asyncio.Condition()
         if method == "GET" and params.get("watch") in {"true", "1"}:
             return await self._watch(request, resource, namespace, name)
         if method == "GET" and name is None:
-            return aiohttp.web.json_response(self.list(resource, namespace, params))
-        if method == "GET":
+            return aiohttp.web.json_response(self.list_objects(resource, namespace, params))
+        if method == "GET" and name is not None:
             return aiohttp.web.json_response(self._get(resource, namespace, name))
         dry_run = bool(params.get("dryRun"))
         if method == "POST" and name is None:
             body = self._body(request)
-            result = self.create(resource, namespace, body, dry_run=dry_run)
+            result = self.create_object(resource, namespace, body, dry_run=dry_run)
             await self._notify()
             return aiohttp.web.json_response(result, status=201)
         if method == "DELETE" and name is None:
-            selection = self.list(resource, namespace, params)["items"]
+            selection = self.list_objects(resource, namespace, params)["items"]
             for item in selection:
-                self.delete(resource, namespace, item["metadata"]["name"])
+                self.delete_object(resource, namespace, item["metadata"]["name"])
             await self._notify()
-            return aiohttp.web.json_response({**self.list(resource, namespace, {}), "items": selection})
+            return aiohttp.web.json_response(
+                {**self.list_objects(resource, namespace, {}), "items": selection}
+            )
         if name is None:
-            raise KubeApiError(405, "MethodNotAllowed", f"{method} is not served on a collection; "
-                               "address one object by name")
+            raise KubeApiError(
+                405, "MethodNotAllowed", f"{method} is not served on a collection; address one object by name"
+            )
         if method == "DELETE":
             options = json.loads(request.text) if request.text.strip().startswith("{") else {}
             policy = options.get("propagationPolicy")
-            result = self.delete(resource, namespace, name, orphan=(policy or params.get(
-                "propagationPolicy")) == "Orphan")
+            result = self.delete_object(
+                resource, namespace, name, orphan=(policy or params.get("propagationPolicy")) == "Orphan"
+            )
             await self._notify()
             return aiohttp.web.json_response(result)
         if method == "PUT":
-            result = self.replace(resource, namespace, name, self._body(request), subresource, dry_run=dry_run)
+            result = self.replace_object(
+                resource, namespace, name, self._body(request), subresource, dry_run=dry_run
+            )
             await self._notify()
             return aiohttp.web.json_response(result)
         if method == "PATCH":
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-            result, created = self.patch(resource, namespace, name, content_type, request.text, subresource,
-                                         dry_run=dry_run)
+            result, created = self.patch_object(
+                resource, namespace, name, content_type, request.text, subresource, dry_run=dry_run
+            )
             await self._notify()
             return aiohttp.web.json_response(result, status=201 if created else 200)
-        raise KubeApiError(405, "MethodNotAllowed", f"{method} is not served by the emulator; use "
-                           "GET/POST/PUT/PATCH/DELETE")
+        raise KubeApiError(
+            405, "MethodNotAllowed", f"{method} is not served by the emulator; use GET/POST/PUT/PATCH/DELETE"
+        )
 
     @staticmethod
     def _body(request: Call) -> Obj:
         try:
-            body = json.loads(request.text) if request.text.strip().startswith("{") else yaml.safe_load(request.text)
+            body = (
+                json.loads(request.text)
+                if request.text.strip().startswith("{")
+                else yaml.safe_load(request.text)
+            )
         except (ValueError, yaml.YAMLError) as error:
-            raise KubeApiError(400, "BadRequest", f"the body is not JSON/YAML ({error}); send an object") from error
+            raise KubeApiError(
+                400, "BadRequest", f"the body is not JSON/YAML ({error}); send an object"
+            ) from error
         if not isinstance(body, dict):
             raise KubeApiError(400, "BadRequest", "the body is not an object; send a JSON object")
         return body
@@ -433,8 +506,9 @@ class KubeApiHandler(kmock.KubernetesScaffold):
         if self._changed is not None:
             await self._notify()
 
-    async def _watch(self, request: Call, resource: ResourceKey, namespace: str | None,
-                     name: str | None) -> aiohttp.web.StreamResponse:
+    async def _watch(
+        self, request: Call, resource: ResourceKey, namespace: str | None, name: str | None
+    ) -> aiohttp.web.StreamResponse:
         assert self._changed is not None
         params = request.params
         labels = parse_label_selector(params.get("labelSelector", ""))
@@ -446,7 +520,7 @@ class KubeApiHandler(kmock.KubernetesScaffold):
         response = aiohttp.web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request.raw)
         if since == 0:  # a watch without a version starts with the current state
-            for obj in self.list(resource, namespace, params)["items"]:
+            for obj in self.list_objects(resource, namespace, params)["items"]:
                 if name is None or obj["metadata"]["name"] == name:
                     await response.write(json.dumps({"type": "ADDED", "object": obj}).encode() + b"\n")
             since = self.revision
@@ -461,8 +535,11 @@ class KubeApiHandler(kmock.KubernetesScaffold):
                     position += 1
                     since = event.resource_version
                     obj = event.object
-                    if (event.resource == resource and (namespace is None or obj["metadata"].get(
-                            "namespace") == namespace) and selected(obj, labels, fields)):
+                    if (
+                        event.resource == resource
+                        and (namespace is None or obj["metadata"].get("namespace") == namespace)
+                        and selected(obj, labels, fields)
+                    ):
                         line = json.dumps({"type": event.type, "object": obj})
                         await response.write(line.encode() + b"\n")
                 remaining = None if deadline is None else deadline - loop.time()
@@ -507,18 +584,27 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             raise KubeApiError(404, "NotFound", f'{resource[2]} "{name}" not found; create it first')
         return copy.deepcopy(obj)
 
-    def list(self, resource: ResourceKey, namespace: str | None, params: Mapping[str, str]) -> Obj:
+    def list_objects(self, resource: ResourceKey, namespace: str | None, params: Mapping[str, str]) -> Obj:
         labels = parse_label_selector(params.get("labelSelector", ""))
         fields = parse_field_selector(params.get("fieldSelector", ""))
-        items = [copy.deepcopy(obj) for (res, ns, _), obj in sorted(self.store.items(), key=lambda kv: str(kv[0]))
-                 if res == resource and (namespace is None or ns == namespace) and selected(obj, labels, fields)]
+        items = [
+            copy.deepcopy(obj)
+            for (res, ns, _), obj in sorted(self.store.items(), key=lambda kv: str(kv[0]))
+            if res == resource and (namespace is None or ns == namespace) and selected(obj, labels, fields)
+        ]
         info = self._info(resource)
         kind = (info.kind if info is not None and info.kind else resource[2]) + "List"
         api_version = f"{resource[0]}/{resource[1]}" if resource[0] else resource[1]
-        return {"apiVersion": api_version, "kind": kind, "metadata": {"resourceVersion": str(self.revision)},
-                "items": items}
+        return {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"resourceVersion": str(self.revision)},
+            "items": items,
+        }
 
-    def create(self, resource: ResourceKey, namespace: str | None, body: Obj, *, dry_run: bool = False) -> Obj:
+    def create_object(
+        self, resource: ResourceKey, namespace: str | None, body: Obj, *, dry_run: bool = False
+    ) -> Obj:
         obj = copy.deepcopy(body)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
@@ -534,8 +620,11 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             meta.pop("namespace", None)
         key = (resource, namespace, meta["name"])
         if key in self.store:
-            raise KubeApiError(409, "AlreadyExists", f'{resource[2]} "{meta["name"]}" already exists; '
-                               "patch or replace it instead")
+            raise KubeApiError(
+                409,
+                "AlreadyExists",
+                f'{resource[2]} "{meta["name"]}" already exists; patch or replace it instead',
+            )
         obj.setdefault("apiVersion", f"{resource[0]}/{resource[1]}" if resource[0] else resource[1])
         if info is not None and info.kind:
             obj.setdefault("kind", info.kind)
@@ -545,10 +634,13 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             obj.pop("status", None)
         self._stamp(obj)
         if resource == CRD_RESOURCE:
-            obj["status"] = {"conditions": [
-                {"type": t, "status": "True", "reason": t, "lastTransitionTime": _now(), "message": ""}
-                for t in ("NamesAccepted", "Established")],
-                "acceptedNames": obj["spec"]["names"]}
+            obj["status"] = {
+                "conditions": [
+                    {"type": t, "status": "True", "reason": t, "lastTransitionTime": _now(), "message": ""}
+                    for t in ("NamesAccepted", "Established")
+                ],
+                "acceptedNames": obj["spec"]["names"],
+            }
         if dry_run:
             return obj
         self._write(key, obj, "ADDED")
@@ -561,9 +653,13 @@ class KubeApiHandler(kmock.KubernetesScaffold):
         resource = key[0]
         expected = (new.get("metadata") or {}).get("resourceVersion")
         if expected and expected != old["metadata"]["resourceVersion"]:
-            raise KubeApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource[2]} "{key[2]}": '
-                               "the object has been modified; please apply your changes to the latest version "
-                               "and try again")
+            raise KubeApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {resource[2]} "{key[2]}": '
+                "the object has been modified; please apply your changes to the latest version "
+                "and try again",
+            )
         if subresource == "status":
             result = copy.deepcopy(old)
             if "status" in new:
@@ -599,20 +695,39 @@ class KubeApiHandler(kmock.KubernetesScaffold):
         self._write(key, result, "MODIFIED")
         return copy.deepcopy(result)
 
-    def replace(self, resource: ResourceKey, namespace: str | None, name: str, body: Obj,
-                subresource: str | None = None, *, dry_run: bool = False) -> Obj:
+    def replace_object(
+        self,
+        resource: ResourceKey,
+        namespace: str | None,
+        name: str,
+        body: Obj,
+        subresource: str | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> Obj:
         old = self._get(resource, namespace, name)
-        return self._update((resource, namespace, name), old, copy.deepcopy(body), subresource, dry_run=dry_run)
+        return self._update(
+            (resource, namespace, name), old, copy.deepcopy(body), subresource, dry_run=dry_run
+        )
 
-    def patch(self, resource: ResourceKey, namespace: str | None, name: str, content_type: str, text: str,
-              subresource: str | None = None, *, dry_run: bool = False) -> tuple[Obj, bool]:
+    def patch_object(
+        self,
+        resource: ResourceKey,
+        namespace: str | None,
+        name: str,
+        content_type: str,
+        text: str,
+        subresource: str | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
         key = (resource, namespace, name)
         old = self.store.get(key)
         if content_type == "application/apply-patch+yaml":
             body = yaml.safe_load(text)
             if old is None:  # server-side apply creates a missing object
                 body.setdefault("metadata", {})["name"] = name
-                return self.create(resource, namespace, body, dry_run=dry_run), True
+                return self.create_object(resource, namespace, body, dry_run=dry_run), True
             new = merge_patch(copy.deepcopy(old), body)
             return self._update(key, copy.deepcopy(old), new, subresource, dry_run=dry_run), False
         old = self._get(resource, namespace, name)
@@ -634,11 +749,17 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             new = merge_patch(copy.deepcopy(old), patch_body)
             new["metadata"]["resourceVersion"] = (patch_body.get("metadata") or {}).get("resourceVersion")
         else:
-            raise KubeApiError(415, "UnsupportedMediaType", f"patch type {content_type!r} is not served; use "
-                               "merge, strategic-merge, json or apply patches")
+            raise KubeApiError(
+                415,
+                "UnsupportedMediaType",
+                f"patch type {content_type!r} is not served; use "
+                "merge, strategic-merge, json or apply patches",
+            )
         return self._update(key, old, new, subresource, dry_run=dry_run), False
 
-    def delete(self, resource: ResourceKey, namespace: str | None, name: str, *, orphan: bool = False) -> Obj:
+    def delete_object(
+        self, resource: ResourceKey, namespace: str | None, name: str, *, orphan: bool = False
+    ) -> Obj:
         key = (resource, namespace, name)
         old = self._get(resource, namespace, name)
         meta = old["metadata"]
@@ -670,7 +791,7 @@ class KubeApiHandler(kmock.KubernetesScaffold):
                 updated["metadata"]["ownerReferences"] = remaining
                 self._write(dependent_key, updated, "MODIFIED")
             else:
-                self.delete(*dependent_key)
+                self.delete_object(*dependent_key)
 
 
 # ---------------------------------------------------------------- the server thread
@@ -715,7 +836,9 @@ class KubeApi:
         self._thread.start()
         self._ready.wait(30)
         if self._error is not None or not self.port:
-            raise RuntimeError(f"the Kubernetes API emulator did not start ({self._error!r}); see the traceback")
+            raise RuntimeError(
+                f"the Kubernetes API emulator did not start ({self._error!r}); see the traceback"
+            )
         return self
 
     def stop(self) -> None:
@@ -731,33 +854,57 @@ class KubeApi:
 
     def call(self, function: Callable[[], Any]) -> Any:
         """Run `function` on the server's loop (store access from another thread)."""
+
         async def run() -> Any:
             result = function()
             await self.handler._notify()
             return result
+
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
 
     def register_crd(self, crd: Mapping[str, Any]) -> None:
         self.call(lambda: self.handler.register_crd(crd))
 
+    def kopf_connection(self, namespace: str = "default") -> Any:
+        """A `kopf.ConnectionInfo` for an `@kopf.on.login` handler (kopf reads no kubeconfig itself)."""
+        import kopf
+
+        return kopf.ConnectionInfo(server=self.url, token="emulator", default_namespace=namespace)
+
     def client(self) -> KubeClient:
         return KubeClient(self.url)
 
     def write_kubeconfig(self, path: Path, namespace: str = "default") -> Path:
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
-            "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
-            "users": [{"name": "tester", "user": {"token": "emulator"}}],
-            "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "tester",
-                                                          "namespace": namespace}}]}))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "emulator",
+                    "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
+                    "users": [{"name": "tester", "user": {"token": "emulator"}}],
+                    "contexts": [
+                        {
+                            "name": "emulator",
+                            "context": {"cluster": "emulator", "user": "tester", "namespace": namespace},
+                        }
+                    ],
+                }
+            )
+        )
         return path
 
 
 # ---------------------------------------------------------------- a synchronous client
 
 
-def resource_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None,
-                  subresource: str | None = None) -> str:
+def resource_path(
+    api_version: str,
+    plural: str,
+    namespace: str | None = None,
+    name: str | None = None,
+    subresource: str | None = None,
+) -> str:
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     parts = [base] + ([f"namespaces/{namespace}"] if namespace else []) + [plural]
     parts += [name] if name else []
@@ -778,8 +925,15 @@ class KubeClient:
         parsed = urllib.parse.urlsplit(url)
         self.host, self.port = parsed.hostname or "127.0.0.1", parsed.port or 80
 
-    def request(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json",
-                params: Mapping[str, str] | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        params: Mapping[str, str] | None = None,
+    ) -> Any:
         query = ("?" + urllib.parse.urlencode(params)) if params else ""
         connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
         try:
@@ -803,8 +957,12 @@ class KubeClient:
         return self.request("PUT", path, body)
 
     def patch(self, path: str, body: Any, kind: str = "merge") -> Any:
-        types = {"merge": "application/merge-patch+json", "json": "application/json-patch+json",
-                 "strategic": "application/strategic-merge-patch+json", "apply": "application/apply-patch+yaml"}
+        types = {
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+            "apply": "application/apply-patch+yaml",
+        }
         return self.request("PATCH", path, body, content_type=types[kind])
 
     def delete(self, path: str, **body: Any) -> Any:
@@ -831,8 +989,12 @@ class KubeClient:
         current = self.get(path)
         if predicate(current):
             return current
-        for event in self.watch(parent, timeout=timeout, fieldSelector=f"metadata.name={name}",
-                                resourceVersion=current["metadata"]["resourceVersion"]):
+        for event in self.watch(
+            parent,
+            timeout=timeout,
+            fieldSelector=f"metadata.name={name}",
+            resourceVersion=current["metadata"]["resourceVersion"],
+        ):
             if event["type"] != "DELETED" and predicate(event["object"]):
                 return dict(event["object"])
         raise TimeoutError(f"{path} did not reach the expected state within {timeout}s")
@@ -845,8 +1007,12 @@ class KubeClient:
             if error.status == 404:
                 return
             raise
-        for event in self.watch(parent, timeout=timeout, fieldSelector=f"metadata.name={name}",
-                                resourceVersion=current["metadata"]["resourceVersion"]):
+        for event in self.watch(
+            parent,
+            timeout=timeout,
+            fieldSelector=f"metadata.name={name}",
+            resourceVersion=current["metadata"]["resourceVersion"],
+        ):
             if event["type"] == "DELETED":
                 return
         raise TimeoutError(f"{path} was not deleted within {timeout}s")

