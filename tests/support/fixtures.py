@@ -127,8 +127,10 @@ def kube_api(_hermetic_home: Path) -> Iterator[KubeApi]:
 
 @pytest.fixture
 def kubelet(kube_api: KubeApi, tmp_path: Path) -> Iterator[ProcessKubelet]:
-    """Runs the emulator's Pods as local processes (cwd: the worktree); logs under tmp_path/pod-logs."""
-    with ProcessKubelet(kube_api, tmp_path / "pod-logs", cwd=Path(__file__).resolve().parents[2]) as kubelet:
+    """Runs the emulator's Pods as local processes (cwd, PYTHONPATH: this checkout); logs in tmp_path."""
+    root = Path(__file__).resolve().parents[2]
+    with ProcessKubelet(kube_api, tmp_path / "pod-logs", cwd=root,
+                        python_path=[root, root / "operator"]) as kubelet:
         yield kubelet
 
 

@@ -269,6 +269,15 @@ def json_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
 # ---------------------------------------------------------------- the handler
 
 
+def _encode_string_data(resource: ResourceKey, obj: Obj) -> None:
+    """A Secret's stringData is write-only: the server folds it into data (base64)."""
+    if resource == ("", "v1", "secrets") and "stringData" in obj:
+        data = obj.setdefault("data", {}) or {}
+        for key, value in (obj.pop("stringData") or {}).items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
+
+
 @dataclass(frozen=True)
 class Call:
     """One HTTP request to a resource path."""
@@ -632,6 +641,7 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             meta.pop(field, None)
         if self._has_status(resource):
             obj.pop("status", None)
+        _encode_string_data(resource, obj)
         self._stamp(obj)
         if resource == CRD_RESOURCE:
             obj["status"] = {
@@ -683,6 +693,7 @@ class KubeApiHandler(kmock.KubernetesScaffold):
                 meta.pop(field, None)
         if "deletionTimestamp" in old["metadata"]:
             meta["deletionTimestamp"] = old["metadata"]["deletionTimestamp"]
+        _encode_string_data(resource, result)
         spec_old = {k: v for k, v in old.items() if k not in {"metadata", "status"}}
         spec_new = {k: v for k, v in result.items() if k not in {"metadata", "status"}}
         if spec_old != spec_new:
@@ -863,7 +874,18 @@ class KubeApi:
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
 
     def register_crd(self, crd: Mapping[str, Any]) -> None:
+        """Serve a CRD's resource without storing the CRD object (applying the CRD does both)."""
         self.call(lambda: self.handler.register_crd(crd))
+
+    def apply_crds(self, *paths: Path) -> list[str]:
+        """Creates every CustomResourceDefinition in the YAML files (crds/*.yaml); returns their names."""
+        client, names = self.client(), []
+        for path in paths:
+            for document in yaml.safe_load_all(path.read_text()):
+                if document and document.get("kind") == "CustomResourceDefinition":
+                    client.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", document)
+                    names.append(document["metadata"]["name"])
+        return names
 
     def kopf_connection(self, namespace: str = "default") -> Any:
         """A `kopf.ConnectionInfo` for an `@kopf.on.login` handler (kopf reads no kubeconfig itself)."""

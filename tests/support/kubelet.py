@@ -18,8 +18,9 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ class ProcessKubelet:
         image_pull_failures: str | None = None,
         grace_seconds: float = 5.0,
         environment: Mapping[str, str] | None = None,
+        python_path: Sequence[Path] = (),
     ) -> None:
         self.api = api
         self.client: KubeClient = api.client()
@@ -70,6 +72,13 @@ class ProcessKubelet:
         self.image_pull_failures = re.compile(image_pull_failures) if image_pull_failures else None
         self.grace_seconds = grace_seconds
         self.environment = dict(os.environ if environment is None else environment)
+        # `python` and `spark-submit` resolve to the test's interpreter; its packages import in the pod
+        bin_dir = str(Path(sys.executable).parent)
+        self.environment["PATH"] = os.pathsep.join([bin_dir, self.environment.get("PATH", "")]).rstrip(
+            os.pathsep
+        )
+        paths = [str(p) for p in python_path] + [self.environment.get("PYTHONPATH", "")]
+        self.environment["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         self.pods: dict[tuple[str, str], RunningPod] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()

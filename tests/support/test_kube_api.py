@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.support.kube_api import KubeApi, KubeClient, KubeClientError
+from tests.support.kube_api import KubeApi, KubeClient, KubeClientError, secret_value
 
 pytestmark = pytest.mark.k8s
 
@@ -231,3 +233,69 @@ def test_deleting_an_owner_collects_its_dependents(client: KubeClient) -> None:
     remaining = {item["metadata"]["name"]: item for item in client.get(pods)["items"]}
     assert set(remaining) == {"held", "free"}
     assert remaining["held"]["metadata"]["deletionTimestamp"]
+
+
+def weir_crd(kind: str, plural: str, short: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.weir.dev"},
+        "spec": {
+            "group": "weir.dev",
+            "scope": "Namespaced",
+            "names": {
+                "plural": plural,
+                "singular": kind.lower(),
+                "kind": kind,
+                "shortNames": [short],
+                "categories": ["weir"],
+            },
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+
+
+def test_the_weir_crds_are_served_from_their_yaml(kube_api: KubeApi, tmp_path: Path) -> None:
+    manifest = tmp_path / "crds.yaml"
+    manifest.write_text(
+        yaml.safe_dump_all(
+            [
+                weir_crd("LakeTable", "laketables", "lt"),
+                weir_crd("LakeWriter", "lakewriters", "lw"),
+                weir_crd("TableService", "tableservices", "lts"),
+            ]
+        )
+    )
+    assert kube_api.apply_crds(manifest) == [
+        "laketables.weir.dev",
+        "lakewriters.weir.dev",
+        "tableservices.weir.dev",
+    ]
+    resources = kube_api.client().get("/apis/weir.dev/v1alpha1")["resources"]
+    served = {r["name"]: (r["kind"], r["shortNames"], r["namespaced"]) for r in resources}
+    assert served == {
+        "laketables": ("LakeTable", ["lt"], True),
+        "laketables/status": ("LakeTable", [], True),
+        "lakewriters": ("LakeWriter", ["lw"], True),
+        "lakewriters/status": ("LakeWriter", [], True),
+        "tableservices": ("TableService", ["lts"], True),
+        "tableservices/status": ("TableService", [], True),
+    }
+    assert "weir.dev" in {group["name"] for group in kube_api.client().get("/apis")["groups"]}
+
+
+def test_a_secrets_string_data_is_stored_as_data(kube_api: KubeApi) -> None:
+    client = kube_api.client()
+    secret = client.create(
+        "/api/v1/namespaces/default/secrets",
+        {"metadata": {"name": "s"}, "stringData": {"options": '{"a": 1}'}},
+    )
+    assert "stringData" not in secret and secret_value(secret, "options") == '{"a": 1}'

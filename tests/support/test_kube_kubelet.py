@@ -169,3 +169,14 @@ def test_stop_kills_every_process_it_started(kube_api: KubeApi, tmp_path: Path) 
     process = kubelet.pods[("default", "orphan")].process
     kubelet.stop()
     assert process.poll() is not None
+
+
+def test_a_pod_runs_a_sparkjobs_entry_point_from_this_checkout(
+    kubelet: ProcessKubelet, client: KubeClient
+) -> None:
+    spec = pod("job", "")
+    spec["spec"]["containers"][0].update(command=["python", "-m", "sparkjobs.batch_write"], args=[])
+    client.create(PODS, spec)
+    done = client.wait_for(f"{PODS}/job", finished)
+    assert terminated(done)["exitCode"] == 2  # bad input: the job ran and rejected its missing arguments
+    assert '"outcome": "bad_input"' in kubelet.log_of("default", "job")
