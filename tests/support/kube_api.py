@@ -10,7 +10,10 @@ collection. Applying a CustomResourceDefinition registers its resource in discov
 `KubeApi` runs the handler on 127.0.0.1 on a free port in its own thread (usable from sync tests, a
 kopf operator thread and kubectl subprocesses) and `KubeClient` is a small synchronous client for tests.
 
-Not emulated: schema validation, admission, CEL, namespace existence, pod restarts (see kubelet.py).
+Not emulated: schema validation, admission, CEL, namespace existence and deletion of their contents,
+protobuf bodies (415: kubectl `create`/`run` of built-in kinds sends protobuf; `kubectl apply` sends JSON
+and works), watch bookmarks and 410 Gone (the whole event history is kept), foreground deletion (GC
+is immediate, in the same write), pod restarts (see kubelet.py). kopf's k8s-event posting is untested.
 """
 
 from __future__ import annotations
@@ -641,6 +644,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             meta.pop(field, None)
         if self._has_status(resource):
             obj.pop("status", None)
+        if resource == ("", "v1", "pods"):
+            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}  # until a kubelet takes it
         _encode_string_data(resource, obj)
         self._stamp(obj)
         if resource == CRD_RESOURCE:

@@ -27,7 +27,7 @@ def test_a_kopf_operator_handles_a_created_resource_and_its_deletion(kube_api: K
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.enabled = False
+        settings.posting.enabled = False  # k8s-event posting is not covered here (see the kube_api docstring)
         settings.watching.server_timeout = 5
 
     @kopf.on.create("example.dev", "v1", "widgets", registry=registry)
@@ -49,3 +49,4 @@ def test_a_kopf_operator_handles_a_created_resource_and_its_deletion(kube_api: K
     assert ready["status"]["size"] == 42
     assert deleted == ["w1"]
     assert runner.exception is None, runner.output
+
