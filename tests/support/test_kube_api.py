@@ -299,3 +299,13 @@ def test_a_secrets_string_data_is_stored_as_data(kube_api: KubeApi) -> None:
         {"metadata": {"name": "s"}, "stringData": {"options": '{"a": 1}'}},
     )
     assert "stringData" not in secret and secret_value(secret, "options") == '{"a": 1}'
+
+
+def test_deleting_a_crd_removes_its_resource_and_objects(client: KubeClient) -> None:
+    client.create(WIDGETS, widget("w1"))
+    client.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.dev")
+    with pytest.raises(KubeClientError) as gone:
+        client.get("/apis/example.dev/v1")
+    assert gone.value.status == 404
+    client.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
+    assert client.get(WIDGETS)["items"] == []
