@@ -57,6 +57,7 @@ CORE_RESOURCES = (
     "v1/serviceaccounts",
     "v1/services",
     "coordination.k8s.io/v1/leases",
+    "networking.k8s.io/v1/networkpolicies",  # spark-submit (cluster mode) applies one per application
     "events.k8s.io/v1/events",
     "apiextensions.k8s.io/v1/customresourcedefinitions",
 )
