@@ -310,6 +310,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
     revision: int = attrs.field(default=1, init=False)
     _changed: asyncio.Condition | None = attrs.field(default=None, init=False)
     _closing: bool = attrs.field(default=False, init=False)
+    # where a pod's container log is (the process kubelet registers it): served as pods/NAME/log
+    pod_logs: dict[tuple[str, str], Path] = attrs.field(factory=dict, init=False)
 
     @override
     def __attrs_post_init__(self) -> None:
@@ -447,6 +449,13 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             return await self._watch(request, resource, namespace, name)
         if method == "GET" and name is None:
             return aiohttp.web.json_response(self.list_objects(resource, namespace, params))
+        if method == "GET" and name is not None and subresource == "log" and resource == ("", "v1", "pods"):
+            self._get(resource, namespace, name)  # 404 for a missing pod
+            log_path = self.pod_logs.get((namespace or "default", name))
+            text = log_path.read_text(errors="replace") if log_path is not None and log_path.exists() else ""
+            if params.get("tailLines"):
+                text = "".join(text.splitlines(keepends=True)[-int(params["tailLines"]) :])
+            return aiohttp.web.Response(text=text, content_type="text/plain")
         if method == "GET" and name is not None:
             return aiohttp.web.json_response(self._get(resource, namespace, name))
         dry_run = bool(params.get("dryRun"))
@@ -458,7 +467,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
         if method == "DELETE" and name is None:
             selection = self.list_objects(resource, namespace, params)["items"]
             for item in selection:
-                self.delete_object(resource, namespace, item["metadata"]["name"])
+                if (resource, item["metadata"].get("namespace"), item["metadata"]["name"]) in self.store:
+                    self.delete_object(resource, item["metadata"].get("namespace"), item["metadata"]["name"])
             await self._notify()
             return aiohttp.web.json_response(
                 {**self.list_objects(resource, namespace, {}), "items": selection}

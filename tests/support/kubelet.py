@@ -6,7 +6,8 @@ configMapKeyRef read from the API, fieldRef status.podIP/metadata.*) on top of t
 environment, and reports Pending -> Running -> Succeeded/Failed with the container's exit code through
 the `/status` subresource. Deleting a Pod stops its process (SIGTERM, SIGKILL after the grace period).
 Tests can make images never pull (`image_pull_failures`: ImagePullBackOff) and end a pod as OOMKilled.
-Each process logs to `<log_dir>/<namespace>_<pod>.log`; every process is stopped by pid at `stop()`.
+Each process logs to `<log_dir>/<namespace>_<pod>.log` (also served as `pods/NAME/log`: `kubectl logs`);
+every process is stopped by pid at `stop()`.
 Not emulated: restarts (restartPolicy), init/sidecar containers, volumes, probes.
 """
 
@@ -243,6 +244,7 @@ class ProcessKubelet:
             return
         argv = [*container.get("command", []), *container.get("args", [])]
         log_path = self.log_dir / f"{namespace}_{name}.log"
+        self.api.call(lambda: self.api.handler.pod_logs.__setitem__((namespace, name), log_path))
         grace = pod["spec"].get("terminationGracePeriodSeconds")
         with self._lock:
             if self._stopping.is_set():

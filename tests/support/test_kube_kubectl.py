@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.support.kubectl import Kubectl
+from tests.support.kubelet import ProcessKubelet
 from tests.support.test_kube_api import CRD, widget
 
 pytestmark = pytest.mark.k8s
@@ -38,3 +39,29 @@ def test_kubectl_and_helm_come_from_the_wheel(kubectl: Kubectl, kube_tools: Path
     assert kubectl.binary.parent == kube_tools
     assert "Client Version: v1.37" in kubectl.run("version", "--client").stdout
     assert (kube_tools / "helm").stat().st_mode & 0o111
+
+
+def test_kubectl_logs_reads_a_pods_process_log(kubectl: Kubectl, kubelet: ProcessKubelet) -> None:
+    client = kubelet.client
+    client.create(
+        "/api/v1/namespaces/default/pods",
+        {
+            "metadata": {"name": "talker"},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "weir/spark:test",
+                        "command": ["python", "-c", "print('one'); print('two')"],
+                    }
+                ],
+            },
+        },
+    )
+    client.wait_for(
+        "/api/v1/namespaces/default/pods/talker",
+        lambda o: o.get("status", {}).get("phase") in {"Succeeded", "Failed"},
+    )
+    assert kubectl.run("logs", "talker").stdout == "one\ntwo\n"
+    assert kubectl.run("logs", "talker", "--tail=1").stdout == "two\n"
