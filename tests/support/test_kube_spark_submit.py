@@ -23,7 +23,10 @@ def test_spark_submit_creates_the_driver_and_its_dependents_are_collected(
     spark_submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent))
     assert spark_submit is not None, "pyspark's spark-submit is not next to the test interpreter"
     kubeconfig = kube_api.write_kubeconfig(tmp_path / "kubeconfig")
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "SPARK_LOCAL_IP": "127.0.0.1"}
+    # spark-submit finds its Spark through the Python it runs: this interpreter, first on PATH
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     submitted = subprocess.run(
         [
             spark_submit,
