@@ -1,0 +1,91 @@
+"""`spark.mode: kubernetes`: a real Spark driver, started exactly as the driver pod the operator builds
+says (spark-submit, client mode, the operator's --conf), asks the Kubernetes API (the emulator) for its
+executor pods — with the spec's image and service account, the table's labels, an owner reference to
+the driver pod (so they go when it goes) and the storage Secret by reference. The executors need not
+run: the test stops the driver once they are requested."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from lakeoperator.build.driver_pod import PodSettings, build_writer_pod
+from lakeoperator.launch.local import expand
+from lakeoperator.plan.writer import SUBMISSION_LABEL, submission_id
+from lakeoperator.reconcile import reconcile_table
+from lakeoperator.specs import ObjectRef, parse_lake_table, parse_lake_writer
+from tests.support.fixtures import require_spark
+from tests.support.kube_api import KubeApi, resource_path
+
+pytestmark = [pytest.mark.k8s, pytest.mark.spark]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_executors_are_requested_with_the_operators_settings(kube_api: KubeApi, tmp_path: Path):
+    require_spark()
+    table = parse_lake_table({"metadata": {"name": "events", "namespace": "default"}, "spec": {
+        "location": str(tmp_path / "events"), "recordKey": ["id"],
+        "schema": [{"name": "id", "type": "int64"}, {"name": "v", "type": "string"}],
+        "storage": {"secretRef": {"name": "lake-creds", "key": "options.json"}}}})
+    writer_body = {"metadata": {"name": "loader", "namespace": "default", "uid": "w-uid", "generation": 1},
+                   "spec": {"tableRef": {"name": "events"}, "mode": "batch",
+                            "source": {"path": str(tmp_path)},
+                            "spark": {"mode": "kubernetes", "image": "registry/weir-spark:9",
+                                      "serviceAccountName": "weir-spark",
+                                      "executor": {"instances": 2, "cores": 1, "memory": "512m"},
+                                      "driver": {"memory": "512m"}}}}
+    owner = ObjectRef.from_body(writer_body)
+    reconcile_table({"metadata": {"name": "events", "namespace": "default", "uid": "t", "generation": 1},
+                     "spec": {"location": table.location, "recordKey": ["id"],
+                              "schema": [{"name": "id", "type": "int64"}, {"name": "v", "type": "string"}]}},
+                    datetime.now(UTC))  # the job opens the table before Spark starts
+    submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent))
+    assert submit is not None
+    settings = PodSettings(api_server=kube_api.url, jobs_dir=str(ROOT / "sparkjobs"), spark_submit=submit)
+    sid = submission_id(owner, 1)
+    pod = build_writer_pod(owner, parse_lake_writer(writer_body), table, sid, settings)
+    client = kube_api.client()
+    created = client.create(resource_path("v1", "pods", "default"), pod)   # as the operator would
+
+    container = pod["spec"]["containers"][0]
+    argv = [expand(a, {"WEIR_POD_IP": "127.0.0.1"}) for a in [*container["command"], *container["args"]]]
+    env = {**os.environ, "KUBECONFIG": str(kube_api.write_kubeconfig(tmp_path / "kubeconfig")),
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+    log = open(tmp_path / "driver.log", "wb")  # noqa: SIM115 - closed after the driver is stopped
+    driver = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        deadline, executors = time.monotonic() + 120, []
+        while time.monotonic() < deadline and len(executors) < 2 and driver.poll() is None:
+            executors = client.get(resource_path("v1", "pods", "default"),
+                                   labelSelector="spark-role=executor")["items"]
+            time.sleep(0.3)
+        assert len(executors) == 2, (tmp_path / "driver.log").read_text()[-4000:]
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+        log.close()
+    for e in executors:
+        spec, meta = e["spec"], e["metadata"]
+        assert spec["containers"][0]["image"] == "registry/weir-spark:9"
+        assert spec.get("serviceAccountName") == "weir-spark" or spec.get("serviceAccount") == "weir-spark"
+        assert meta["labels"]["weir.dev/table"] == "events" and meta["labels"]["weir.dev/writer"] == "loader"
+        assert meta["labels"][SUBMISSION_LABEL] == sid
+        owners = meta["ownerReferences"]
+        assert owners[0]["kind"] == "Pod" and owners[0]["name"] == sid
+        assert owners[0]["uid"] == created["metadata"]["uid"]
+        secret_env = [v for v in spec["containers"][0].get("env", []) if v["name"] == "WEIR_STORAGE_OPTIONS"]
+        assert secret_env and secret_env[0]["valueFrom"]["secretKeyRef"] == {"name": "lake-creds",
+                                                                             "key": "options.json"}
