@@ -19,10 +19,10 @@ is idempotent by name).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from lakeoperator.build.driver_pod import PodSettings, build_service_pod, build_writer_pod
 from lakeoperator.launch import Launcher
@@ -48,6 +48,8 @@ from lakeoperator.status import (
     writer_status,
 )
 
+S = TypeVar("S")
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -58,20 +60,40 @@ class Outcome:
     done: bool = False                                # nothing more will happen without a change
 
 
+def _admit(body: Mapping[str, Any], now: datetime, parse: Callable[[Mapping[str, Any]], S],
+           table_body: Mapping[str, Any] | None = None, *, table_ref: Callable[[S], str] | None = None,
+           applied: Mapping[str, Any] | None = None) -> Outcome | tuple[ObjectRef, S, LakeTableSpec | None]:
+    """The steps every kind shares before planning: a paused or unmanaged resource is left alone
+    (ReconciliationPaused), an invalid spec — or a missing LakeTable it refers to — is reported
+    (Ready=False, InvalidSpec, an Event), never retried until it changes. Else (ref, spec, table)."""
+    ref = ObjectRef.from_body(body)
+    old = body.get("status")
+    if ref.paused or not ref.managed:
+        return Outcome(paused_status(ref, old, now), done=True, applied=applied)
+    try:
+        spec = parse(body)
+        table = None
+        if table_ref is not None:
+            if table_body is None:
+                raise SpecError("tableRef.name", f"no LakeTable {table_ref(spec)!r} in namespace "
+                                f"{ref.namespace}; create it, or fix the reference")
+            table = parse_lake_table(table_body)
+    except SpecError as exc:
+        return Outcome(invalid_spec_status(ref, exc, old, now), done=True, applied=applied,
+                       events=(("Warning", "InvalidSpec", str(exc)),))
+    return ref, spec, table
+
+
 # -- LakeTable ---------------------------------------------------------------------------------
 
 
 def reconcile_table(body: Mapping[str, Any], now: datetime) -> Outcome:
     """Create the table at spec.location, or adopt the one there after checking its config."""
-    ref = ObjectRef.from_body(body)
+    admitted = _admit(body, now, parse_lake_table)
+    if isinstance(admitted, Outcome):
+        return admitted
+    ref, spec, _ = admitted
     old = body.get("status")
-    if ref.paused or not ref.managed:
-        return Outcome(paused_status(ref, old, now), done=True)
-    try:
-        spec = parse_lake_table(body)
-    except SpecError as exc:
-        return Outcome(invalid_spec_status(ref, exc, old, now), done=True,
-                       events=(("Warning", "InvalidSpec", str(exc)),))
     observed = _table_config(spec)
     plan = plan_table(spec, observed)
     error = None
@@ -152,19 +174,13 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
                      source_location: str | None = None) -> Outcome:
     """Plan the writer and carry out the plan on `launcher`. `applied`: the spec body the current
     submission runs (None: none yet); `table_body`: its LakeTable (None: not found)."""
-    ref = ObjectRef.from_body(body)
+    admitted = _admit(body, now, parse_lake_writer, table_body, table_ref=lambda s: s.table_ref.name,
+                      applied=applied)
+    if isinstance(admitted, Outcome):
+        return admitted
+    ref, spec, table = admitted
+    assert table is not None
     old = body.get("status")
-    if ref.paused or not ref.managed:
-        return Outcome(paused_status(ref, old, now), done=True, applied=applied)
-    try:
-        spec = parse_lake_writer(body)
-        if table_body is None:
-            raise SpecError("tableRef.name", f"no LakeTable {spec.table_ref.name!r} in namespace "
-                            f"{ref.namespace}; create it, or fix the reference")
-        table = parse_lake_table(table_body)
-    except SpecError as exc:
-        return Outcome(invalid_spec_status(ref, exc, old, now), done=True, applied=applied,
-                       events=(("Warning", "InvalidSpec", str(exc)),))
     observed = read_writer_status(old)
     if applied is not None:
         before = parse_lake_writer({**body, "spec": applied})
@@ -206,19 +222,12 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
     """Start the service's run when due (never two at once), record how runs ended."""
     from lakeoperator.status import parse_timestamp
 
-    ref = ObjectRef.from_body(body)
+    admitted = _admit(body, now, parse_table_service, table_body, table_ref=lambda s: s.table_ref.name)
+    if isinstance(admitted, Outcome):
+        return admitted
+    ref, spec, table = admitted
+    assert table is not None
     old = body.get("status")
-    if ref.paused or not ref.managed:
-        return Outcome(paused_status(ref, old, now), done=True)
-    try:
-        spec = parse_table_service(body)
-        if table_body is None:
-            raise SpecError("tableRef.name", f"no LakeTable {spec.table_ref.name!r} in namespace "
-                            f"{ref.namespace}; create it, or fix the reference")
-        table = parse_lake_table(table_body)
-    except SpecError as exc:
-        return Outcome(invalid_spec_status(ref, exc, old, now), done=True,
-                       events=(("Warning", "InvalidSpec", str(exc)),))
     created = parse_timestamp((body.get("metadata") or {}).get("creationTimestamp")) or now
     observed = read_service_status(old, created)
     if observed.active_run is not None:

@@ -1,0 +1,43 @@
+"""An invalid spec, or a LakeWriter whose LakeTable does not exist, becomes Ready=False with reason
+InvalidSpec and a Warning Event — never a crash loop and never a driver pod; a paused resource
+(weir.dev/paused: "true") is left alone with ReconciliationPaused=True."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.launch.local import LocalLauncher
+from lakeoperator.reconcile import reconcile_table, reconcile_writer
+from tests.lakeoperator.bodies import lake_table, lake_writer
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def condition(status: dict, kind: str) -> dict:
+    return next(c for c in status["conditions"] if c["type"] == kind)
+
+
+def test_a_writer_of_a_missing_table_is_invalid_and_starts_nothing(tmp_path):
+    launcher = LocalLauncher(tmp_path / "state")
+    out = reconcile_writer(lake_writer(), None, launcher, NOW, PodSettings())
+    ready = condition(out.status, "Ready")
+    assert ready["status"] == "False" and ready["reason"] == "InvalidSpec" and "LakeTable" in ready["message"]
+    assert out.events and out.events[0][:2] == ("Warning", "InvalidSpec") and out.done
+    assert launcher.pods() == []
+
+
+def test_an_invalid_table_spec_is_reported(tmp_path):
+    body = lake_table()
+    body["spec"]["buckets"] = 0
+    out = reconcile_table(body, NOW)
+    assert condition(out.status, "Ready")["reason"] == "InvalidSpec" and "buckets" in out.status["lastError"]
+
+
+def test_a_paused_writer_is_left_alone(tmp_path):
+    launcher = LocalLauncher(tmp_path / "state")
+    body = lake_writer()
+    body["metadata"]["annotations"] = {"weir.dev/paused": "true"}
+    out = reconcile_writer(body, lake_table(), launcher, NOW, PodSettings())
+    assert condition(out.status, "ReconciliationPaused")["status"] == "True"
+    assert launcher.pods() == [] and out.done
