@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from lakeoperator.build.driver_pod import PodSettings, build_service_pod, build_writer_pod
+from lakeoperator.build.driver_pod import PodSettings, build_service_pod, build_writer_pod, child_name
 from lakeoperator.launch import Launcher
 from lakeoperator.plan.service import ServiceAction, plan_service
 from lakeoperator.plan.table import TableAction, plan_table
@@ -185,11 +185,13 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     if applied is not None:
         before = parse_lake_writer({**body, "spec": applied})
         observed = replace(observed, change=classify_change(before, spec))
-    pod = launcher.get_pod(ref.namespace, observed.submission_id) if observed.submission_id else None
+    sid = observed.submission_id
+    pod = launcher.get_pod(ref.namespace, child_name(sid)) if sid else None
     if pod is not None:
         observed = replace(observed, driver=observe_pod(pod))
     plan = plan_writer(ref, spec, observed, now)
-    driver = plan.submission_id if plan.action in (Action.SUBMIT, Action.WAIT) else None
+    running = plan.submission_id and plan.action in (Action.SUBMIT, Action.WAIT)
+    driver = child_name(plan.submission_id) if running and plan.submission_id else None
     status = writer_status(ref, plan, old, now, driver_pod=driver)
     events: list[tuple[str, str, str]] = []
     new_applied = dict(body["spec"]) if plan.adopt_spec or plan.action == Action.SUBMIT or applied is None \
@@ -203,7 +205,7 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
                                              source_location=source_location))
         events.append(("Normal", "Submitted", f"driver pod {plan.submission_id}"))
     elif plan.action == Action.DELETE_DRIVER and observed.driver is not None and observed.submission_id:
-        launcher.delete_pod(ref.namespace, observed.submission_id)
+        launcher.delete_pod(ref.namespace, child_name(observed.submission_id))
         events.append(("Normal", plan.reason, plan.message))
     if plan.finished is not None:
         kind = "Normal" if plan.finished.cause.value == "success" else "Warning"
@@ -231,7 +233,7 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
     created = parse_timestamp((body.get("metadata") or {}).get("creationTimestamp")) or now
     observed = read_service_status(old, created)
     if observed.active_run is not None:
-        pod = launcher.get_pod(ref.namespace, observed.active_run.id)
+        pod = launcher.get_pod(ref.namespace, child_name(observed.active_run.id))
         observed = replace(observed, run_pod=observe_pod(pod) if pod is not None else None)
     if spec.trigger is not None:
         last = observed.last_run.started_at if observed.last_run else None
@@ -241,7 +243,7 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
         except Exception:  # the table is not there yet: nothing to trigger on
             observed = replace(observed, delta_commits_since_last_run=0)
     plan = plan_service(ref, spec, observed, now)
-    driver = plan.active_run.id if plan.active_run else None
+    driver = child_name(plan.active_run.id) if plan.active_run else None
     status = service_status(ref, plan, old, now, driver_pod=driver)
     events: list[tuple[str, str, str]] = []
     if plan.action == ServiceAction.START and plan.active_run is not None:
@@ -251,7 +253,7 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
         launcher.create_pod(build_service_pod(ref, spec, table, plan.active_run.id, settings))
         events.append(("Normal", "RunStarted", f"run {plan.active_run.id}"))
     for run_id in plan.delete_runs:
-        launcher.delete_pod(ref.namespace, run_id)
+        launcher.delete_pod(ref.namespace, child_name(run_id))
     if plan.finished is not None:
         kind = "Warning" if plan.finished.outcome.value not in ("success", "busy") else "Normal"
         events.append((kind, "RunFinished", f"run {plan.finished.id}: {plan.finished.outcome.value}"))
@@ -259,9 +261,4 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
                    events=tuple(events), done=plan.action.value == "none")
 
 
-def outcome_json(o: Outcome) -> dict[str, Any]:
-    return {k: v for k, v in asdict(o).items() if k != "status"}
-
-
-__all__ = ["Outcome", "delta_commits_since", "outcome_json", "reconcile_service", "reconcile_table",
-           "reconcile_writer"]
+__all__ = ["Outcome", "delta_commits_since", "reconcile_service", "reconcile_table", "reconcile_writer"]

@@ -9,7 +9,6 @@ variable), the streaming writer's stable id and checkpoint. Must not build Kuber
 
 from __future__ import annotations
 
-import json
 from dataclasses import fields
 
 from lakeoperator.specs import (
@@ -83,8 +82,3 @@ def service_args(owner: ObjectRef, service: TableServiceSpec, table: LakeTableSp
                             archive_max_instants=p.archive_max_instants, app_name=f"weir-{owner.name}",
                             storage_options_env=storage_env(table.storage),
                             storage_options=dict(table.storage.options))
-
-
-def describe_argv(argv: list[str]) -> str:
-    """The argv as one JSON line (for Events and logs; it carries no secret by construction)."""
-    return json.dumps(argv)
