@@ -1,4 +1,5 @@
-"""The `weir` command: lakecore's table commands plus the local launcher (`run`, `get`, `describe`).
+"""The `weir` command: lakecore's table commands, the local launcher (`run`, `get`, `describe`) and
+`weir operator` (lakeoperator.main: the operator on a cluster).
 
 `weir run -f DIR` reconciles the manifests in DIR on this machine (lakeoperator.local) until every
 batch writer is done; `weir get [KIND] [NAME]` and `weir describe KIND NAME` show the status it keeps,
@@ -114,3 +115,12 @@ def describe(kind: Annotated[str, typer.Argument(help="laketable|lt, lakewriter|
     out.print(json.dumps({"spec": r.body.get("spec"), "status": r.body.get("status")}, indent=2))
     for e in r.events or ():
         out.print(f"{e['lastTimestamp']}  {e['type']:<7} {e['reason']:<16} {e['message']} (x{e['count']})")
+
+
+def _operator() -> None:
+    from lakeoperator.main import operator_command
+
+    app.command("operator")(operator_command)
+
+
+_operator()

@@ -58,6 +58,7 @@ class Outcome:
     events: tuple[tuple[str, str, str], ...] = ()     # (type Normal|Warning, reason, message)
     applied: Mapping[str, Any] | None = None          # writers: the spec body the submission runs
     done: bool = False                                # nothing more will happen without a change
+    submitted: bool = False                           # a driver pod was created in this pass (metrics)
 
 
 def _admit(body: Mapping[str, Any], now: datetime, parse: Callable[[Mapping[str, Any]], S],
@@ -194,6 +195,7 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     driver = child_name(plan.submission_id) if running and plan.submission_id else None
     status = writer_status(ref, plan, old, now, driver_pod=driver)
     events: list[tuple[str, str, str]] = []
+    submitted = False
     new_applied = dict(body["spec"]) if plan.adopt_spec or plan.action == Action.SUBMIT or applied is None \
         else applied
     if plan.action == Action.SUBMIT and plan.submission_id:
@@ -204,6 +206,7 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
         launcher.create_pod(build_writer_pod(ref, spec, table, plan.submission_id, settings,
                                              source_location=source_location))
         events.append(("Normal", "Submitted", f"driver pod {plan.submission_id}"))
+        submitted = True
     elif plan.action == Action.DELETE_DRIVER and observed.driver is not None and observed.submission_id:
         launcher.delete_pod(ref.namespace, child_name(observed.submission_id))
         events.append(("Normal", plan.reason, plan.message))
@@ -213,7 +216,8 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     done = plan.phase in (WriterPhase.SUCCEEDED, WriterPhase.FAILED, WriterPhase.ABORTED,
                           WriterPhase.SUSPENDED) and plan.action == Action.NONE
     requeue = plan.requeue_after if plan.requeue_after is not None else (None if done else 1.0)
-    return Outcome(status, requeue_after=requeue, events=tuple(events), applied=new_applied, done=done)
+    return Outcome(status, requeue_after=requeue, events=tuple(events), applied=new_applied, done=done,
+                   submitted=submitted)
 
 
 # -- TableService ------------------------------------------------------------------------------
@@ -246,19 +250,22 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
     driver = child_name(plan.active_run.id) if plan.active_run else None
     status = service_status(ref, plan, old, now, driver_pod=driver)
     events: list[tuple[str, str, str]] = []
+    submitted = False
     if plan.action == ServiceAction.START and plan.active_run is not None:
         recorded = ((old or {}).get("activeRun") or {}).get("id")
         if recorded != plan.active_run.id:
             return Outcome(status, requeue_after=0.0, events=(("Normal", plan.reason, plan.message),))
         launcher.create_pod(build_service_pod(ref, spec, table, plan.active_run.id, settings))
         events.append(("Normal", "RunStarted", f"run {plan.active_run.id}"))
+        submitted = True
     for run_id in plan.delete_runs:
         launcher.delete_pod(ref.namespace, child_name(run_id))
     if plan.finished is not None:
         kind = "Warning" if plan.finished.outcome.value not in ("success", "busy") else "Normal"
         events.append((kind, "RunFinished", f"run {plan.finished.id}: {plan.finished.outcome.value}"))
     return Outcome(status, requeue_after=plan.requeue_after if plan.requeue_after is not None else 1.0,
-                   events=tuple(events), done=plan.action.value == "none")
+                   events=tuple(events), done=plan.action.value == "none",
+                   submitted=submitted)
 
 
 __all__ = ["Outcome", "delta_commits_since", "reconcile_service", "reconcile_table", "reconcile_writer"]

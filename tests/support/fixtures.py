@@ -15,6 +15,7 @@ import pytest
 from tests.support.kube_api import KubeApi
 from tests.support.kubectl import Kubectl, ToolsMissing, extract_tools
 from tests.support.kubelet import ProcessKubelet
+from tests.support.operator import Cluster, start_cluster
 from tests.support.s3 import S3Server
 from tests.support.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 
@@ -123,6 +124,13 @@ def kube_api(_hermetic_home: Path) -> Iterator[KubeApi]:
     """A fresh Kubernetes API emulator on 127.0.0.1 (free port) for one test."""
     with KubeApi() as api:
         yield api
+
+
+@pytest.fixture
+def cluster(kube_api: KubeApi, tmp_path: Path) -> Iterator[Cluster]:
+    """The emulator with Weir's CRDs, a process kubelet (pods run in tmp_path) and the real operator
+    (`python -m lakeoperator`, watching `default`)."""
+    yield from start_cluster(kube_api, tmp_path)
 
 
 @pytest.fixture

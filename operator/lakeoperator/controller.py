@@ -1,0 +1,361 @@
+"""The operator's control loop on Kubernetes: a keyed work queue over the reconcile core.
+
+kopf watches the three kinds and the driver pods and calls `Controller.notify*` (handlers.py); each
+notification queues the resource's key. Workers take keys off the queue and run one reconcile pass in a
+thread: read the resource fresh from the API (never a cached copy: a restart-class decision must see
+the latest spec and pod), run the launcher-agnostic core (reconcile.py) with the Kubernetes launcher,
+write the status it returns (skipped when nothing changed; guarded by the resourceVersion read, so a
+stale pass fails with Conflict and runs again), post its Events, and queue the key again after the
+core's `requeue_after`.
+
+The queue gives the guarantees the core's idempotence builds on: one key is never reconciled by two
+workers at once; a key notified while it is being reconciled runs once more afterwards; a burst of
+notifications for one key is one pass; a delayed requeue is replaced by an earlier one, never doubled.
+
+Owns: the queue, the per-kind pass (finalizer of a LakeTable with deletionPolicy Delete, the writer's
+applied spec kept in status.appliedSpec, a table's dependents re-queued when it changes), metrics.
+Must not decide what to do (plan/) or build objects (build/); talks to the API only through kube.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter as Tally
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.kube import Conflict, Kube, KubeError
+from lakeoperator.launch.kubernetes import KubernetesLauncher
+from lakeoperator.metrics import OperatorMetrics
+from lakeoperator.reconcile import Outcome, reconcile_service, reconcile_table, reconcile_writer
+from lakeoperator.specs import ObjectRef
+
+Key = tuple[str, str, str]   # kind, namespace, name
+KINDS = ("LakeTable", "LakeWriter", "TableService")
+FINALIZER = "weir.dev/delete-data"
+APPLIED = "appliedSpec"       # LakeWriter status field: the spec the current submission runs
+ERROR_RETRY_S = 5.0           # a pass that failed (API or storage unreachable) runs again after this
+MAX_ERROR_RETRY_S = 60.0
+PHASES = {"LakeTable": ("Pending", "Ready", "Failed"),
+          "LakeWriter": ("Pending", "Submitted", "Running", "Succeeded", "Failed", "Aborted", "Suspended",
+                         "BackingOff"),
+          "TableService": ("Idle", "Running")}
+log = logging.getLogger(__name__)
+
+
+class WorkQueue:
+    """Keys to reconcile, each at most once in the queue and never handed out twice at a time."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Key] = asyncio.Queue()
+        self._queued: set[Key] = set()
+        self._active: set[Key] = set()
+        self._again: set[Key] = set()
+        self._timers: dict[Key, tuple[float, asyncio.TimerHandle]] = {}
+
+    def add(self, key: Key) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer[1].cancel()
+        if key in self._active:
+            self._again.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def add_after(self, key: Key, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        when = loop.time() + delay
+        current = self._timers.get(key)
+        if current is not None:
+            if current[0] <= when:
+                return
+            current[1].cancel()
+        self._timers[key] = (when, loop.call_at(when, self._fire, key))
+
+    def _fire(self, key: Key) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
+
+    async def get(self) -> Key:
+        key = await self._queue.get()
+        self._queued.discard(key)
+        self._active.add(key)
+        return key
+
+    def done(self, key: Key) -> None:
+        self._active.discard(key)
+        if key in self._again:
+            self._again.discard(key)
+            self.add(key)
+
+    def forget(self, key: Key) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer[1].cancel()
+
+    def close(self) -> None:
+        for _, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
+    def __len__(self) -> int:
+        return len(self._queued) + len(self._active)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    pod: PodSettings = field(default_factory=PodSettings)
+    workers: int = 8
+
+
+class Controller:
+    """Reconciles Weir resources on a Kubernetes API server (see the module docstring)."""
+
+    def __init__(self, kube: Kube, settings: ControllerSettings = ControllerSettings(),
+                 metrics: OperatorMetrics | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.kube = kube
+        self.launcher = KubernetesLauncher(kube)
+        self.settings = settings
+        self.metrics = metrics or OperatorMetrics()
+        self.clock = clock
+        self.queue: WorkQueue | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._table_of: dict[Key, str] = {}      # writer/service key -> the LakeTable it refers to
+        self._phase_of: dict[Key, str] = {}
+        self._errors: Tally[Key] = Tally()
+
+    # -- notifications (from the kopf handlers) -------------------------------------------------
+
+    def notify(self, kind: str, body: Mapping[str, Any], *, deleted: bool = False) -> None:
+        """A Weir resource was added, changed or deleted."""
+        meta = body.get("metadata") or {}
+        key: Key = (kind, str(meta.get("namespace") or "default"), str(meta.get("name")))
+        if deleted:
+            self._table_of.pop(key, None)
+            self._phase_of.pop(key, None)
+            if self.queue is not None:
+                self.queue.forget(key)
+            return
+        if kind != "LakeTable":
+            ref = ((body.get("spec") or {}).get("tableRef") or {}).get("name")
+            if ref:
+                self._table_of[key] = str(ref)
+        self._add(key)
+        if kind == "LakeTable":   # its writers and services may wait on it (missing, now created)
+            for dependent, table in list(self._table_of.items()):
+                if table == key[2] and dependent[1] == key[1]:
+                    self._add(dependent)
+
+    def notify_pod(self, pod: Mapping[str, Any]) -> None:
+        """A driver pod changed: reconcile the writer or service that owns it."""
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        namespace = str(meta.get("namespace") or "default")
+        if labels.get("weir.dev/writer"):
+            self._add(("LakeWriter", namespace, str(labels["weir.dev/writer"])))
+        elif labels.get("weir.dev/service"):
+            self._add(("TableService", namespace, str(labels["weir.dev/service"])))
+
+    def _add(self, key: Key) -> None:
+        if self.queue is not None:
+            self.queue.add(key)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.queue = WorkQueue()
+        self._tasks = [asyncio.create_task(self._work(), name=f"weir-worker-{i}")
+                       for i in range(max(1, self.settings.workers))]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.queue is not None:
+            self.queue.close()
+
+    async def _work(self) -> None:
+        assert self.queue is not None
+        queue = self.queue
+        while True:
+            key = await queue.get()
+            try:
+                delay = await asyncio.to_thread(self.reconcile, key)
+            except Exception:   # reconcile reports what it can; this is the last resort: log and retry
+                log.exception("reconcile of %s %s/%s failed", *key)
+                delay = self._backoff(key)
+            finally:
+                queue.done(key)
+            if delay is not None:
+                queue.add_after(key, delay)
+
+    def _backoff(self, key: Key) -> float:
+        self._errors[key] += 1
+        return min(MAX_ERROR_RETRY_S, ERROR_RETRY_S * 2 ** (self._errors[key] - 1))
+
+    # -- one pass ------------------------------------------------------------------------------
+
+    def reconcile(self, key: Key) -> float | None:
+        """One reconcile pass of `key`; the seconds until the next one (None: until it changes)."""
+        kind, namespace, name = key
+        started = time.perf_counter()
+        outcome_label = "ok"
+        try:
+            body = self.kube.get(kind, namespace, name)
+            if body is None:
+                self._table_of.pop(key, None)
+                self._phase_of.pop(key, None)
+                return None
+            if kind == "LakeTable":
+                delay = self._reconcile_table(key, body)
+            elif kind == "LakeWriter":
+                delay = self._reconcile_child(key, body)
+            else:
+                delay = self._reconcile_child(key, body)
+            self._errors.pop(key, None)
+            return delay
+        except Conflict:
+            outcome_label = "conflict"
+            return 0.0           # changed under us: read again and re-plan
+        except KubeError as exc:
+            outcome_label = "error"
+            log.warning("reconcile of %s %s/%s: %s", kind, namespace, name, exc)
+            return self._backoff(key)
+        except Exception:
+            outcome_label = "error"
+            raise
+        finally:
+            self.metrics.record_reconcile(kind, outcome_label, time.perf_counter() - started)
+
+    def _reconcile_table(self, key: Key, body: dict[str, Any]) -> float | None:
+        meta = body["metadata"]
+        ref = ObjectRef.from_body(body)
+        policy = (body.get("spec") or {}).get("deletionPolicy") or "Retain"
+        finalizers = list(meta.get("finalizers") or [])
+        if meta.get("deletionTimestamp"):
+            return self._delete_table(key, body, ref, policy, finalizers)
+        if ref.managed and not ref.paused:
+            if policy == "Delete" and FINALIZER not in finalizers:
+                body = self.kube.set_finalizers(body, [*finalizers, FINALIZER])
+            elif policy != "Delete" and FINALIZER in finalizers:
+                body = self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
+        elif not ref.managed and FINALIZER in finalizers:   # detached: the operator no longer owns its data
+            body = self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
+        outcome = reconcile_table(body, self.clock())
+        return self._report(key, body, outcome)
+
+    def _delete_table(self, key: Key, body: dict[str, Any], ref: ObjectRef, policy: str,
+                      finalizers: list[str]) -> float | None:
+        """deletionPolicy Delete: once no LakeWriter or TableService refers to the table any more, its
+        data is deleted, then the finalizer is removed. Paused: nothing (the finalizer stays);
+        unmanaged or Retain: the finalizer goes and the data stays."""
+        if FINALIZER not in finalizers:
+            return None
+        if ref.paused:
+            return None
+        if policy == "Delete" and ref.managed:
+            users = [f"{kind} {b['metadata']['name']}" for kind in ("LakeWriter", "TableService")
+                     for b in self.kube.list_all(kind, key[1])
+                     if ((b.get("spec") or {}).get("tableRef") or {}).get("name") == key[2]
+                     and not b["metadata"].get("deletionTimestamp")]
+            if users:
+                message = (f"the table's data is deleted once nothing writes to it; still referring to it: "
+                           f"{', '.join(sorted(users))} (delete them, or set deletionPolicy: Retain)")
+                status = {**(body.get("status") or {}), "lastError": message}
+                if status != body.get("status"):
+                    self.kube.replace_status(body, status)
+                    self.kube.post_event(body, "Warning", "DeletionWaiting", message)
+                return 10.0
+            location = str((body.get("spec") or {}).get("location"))
+            delete_table_data(location)
+            self.kube.post_event(body, "Normal", "Deleted", f"deleted the table's data at {location}")
+        self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
+        return None
+
+    def _reconcile_child(self, key: Key, body: dict[str, Any]) -> float | None:
+        kind, namespace, _ = key
+        meta = body["metadata"]
+        if meta.get("deletionTimestamp"):
+            return None   # its pods are owned by it: the garbage collector removes them
+        spec = body.get("spec") or {}
+        table_name = (spec.get("tableRef") or {}).get("name")
+        table = self.kube.get("LakeTable", namespace, str(table_name)) if table_name else None
+        now = self.clock()
+        if kind == "LakeWriter":
+            source = (spec.get("source") or {}).get("table") or {}
+            source_location = None
+            if source.get("name"):
+                source_body = self.kube.get("LakeTable", namespace, str(source["name"]))
+                source_location = ((source_body or {}).get("spec") or {}).get("location")
+            applied = (body.get("status") or {}).get(APPLIED)
+            outcome = reconcile_writer(body, table, self.launcher, now, self.settings.pod, applied=applied,
+                                       source_location=source_location)
+            if outcome.applied is not None:
+                outcome = Outcome({**outcome.status, APPLIED: dict(outcome.applied)}, outcome.requeue_after,
+                                  outcome.events, outcome.applied, outcome.done, outcome.submitted)
+        else:
+            outcome = reconcile_service(body, table, self.launcher, now, self.settings.pod)
+        if outcome.submitted:
+            self.metrics.record_submission(kind, namespace, str(table_name))
+        return self._report(key, body, outcome)
+
+    def _report(self, key: Key, body: dict[str, Any], outcome: Outcome) -> float | None:
+        kind, namespace, _ = key
+        old = body.get("status") or {}
+        if outcome.status != old:
+            self.kube.replace_status(body, outcome.status)
+            table = str(((body.get("spec") or {}).get("tableRef") or {}).get("name") or key[2])
+            for cause in _ended(kind, old, outcome.status):
+                if cause != "success":
+                    self.metrics.record_restart(kind, namespace, table, cause)
+        for type_, reason, message in outcome.events:
+            log.log(logging.WARNING if type_ == "Warning" else logging.INFO, "%s %s/%s: %s: %s",
+                    kind, namespace, key[2], reason, message)
+            self.kube.post_event(body, type_, reason, message)
+        self._count_phase(key, outcome.status)
+        return outcome.requeue_after
+
+    def _count_phase(self, key: Key, status: Mapping[str, Any]) -> None:
+        kind = key[0]
+        phase = status.get("phase") or ("Running" if status.get("activeRun") else "Idle"
+                                        if kind == "TableService" else "Pending")
+        if self._phase_of.get(key) == phase:
+            return
+        self._phase_of[key] = str(phase)
+        counts = Tally(p for k, p in self._phase_of.items() if k[0] == kind)
+        self.metrics.set_phases(kind, counts, PHASES[kind])
+
+
+def _ended(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Causes of the attempts (writers) or runs (services) that ended between two statuses."""
+    field = "submissionId" if kind == "LakeWriter" else "id"
+    cause = "cause" if kind == "LakeWriter" else "outcome"
+    seen = {h.get(field) for h in old.get("history") or ()}
+    return [str(h.get(cause)) for h in new.get("history") or () if h.get(field) not in seen]
+
+
+def delete_table_data(location: str) -> None:
+    """Every file of the table at `location`; its config first, so an interrupted delete leaves no
+    half-table that could be adopted (the finalizer stays, so the delete runs again)."""
+    from lakecore.storage import open_storage
+    from lakecore.table.table import CONFIG_PATH
+
+    storage = open_storage(location, None)
+    if storage.exists(CONFIG_PATH):
+        storage.delete(CONFIG_PATH)
+    for info in storage.list_tree(""):
+        storage.delete(info.path)
+
+
+__all__ = ["FINALIZER", "Controller", "ControllerSettings", "WorkQueue", "delete_table_data"]

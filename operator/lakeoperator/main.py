@@ -1,0 +1,137 @@
+"""The operator process: `weir operator` / `python -m lakeoperator`.
+
+Wires the parts together and runs kopf: credentials (kube.connect: in-cluster service account or a
+kubeconfig, shared by kopf's watches and the controller's requests), the controller and its workers,
+the kopf handlers, the liveness endpoint (kopf's `/healthz`), the Prometheus metrics endpoint
+(prometheus_client, on its own port), logs (plain or JSON), and the namespaces watched (some, or all).
+Every option has an environment variable (WEIR_*) for the Helm chart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import typer
+
+from lakeoperator.build.driver_pod import PodSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    namespaces: tuple[str, ...] = ()          # empty: every namespace
+    kubeconfig: str | None = None
+    context: str | None = None
+    pod: PodSettings = field(default_factory=PodSettings)
+    workers: int = 8
+    metrics_address: str = "0.0.0.0"
+    metrics_port: int = 9090                  # 0: no metrics endpoint
+    liveness_port: int = 8080                 # 0: no liveness endpoint
+    log_format: str = "plain"                 # plain | json
+    verbose: bool = False
+    peering: str | None = None                # None: standalone (one replica; the chart's default)
+
+
+def run_operator(config: OperatorConfig, *, stop_flag: threading.Event | None = None,
+                 ready_flag: threading.Event | None = None) -> None:
+    """Run until stopped (SIGINT/SIGTERM, or `stop_flag`)."""
+    import kopf
+    from prometheus_client import start_http_server
+
+    from lakeoperator.controller import Controller, ControllerSettings
+    from lakeoperator.handlers import build_registry
+    from lakeoperator.kube import Kube, connect
+    from lakeoperator.metrics import OperatorMetrics
+
+    kopf.configure(verbose=config.verbose,
+                   log_format=kopf.LogFormat.JSON if config.log_format == "json" else kopf.LogFormat.FULL)
+    if not config.verbose:   # one line per watch event and per probe is noise; our Events are logged below
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    api_client = connect(config.kubeconfig, config.context)
+    metrics = OperatorMetrics()
+    if config.metrics_port:
+        start_http_server(config.metrics_port, addr=config.metrics_address, registry=metrics.registry)
+    controller = Controller(Kube(api_client), ControllerSettings(pod=config.pod, workers=config.workers),
+                            metrics)
+    registry = build_registry(controller, login=lambda: connection_info(api_client.configuration))
+    liveness = f"http://0.0.0.0:{config.liveness_port}/healthz" if config.liveness_port else None
+    log.info("weir operator starting: namespaces=%s workers=%d image=%s",
+             ",".join(config.namespaces) or "*", config.workers, config.pod.default_image)
+    kopf.run(registry=registry, standalone=config.peering is None, peering_name=config.peering,
+             clusterwide=not config.namespaces, namespaces=config.namespaces, liveness_endpoint=liveness,
+             stop_flag=stop_flag, ready_flag=ready_flag)
+
+
+def connection_info(configuration: Any) -> Any:
+    """kopf's credentials from the kubernetes client's configuration (the same server, token, CA and
+    client certificate the controller uses; a rotated service-account token is read afresh)."""
+    import kopf
+
+    header = configuration.get_api_key_with_prefix("BearerToken") or \
+        configuration.get_api_key_with_prefix("authorization")
+    parts = header.split(" ", 1) if header else []
+    scheme, token = (None, None) if not parts else \
+        (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+    return kopf.ConnectionInfo(server=configuration.host, ca_path=configuration.ssl_ca_cert,
+                               insecure=not configuration.verify_ssl, scheme=scheme, token=token,
+                               username=configuration.username or None,
+                               password=configuration.password or None,
+                               certificate_path=configuration.cert_file,
+                               private_key_path=configuration.key_file)
+
+
+def operator_command(
+    namespace: Annotated[list[str] | None, typer.Option(
+        "--namespace", "-n", envvar="WEIR_NAMESPACES",
+        help="A namespace to watch (repeat for more; WEIR_NAMESPACES is space-separated). "
+             "None: every namespace.")] = None,
+    kubeconfig: Annotated[str | None, typer.Option(
+        envvar="WEIR_KUBECONFIG", help="Kubeconfig file (default: in-cluster service account, else "
+                                       "$KUBECONFIG or ~/.kube/config).")] = None,
+    context: Annotated[str | None, typer.Option(help="Kubeconfig context.")] = None,
+    image: Annotated[str, typer.Option(envvar="WEIR_SPARK_IMAGE",
+                                       help="Driver and executor image when a spec names none.")]
+        = PodSettings.default_image,
+    jobs_dir: Annotated[str, typer.Option(envvar="WEIR_JOBS_DIR",
+                                          help="Where the sparkjobs files are in that image.")]
+        = PodSettings.jobs_dir,
+    spark_submit: Annotated[str, typer.Option(envvar="WEIR_SPARK_SUBMIT",
+                                              help="spark-submit in that image.")] = PodSettings.spark_submit,
+    api_server: Annotated[str, typer.Option(envvar="WEIR_API_SERVER",
+                                            help="The API server drivers request executors from.")]
+        = PodSettings.api_server,
+    workers: Annotated[int, typer.Option(envvar="WEIR_WORKERS", min=1,
+                                         help="Resources reconciled at once.")] = 8,
+    metrics_port: Annotated[int, typer.Option(envvar="WEIR_METRICS_PORT",
+                                              help="Prometheus metrics on this port (0: off).")] = 9090,
+    metrics_address: Annotated[str, typer.Option(envvar="WEIR_METRICS_ADDRESS")] = "0.0.0.0",
+    liveness_port: Annotated[int, typer.Option(envvar="WEIR_LIVENESS_PORT",
+                                               help="/healthz on this port (0: off).")] = 8080,
+    log_format: Annotated[str, typer.Option(envvar="WEIR_LOG_FORMAT", help="plain or json.")] = "plain",
+    verbose: Annotated[bool, typer.Option("--verbose", help="Debug logs.")] = False,
+    peering: Annotated[str | None, typer.Option(
+        envvar="WEIR_PEERING", help="kopf peering name for several replicas (default: standalone, "
+                                    "one replica).")] = None,
+) -> None:
+    """Run the Weir operator: reconcile LakeTables, LakeWriters and TableServices on a cluster."""
+    if log_format not in ("plain", "json"):
+        raise typer.BadParameter("use plain or json", param_hint="--log-format")
+    namespaces = tuple(n for item in namespace or () for n in item.replace(",", " ").split())
+    run_operator(OperatorConfig(
+        namespaces=namespaces, kubeconfig=kubeconfig, context=context,
+        pod=PodSettings(default_image=image, jobs_dir=jobs_dir, spark_submit=spark_submit,
+                        api_server=api_server),
+        workers=workers, metrics_address=metrics_address, metrics_port=metrics_port,
+        liveness_port=liveness_port, log_format=log_format, verbose=verbose, peering=peering))
+
+
+def main() -> None:
+    typer.run(operator_command)
+
+
+__all__ = ["OperatorConfig", "connection_info", "main", "operator_command", "run_operator"]

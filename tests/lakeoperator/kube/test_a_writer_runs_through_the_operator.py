@@ -1,0 +1,36 @@
+"""The real operator (`python -m lakeoperator`) against the API emulator, with the process kubelet:
+a LakeTable applied is created on disk, a batch LakeWriter applied becomes one driver pod that runs the
+sparkjobs entry point (local Spark) and fills the table, and status, Events and metrics say so."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakecore import Table
+from tests.lakeoperator.kube.manifests import batch_writer, table, write_input
+from tests.support.operator import Cluster
+
+pytestmark = [pytest.mark.k8s, pytest.mark.spark]
+
+
+def test_a_batch_writer_fills_its_table_once(cluster: Cluster) -> None:
+    rows = write_input(cluster.work)
+    cluster.apply(table(cluster.work))
+    cluster.wait_status("LakeTable", "orders", lambda s: s.get("phase") == "Ready", timeout=30)
+    cluster.apply(batch_writer(cluster.work))
+    done = cluster.wait_status("LakeWriter", "orders-load", lambda s: s.get("phase") == "Succeeded",
+                               timeout=240)
+    status = done["status"]
+    assert status["attempts"]["total"] == 1
+    assert status["history"][0]["cause"] == "success"
+    assert status["appliedSpec"] == done["spec"]
+    pods = cluster.pods(selector="weir.dev/writer=orders-load")
+    assert [p["metadata"]["name"] for p in pods] == [status["history"][0]["submissionId"]]
+    assert pods[0]["metadata"]["ownerReferences"][0]["uid"] == done["metadata"]["uid"]
+    got = sorted(Table.open(str(cluster.work / "lake" / "orders")).read().to_pylist(), key=lambda r: r["id"])
+    assert got == rows
+    reasons = [e["reason"] for e in cluster.events("orders-load")]
+    assert "Submitted" in reasons
+    metrics = cluster.operator.metrics()
+    assert 'weir_submissions_total{kind="LakeWriter",namespace="default",table="orders"} 1.0' in metrics
+    assert 'weir_resources{kind="LakeWriter",phase="Succeeded"} 1.0' in metrics

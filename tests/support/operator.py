@@ -1,0 +1,179 @@
+"""The real Weir operator for tests: `python -m lakeoperator` as a process against the API emulator.
+
+Owns the operator process of one test: started with a throw-away kubeconfig pointing at the emulator,
+its own liveness and metrics ports on 127.0.0.1, the sparkjobs files of this checkout as the image's
+jobs directory (the process kubelet runs pods with this interpreter's spark-submit), and its log in
+the test's directory. `stop()` is a SIGTERM (kopf's graceful exit), `kill()` a SIGKILL (a crashed
+operator); both by pid. `cluster` bundles what operator tests need: emulator with the Weir CRDs, a
+process kubelet running pods in the test's directory, the operator, and a client.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.support.kube_api import KubeApi, KubeClient, resource_path
+from tests.support.kubelet import ProcessKubelet
+
+ROOT = Path(__file__).resolve().parents[2]
+WEIR = "weir.dev/v1alpha1"
+PLURALS = {"LakeTable": "laketables", "LakeWriter": "lakewriters", "TableService": "tableservices"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def weir_path(kind: str, name: str | None = None, namespace: str = "default", sub: str | None = None) -> str:
+    return resource_path(WEIR, PLURALS[kind], namespace, name, sub)
+
+
+def pod_environment() -> dict[str, str]:
+    """What the image's environment gives a driver: this interpreter for Spark's Python workers."""
+    return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+class OperatorProcess:
+    """`python -m lakeoperator` against an emulator (see the module docstring)."""
+
+    def __init__(self, api: KubeApi, work: Path, *, namespaces: Sequence[str] = ("default",),
+                 workers: int = 4, extra: Sequence[str] = ()) -> None:
+        self.api = api
+        self.work = work
+        self.kubeconfig = api.write_kubeconfig(work / "operator-kubeconfig")
+        self.namespaces = tuple(namespaces)
+        self.workers = workers
+        self.extra = tuple(extra)
+        self.liveness_port = free_port()
+        self.metrics_port = free_port()
+        self.log_path = work / "operator.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def command(self) -> list[str]:
+        jobs = ROOT / "sparkjobs"
+        args = [sys.executable, "-m", "lakeoperator", "--kubeconfig", str(self.kubeconfig),
+                "--image", "weir-test:local", "--jobs-dir", str(jobs), "--api-server", self.api.url,
+                "--workers", str(self.workers), "--liveness-port", str(self.liveness_port),
+                "--metrics-port", str(self.metrics_port), "--metrics-address", "127.0.0.1", "--verbose"]
+        for namespace in self.namespaces:
+            args += ["--namespace", namespace]
+        return [*args, *self.extra]
+
+    def start(self, *, timeout: float = 60) -> OperatorProcess:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "operator")]),
+               "KUBECONFIG": str(self.kubeconfig)}
+        self.starts += 1
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== operator start {self.starts} =====\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(self.command(), cwd=self.work, env=env, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the operator exited with {self.process.returncode}:\n"
+                                   f"{self.log()[-4000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.liveness_port}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"the operator did not become live in {timeout}s:\n{self.log()[-4000:]}")
+
+    def stop(self, timeout: float = 30) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return self.kill()
+
+    def kill(self) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        return self.process.wait(30)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            text: str = r.read().decode()
+            return text
+
+
+@dataclass
+class Cluster:
+    """The emulator with Weir's CRDs, a process kubelet and the operator, for one test."""
+
+    api: KubeApi
+    client: KubeClient
+    kubelet: ProcessKubelet
+    operator: OperatorProcess
+    work: Path
+
+    def apply(self, body: dict[str, Any]) -> dict[str, Any]:
+        kind, meta = body["kind"], body["metadata"]
+        namespace = meta.setdefault("namespace", "default")
+        created: dict[str, Any] = self.client.create(weir_path(kind, namespace=namespace), body)
+        return created
+
+    def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any]:
+        got: dict[str, Any] = self.client.get(weir_path(kind, name, namespace))
+        return got
+
+    def patch(self, kind: str, name: str, patch: dict[str, Any],
+              namespace: str = "default") -> dict[str, Any]:
+        done: dict[str, Any] = self.client.patch(weir_path(kind, name, namespace), patch)
+        return done
+
+    def wait_status(self, kind: str, name: str, predicate: Any, *, timeout: float = 120,
+                    namespace: str = "default") -> dict[str, Any]:
+        try:
+            return self.client.wait_for(weir_path(kind, name, namespace),
+                                        lambda o: bool(predicate(o.get("status") or {})), timeout=timeout)
+        except Exception as exc:
+            status = self.get(kind, name, namespace).get("status")
+            raise AssertionError(f"{kind} {name}: {exc}\nstatus: {status}"
+                                 f"\noperator log:\n{self.operator.log()[-6000:]}") from exc
+
+    def pods(self, namespace: str = "default", selector: str | None = None) -> list[dict[str, Any]]:
+        params = {"labelSelector": selector} if selector else {}
+        listing = self.client.get(resource_path("v1", "pods", namespace), **params)
+        items: list[dict[str, Any]] = listing["items"]
+        return items
+
+    def events(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+        items = self.client.get(resource_path("v1", "events", namespace))["items"]
+        return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
+
+
+def start_cluster(api: KubeApi, work: Path, **operator_options: Any) -> Iterator[Cluster]:
+    api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
+    with ProcessKubelet(api, work / "pod-logs", cwd=work, environment=pod_environment(),
+                        python_path=[ROOT, ROOT / "operator"]) as kubelet:
+        operator = OperatorProcess(api, work, **operator_options).start()
+        try:
+            yield Cluster(api, api.client(), kubelet, operator, work)
+        finally:
+            operator.stop()
