@@ -121,13 +121,19 @@ def operator_command(
     """Run the Weir operator: reconcile LakeTables, LakeWriters and TableServices on a cluster."""
     if log_format not in ("plain", "json"):
         raise typer.BadParameter("use plain or json", param_hint="--log-format")
+    from lakeoperator.kube import KubeError
+
     namespaces = tuple(n for item in namespace or () for n in item.replace(",", " ").split())
-    run_operator(OperatorConfig(
-        namespaces=namespaces, kubeconfig=kubeconfig, context=context,
-        pod=PodSettings(default_image=image, jobs_dir=jobs_dir, spark_submit=spark_submit,
-                        api_server=api_server),
-        workers=workers, metrics_address=metrics_address, metrics_port=metrics_port,
-        liveness_port=liveness_port, log_format=log_format, verbose=verbose, peering=peering))
+    try:
+        run_operator(OperatorConfig(
+            namespaces=namespaces, kubeconfig=kubeconfig, context=context,
+            pod=PodSettings(default_image=image, jobs_dir=jobs_dir, spark_submit=spark_submit,
+                            api_server=api_server),
+            workers=workers, metrics_address=metrics_address, metrics_port=metrics_port,
+            liveness_port=liveness_port, log_format=log_format, verbose=verbose, peering=peering))
+    except (KubeError, OSError) as exc:   # no credentials, a port in use: one line, not a traceback
+        typer.echo(f"weir operator: {exc}", err=True)
+        raise typer.Exit(1) from None
 
 
 def main() -> None:

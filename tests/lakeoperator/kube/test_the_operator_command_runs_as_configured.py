@@ -1,0 +1,69 @@
+"""`python -m lakeoperator` / `weir operator`: --help lists the settings; the operator watches only the
+namespaces it is given, logs JSON when asked, serves /healthz and /metrics; a bad setting or a missing
+kubeconfig is one clear error, not a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lakeoperator.kube.manifests import table
+from tests.support.kube_api import KubeApi
+from tests.support.operator import ROOT, OperatorProcess, weir_path
+
+pytestmark = pytest.mark.k8s
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "operator")])}
+
+
+def lakeoperator(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lakeoperator", *args], env=ENV, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_help_lists_every_setting() -> None:
+    shown = lakeoperator("--help")
+    assert shown.returncode == 0, shown.stderr
+    for option in ("--namespace", "--kubeconfig", "--image", "--workers", "--metrics-port", "--liveness-port",
+                   "--log-format", "--peering", "WEIR_NAMESPACES"):
+        assert option in shown.stdout
+
+
+def test_bad_settings_are_one_clear_error(tmp_path: Path) -> None:
+    bad = lakeoperator("--log-format", "xml")
+    assert bad.returncode != 0 and "plain or json" in bad.stderr
+    missing = lakeoperator("--kubeconfig", str(tmp_path / "absent"), "--liveness-port", "0",
+                           "--metrics-port", "0")
+    assert missing.returncode != 0
+    assert "Traceback" not in missing.stderr, missing.stderr[-2000:]
+    assert "kubeconfig" in missing.stderr
+
+
+def test_it_watches_only_its_namespaces_and_logs_json(kube_api: KubeApi, tmp_path: Path) -> None:
+    kube_api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
+    client = kube_api.client()
+    for namespace in ("lake", "other"):   # kopf watches the namespaces that exist
+        client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": namespace}})
+    operator = OperatorProcess(kube_api, tmp_path, namespaces=("lake",), extra=("--log-format", "json"))
+    operator.start()
+    try:
+        for namespace in ("lake", "other"):
+            body = table(tmp_path, name=f"t-{namespace}")
+            body["metadata"]["namespace"] = namespace
+            client.create(weir_path("LakeTable", namespace=namespace), body)
+        client.wait_for(weir_path("LakeTable", "t-lake", "lake"),
+                        lambda o: (o.get("status") or {}).get("phase") == "Ready", timeout=30)
+        assert "weir_resources" in operator.metrics()
+    finally:
+        operator.stop()
+    assert "status" not in client.get(weir_path("LakeTable", "t-other", "other"))
+    assert not (tmp_path / "lake" / "t-other").exists()
+    lines = [line for line in operator.log().splitlines() if line.strip() and not line.startswith("=====")]
+    assert lines
+    records = [json.loads(line) for line in lines]   # every line is a JSON object
+    assert any("weir operator starting" in r.get("message", "") for r in records)
