@@ -133,6 +133,7 @@ class Controller:
         self._table_of: dict[Key, str] = {}      # writer/service key -> the LakeTable it refers to
         self._phase_of: dict[Key, str] = {}
         self._errors: Tally[Key] = Tally()
+        self._last_event: dict[Key, tuple[str, str, str]] = {}
 
     # -- notifications (from the kopf handlers) -------------------------------------------------
 
@@ -143,6 +144,7 @@ class Controller:
         if deleted:
             self._table_of.pop(key, None)
             self._phase_of.pop(key, None)
+            self._last_event.pop(key, None)
             if self.queue is not None:
                 self.queue.forget(key)
             return
@@ -320,6 +322,9 @@ class Controller:
                 if cause != "success":
                     self.metrics.record_restart(kind, namespace, table, cause)
         for type_, reason, message in outcome.events:
+            if self._last_event.get(key) == (type_, reason, message):
+                continue   # the same Event as this resource's last one: a pass repeated, not news
+            self._last_event[key] = (type_, reason, message)
             log.log(logging.WARNING if type_ == "Warning" else logging.INFO, "%s %s/%s: %s: %s",
                     kind, namespace, key[2], reason, message)
             self.kube.post_event(body, type_, reason, message)

@@ -80,9 +80,14 @@ def _admit(body: Mapping[str, Any], now: datetime, parse: Callable[[Mapping[str,
                                 f"{ref.namespace}; create it, or fix the reference")
             table = parse_lake_table(table_body)
     except SpecError as exc:
-        return Outcome(invalid_spec_status(ref, exc, old, now), done=True, applied=applied,
-                       events=(("Warning", "InvalidSpec", str(exc)),))
+        return _invalid(ref, exc, old, now, applied)
     return ref, spec, table
+
+
+def _invalid(ref: ObjectRef, exc: SpecError, old: Mapping[str, Any] | None, now: datetime,
+             applied: Mapping[str, Any] | None = None) -> Outcome:
+    return Outcome(invalid_spec_status(ref, exc, old, now), done=True, applied=applied,
+                   events=(("Warning", "InvalidSpec", str(exc)),))
 
 
 # -- LakeTable ---------------------------------------------------------------------------------
@@ -182,6 +187,10 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     ref, spec, table = admitted
     assert table is not None
     old = body.get("status")
+    try:   # a spec the builder refuses (a managed spark.conf key) is invalid before anything is stopped
+        build_writer_pod(ref, spec, table, "validate", settings, source_location=source_location)
+    except SpecError as exc:
+        return _invalid(ref, exc, old, now, applied)
     observed = read_writer_status(old)
     if applied is not None:
         before = parse_lake_writer({**body, "spec": applied})
@@ -234,6 +243,10 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
     ref, spec, table = admitted
     assert table is not None
     old = body.get("status")
+    try:
+        build_service_pod(ref, spec, table, "validate", settings)
+    except SpecError as exc:
+        return _invalid(ref, exc, old, now)
     created = parse_timestamp((body.get("metadata") or {}).get("creationTimestamp")) or now
     observed = read_service_status(old, created)
     if observed.active_run is not None:
