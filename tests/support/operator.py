@@ -163,15 +163,22 @@ class Cluster:
         items: list[dict[str, Any]] = listing["items"]
         return items
 
+    def kill_driver(self, name: str, namespace: str = "default") -> None:
+        """SIGKILL a running driver pod's process (a crashed JVM, a node that killed it)."""
+        running = self.kubelet.pods[(namespace, name)]
+        os.killpg(running.process.pid, signal.SIGKILL)
+
     def events(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
         items = self.client.get(resource_path("v1", "events", namespace))["items"]
         return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
 
 
-def start_cluster(api: KubeApi, work: Path, **operator_options: Any) -> Iterator[Cluster]:
+def start_cluster(api: KubeApi, work: Path, *, image_pull_failures: str | None = None,
+                  **operator_options: Any) -> Iterator[Cluster]:
     api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
     with ProcessKubelet(api, work / "pod-logs", cwd=work, environment=pod_environment(),
-                        python_path=[ROOT, ROOT / "operator"]) as kubelet:
+                        python_path=[ROOT, ROOT / "operator"],
+                        image_pull_failures=image_pull_failures) as kubelet:
         operator = OperatorProcess(api, work, **operator_options).start()
         try:
             yield Cluster(api, api.client(), kubelet, operator, work)

@@ -257,7 +257,10 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
         if driver_active:
             return replace(keep, action=Action.DELETE_DRIVER, reason=why,
                            message="the spec changed in a way that needs a new driver: deleting the old one")
-        return _submit(ref, spec, replace(o, attempts=o.attempts.reset()), now, why, o.driver is not None)
+        # the spec is adopted only with the new submission: adopted while the old driver is being deleted,
+        # the next pass would see no change any more and the restart would be lost
+        return _submit(ref, spec, replace(o, attempts=o.attempts.reset()), now, why, o.driver is not None,
+                       adopt=False)
     adopt = o.change == "in_place"
     keep = replace(keep, adopt_spec=adopt)
 

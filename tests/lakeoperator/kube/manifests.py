@@ -44,3 +44,29 @@ def write_input(work: Path, source: str = "orders", ids: range = range(10),
                                                                  ("ts", pa.int64())])),
                    folder / f"part-{ts}.parquet")
     return rows
+
+
+def streaming_writer(work: Path, name: str = "orders-stream", table_name: str = "orders", *,
+                     source: str = "stream", **spec: Any) -> dict[str, Any]:
+    """A streaming writer reading JSON files as they arrive (every 2 s): it runs until stopped."""
+    base: dict[str, Any] = {
+        "tableRef": {"name": table_name}, "mode": "streaming",
+        "source": {"format": "json", "path": str(work / "input" / source)},
+        "trigger": {"intervalSeconds": 2},
+        "spark": {"mode": "local", "localCores": 1, "driver": {"memory": "512m"}},
+        "restartPolicy": {"backoff": {"initialSeconds": 1, "maxSeconds": 2}},
+    }
+    base.update(spec)
+    return {"apiVersion": WEIR, "kind": "LakeWriter", "metadata": {"name": name}, "spec": base}
+
+
+def write_json_input(work: Path, source: str, ids: range, ts: int) -> list[dict[str, Any]]:
+    import json
+
+    folder = work / "input" / source
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": i, "amount": i * 10 + ts, "ts": ts} for i in ids]
+    tmp = folder / f".part-{ts}.json.tmp"
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.rename(folder / f"part-{ts}.json")   # whole files only: the stream must not see half of one
+    return rows

@@ -166,6 +166,17 @@ def test_a_new_restart_nonce_reruns_a_failed_writer_with_fresh_budgets() -> None
     assert plan.action is Action.SUBMIT and plan.attempts == Attempts(7)
 
 
+def test_a_restart_keeps_the_old_spec_until_the_new_submission() -> None:
+    """The finished attempt's pod is deleted first; adopting the spec then would make the next pass see no
+    change, and the restart would be lost (the writer stayed Failed)."""
+    failed = WriterObserved(phase=WriterPhase.FAILED, attempts=Attempts(1), submission_id=SID,
+                            change="restart", driver=DriverObservation(SID, "Failed", exit_code=2))
+    plan = plan_writer(REF, writer(restartNonce="fixed"), failed, NOW)
+    assert plan.action is Action.DELETE_DRIVER and not plan.adopt_spec
+    plan = plan_writer(REF, writer(restartNonce="fixed"), replace(failed, driver=None), NOW)
+    assert plan.action is Action.SUBMIT and plan.adopt_spec and plan.attempts == Attempts(2)
+
+
 @pytest.mark.parametrize("phase", [WriterPhase.SUCCEEDED, WriterPhase.FAILED, WriterPhase.ABORTED])
 def test_a_finished_writer_stays_finished(phase: WriterPhase) -> None:
     observed = WriterObserved(phase=phase, attempts=Attempts(2), submission_id=SID,
