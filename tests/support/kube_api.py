@@ -10,6 +10,7 @@ collection. Applying a CustomResourceDefinition registers its resource in discov
 `KubeApi` runs the handler on 127.0.0.1 on a free port in its own thread (usable from sync tests, a
 kopf operator thread and kubectl subprocesses) and `KubeClient` is a small synchronous client for tests.
 
+Tests can make a verb on a resource fail (`KubeApiHandler.faults`, e.g. POST pods -> 503).
 Not emulated: schema validation, admission, CEL, namespace existence and deletion of their contents,
 protobuf bodies (415: kubectl `create`/`run` of built-in kinds sends protobuf; `kubectl apply` sends JSON
 and works), watch bookmarks and 410 Gone (the whole event history is kept), foreground deletion (GC
@@ -312,6 +313,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
     _closing: bool = attrs.field(default=False, init=False)
     # where a pod's container log is (the process kubelet registers it): served as pods/NAME/log
     pod_logs: dict[tuple[str, str], Path] = attrs.field(factory=dict, init=False)
+    # injected faults: (HTTP method, plural) -> (code, reason, message) answered instead of serving it
+    faults: dict[tuple[str, str], tuple[int, str, str]] = attrs.field(factory=dict, init=False)
 
     @override
     def __attrs_post_init__(self) -> None:
@@ -391,6 +394,9 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             raw=raw_request,
         )
         try:
+            fault = self.faults.get((call.method, route[0][2]))
+            if fault is not None and route[3] is None:
+                raise KubeApiError(*fault)
             return await self._serve(call, *route)
         except KubeApiError as error:
             return aiohttp.web.json_response(
