@@ -20,6 +20,7 @@ Must not decide what to do (plan/) or build objects (build/); talks to the API o
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections import Counter as Tally
@@ -33,7 +34,8 @@ from lakeoperator.kube import Conflict, Kube, KubeError
 from lakeoperator.launch.kubernetes import KubernetesLauncher
 from lakeoperator.metrics import OperatorMetrics
 from lakeoperator.reconcile import Outcome, reconcile_service, reconcile_table, reconcile_writer
-from lakeoperator.specs import ObjectRef
+from lakeoperator.specs import ObjectRef, SpecError
+from lakeoperator.status import invalid_spec_status
 
 Key = tuple[str, str, str]   # kind, namespace, name
 KINDS = ("LakeTable", "LakeWriter", "TableService")
@@ -254,8 +256,35 @@ class Controller:
                 body = self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
         elif not ref.managed and FINALIZER in finalizers:   # detached: the operator no longer owns its data
             body = self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
-        outcome = reconcile_table(body, self.clock())
+        now = self.clock()
+        try:
+            options = self._storage_options(key[1], body)
+        except SpecError as exc:   # the Secret may be created later: look again, it is not watched
+            outcome = Outcome(invalid_spec_status(ref, exc, body.get("status"), now), requeue_after=10.0,
+                              events=(("Warning", "InvalidSpec", str(exc)),))
+            return self._report(key, body, outcome)
+        outcome = reconcile_table(body, now, storage_options=options)
         return self._report(key, body, outcome)
+
+    def _storage_options(self, namespace: str, table_body: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The options in the Secret a LakeTable's spec.storage.secretRef names (the operator opens the
+        table itself to create, adopt, report, trigger services and delete); None without a secretRef."""
+        ref = (((table_body or {}).get("spec") or {}).get("storage") or {}).get("secretRef")
+        if not ref:
+            return None
+        name, item = str(ref.get("name")), str(ref.get("key"))
+        value = self.kube.secret_value(namespace, name, item)
+        if value is None:
+            raise SpecError("storage.secretRef", f"no Secret {name!r} with key {item!r} in namespace "
+                            f"{namespace}; create it (a JSON object of storage options)")
+        try:
+            options = json.loads(value)
+        except ValueError:
+            options = None
+        if not isinstance(options, dict):
+            raise SpecError("storage.secretRef", f"Secret {name!r} key {item!r} is not a JSON object of "
+                            "storage options; fix it")
+        return options
 
     def _delete_table(self, key: Key, body: dict[str, Any], ref: ObjectRef, policy: str,
                       finalizers: list[str]) -> float | None:
@@ -280,7 +309,8 @@ class Controller:
                     self.kube.post_event(body, "Warning", "DeletionWaiting", message)
                 return 10.0
             location = str((body.get("spec") or {}).get("location"))
-            delete_table_data(location)
+            public = ((body.get("spec") or {}).get("storage") or {}).get("options") or {}
+            delete_table_data(location, {**public, **(self._storage_options(key[1], body) or {})} or None)
             self.kube.post_event(body, "Normal", "Deleted", f"deleted the table's data at {location}")
         self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
         return None
@@ -307,7 +337,12 @@ class Controller:
                 outcome = Outcome({**outcome.status, APPLIED: dict(outcome.applied)}, outcome.requeue_after,
                                   outcome.events, outcome.applied, outcome.done, outcome.submitted)
         else:
-            outcome = reconcile_service(body, table, self.launcher, now, self.settings.pod)
+            try:
+                options = self._storage_options(namespace, table)
+            except SpecError:
+                options = None   # the LakeTable reports it; the trigger just sees no table
+            outcome = reconcile_service(body, table, self.launcher, now, self.settings.pod,
+                                        storage_options=options)
         if outcome.submitted:
             self.metrics.record_submission(kind, namespace, str(table_name))
         return self._report(key, body, outcome)
@@ -350,13 +385,13 @@ def _ended(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[st
     return [str(h.get(cause)) for h in new.get("history") or () if h.get(field) not in seen]
 
 
-def delete_table_data(location: str) -> None:
+def delete_table_data(location: str, storage_options: dict[str, Any] | None = None) -> None:
     """Every file of the table at `location`; its config first, so an interrupted delete leaves no
     half-table that could be adopted (the finalizer stays, so the delete runs again)."""
     from lakecore.storage import open_storage
     from lakecore.table.table import CONFIG_PATH
 
-    storage = open_storage(location, None)
+    storage = open_storage(location, storage_options)
     if storage.exists(CONFIG_PATH):
         storage.delete(CONFIG_PATH)
     for info in storage.list_tree(""):

@@ -13,6 +13,7 @@ one), a delete of a missing pod is success, and a status write based on a stale 
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -156,6 +157,20 @@ class Kube:
         except ApiException as exc:
             if exc.status != 404:
                 raise KubeError(f"delete pod {namespace}/{name}: {_message(exc)}") from None
+
+    # -- Secrets -------------------------------------------------------------------------------
+
+    def secret_value(self, namespace: str, name: str, key: str) -> str | None:
+        """One key of a Secret, decoded (None: no such Secret or key). Read when the operator itself
+        must open a table's storage; never logged, never written anywhere."""
+        try:
+            secret = self._call(self.core.read_namespaced_secret, name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise KubeError(f"read Secret {namespace}/{name}: {_message(exc)}") from None
+        encoded = (secret.get("data") or {}).get(key)
+        return base64.b64decode(encoded).decode() if encoded is not None else None
 
     # -- Events --------------------------------------------------------------------------------
 

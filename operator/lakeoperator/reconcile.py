@@ -93,43 +93,64 @@ def _invalid(ref: ObjectRef, exc: SpecError, old: Mapping[str, Any] | None, now:
 # -- LakeTable ---------------------------------------------------------------------------------
 
 
-def reconcile_table(body: Mapping[str, Any], now: datetime) -> Outcome:
-    """Create the table at spec.location, or adopt the one there after checking its config."""
+def reconcile_table(body: Mapping[str, Any], now: datetime, *,
+                    storage_options: Mapping[str, Any] | None = None) -> Outcome:
+    """Create the table at spec.location, or adopt the one there after checking its config.
+    `storage_options`: the options spec.storage refers to, resolved by the caller (a Secret's JSON)."""
     admitted = _admit(body, now, parse_lake_table)
     if isinstance(admitted, Outcome):
         return admitted
     ref, spec, _ = admitted
     old = body.get("status")
-    observed = _table_config(spec)
-    plan = plan_table(spec, observed)
-    error = None
+    options = _options(spec, storage_options)
+    error = observed = None
     try:
-        if plan.action == TableAction.CREATE:
-            _create_table(ref, spec)
-    except Exception as exc:  # storage unreachable, permission denied: reported, retried later
-        error = f"{type(exc).__name__}: {exc}; check spec.location and its storage access, then it is retried"
-    if plan.action == TableAction.REFUSE:
+        observed = _table_config(spec, options)
+    except Exception as exc:  # storage unreachable, no credentials, permission denied: reported, retried
+        error = _storage_error(spec, exc)
+    plan = plan_table(spec, observed)
+    if plan.action == TableAction.REFUSE and error is None:
         status = table_status(ref, plan, old, now)
         return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
-    info = None if error else _table_info(spec)
+    info = None
+    if error is None:
+        try:
+            if plan.action == TableAction.CREATE:
+                _create_table(ref, spec, options)
+            info = _table_info(spec, options)
+        except Exception as exc:
+            error = _storage_error(spec, exc)
     status = table_status(ref, plan, old, now, info=info, error=error)
-    events = (("Normal", "Created", f"created table at {spec.location}"),) \
-        if plan.action == TableAction.CREATE and not error else ()
+    events = (("Warning", "StorageError", error),) if error else \
+        (("Normal", "Created", f"created table at {spec.location}"),) if plan.action == TableAction.CREATE \
+        else ()
     return Outcome(status, requeue_after=30.0 if error else 60.0, events=events)
 
 
-def _table_config(spec: LakeTableSpec) -> dict[str, Any] | None:
+def _options(spec: LakeTableSpec, resolved: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The storage options to open the table with: the spec's public ones plus the resolved Secret's."""
+    merged = {**spec.storage.options, **(resolved or {})}
+    return merged or None
+
+
+def _storage_error(spec: LakeTableSpec, exc: Exception) -> str:
+    return (f"cannot reach the table at {spec.location}: {type(exc).__name__}: {exc}; check the location, "
+            "spec.storage and the operator's access to it (it is retried)")
+
+
+def _table_config(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> dict[str, Any] | None:
     from lakecore.storage import open_storage
     from lakecore.table.table import CONFIG_PATH
 
-    storage = open_storage(spec.location, None)
+    storage = open_storage(spec.location, options)
     try:
-        return json.loads(storage.read(CONFIG_PATH))
+        config: dict[str, Any] = json.loads(storage.read(CONFIG_PATH))
     except (FileNotFoundError, NotADirectoryError):
         return None
+    return config
 
 
-def _create_table(ref: ObjectRef, spec: LakeTableSpec) -> None:
+def _create_table(ref: ObjectRef, spec: LakeTableSpec, options: dict[str, Any] | None = None) -> None:
     import pyarrow as pa
 
     from lakecore import Table
@@ -145,14 +166,15 @@ def _create_table(ref: ObjectRef, spec: LakeTableSpec) -> None:
                  column_groups=[ColumnGroup(g.name, tuple(g.columns), g.ordering_field)
                                 for g in spec.column_groups],
                  buckets=spec.buckets, concurrency_mode=spec.concurrency.mode,
-                 tombstone_retention_hours=spec.tombstone_retention_hours, name=ref.name, lock=lock)
+                 tombstone_retention_hours=spec.tombstone_retention_hours, name=ref.name, lock=lock,
+                 storage_options=options)
 
 
-def _table_info(spec: LakeTableSpec) -> TableInfo:
+def _table_info(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> TableInfo:
     from lakecore import Table
     from lakecore.timeline import to_epoch_ms
 
-    timeline = Table.open(spec.location).timeline()
+    timeline = Table.open(spec.location, storage_options=options).timeline()
     last = timeline.last_completed()
     at = datetime.fromtimestamp(to_epoch_ms(last.completion_time) / 1000, UTC) \
         if last is not None and last.completion_time else None
@@ -161,13 +183,14 @@ def _table_info(spec: LakeTableSpec) -> TableInfo:
                      active_writers=sum(1 for i in timeline.pending if i.action in ("commit", "deltacommit")))
 
 
-def delta_commits_since(location: str, since: datetime | None) -> int:
+def delta_commits_since(location: str, since: datetime | None,
+                        storage_options: dict[str, Any] | None = None) -> int:
     """Writes completed on the table since `since` (for TableService triggers)."""
     from lakecore import Table
     from lakecore.timeline import to_epoch_ms
 
     cutoff = since.timestamp() * 1000 if since else 0
-    timeline = Table.open(location).timeline()
+    timeline = Table.open(location, storage_options=storage_options).timeline()
     return sum(1 for i in timeline.completed if i.action in ("commit", "deltacommit")
                and i.completion_time and to_epoch_ms(i.completion_time) > cutoff)
 
@@ -233,7 +256,8 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
 
 
 def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | None, launcher: Launcher,
-                      now: datetime, settings: PodSettings) -> Outcome:
+                      now: datetime, settings: PodSettings, *,
+                      storage_options: Mapping[str, Any] | None = None) -> Outcome:
     """Start the service's run when due (never two at once), record how runs ended."""
     from lakeoperator.status import parse_timestamp
 
@@ -255,7 +279,7 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
     if spec.trigger is not None:
         last = observed.last_run.started_at if observed.last_run else None
         try:
-            commits = delta_commits_since(table.location, last)
+            commits = delta_commits_since(table.location, last, _options(table, storage_options))
             observed = replace(observed, delta_commits_since_last_run=commits)
         except Exception:  # the table is not there yet: nothing to trigger on
             observed = replace(observed, delta_commits_since_last_run=0)
