@@ -568,6 +568,10 @@ def _parse_spark(f: _Fields) -> SparkSpec:
         conf=f.string_map("conf"), local_cores=f.integer("localCores", 2, minimum=1))
 
 
+# the named schedules the CRD allows (croniter knows them)
+CRON_ALIASES = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+
+
 def parse_table_service(body: Mapping[str, Any]) -> TableServiceSpec:
     """A TableService body -> TableServiceSpec (defaults applied); SpecError if invalid."""
     f = _Fields(_spec_of(body), "spec", (
@@ -577,9 +581,11 @@ def parse_table_service(body: Mapping[str, Any]) -> TableServiceSpec:
         raise SpecError(f.at("schedule"), "or trigger: exactly one is required (a cron schedule, or "
                         "trigger.afterDeltaCommits); set one")
     schedule = f.text("schedule", None)
-    if schedule is not None and (len(schedule.split()) != 5 or not croniter.is_valid(schedule)):
+    if schedule is not None and not ((schedule in CRON_ALIASES or len(schedule.split()) == 5)
+                                     and croniter.is_valid(schedule)):
         raise SpecError(f.at("schedule"), f"{schedule!r} is not a cron schedule; use five fields "
-                        "(minute hour day month weekday, UTC), e.g. '0 */6 * * *'")
+                        "(minute hour day month weekday, UTC), e.g. '0 */6 * * *', or @hourly, @daily, "
+                        "@weekly, @monthly, @yearly")
     trigger = None
     if f.has("trigger"):
         trigger = ServiceTriggerSpec(after_delta_commits=f.sub("trigger", ("afterDeltaCommits",)).integer(

@@ -130,6 +130,7 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("service", table_service(schedule=None), "spec.schedule"),
     ("service", table_service(schedule="every hour"), "spec.schedule"),
     ("service", table_service(schedule="0 0 */6 * * *"), "spec.schedule"),
+    ("service", table_service(schedule="@reboot"), "spec.schedule"),
     ("service", table_service(schedule=None, trigger={"afterDeltaCommits": 0}),
      "spec.trigger.afterDeltaCommits"),
     ("service", table_service(type="vacuum"), "spec.type"),
@@ -163,3 +164,9 @@ def test_specs_are_frozen() -> None:
     spec = parse_lake_writer(lake_writer())
     with pytest.raises(AttributeError):
         spec.mode = "batch"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("schedule", ["@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@annually",
+                                      "@midnight", "*/5 * * * *"])
+def test_the_named_schedules_the_crd_allows_are_accepted(schedule: str) -> None:
+    assert parse_table_service(table_service(schedule=schedule)).schedule == schedule

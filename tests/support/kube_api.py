@@ -76,6 +76,23 @@ def _now() -> str:
     return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _json_path(obj: Obj, path: str) -> Any:
+    """A printer column's value: dotted paths (`.status.phase`) and one filter form,
+    `.status.conditions[?(@.type=="Ready")].status`; missing is None."""
+    node: Any = obj
+    for part in re.findall(r'[^.\[\]]+|\[\?\(@\.\w+=="[^"]*"\)\]', path):
+        if part.startswith("[?"):
+            key, value = re.match(r'\[\?\(@\.(\w+)=="([^"]*)"\)\]', part).groups()  # type: ignore[union-attr]
+            node = next((i for i in node or () if isinstance(i, dict) and i.get(key) == value), None)
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
+            return None
+        if node is None:
+            return None
+    return node
+
+
 # ---------------------------------------------------------------- selectors
 
 
@@ -313,6 +330,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
     _closing: bool = attrs.field(default=False, init=False)
     # where a pod's container log is (the process kubelet registers it): served as pods/NAME/log
     pod_logs: dict[tuple[str, str], Path] = attrs.field(factory=dict, init=False)
+    # a CRD version's additionalPrinterColumns, for `kubectl get` (server-side Table rendering)
+    printer_columns: dict[ResourceKey, list[dict[str, Any]]] = attrs.field(factory=dict, init=False)
     # injected faults: (HTTP method, plural) -> (code, reason, message) answered instead of serving it
     faults: dict[tuple[str, str], tuple[int, str, str]] = attrs.field(factory=dict, init=False)
 
@@ -359,6 +378,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
                 categories=set(names.get("categories", [])),
                 subresources={"status"} if "status" in (version.get("subresources") or {}) else set(),
             )
+            self.printer_columns[(spec["group"], version["name"], names["plural"])] = list(
+                version.get("additionalPrinterColumns") or [])
 
     @override
     async def _serve_version(self, request: kmock.Request) -> Any:
@@ -369,6 +390,27 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             if "/" in entry["name"]:  # subresources carry no short names or categories
                 entry["shortNames"], entry["categories"] = [], []
         return listing
+
+    def _table(self, resource: ResourceKey, items: list[Obj], metadata: Obj) -> Obj:
+        """A meta.k8s.io/v1 Table as `kubectl get` asks for it: the name, then a CRD's printer columns
+        (simple JSONPaths), or the age for other resources."""
+        columns = [{"name": "Name", "type": "string", "format": "name", "description": "the name"}]
+        extra = self.printer_columns.get(resource, [])
+        columns += [{"name": c["name"], "type": c.get("type", "string"), "format": c.get("format", ""),
+                     "description": c.get("description", ""), "priority": c.get("priority", 0)}
+                    for c in extra]
+        if not extra:   # the API server's default columns; a CRD's printer columns replace them
+            extra = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+            columns.append({"name": "Age", "type": "date", "format": "", "description": "", "priority": 0})
+        rows = []
+        for obj in items:
+            cells: list[Any] = [obj["metadata"]["name"]]
+            cells += [_json_path(obj, c["jsonPath"]) for c in extra]
+            partial = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                       "metadata": obj["metadata"]}
+            rows.append({"cells": cells, "object": partial})
+        return {"apiVersion": "meta.k8s.io/v1", "kind": "Table", "metadata": metadata,
+                "columnDefinitions": columns, "rows": rows}
 
     def _info(self, resource: ResourceKey) -> kmock.ResourceInfo | None:
         key = f"{resource[0]}/{resource[1]}/{resource[2]}" if resource[0] else f"{resource[1]}/{resource[2]}"
@@ -453,8 +495,12 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             self._changed = asyncio.Condition()
         if method == "GET" and params.get("watch") in {"true", "1"}:
             return await self._watch(request, resource, namespace, name)
+        as_table = "as=Table" in request.headers.get("Accept", "")
         if method == "GET" and name is None:
-            return aiohttp.web.json_response(self.list_objects(resource, namespace, params))
+            listing = self.list_objects(resource, namespace, params)
+            if as_table:
+                return aiohttp.web.json_response(self._table(resource, listing["items"], listing["metadata"]))
+            return aiohttp.web.json_response(listing)
         if method == "GET" and name is not None and subresource == "log" and resource == ("", "v1", "pods"):
             self._get(resource, namespace, name)  # 404 for a missing pod
             log_path = self.pod_logs.get((namespace or "default", name))
@@ -463,7 +509,11 @@ class KubeApiHandler(kmock.KubernetesScaffold):
                 text = "".join(text.splitlines(keepends=True)[-int(params["tailLines"]) :])
             return aiohttp.web.Response(text=text, content_type="text/plain")
         if method == "GET" and name is not None:
-            return aiohttp.web.json_response(self._get(resource, namespace, name))
+            obj = self._get(resource, namespace, name)
+            if as_table:
+                meta = {"resourceVersion": str(self.revision)}
+                return aiohttp.web.json_response(self._table(resource, [obj], meta))
+            return aiohttp.web.json_response(obj)
         dry_run = bool(params.get("dryRun"))
         if method == "POST" and name is None:
             body = self._body(request)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,13 +51,14 @@ class OperatorProcess:
     """`python -m lakeoperator` against an emulator (see the module docstring)."""
 
     def __init__(self, api: KubeApi, work: Path, *, namespaces: Sequence[str] = ("default",),
-                 workers: int = 4, extra: Sequence[str] = ()) -> None:
+                 workers: int = 4, extra: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
         self.api = api
         self.work = work
         self.kubeconfig = api.write_kubeconfig(work / "operator-kubeconfig")
         self.namespaces = tuple(namespaces)
         self.workers = workers
         self.extra = tuple(extra)
+        self.env = dict(env or {})
         self.liveness_port = free_port()
         self.metrics_port = free_port()
         self.log_path = work / "operator.log"
@@ -76,7 +77,7 @@ class OperatorProcess:
 
     def start(self, *, timeout: float = 60) -> OperatorProcess:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "operator")]),
-               "KUBECONFIG": str(self.kubeconfig)}
+               "KUBECONFIG": str(self.kubeconfig), **self.env}
         self.starts += 1
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== operator start {self.starts} =====\n".encode())

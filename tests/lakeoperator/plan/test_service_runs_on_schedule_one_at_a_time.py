@@ -50,6 +50,8 @@ def run(id: str, outcome: Cause, at: datetime, **kw: Any) -> RunRecord:
     ("0 */6 * * *", datetime(2026, 11, 23, 12, 0, tzinfo=UTC), datetime(2026, 11, 23, 18, 0, tzinfo=UTC)),
     ("*/15 * * * *", datetime(2026, 11, 23, 12, 15, tzinfo=UTC), datetime(2026, 11, 23, 12, 30, tzinfo=UTC)),
     ("30 2 * * 1", datetime(2026, 11, 23, 12, 0, tzinfo=UTC), datetime(2026, 11, 30, 2, 30, tzinfo=UTC)),
+    ("@hourly", datetime(2026, 11, 23, 12, 0, tzinfo=UTC), datetime(2026, 11, 23, 13, 0, tzinfo=UTC)),
+    ("@daily", datetime(2026, 11, 23, 0, 0, tzinfo=UTC), datetime(2026, 11, 24, 0, 0, tzinfo=UTC)),
 ])
 def test_next_cron_run_is_utc(schedule: str, last: datetime | None, expected: datetime) -> None:
     assert next_run(schedule, last, NOW, created_at=CREATED) == expected

