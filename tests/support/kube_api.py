@@ -394,7 +394,8 @@ class KubeApiHandler(kmock.KubernetesScaffold):
     def _table(self, resource: ResourceKey, items: list[Obj], metadata: Obj) -> Obj:
         """A meta.k8s.io/v1 Table as `kubectl get` asks for it: the name, then a CRD's printer columns
         (simple JSONPaths), or the age for other resources."""
-        columns = [{"name": "Name", "type": "string", "format": "name", "description": "the name"}]
+        columns: list[dict[str, Any]] = [{"name": "Name", "type": "string", "format": "name",
+                                          "description": "the name"}]
         extra = self.printer_columns.get(resource, [])
         columns += [{"name": c["name"], "type": c.get("type", "string"), "format": c.get("format", ""),
                      "description": c.get("description", ""), "priority": c.get("priority", 0)}
