@@ -1,8 +1,8 @@
 """A TableService under the real operator, its run a real Spark job run by the process kubelet: a
 compaction with `trigger: afterDeltaCommits: 2` starts nothing after one delta commit, runs once after
 the second (status.lastRun success, a completed compaction on the timeline, the rows unchanged), then
-waits for two more; suspended, it starts nothing however many commits come; deleting it removes its
-run's pod."""
+waits for two more; suspended, it starts nothing however many commits come; resumed, it runs on the
+commits that came meanwhile; deleting it removes its run's pod."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def compactions(cluster: Cluster) -> int:
     return [i.action for i in timeline.completed].count("compaction")
 
 
-def test_a_compaction_runs_once_per_two_delta_commits_and_not_when_suspended(cluster: Cluster) -> None:
+def test_a_compaction_runs_once_per_two_delta_commits_and_not_while_suspended(cluster: Cluster) -> None:
     cluster.apply(table(cluster.work, tableType="merge_on_read"))
     cluster.wait_status("LakeTable", "orders", lambda s: s.get("phase") == "Ready", timeout=30)
     cluster.apply(service())
@@ -68,6 +68,13 @@ def test_a_compaction_runs_once_per_two_delta_commits_and_not_when_suspended(clu
     status = cluster.get("TableService", "orders-compact")["status"]
     assert not status.get("activeRun") and len(status["history"]) == 1
     assert compactions(cluster) == 1
+
+    cluster.patch("TableService", "orders-compact", {"spec": {"suspend": False}})   # resumed: the two run
+    resumed = cluster.wait_status("TableService", "orders-compact",
+                                  lambda s: len(s.get("history") or ()) == 2 and not s.get("activeRun"),
+                                  timeout=180)
+    assert [r["outcome"] for r in resumed["status"]["history"]] == ["success", "success"]
+    assert compactions(cluster) == 2
 
     cluster.client.delete(weir_path("TableService", "orders-compact"))
     deadline = time.monotonic() + 30
