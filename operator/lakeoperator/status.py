@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from lakeoperator.plan.service import ActiveRun, RunRecord, ServiceObserved, ServicePlan, failed
@@ -39,6 +39,13 @@ class Condition:
 def timestamp(at: datetime) -> str:
     """RFC 3339 in UTC, seconds precision (what Kubernetes' metav1.Time holds)."""
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def timestamp_not_before(at: datetime) -> str:
+    """`timestamp`, rounded up to the next second: for a time that must not be reached early (a backoff's
+    end), since the status holds seconds and the plan is read back from it."""
+    whole = at.replace(microsecond=0)
+    return timestamp(whole if whole == at else whole + timedelta(seconds=1))
 
 
 def parse_timestamp(text: str | None) -> datetime | None:
@@ -134,7 +141,7 @@ def writer_status(ref: ObjectRef, plan: WriterPlan, old: Mapping[str, Any] | Non
         "submissionId": plan.submission_id,
         "submittedAt": timestamp(plan.submitted_at) if plan.submitted_at else None,
         "driverPod": driver_pod,
-        "nextRetryAt": timestamp(plan.next_retry_at) if plan.next_retry_at else None,
+        "nextRetryAt": timestamp_not_before(plan.next_retry_at) if plan.next_retry_at else None,
     })
 
 

@@ -99,6 +99,13 @@ def test_a_finished_attempt_enters_history_once() -> None:
     assert once["nextRetryAt"] == "2026-11-23T12:05:10Z"
 
 
+def test_a_backoff_read_back_from_status_never_ends_early() -> None:
+    # the status holds whole seconds: a retry due at .2 s is recorded as the next second, not the last
+    ended = replace(SUBMIT, action=Action.NONE, phase=WriterPhase.BACKING_OFF, reason="KilledBySignal",
+                    next_retry_at=T1 + timedelta(seconds=1, milliseconds=200))
+    assert writer_status(REF, ended, None, T1)["nextRetryAt"] == "2026-11-23T12:05:02Z"
+
+
 # phase -> Ready, Progressing, Degraded
 @pytest.mark.parametrize(("phase", "reason", "expected"), [
     (WriterPhase.PENDING, "Submitting", ("False", "True", "False")),
