@@ -41,9 +41,11 @@ def test_a_streaming_writer_is_restarted_suspended_and_resumed(cluster: Cluster)
     first = running(cluster)["status"]
     assert table_rows(cluster, 5) == first_rows
 
-    # a killed driver: infrastructure, backoff, a new submission
+    # a killed driver: infrastructure, backoff (initialSeconds 1: not sooner), a new submission
+    killed_at = time.monotonic()
     cluster.kill_driver(first["driverPod"])
     second = running(cluster, not_submission=first["submissionId"])["status"]
+    assert time.monotonic() - killed_at >= 1, "the killed driver was restarted before its backoff ended"
     ended = second["history"][-1]
     assert (ended["submissionId"], ended["cause"]) == (first["submissionId"], "infrastructure")
     assert second["attempts"]["total"] == 2 and second["attempts"]["infraFailures"] == 1
