@@ -330,11 +330,12 @@ class Controller:
             if source.get("name"):
                 source_body = self.kube.get("LakeTable", namespace, str(source["name"]))
                 source_location = ((source_body or {}).get("spec") or {}).get("location")
-            applied = (body.get("status") or {}).get(APPLIED)
+            applied = _applied(body.get("status") or {})
             outcome = reconcile_writer(body, table, self.launcher, now, self.settings.pod, applied=applied,
                                        source_location=source_location)
             if outcome.applied is not None:
-                outcome = Outcome({**outcome.status, APPLIED: dict(outcome.applied)}, outcome.requeue_after,
+                text = json.dumps(outcome.applied, sort_keys=True, separators=(",", ":"))
+                outcome = Outcome({**outcome.status, APPLIED: text}, outcome.requeue_after,
                                   outcome.events, outcome.applied, outcome.done, outcome.submitted)
         else:
             try:
@@ -375,6 +376,17 @@ class Controller:
         self._phase_of[key] = str(phase)
         counts = Tally(p for k, p in self._phase_of.items() if k[0] == kind)
         self.metrics.set_phases(kind, counts, PHASES[kind])
+
+
+def _applied(status: Mapping[str, Any]) -> dict[str, Any] | None:
+    """status.appliedSpec (JSON text) as the spec body it was; None when absent or unreadable (then the
+    current spec counts as applied: no change is classified, nothing restarts)."""
+    text = status.get(APPLIED)
+    try:
+        applied = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return applied if isinstance(applied, dict) else None
 
 
 def _ended(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -6,6 +6,7 @@ rows that arrived are in the table, and every submission had exactly one pod."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -54,7 +55,7 @@ def test_a_streaming_writer_is_restarted_suspended_and_resumed(cluster: Cluster)
 
     # an in-place change: same driver, the applied spec follows
     cluster.patch("LakeWriter", NAME, {"spec": {"restartPolicy": {"maxRestarts": 7}}})
-    kept = cluster.wait_status("LakeWriter", NAME, lambda s: (s.get("appliedSpec") or {}).get(
+    kept = cluster.wait_status("LakeWriter", NAME, lambda s: json.loads(s.get("appliedSpec") or "{}").get(
         "restartPolicy", {}).get("maxRestarts") == 7, timeout=30)["status"]
     assert kept["submissionId"] == second["submissionId"] and kept["phase"] == "Running"
 

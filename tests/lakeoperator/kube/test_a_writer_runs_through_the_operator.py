@@ -4,6 +4,8 @@ sparkjobs entry point (local Spark) and fills the table, and status, Events and 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lakecore import Table
@@ -23,7 +25,7 @@ def test_a_batch_writer_fills_its_table_once(cluster: Cluster) -> None:
     status = done["status"]
     assert status["attempts"]["total"] == 1
     assert status["history"][0]["cause"] == "success"
-    assert status["appliedSpec"] == done["spec"]
+    assert json.loads(status["appliedSpec"]) == done["spec"]
     pods = cluster.pods(selector="weir.dev/writer=orders-load")
     assert [p["metadata"]["name"] for p in pods] == [status["history"][0]["submissionId"]]
     assert pods[0]["metadata"]["ownerReferences"][0]["uid"] == done["metadata"]["uid"]
