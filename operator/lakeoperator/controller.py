@@ -131,6 +131,9 @@ class Controller:
         self.metrics = metrics or OperatorMetrics()
         self.clock = clock
         self.queue: WorkQueue | None = None
+        self.leading: asyncio.Event | None = None      # workers take keys only while it is set
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._leading_from_start = True
         self._tasks: list[asyncio.Task[None]] = []
         self._table_of: dict[Key, str] = {}      # writer/service key -> the LakeTable it refers to
         self._phase_of: dict[Key, str] = {}
@@ -176,7 +179,25 @@ class Controller:
 
     # -- the loop ------------------------------------------------------------------------------
 
+    def expect_election(self) -> None:
+        """Leader election decides when this replica works (leader.py): not before it leads."""
+        self._leading_from_start = False
+
+    def set_leading(self, leading: bool) -> None:
+        """Start or stop taking keys (thread-safe: the elector calls it from its thread)."""
+        self.metrics.leader.set(1 if leading else 0)
+        if self._loop is None or self.leading is None:
+            self._leading_from_start = leading
+            return
+        event = self.leading
+        self._loop.call_soon_threadsafe(event.set if leading else event.clear)
+
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.leading = asyncio.Event()
+        if self._leading_from_start:
+            self.leading.set()
+            self.metrics.leader.set(1)
         self.queue = WorkQueue()
         self._tasks = [asyncio.create_task(self._work(), name=f"weir-worker-{i}")
                        for i in range(max(1, self.settings.workers))]
@@ -191,9 +212,15 @@ class Controller:
 
     async def _work(self) -> None:
         assert self.queue is not None
-        queue = self.queue
+        queue, leading = self.queue, self.leading
+        assert leading is not None
         while True:
+            await leading.wait()
             key = await queue.get()
+            if not leading.is_set():   # lost the lease while waiting: the key waits for the next leader
+                queue.done(key)
+                queue.add(key)
+                continue
             try:
                 delay = await asyncio.to_thread(self.reconcile, key)
             except Exception:   # reconcile reports what it can; this is the last resort: log and retry

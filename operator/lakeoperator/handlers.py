@@ -12,21 +12,29 @@ be deleted (LakeTable with deletionPolicy Delete, the controller's own finalizer
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import kopf
 
 from lakeoperator.controller import Controller
 from lakeoperator.kube import GROUP, VERSION
+from lakeoperator.leader import LeaderElector
 from lakeoperator.plan.writer import SUBMISSION_LABEL
 
 PLURALS = {"laketables": "LakeTable", "lakewriters": "LakeWriter", "tableservices": "TableService"}
 
 
-def build_registry(controller: Controller, *, login: Any = None) -> kopf.OperatorRegistry:
+def build_registry(controller: Controller, *, login: Any = None,
+                   elector: LeaderElector | None = None) -> kopf.OperatorRegistry:
     """The handlers of one operator. `login`: a `kopf.ConnectionInfo` factory replacing kopf's own
-    login (in-cluster service account or kubeconfig), for embedding."""
+    login (in-cluster service account or kubeconfig), for embedding. `elector`: a LeaderElector whose
+    loop runs as long as the operator (leader.py)."""
     registry = kopf.OperatorRegistry()
+
+    tasks: list[asyncio.Task[None]] = []
+    if elector is not None:
+        controller.expect_election()
 
     if login is not None:
         @kopf.on.login(registry=registry)
@@ -43,9 +51,14 @@ def build_registry(controller: Controller, *, login: Any = None) -> kopf.Operato
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
         await controller.start()
+        if elector is not None:
+            tasks.append(asyncio.create_task(elector.run(), name="weir-leader-election"))
 
     @kopf.on.cleanup(registry=registry)
     async def _cleanup(**_: Any) -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await controller.stop()
 
     for plural, kind in PLURALS.items():

@@ -66,11 +66,13 @@ class Kube:
         self.api_client = api_client
         self.core = k8s.CoreV1Api(api_client)
         self.custom = k8s.CustomObjectsApi(api_client)
+        self.coordination = k8s.CoordinationV1Api(api_client)
         self.timeout_s = timeout_s
 
-    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, fn: Any, *args: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
         try:
-            response = fn(*args, _preload_content=False, _request_timeout=self.timeout_s, **kwargs)
+            response = fn(*args, _preload_content=False, _request_timeout=timeout_s or self.timeout_s,
+                          **kwargs)
         except ApiException as exc:
             if exc.status == 409:
                 raise Conflict(_message(exc)) from None
@@ -157,6 +159,37 @@ class Kube:
         except ApiException as exc:
             if exc.status != 404:
                 raise KubeError(f"delete pod {namespace}/{name}: {_message(exc)}") from None
+
+    # -- Leases (leader election) ---------------------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str, *,
+                  timeout_s: float | None = None) -> dict[str, Any] | None:
+        try:
+            lease: dict[str, Any] = self._call(self.coordination.read_namespaced_lease, name, namespace,
+                                               timeout_s=timeout_s)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise KubeError(f"get Lease {namespace}/{name}: {_message(exc)}") from None
+        return lease
+
+    def write_lease(self, namespace: str, name: str, spec: Mapping[str, Any], read: Mapping[str, Any] | None,
+                    *, timeout_s: float | None = None) -> None:
+        """Create the Lease (`read` None) or replace it, guarded by the resourceVersion of `read`:
+        Conflict when another replica wrote it since."""
+        body: dict[str, Any] = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
+        try:
+            if read is None:
+                self._call(self.coordination.create_namespaced_lease, namespace, body, timeout_s=timeout_s)
+            else:
+                body["metadata"]["resourceVersion"] = read["metadata"]["resourceVersion"]
+                self._call(self.coordination.replace_namespaced_lease, name, namespace, body,
+                           timeout_s=timeout_s)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise Conflict(f"Lease {namespace}/{name} is gone") from None
+            raise KubeError(f"write Lease {namespace}/{name}: {_message(exc)}") from None
 
     # -- Secrets -------------------------------------------------------------------------------
 

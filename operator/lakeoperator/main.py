@@ -10,6 +10,8 @@ Every option has an environment variable (WEIR_*) for the Helm chart.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -34,6 +36,12 @@ class OperatorConfig:
     log_format: str = "plain"                 # plain | json
     verbose: bool = False
     peering: str | None = None                # None: standalone (one replica; the chart's default)
+    leader_election: bool = True              # a Lease decides which replica reconciles
+    lease_namespace: str = "default"
+    lease_name: str = "weir-operator"
+    identity: str = ""                        # default: the host name (the pod's name in a cluster)
+    lease_duration_s: float = 15.0
+    lease_renew_s: float = 5.0
 
 
 def run_operator(config: OperatorConfig, *, stop_flag: threading.Event | None = None,
@@ -58,7 +66,16 @@ def run_operator(config: OperatorConfig, *, stop_flag: threading.Event | None = 
         start_http_server(config.metrics_port, addr=config.metrics_address, registry=metrics.registry)
     controller = Controller(Kube(api_client), ControllerSettings(pod=config.pod, workers=config.workers),
                             metrics)
-    registry = build_registry(controller, login=lambda: connection_info(api_client.configuration))
+    elector = None
+    if config.leader_election:
+        from lakeoperator.leader import LeaderElector, LeaseTerms
+
+        elector = LeaderElector(controller.kube, config.lease_namespace, config.lease_name,
+                                config.identity or socket.gethostname(),
+                                LeaseTerms(config.lease_duration_s, config.lease_renew_s),
+                                controller.set_leading)
+    registry = build_registry(controller, login=lambda: connection_info(api_client.configuration),
+                              elector=elector)
     liveness = f"http://0.0.0.0:{config.liveness_port}/healthz" if config.liveness_port else None
     log.info("weir operator starting: namespaces=%s workers=%d image=%s",
              ",".join(config.namespaces) or "*", config.workers, config.pod.default_image)
@@ -115,8 +132,22 @@ def operator_command(
     log_format: Annotated[str, typer.Option(envvar="WEIR_LOG_FORMAT", help="plain or json.")] = "plain",
     verbose: Annotated[bool, typer.Option("--verbose", help="Debug logs.")] = False,
     peering: Annotated[str | None, typer.Option(
-        envvar="WEIR_PEERING", help="kopf peering name for several replicas (default: standalone, "
-                                    "one replica).")] = None,
+        envvar="WEIR_PEERING", help="kopf peering name (default: standalone; replicas are coordinated by "
+                                    "leader election).")] = None,
+    leader_election: Annotated[bool, typer.Option(
+        envvar="WEIR_LEADER_ELECTION", help="Only the replica holding the Lease reconciles; a standby takes "
+                                            "over when it is not renewed.")] = True,
+    lease_namespace: Annotated[str | None, typer.Option(
+        envvar="WEIR_LEASE_NAMESPACE", help="Namespace of the Lease (default: $POD_NAMESPACE, else "
+                                            "default).")] = None,
+    lease_name: Annotated[str, typer.Option(envvar="WEIR_LEASE_NAME")] = "weir-operator",
+    identity: Annotated[str | None, typer.Option(
+        envvar="WEIR_IDENTITY", help="This replica's name in the Lease (default: the host name).")] = None,
+    lease_duration: Annotated[float, typer.Option(
+        envvar="WEIR_LEASE_DURATION",
+        help="Seconds without renewal after which a standby takes over.")] = 15.0,
+    lease_renew: Annotated[float, typer.Option(
+        envvar="WEIR_LEASE_RENEW", help="Seconds between renewals (at most a third of the duration).")] = 5.0,
 ) -> None:
     """Run the Weir operator: reconcile LakeTables, LakeWriters and TableServices on a cluster."""
     if log_format not in ("plain", "json"):
@@ -130,8 +161,12 @@ def operator_command(
             pod=PodSettings(default_image=image, jobs_dir=jobs_dir, spark_submit=spark_submit,
                             api_server=api_server),
             workers=workers, metrics_address=metrics_address, metrics_port=metrics_port,
-            liveness_port=liveness_port, log_format=log_format, verbose=verbose, peering=peering))
-    except (KubeError, OSError) as exc:   # no credentials, a port in use: one line, not a traceback
+            liveness_port=liveness_port, log_format=log_format, verbose=verbose, peering=peering,
+            leader_election=leader_election,
+            lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "default",
+            lease_name=lease_name, identity=identity or "", lease_duration_s=lease_duration,
+            lease_renew_s=lease_renew))
+    except (KubeError, OSError, ValueError) as exc:   # no credentials, a port in use, bad lease terms
         typer.echo(f"weir operator: {exc}", err=True)
         raise typer.Exit(1) from None
 

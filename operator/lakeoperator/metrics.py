@@ -35,6 +35,8 @@ class OperatorMetrics:
                                     "took, by kind and outcome", ["kind", "outcome"],
                                     buckets=RECONCILE_BUCKETS, registry=r)
         self.phases = Gauge("weir_resources", "Resources by kind and phase", ["kind", "phase"], registry=r)
+        self.leader = Gauge("weir_leader", "1 while this replica holds the leader Lease and reconciles",
+                            registry=r)
 
     def record_submission(self, kind: str, namespace: str, table: str) -> None:
         self.submissions.labels(kind, namespace, table).inc()

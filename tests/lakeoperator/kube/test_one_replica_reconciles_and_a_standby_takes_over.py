@@ -1,0 +1,80 @@
+"""Two operator replicas against the emulator with leader election (a coordination.k8s.io Lease, 3 s,
+renewed every second): only the holder reconciles — the standby submits nothing; the leader SIGKILLed,
+the standby takes the lease after it went unrenewed and reconciles what came meanwhile; every writer
+has exactly one driver pod."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lakeoperator.kube.manifests import batch_writer, table
+from tests.support.kube_api import KubeApi, KubeClient, resource_path
+from tests.support.operator import ROOT, OperatorProcess, weir_path
+
+pytestmark = [pytest.mark.k8s, pytest.mark.crash]
+LEASE = resource_path("coordination.k8s.io/v1", "leases", "default", "weir-operator")
+PODS = resource_path("v1", "pods", "default")
+
+
+def wait_until(probe: Any, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := probe()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+    return found
+
+
+def holder(client: KubeClient) -> str | None:
+    try:
+        return str(client.get(LEASE)["spec"]["holderIdentity"])
+    except Exception:
+        return None
+
+
+def replica(api: KubeApi, work: Path, name: str) -> OperatorProcess:
+    work.mkdir()
+    return OperatorProcess(api, work,
+                           extra=("--identity", name, "--lease-duration", "3", "--lease-renew", "1"))
+
+
+def pods_by_writer(client: KubeClient) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for pod in client.get(PODS)["items"]:
+        out.setdefault(pod["metadata"]["labels"]["weir.dev/writer"], []).append(pod["metadata"]["name"])
+    return out
+
+
+def test_one_replica_reconciles_and_a_standby_takes_over(kube_api: KubeApi, tmp_path: Path) -> None:
+    kube_api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
+    client = kube_api.client()
+    a, b = replica(kube_api, tmp_path / "a", "replica-a"), replica(kube_api, tmp_path / "b", "replica-b")
+    a.start()
+    wait_until(lambda: holder(client) == "replica-a")
+    b.start()
+    try:
+        assert "weir_leader 1.0" in a.metrics() and "weir_leader 0.0" in b.metrics()
+        client.create(weir_path("LakeTable"), table(tmp_path))
+        for i in range(5):
+            client.create(weir_path("LakeWriter"), batch_writer(tmp_path, name=f"w{i}"))
+        wait_until(lambda: len(pods_by_writer(client)) == 5)
+        assert "Submitting" in a.log() and "Submitting" not in b.log()   # the standby did nothing
+
+        a.kill()
+        killed = time.monotonic()
+        for i in range(5, 10):
+            client.create(weir_path("LakeWriter"), batch_writer(tmp_path, name=f"w{i}"))
+        wait_until(lambda: holder(client) == "replica-b", timeout=30)
+        took_over = time.monotonic() - killed
+        wait_until(lambda: len(pods_by_writer(client)) == 10)
+        assert "weir_leader 1.0" in b.metrics()
+        assert client.get(LEASE)["spec"]["leaseTransitions"] == 1
+        assert took_over >= 2.5, "the standby must wait for the lease to go unrenewed"
+    finally:
+        b.stop()
+        a.stop()
+    assert all(len(names) == 1 for names in pods_by_writer(client).values()), pods_by_writer(client)
+    assert "Traceback" not in a.log() + b.log()
