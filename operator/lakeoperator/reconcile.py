@@ -223,6 +223,14 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     if pod is not None:
         observed = replace(observed, driver=observe_pod(pod))
     plan = plan_writer(ref, spec, observed, now)
+    waiting = _table_not_ready(table_body)
+    if plan.action == Action.SUBMIT and plan.submission_id != observed.submission_id and waiting:
+        # a new submission waits for its table: against a missing or refused table the job could only
+        # fail and spend the writer's budgets (a submission already recorded goes on: it was decided)
+        plan = replace(plan, action=Action.WAIT, phase=observed.phase, attempts=observed.attempts,
+                       submission_id=observed.submission_id, submitted_at=observed.submitted_at,
+                       next_retry_at=observed.next_retry_at, reason="TableNotReady", message=waiting,
+                       requeue_after=10.0, adopt_spec=False)
     running = plan.submission_id and plan.action in (Action.SUBMIT, Action.WAIT)
     driver = child_name(plan.submission_id) if running and plan.submission_id else None
     status = writer_status(ref, plan, old, now, driver_pod=driver)
@@ -250,6 +258,21 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     requeue = plan.requeue_after if plan.requeue_after is not None else (None if done else 1.0)
     return Outcome(status, requeue_after=requeue, events=tuple(events), applied=new_applied, done=done,
                    submitted=submitted)
+
+
+def _table_not_ready(table_body: Mapping[str, Any] | None) -> str | None:
+    """Why a writer's LakeTable cannot take a new submission yet (None: it can). A table the operator
+    does not manage (`weir.dev/managed: "false"`) is taken as it is."""
+    if table_body is None:
+        return None
+    table = ObjectRef.from_body(table_body)
+    status = table_body.get("status") or {}
+    phase = status.get("phase")
+    if phase == "Ready" or not table.managed:
+        return None
+    ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), {})
+    state = phase or ready.get("reason") or "not reconciled yet"
+    return f"waiting for LakeTable {table.name} to be Ready (it is {state}; `kubectl describe lt` says why)"
 
 
 # -- TableService ------------------------------------------------------------------------------

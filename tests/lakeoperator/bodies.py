@@ -19,7 +19,8 @@ def lake_table(**spec: Any) -> dict[str, Any]:
         "recordKey": ["id"], "partitionFields": ["day"],
     }
     base.update(spec)
-    return {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": meta(), "spec": base}
+    return {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": meta(), "spec": base,
+            "status": {"phase": "Ready"}}
 
 
 def lake_writer(**spec: Any) -> dict[str, Any]:

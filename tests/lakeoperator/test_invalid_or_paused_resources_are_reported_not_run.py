@@ -41,3 +41,15 @@ def test_a_paused_writer_is_left_alone(tmp_path):
     out = reconcile_writer(body, lake_table(), launcher, NOW, PodSettings())
     assert condition(out.status, "ReconciliationPaused")["status"] == "True"
     assert launcher.pods() == [] and out.done
+
+
+def test_a_writer_waits_for_its_table_to_be_ready(tmp_path):
+    launcher = LocalLauncher(tmp_path / "state")
+    for status in ({}, {"phase": "Pending"}, {"phase": "Failed", "lastError": "ConfigMismatch"}):
+        table = {**lake_table(), "status": status}
+        out = reconcile_writer(lake_writer(), table, launcher, NOW, PodSettings())
+        progressing = condition(out.status, "Progressing")
+        assert (out.status["phase"], progressing["reason"]) == ("Pending", "TableNotReady"), out.status
+        assert not out.status.get("submissionId") and launcher.pods() == [] and out.requeue_after == 10.0
+    ready = reconcile_writer(lake_writer(), lake_table(), launcher, NOW, PodSettings())
+    assert ready.status["phase"] == "Submitted" and ready.status["submissionId"]
