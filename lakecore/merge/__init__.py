@@ -47,7 +47,9 @@ Output
     unspecified but deterministic.
     `merge_to_base` gives the state a base file stores: one row per key some row carried, dead
     keys as tombstones (op 1), live keys with the per-group op columns marking their deleted
-    groups; `merge([merge_to_base(A), *B]) == merge([*A, *B])` for every split.
+    groups and their commit-time groups no row carried (a base row carries every commit-time
+    group, as its batch has their columns; a delete there acts like no row);
+    `merge([merge_to_base(A), *B]) == merge([*A, *B])` for every split.
 """
 
 from lakecore.merge.changes import conform

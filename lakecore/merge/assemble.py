@@ -21,8 +21,9 @@ with one op cannot say "group a was deleted at 7 while group b lives at 5".
 
 Base rows (a base file's state): one row per key some row carried, as the snapshot row, with
 `_weir_op` 1 for a dead key (a tombstone: every group's delete ordering) and, with several groups,
-one op column per group (`_weir_op__<group>`) saying which groups of a live key are deleted. That
-one row is what lets a base file say "group a was deleted at 7 while group b lives at 5": merged
+one op column per group (`_weir_op__<group>`) saying which groups of a live key are deleted (a
+commit-time group no row carried counts as deleted: a base row carries every commit-time group).
+That one row is what lets a base file say "group a was deleted at 7 while group b lives at 5": merged
 with later changes it acts exactly like the rows it replaces, since nothing lies beneath a base.
 """
 
@@ -86,8 +87,13 @@ def assemble(space: RowSpace, winners: Winners, spec: MergeSpec, schema: pa.Sche
     live = live[keys]
     ops = [pa.array(np.where(live, UPSERT, DELETE).astype(np.int8))]
     if spec.group_op_columns:
-        for u, w in zip(upsert, winners.rows, strict=True):
-            deleted = live & (w[keys] >= 0) & ~u[keys]
+        for group, u, w in zip(spec.groups, upsert, winners.rows, strict=True):
+            # A commit-time group no row carried is marked deleted too: read back, a base row
+            # carries every commit-time group (its batch has their columns), so left unmarked it
+            # would be an upsert of nulls that keeps the key alive. As a delete it acts like
+            # nothing: it is not live, no older row lies beneath a base, and later rows beat it.
+            not_upsert = ~u[keys] if group.ordering is None else (w[keys] >= 0) & ~u[keys]
+            deleted = live & not_upsert
             ops.append(pa.array(np.full(len(keys), DELETE, dtype=np.int8), mask=~deleted))
     return _build(space, spec, schema, picks, output, ops)
 

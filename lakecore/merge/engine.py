@@ -153,10 +153,12 @@ def merge_to_base(
 
     Live keys are their snapshot rows (op 0), with op 1 in the op column of each group whose winner
     is a delete (so the group stays deleted: its delete ordering still beats older events, and a
-    later delete of another group can still kill the key). Dead keys keep one delete row (op 1)
-    carrying the groups' delete orderings, a tombstone, so an older event arriving later still
-    loses to the delete, as it would have before the merge. Nothing lies beneath a base file, so
-    the barrier rows a reduced change batch needs are dropped: `merge([merge_to_base(A), *B])`
-    equals `merge([*A, *B])`.
+    later delete of another group can still kill the key), and of each commit-time group no row
+    carried (read back, the row would otherwise carry it as an upsert of nulls and keep the key
+    alive; a delete acts like nothing here, as later rows of the group beat it). Dead keys keep
+    one delete row (op 1) carrying the groups' delete orderings, a tombstone, so an older event
+    arriving later still loses to the delete, as it would have before the merge. Nothing lies
+    beneath a base file, so the barrier rows a reduced change batch needs are dropped:
+    `merge([merge_to_base(A), *B])` equals `merge([*A, *B])`.
     """
     return _merge(batches, spec, schema, "base", first_unique)
