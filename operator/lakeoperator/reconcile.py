@@ -270,7 +270,8 @@ def _table_not_ready(table_body: Mapping[str, Any] | None) -> str | None:
     phase = status.get("phase")
     if phase == "Ready" or not table.managed:
         return None
-    ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), {})
+    conditions = status.get("conditions") or ()
+    ready: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
     state = phase or ready.get("reason") or "not reconciled yet"
     return f"waiting for LakeTable {table.name} to be Ready (it is {state}; `kubectl describe lt` says why)"
 
