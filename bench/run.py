@@ -4,6 +4,7 @@
 2. stitch_bench  3-stream partial-update read vs pyarrow joining the streams' latest values
 3. merge_bench   the merge engine alone
    (also: concurrency, early conflict detection, compaction, archival of a 100k-instant timeline)
+   operator_bench  the operator on the API emulator: LakeWriter -> driver pod latency, 200 writers at once
 4. peers         the shared peers harness with lakecore added (floor zstd, lakecore, delta-rs, Lance),
                  3 rounds interleaved, each run a fresh process; skipped with --no-peers
 
@@ -41,7 +42,8 @@ def main() -> None:
                "ecd": json.loads(run([os.path.join(HERE, "ecd_bench.py")])),
                "compaction": json.loads(run([os.path.join(HERE, "compaction_bench.py")])),
                "archival": json.loads(run([os.path.join(HERE, "archival_bench.py")])),
-               "spark": json.loads(run([os.path.join(HERE, "spark_bench.py")]))}
+               "spark": json.loads(run([os.path.join(HERE, "spark_bench.py")])),
+               "operator": json.loads(run([os.path.join(HERE, "operator_bench.py")]))}
     print(run([os.path.join(HERE, "merge_bench.py")]))
     if not a.no_peers:
         jsonl = os.path.join(OUT, f"peers-{stamp}.jsonl")
