@@ -4,7 +4,8 @@
 2. stitch_bench  3-stream partial-update read vs pyarrow joining the streams' latest values
 3. merge_bench   the merge engine alone
    (also: concurrency, early conflict detection, compaction, archival of a 100k-instant timeline,
-   Spark jobs, the operator on the Kubernetes API emulator)
+   Spark jobs)
+   operator_bench  the operator on the API emulator: LakeWriter -> driver pod latency, 200 writers at once
 4. peers         the shared peers harness with lakecore added (floor zstd, lakecore, delta-rs, Lance),
                  3 rounds interleaved, each run a fresh process; skipped with --no-peers
 
