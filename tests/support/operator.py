@@ -37,6 +37,16 @@ def free_port() -> int:
         return port
 
 
+def wait_until(probe: Any, timeout: float = 60, show: Any = None) -> Any:
+    """Poll `probe` until it returns something truthy (returned); fail after `timeout` seconds, with
+    `show()` in the message when given. For states no single watch covers (lists, several objects)."""
+    deadline = time.monotonic() + timeout
+    while not (found := probe()):
+        assert time.monotonic() < deadline, f"timed out after {timeout}s: {show() if show else ''}"
+        time.sleep(0.05)
+    return found
+
+
 def weir_path(kind: str, name: str | None = None, namespace: str = "default", sub: str | None = None) -> str:
     return resource_path(WEIR, PLURALS[kind], namespace, name, sub)
 

@@ -6,26 +6,16 @@ and fixing it submits the writer."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.lakeoperator.kube.manifests import batch_writer, table
 from tests.support.kube_api import KubeApi, resource_path
-from tests.support.operator import ROOT, OperatorProcess, weir_path
+from tests.support.operator import ROOT, OperatorProcess, wait_until, weir_path
 
 pytestmark = pytest.mark.k8s
 
-
-def wait_until(probe: Callable[[], Any], timeout: float = 10) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := probe()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return found
 
 
 def condition(obj: dict, kind: str) -> dict:

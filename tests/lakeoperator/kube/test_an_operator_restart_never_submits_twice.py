@@ -18,7 +18,7 @@ import pytest
 from lakeoperator.build.driver_pod import child_name
 from tests.lakeoperator.kube.manifests import batch_writer, table
 from tests.support.kube_api import KubeApi, KubeClient, resource_path
-from tests.support.operator import ROOT, OperatorProcess, weir_path
+from tests.support.operator import ROOT, OperatorProcess, wait_until, weir_path
 
 pytestmark = [pytest.mark.k8s, pytest.mark.crash]
 PODS = resource_path("v1", "pods", "default")
@@ -32,13 +32,6 @@ def writers(client: KubeClient) -> list[dict[str, Any]]:
 def submission_ids(client: KubeClient) -> dict[str, str | None]:
     return {w["metadata"]["name"]: (w.get("status") or {}).get("submissionId") for w in writers(client)}
 
-
-def wait_until(probe: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := probe()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return found
 
 
 def one_pod_per_writer(client: KubeClient, count: int) -> None:

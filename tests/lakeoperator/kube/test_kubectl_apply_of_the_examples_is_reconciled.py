@@ -9,7 +9,6 @@ scheduled services wait for their next run."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 
 from tests.support.kube_api import KubeApi, KubeClient, resource_path
 from tests.support.kubectl import Kubectl
-from tests.support.operator import ROOT, OperatorProcess, weir_path
+from tests.support.operator import ROOT, OperatorProcess, wait_until, weir_path
 from tests.support.s3 import ACCESS_KEY, SECRET_KEY, S3Server
 
 pytestmark = [pytest.mark.k8s, pytest.mark.s3]
@@ -26,13 +25,6 @@ pytestmark = [pytest.mark.k8s, pytest.mark.s3]
 def statuses(client: KubeClient, kind: str) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o.get("status") or {} for o in client.get(weir_path(kind))["items"]}
 
-
-def wait_until(probe: Any, timeout: float = 60, show: Any = None) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := probe()):
-        assert time.monotonic() < deadline, f"timed out: {show() if show else ''}"
-        time.sleep(0.1)
-    return found
 
 
 def test_kubectl_apply_of_the_examples_is_reconciled(kube_api: KubeApi, kubectl: Kubectl, tmp_path: Path,

@@ -7,25 +7,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.lakeoperator.kube.manifests import batch_writer, table
 from tests.support.kube_api import KubeApi, KubeClient, resource_path
-from tests.support.operator import ROOT, OperatorProcess, weir_path
+from tests.support.operator import ROOT, OperatorProcess, wait_until, weir_path
 
 pytestmark = [pytest.mark.k8s, pytest.mark.crash]
 LEASE = resource_path("coordination.k8s.io/v1", "leases", "default", "weir-operator")
 PODS = resource_path("v1", "pods", "default")
 
-
-def wait_until(probe: Any, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := probe()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return found
 
 
 def holder(client: KubeClient) -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +21,11 @@ import pytest
 from lakecore import Table
 from tests.lakeoperator.kube.manifests import batch_writer, table
 from tests.support.kube_api import KubeApi, KubeClient, KubeClientError, resource_path
-from tests.support.operator import ROOT, OperatorProcess, weir_path
+from tests.support.operator import ROOT, OperatorProcess, wait_until, weir_path
 from tests.support.s3 import S3Server
 
 pytestmark = pytest.mark.k8s
 
-
-def wait_until(probe: Any, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := probe()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return found
 
 
 def status(client: KubeClient, name: str) -> dict[str, Any]:
