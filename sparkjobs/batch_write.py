@@ -9,26 +9,36 @@ exit code says what kind of outcome it was (sparkjobs.contract.EXIT_*), for the 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
-from sparkjobs.contract import BatchWriteArgs, WriterArgs
+from sparkjobs.contract import WRITER_ENV, BatchWriteArgs, WriterArgs
 from sparkjobs.entry import open_table, owned_columns, run_job
 
 
-def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any = None) -> Any:
+def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any = None,
+                   storage: Any = None) -> Any:
     """Early detection and file size from the arguments; with a ZooKeeper connect string the writer
-    also registers there (an ephemeral node per write: the liveness the operator watches). A marker
+    also registers there (an ephemeral node per write: the liveness the operator watches), else on the
+    table's `storage` (.weir/writers/<instant>), so a supervisor can tell whose write an instant is.
+    The registered writer is the operator's LakeWriter (WEIR_WRITER, "namespace/name") when the
+    operator launched the job, else `writer_name`. A marker
     service listens and is advertised where the arguments say, else where the Spark driver is
     (`spark`'s conf), so executors on other hosts reach it."""
     from lakecore import WriterOptions
     from lakecore.concurrency.early import EarlyDetection
-    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+    from lakecore.concurrency.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
 
     detection = None
     if args.early_detection:  # the contract checked the strategy's name
         detection = EarlyDetection(args.early_detection, zookeeper=args.zookeeper)  # type: ignore[arg-type]
-    registry = ZooKeeperWriterRegistry(args.zookeeper) if args.zookeeper else None
+    registry: Any = None
+    if args.zookeeper:
+        registry = ZooKeeperWriterRegistry(args.zookeeper)
+    elif storage is not None:
+        registry = StorageWriterRegistry(storage)
+    writer_name = os.environ.get(WRITER_ENV) or writer_name
     bind, advertise = args.marker_bind_host, args.marker_host
     if spark is not None:
         from sparkjobs.session import driver_endpoint
@@ -56,7 +66,7 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
             raise MissingColumn(f"the input of column group {args.column_group!r} lacks "
                                 f"{', '.join(missing)}; add them to the input")
         df = df.select(*columns)
-    options = writer_options(args, args.app_name, spark)
+    options = writer_options(args, args.app_name, spark, table.storage)
     result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                              extra=args.extra)
     return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,

@@ -35,6 +35,11 @@ EXIT_BAD_INPUT = 2       # the input or the table's configuration is wrong: retr
 EXIT_CONFLICT = 3        # lost a write conflict (early or at commit): restart after the winner commits
 EXIT_BUSY = 4            # table services: another live run executes this service now: skip this run
 
+# the environment the operator gives a writer's driver: who it is (in the writer registry's entries)
+WRITER_ENV = "WEIR_WRITER"                # "namespace/name" of the LakeWriter
+SUBMISSION_ENV = "WEIR_SUBMISSION_ID"     # the submission the driver runs
+POD_NAME_ENV = "WEIR_POD_NAME"            # the driver pod's name
+
 A = TypeVar("A", bound="JobArgs")
 
 

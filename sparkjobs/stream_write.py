@@ -45,7 +45,7 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     seen: list[BatchWriter] = []
     query = write_stream(reader.load(args.source), table, writer_id=args.writer_id,
                          checkpoint=args.checkpoint, operation=args.operation,  # type: ignore[arg-type]
-                         options=writer_options(args, args.writer_id, spark), trigger=trigger,
+                         options=writer_options(args, args.writer_id, spark, table.storage), trigger=trigger,
                          on_batch=seen.append)
     query.awaitTermination()
     failure = query.exception()

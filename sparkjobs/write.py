@@ -24,9 +24,12 @@ conflict fails its stage at once (Spark cancels the other tasks) and the driver 
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -144,8 +147,27 @@ def _write(ctx: WriteContext, operation: Operation) -> ArrowFn:
                 stats += [s.to_json() for s in write_file_group(ctx_, group)]
         except EarlyConflict as exc:  # fail the stage now; the driver rebuilds the conflict
             raise RuntimeError(f"{_EARLY} {json.dumps(exc.report())}") from None
+        _hold_if_asked(ctx_.instant_time)
         yield pa.RecordBatch.from_pydict({"stats": [json.dumps(stats)]})
     return write
+
+
+PAUSE_ENV = "WEIR_TEST_PAUSE_DIR"
+_PAUSE_LIMIT_S = 300.0
+
+
+def _hold_if_asked(instant_time: str) -> None:
+    """A pause point for tests that need a write held with its files and markers written (to force an
+    interleaving with another writer or the supervisor): with WEIR_TEST_PAUSE_DIR set (e.g. through
+    `spark.executorEnv.WEIR_TEST_PAUSE_DIR`), the task touches `<dir>/reached-<instant>` and waits while
+    `<dir>/hold` exists (at most five minutes). Unset: nothing."""
+    folder = os.environ.get(PAUSE_ENV)
+    if not folder:
+        return
+    (Path(folder) / f"reached-{instant_time}").touch()
+    deadline = time.monotonic() + _PAUSE_LIMIT_S
+    while (Path(folder) / "hold").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _with_token(ctx: WriteContext, token: str) -> WriteContext:

@@ -214,6 +214,67 @@ def _uri_key(table_uri: str) -> str:
     return table_uri.rstrip("/")
 
 
+# -- on the table's storage -------------------------------------------------------------------
+
+WRITERS_DIR = ".weir/writers"
+
+
+class StorageWriterRegistry:
+    """Writers as files `<table>/.weir/writers/<instant time>` on the table's own storage, for tables
+    without ZooKeeper: what a supervisor reads to tell whose write an instant is. Not ephemeral: a
+    killed writer's file stays until the instant is rolled back or `forget_finished` runs; liveness is
+    the heartbeat's business anyway. Not watchable: `watch` delivers the current set once."""
+
+    def __init__(self, storage: Any) -> None:
+        self.storage = storage
+
+    def register(self, table_uri: str, instant_time: str, info: Mapping[str, Any]) -> Registration:
+        from lakecore.errors import AlreadyExists
+
+        _check_instant(instant_time)
+        path = f"{WRITERS_DIR}/{instant_time}"
+        try:
+            self.storage.write_if_absent(path, encode_info(info))
+        except AlreadyExists as exc:
+            raise WriterAlreadyRegistered(f"a writer of instant {instant_time} of {table_uri} is registered "
+                                          f"already ({path})") from exc
+
+        def end() -> None:
+            try:
+                self.storage.delete(path)
+            except Exception as exc:  # a leftover entry of a finished instant is harmless
+                log.debug("could not delete %s: %s", path, exc)
+        return Registration(table_uri, instant_time, end)
+
+    def live_writers(self, table_uri: str) -> dict[str, Info]:
+        found: dict[str, Info] = {}
+        for f in self.storage.list_dir(WRITERS_DIR):
+            name = f.path.rsplit("/", 1)[-1]
+            try:
+                found[name] = decode_info(self.storage.read(f.path))
+            except FileNotFoundError:
+                continue
+        return found
+
+    def watch(self, table_uri: str, callback: WatchCallback) -> Watch:
+        watch = Watch(table_uri, callback)
+        watch.deliver(frozenset(self.live_writers(table_uri)))
+        return watch
+
+    def forget_finished(self, pending: set[str]) -> list[str]:
+        """Delete the entries of instants no longer pending (their writers died before closing them)."""
+        gone = []
+        for f in self.storage.list_dir(WRITERS_DIR):
+            name = f.path.rsplit("/", 1)[-1]
+            if name not in pending:
+                self.storage.delete(f.path)
+                gone.append(name)
+        return gone
+
+    def close(self) -> None:
+        pass
+
+
 # -- on ZooKeeper ------------------------------------------------------------------------------
 
 

@@ -24,9 +24,10 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from lakecore.errors import (
     AlreadyExists,
@@ -133,14 +134,31 @@ def aborted_path(instant_time: str) -> str:
     return join(ABORTED_DIR, instant_time)
 
 
-def mark_aborted(storage: Storage, instant_time: str, by: str, now_ms: int) -> None:
+def mark_aborted(storage: Storage, instant_time: str, by: str, now_ms: int,
+                 details: Mapping[str, Any] | None = None) -> None:
     """Record that instant `instant_time` will never complete (`by`: who decided, for people reading
-    it). Idempotent: the first record stays."""
-    body = json.dumps({"instant": instant_time, "by": by, "at": int(now_ms)}).encode("utf-8")
+    it; `details`: more of the decision, e.g. a supervisor's conflict). Idempotent: the first record
+    stays."""
+    record = {**dict(details or {}), "instant": instant_time, "by": by, "at": int(now_ms)}
+    body = json.dumps(record).encode("utf-8")
     try:
         storage.write_if_absent(aborted_path(instant_time), body)
     except AlreadyExists:
         pass  # dead already; the first record says who decided
+
+
+def read_aborted(storage: Storage, instant_time: str) -> dict[str, Any] | None:
+    """The instant's proof of death as recorded; None when it has none, {} when it is unreadable (it
+    still means aborted)."""
+    try:
+        data = storage.read(aborted_path(instant_time))
+    except FileNotFoundError:
+        return None
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def is_aborted(storage: Storage, instant_time: str) -> bool:

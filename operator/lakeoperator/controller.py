@@ -29,13 +29,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.build.driver_pod import PodSettings, child_name
 from lakeoperator.kube import Conflict, Kube, KubeError
 from lakeoperator.launch.kubernetes import KubernetesLauncher
 from lakeoperator.metrics import OperatorMetrics
-from lakeoperator.reconcile import Outcome, reconcile_service, reconcile_table, reconcile_writer
-from lakeoperator.specs import ObjectRef, SpecError
-from lakeoperator.status import invalid_spec_status
+from lakeoperator.reconcile import (
+    Outcome,
+    conflict_winner_running,
+    reconcile_service,
+    reconcile_table,
+    reconcile_writer,
+)
+from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
+from lakeoperator.status import invalid_spec_status, lost_conflict, parse_timestamp
+from lakeoperator.supervise import Decision, Supervisor, TableReport, WatchedTable
 
 Key = tuple[str, str, str]   # kind, namespace, name
 KINDS = ("LakeTable", "LakeWriter", "TableService")
@@ -117,6 +124,8 @@ class WorkQueue:
 class ControllerSettings:
     pod: PodSettings = field(default_factory=PodSettings)
     workers: int = 8
+    supervise_period_s: float = 1.0     # how often every supervised table is scanned for conflicts
+    conflict_grace_s: float = 10.0      # a loser still running this long after its abort is deleted
 
 
 class Controller:
@@ -124,7 +133,8 @@ class Controller:
 
     def __init__(self, kube: Kube, settings: ControllerSettings = ControllerSettings(),
                  metrics: OperatorMetrics | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC), *,
+                 supervise: bool = True) -> None:
         self.kube = kube
         self.launcher = KubernetesLauncher(kube)
         self.settings = settings
@@ -139,6 +149,11 @@ class Controller:
         self._phase_of: dict[Key, str] = {}
         self._errors: Tally[Key] = Tally()
         self._last_event: dict[Key, tuple[str, str, str]] = {}
+        self.supervisor: Supervisor | None = None
+        if supervise:
+            self.supervisor = Supervisor(KubeSink(self), period_s=settings.supervise_period_s,
+                                         grace_s=settings.conflict_grace_s, clock=clock,
+                                         abort_flag=_zookeeper_abort_flag)
 
     # -- notifications (from the kopf handlers) -------------------------------------------------
 
@@ -177,6 +192,11 @@ class Controller:
         if self.queue is not None:
             self.queue.add(key)
 
+    def notify_threadsafe(self, key: Key) -> None:
+        """Queue `key` from another thread (the supervisor's)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._add, key)
+
     # -- the loop ------------------------------------------------------------------------------
 
     def expect_election(self) -> None:
@@ -186,6 +206,11 @@ class Controller:
     def set_leading(self, leading: bool) -> None:
         """Start or stop taking keys (thread-safe: the elector calls it from its thread)."""
         self.metrics.leader.set(1 if leading else 0)
+        if self.supervisor is not None:
+            if leading:
+                self.supervisor.start()
+            else:
+                self.supervisor.stop()
         if self._loop is None or self.leading is None:
             self._leading_from_start = leading
             return
@@ -198,11 +223,15 @@ class Controller:
         if self._leading_from_start:
             self.leading.set()
             self.metrics.leader.set(1)
+            if self.supervisor is not None:
+                self.supervisor.start()
         self.queue = WorkQueue()
         self._tasks = [asyncio.create_task(self._work(), name=f"weir-worker-{i}")
                        for i in range(max(1, self.settings.workers))]
 
     async def stop(self) -> None:
+        if self.supervisor is not None:
+            await asyncio.to_thread(self.supervisor.stop)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -291,7 +320,21 @@ class Controller:
                               events=(("Warning", "InvalidSpec", str(exc)),))
             return self._report(key, body, outcome)
         outcome = reconcile_table(body, now, storage_options=options)
+        self._supervise(key, body, outcome.status, options)
         return self._report(key, body, outcome)
+
+    def _supervise(self, key: Key, body: Mapping[str, Any], status: Mapping[str, Any],
+                   secret_options: Mapping[str, Any] | None) -> None:
+        """A Ready table the operator manages is supervised; any other is not (any more)."""
+        if self.supervisor is None:
+            return
+        ref = ObjectRef.from_body(body)
+        table = watched_table(key[1], body, secret_options) \
+            if status.get("phase") == "Ready" and ref.managed and not ref.paused else None
+        if table is None:
+            self.supervisor.forget(key[1], key[2])
+        else:
+            self.supervisor.watch(table)
 
     def _storage_options(self, namespace: str, table_body: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The options in the Secret a LakeTable's spec.storage.secretRef names (the operator opens the
@@ -318,6 +361,8 @@ class Controller:
         """deletionPolicy Delete: once no LakeWriter or TableService refers to the table any more, its
         data is deleted, then the finalizer is removed. Paused: nothing (the finalizer stays);
         unmanaged or Retain: the finalizer goes and the data stays."""
+        if self.supervisor is not None:
+            self.supervisor.forget(key[1], key[2])
         if FINALIZER not in finalizers:
             return None
         if ref.paused:
@@ -359,7 +404,8 @@ class Controller:
                 source_location = ((source_body or {}).get("spec") or {}).get("location")
             applied = _applied(body.get("status") or {})
             outcome = reconcile_writer(body, table, self.launcher, now, self.settings.pod, applied=applied,
-                                       source_location=source_location)
+                                       source_location=source_location,
+                                       winner_running=self._winner_running(namespace, body, table))
             if outcome.applied is not None:
                 text = json.dumps(outcome.applied, sort_keys=True, separators=(",", ":"))
                 outcome = Outcome({**outcome.status, APPLIED: text}, outcome.requeue_after,
@@ -375,6 +421,20 @@ class Controller:
             self.metrics.record_submission(kind, namespace, str(table_name))
         return self._report(key, body, outcome)
 
+    def _winner_running(self, namespace: str, body: Mapping[str, Any],
+                        table: Mapping[str, Any] | None) -> bool:
+        status = body.get("status") or {}
+        if table is None or status.get("phase") != "BackingOff" or lost_conflict(status) is None:
+            return False
+        try:
+            watched = watched_table(namespace, table, self._storage_options(namespace, table))
+            return conflict_winner_running(status, watched.location, watched.storage_options,
+                                           watched.heartbeat)
+        except Exception as exc:  # cannot tell: restart as the backoff says (a loser may lose again)
+            log.warning("could not check the winner of %s/%s's lost conflict: %s", namespace,
+                        body["metadata"]["name"], exc)
+            return False
+
     def _report(self, key: Key, body: dict[str, Any], outcome: Outcome) -> float | None:
         kind, namespace, _ = key
         old = body.get("status") or {}
@@ -384,6 +444,10 @@ class Controller:
             for cause in _ended(kind, old, outcome.status):
                 if cause != "success":
                     self.metrics.record_restart(kind, namespace, table, cause)
+                if cause == "conflict" and (marker := parse_timestamp(
+                        (old.get("lastConflict") or {}).get("markerAt"))) is not None:
+                    self.metrics.conflict_stop.labels(namespace, table).observe(
+                        max(0.0, (self.clock() - marker).total_seconds()))
         for type_, reason, message in outcome.events:
             if self._last_event.get(key) == (type_, reason, message):
                 continue   # the same Event as this resource's last one: a pass repeated, not news
@@ -435,6 +499,210 @@ def delete_table_data(location: str, storage_options: dict[str, Any] | None = No
         storage.delete(CONFIG_PATH)
     for info in storage.list_tree(""):
         storage.delete(info.path)
+
+
+# -- supervision on Kubernetes ------------------------------------------------------------------
+
+
+def watched_table(namespace: str, body: Mapping[str, Any],
+                  secret_options: Mapping[str, Any] | None) -> WatchedTable:
+    """What the supervisor needs of a LakeTable (SpecError when its spec is invalid)."""
+    from lakecore.write.heartbeat import HeartbeatConfig
+
+    spec = parse_lake_table(body)
+    options = {**spec.storage.options, **(secret_options or {})}
+    zookeeper = spec.lock.zookeeper.connect if spec.lock.provider == "zookeeper" and spec.lock.zookeeper \
+        else None
+    return WatchedTable(namespace, str(body["metadata"]["name"]), spec.location, spec.concurrency.mode,
+                        HeartbeatConfig(float(spec.heartbeat.interval_seconds),
+                                        spec.heartbeat.tolerable_misses), options or None, zookeeper)
+
+
+def _zookeeper_abort_flag(connect: str, table_uri: str, instant: str, record: Mapping[str, Any]) -> None:
+    """The loser's abort flag in ZooKeeper, when lakecore provides it (the writer watches it)."""
+    import importlib
+
+    try:
+        aborts = importlib.import_module("lakecore.concurrency.aborts")
+    except ImportError:  # a lakecore without abort flags: the writer sees the proof of death on storage
+        return
+    aborts.raise_abort_flag(connect, table_uri, instant, record)
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _split(writer: str | None) -> tuple[str, str] | None:
+    if not writer or "/" not in writer:
+        return None
+    namespace, name = writer.split("/", 1)
+    return namespace, name
+
+
+class KubeSink:
+    """What the supervisor decides, done on the API: statuses, driver deletion, Events, metrics."""
+
+    STATUS_TRIES = 5
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+        self.kube = controller.kube
+        self.metrics = controller.metrics
+        self._current: dict[str, str | None] = {}    # writer -> the instant its status shows
+        self._tables: dict[str, tuple[str, str]] = {}  # writer -> its table (namespace, name)
+
+    def record(self, decision: Decision) -> bool:
+        c = decision.conflict
+        groups = [f"{p}/{f}" if p else f for p, f in sorted(c.file_groups)][:100]
+        common: dict[str, Any] = {"decidedBy": "weir-operator", "fileGroups": groups,
+                                  "at": _iso(decision.decided_at)}
+        if c.marker_at_ms:
+            common["markerAt"] = _iso(datetime.fromtimestamp(c.marker_at_ms / 1000, UTC))
+        lost = {"role": "Lost", "instant": c.loser, "other": c.winner, "otherWriter": decision.winner_writer,
+                "bytesWritten": decision.loser_bytes}
+        won = {"role": "Won", "instant": c.winner, "other": c.loser, "otherWriter": decision.loser_writer}
+        sides: list[tuple[str | None, dict[str, Any]]] = [(decision.loser_writer, lost),
+                                                          (decision.winner_writer, won)]
+        for writer, entry in sides:
+            try:
+                self._set_conflict(writer, {**common, **{k: v for k, v in entry.items() if v is not None}})
+            except KubeError as exc:
+                log.warning("could not record the conflict decision on %s: %s", writer, exc)
+                if entry["role"] == "Lost":
+                    return False   # the loser's status first: try again at the next scan
+        return True
+
+    def _set_conflict(self, writer: str | None, entry: dict[str, Any], void: bool = False) -> None:
+        where = _split(writer)
+        if where is None:
+            return
+        for _ in range(self.STATUS_TRIES):
+            body = self.kube.get("LakeWriter", *where)
+            if body is None:
+                return
+            status = dict(body.get("status") or {})
+            current = status.get("lastConflict") or {}
+            if void:
+                if current.get("instant") != entry["instant"] or current.get("void"):
+                    return
+                new = {**current, "void": True}
+            else:
+                if current.get("instant") == entry["instant"] and current.get("role") == entry["role"] \
+                        and current.get("other") == entry["other"]:
+                    return   # decided already (an operator restart)
+                new = {**entry, "submission": status.get("submissionId")} if status.get("submissionId") \
+                    else dict(entry)
+            try:
+                self.kube.replace_status(body, {**status, "lastConflict": new})
+                return
+            except Conflict:
+                continue
+
+    def aborted(self, decision: Decision, applied: bool) -> None:
+        c, table = decision.conflict, decision.table
+        if not applied:
+            try:
+                self._set_conflict(decision.loser_writer, {"instant": c.loser}, void=True)
+            except KubeError as exc:
+                log.warning("could not mark the conflict of %s void: %s", c.loser, exc)
+            self._event(decision.loser_writer, "Normal", "ConflictVoid",
+                        f"{c.describe()}, but it committed before it could be aborted; the other write meets "
+                        "the conflict at its commit")
+        else:
+            self.metrics.conflicts.labels(table.namespace, table.name, decision.loser_writer or "-",
+                                          decision.winner_writer or "-").inc()
+            self.metrics.conflict_bytes.labels(table.namespace, table.name).inc(decision.loser_bytes)
+            winner = decision.winner_writer or "a writer the operator does not run"
+            self._event(decision.loser_writer, "Warning", "ConflictLost",
+                        f"{c.describe()} ({winner}): aborted by the operator; the restart policy's "
+                        "onConflict decides what follows")
+            self._event(decision.winner_writer, "Warning", "ConflictWon",
+                        f"write {c.winner} kept; the younger write {c.loser} "
+                        f"({decision.loser_writer or 'a writer the operator does not run'}) was aborted")
+        for writer in (decision.loser_writer, decision.winner_writer):
+            if (where := _split(writer)) is not None:
+                self.controller.notify_threadsafe(("LakeWriter", *where))
+
+    def stop_loser(self, decision: Decision) -> None:
+        where = _split(decision.loser_writer)
+        if where is None:
+            return
+        try:
+            body = self.kube.get("LakeWriter", *where)
+            conflict = lost_conflict((body or {}).get("status"))
+            if body is None or conflict is None or conflict.get("instant") != decision.loser:
+                return
+            pod = self.kube.get_pod(where[0], child_name(str(conflict["submission"])))
+            if pod is None or (pod.get("status") or {}).get("phase") not in (None, "Pending", "Running"):
+                return
+            self.kube.delete_pod(where[0], child_name(str(conflict["submission"])))
+            self._event(decision.loser_writer, "Warning", "LoserStopped",
+                        f"write {decision.loser} still ran after its abort: its driver was deleted")
+        except KubeError as exc:
+            log.warning("could not stop the driver of %s: %s", decision.loser_writer, exc)
+
+    def observed(self, report: TableReport) -> None:
+        table = report.table
+        self.metrics.live_writes.labels(table.namespace, table.name).set(len(report.writes))
+        now: dict[str, str | None] = {}
+        for w in report.writes:
+            writer = report.writers.get(w.instant)
+            if writer is not None:
+                now[writer] = w.instant
+                self.metrics.heartbeat_age.labels(*writer.split("/", 1)).set(
+                    max(0.0, (report.scanned_at_ms - w.last_sign_ms) / 1000))
+        gone = [w for w, i in self._current.items() if i is not None and w not in now
+                and self._table_of(w) == table.key]
+        for writer in gone:
+            now[writer] = None
+        for writer, instant in now.items():
+            if self._current.get(writer) == instant:
+                continue
+            try:
+                self._set_current(writer, instant)
+                self._current[writer] = instant
+            except KubeError as exc:
+                log.debug("could not report the current instant of %s: %s", writer, exc)
+            self._tables[writer] = table.key
+
+    def _table_of(self, writer: str) -> tuple[str, str] | None:
+        return self._tables.get(writer)
+
+    def _set_current(self, writer: str, instant: str | None) -> None:
+        from lakecore.timeline.instant_time import to_epoch_ms
+
+        where = _split(writer)
+        if where is None:
+            return
+        for _ in range(self.STATUS_TRIES):
+            body = self.kube.get("LakeWriter", *where)
+            if body is None:
+                return
+            status = {k: v for k, v in (body.get("status") or {}).items()
+                      if k not in ("currentInstant", "currentInstantStartedAt")}
+            if instant is not None:
+                status["currentInstant"] = instant
+                started = datetime.fromtimestamp(to_epoch_ms(instant) / 1000, UTC)
+                status["currentInstantStartedAt"] = _iso(started)
+            if status == body.get("status"):
+                return
+            try:
+                self.kube.replace_status(body, status)
+                return
+            except Conflict:
+                continue
+
+    def _event(self, writer: str | None, type_: str, reason: str, message: str) -> None:
+        where = _split(writer)
+        if where is None:
+            return
+        try:
+            body = self.kube.get("LakeWriter", *where)
+        except KubeError:
+            return
+        if body is not None:
+            self.kube.post_event(body, type_, reason, message)
 
 
 __all__ = ["FINALIZER", "Controller", "ControllerSettings", "WorkQueue", "delete_table_data"]

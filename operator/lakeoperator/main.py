@@ -42,6 +42,8 @@ class OperatorConfig:
     identity: str = ""                        # default: the host name (the pod's name in a cluster)
     lease_duration_s: float = 15.0
     lease_renew_s: float = 5.0
+    supervise_period_s: float = 1.0           # every supervised table is scanned this often
+    conflict_grace_s: float = 10.0            # a conflict's loser still running this long is deleted
 
 
 def run_operator(config: OperatorConfig, *, stop_flag: threading.Event | None = None,
@@ -64,8 +66,9 @@ def run_operator(config: OperatorConfig, *, stop_flag: threading.Event | None = 
     metrics = OperatorMetrics()
     if config.metrics_port:
         start_http_server(config.metrics_port, addr=config.metrics_address, registry=metrics.registry)
-    controller = Controller(Kube(api_client), ControllerSettings(pod=config.pod, workers=config.workers),
-                            metrics)
+    controller = Controller(Kube(api_client), ControllerSettings(
+        pod=config.pod, workers=config.workers, supervise_period_s=config.supervise_period_s,
+        conflict_grace_s=config.conflict_grace_s), metrics)
     elector = None
     if config.leader_election:
         from lakeoperator.leader import LeaderElector, LeaseTerms
@@ -148,6 +151,12 @@ def operator_command(
         help="Seconds without renewal after which a standby takes over.")] = 15.0,
     lease_renew: Annotated[float, typer.Option(
         envvar="WEIR_LEASE_RENEW", help="Seconds between renewals (at most a third of the duration).")] = 5.0,
+    supervise_period: Annotated[float, typer.Option(
+        envvar="WEIR_SUPERVISE_PERIOD", min=0.05,
+        help="Seconds between two scans of a table's live writes for conflicts and dead writers.")] = 1.0,
+    conflict_grace: Annotated[float, typer.Option(
+        envvar="WEIR_CONFLICT_GRACE", min=0.0,
+        help="Seconds a conflict's loser may run after its abort before its driver is deleted.")] = 10.0,
 ) -> None:
     """Run the Weir operator: reconcile LakeTables, LakeWriters and TableServices on a cluster."""
     if log_format not in ("plain", "json"):
@@ -165,7 +174,7 @@ def operator_command(
             leader_election=leader_election,
             lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "default",
             lease_name=lease_name, identity=identity or "", lease_duration_s=lease_duration,
-            lease_renew_s=lease_renew))
+            lease_renew_s=lease_renew, supervise_period_s=supervise_period, conflict_grace_s=conflict_grace))
     except (KubeError, OSError, ValueError) as exc:   # no credentials, a port in use, bad lease terms
         typer.echo(f"weir operator: {exc}", err=True)
         raise typer.Exit(1) from None

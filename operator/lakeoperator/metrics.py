@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 KINDS = ("LakeTable", "LakeWriter", "TableService")
 # Reconciles are mostly API round trips: sub-second buckets, with a tail for slow API servers.
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+STOP_BUCKETS = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
 
 
 @dataclass
@@ -35,6 +36,20 @@ class OperatorMetrics:
                                     "took, by kind and outcome", ["kind", "outcome"],
                                     buckets=RECONCILE_BUCKETS, registry=r)
         self.phases = Gauge("weir_resources", "Resources by kind and phase", ["kind", "phase"], registry=r)
+        self.conflicts = Counter("weir_conflicts", "Write conflicts the supervisor decided, by table and "
+                                 "writer pair (loser, winner: namespace/name, or '-' for a writer the "
+                                 "operator does not run)", ["namespace", "table", "loser", "winner"],
+                                 registry=r)
+        self.conflict_bytes = Counter("weir_conflict_lost_bytes", "Bytes the losing writes had written when "
+                                      "the supervisor stopped them", ["namespace", "table"], registry=r)
+        self.conflict_stop = Histogram("weir_conflict_stop_seconds", "From the conflicting marker to the "
+                                       "losing driver seen ended", ["namespace", "table"],
+                                       buckets=STOP_BUCKETS, registry=r)
+        self.live_writes = Gauge("weir_live_writes", "Live writes the supervisor sees per table",
+                                 ["namespace", "table"], registry=r)
+        self.heartbeat_age = Gauge("weir_writer_heartbeat_age_seconds", "Age of a live writer's last "
+                                   "heartbeat at the supervisor's last scan", ["namespace", "writer"],
+                                   registry=r)
         self.leader = Gauge("weir_leader", "1 while this replica holds the leader Lease and reconciles",
                             registry=r)
 

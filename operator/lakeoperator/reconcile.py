@@ -200,9 +200,11 @@ def delta_commits_since(location: str, since: datetime | None,
 
 def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | None, launcher: Launcher,
                      now: datetime, settings: PodSettings, *, applied: Mapping[str, Any] | None = None,
-                     source_location: str | None = None) -> Outcome:
+                     source_location: str | None = None, winner_running: bool = False) -> Outcome:
     """Plan the writer and carry out the plan on `launcher`. `applied`: the spec body the current
-    submission runs (None: none yet); `table_body`: its LakeTable (None: not found)."""
+    submission runs (None: none yet); `table_body`: its LakeTable (None: not found); `winner_running`:
+    the write this writer's current submission lost a conflict to is still running
+    (`conflict_winner_running`)."""
     admitted = _admit(body, now, parse_lake_writer, table_body, table_ref=lambda s: s.table_ref.name,
                       applied=applied)
     if isinstance(admitted, Outcome):
@@ -214,7 +216,7 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
         build_writer_pod(ref, spec, table, "validate", settings, source_location=source_location)
     except SpecError as exc:
         return _invalid(ref, exc, old, now, applied)
-    observed = read_writer_status(old)
+    observed = replace(read_writer_status(old), winner_running=winner_running)
     if applied is not None:
         before = parse_lake_writer({**body, "spec": applied})
         observed = replace(observed, change=classify_change(before, spec))
@@ -330,3 +332,22 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
 
 
 __all__ = ["Outcome", "delta_commits_since", "reconcile_service", "reconcile_table", "reconcile_writer"]
+
+
+def conflict_winner_running(status: Mapping[str, Any] | None, location: str,
+                            storage_options: Mapping[str, Any] | None, heartbeat: Any) -> bool:
+    """Whether a backing-off writer that lost a conflict must still wait: the winning instant is pending
+    and its writer alive. Reads the table only in that case."""
+    from lakecore.storage import open_storage
+    from lakecore.timeline import TimelineStore, now_ms
+    from lakecore.write.heartbeat import is_alive
+    from lakeoperator.status import lost_conflict
+
+    conflict = lost_conflict(status)
+    backing_off = (status or {}).get("phase") == WriterPhase.BACKING_OFF
+    if conflict is None or not backing_off or not conflict.get("other"):
+        return False
+    storage = open_storage(location, dict(storage_options or {}) or None)
+    winner = str(conflict["other"])
+    pending = {i.requested_time for i in TimelineStore(storage).load().pending}
+    return winner in pending and is_alive(storage, winner, now_ms(), heartbeat)

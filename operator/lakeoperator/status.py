@@ -243,7 +243,16 @@ def read_writer_status(status: Mapping[str, Any] | None) -> WriterObserved:
                           infra_failures=int(a.get("infraFailures") or 0),
                           conflicts=int(a.get("conflicts") or 0)),
         submission_id=s.get("submissionId"), submitted_at=parse_timestamp(s.get("submittedAt")),
-        next_retry_at=parse_timestamp(s.get("nextRetryAt")))
+        next_retry_at=parse_timestamp(s.get("nextRetryAt")), lost_conflict=lost_conflict(s) is not None)
+
+
+def lost_conflict(status: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """status.lastConflict when the supervisor aborted the write of the current submission (not void)."""
+    c = (status or {}).get("lastConflict") or {}
+    if c.get("role") == "Lost" and not c.get("void") and c.get("submission") \
+            and c.get("submission") == (status or {}).get("submissionId"):
+        return dict(c)
+    return None
 
 
 def read_service_status(status: Mapping[str, Any] | None, created_at: datetime) -> ServiceObserved:

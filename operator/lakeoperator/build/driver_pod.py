@@ -32,6 +32,7 @@ from lakeoperator.specs import (
     StorageSpec,
     TableServiceSpec,
 )
+from sparkjobs.contract import POD_NAME_ENV, SUBMISSION_ENV, WRITER_ENV
 
 API_VERSION = "weir.dev/v1alpha1"
 POD_IP_ENV = "WEIR_POD_IP"
@@ -137,7 +138,7 @@ def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
 
 def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: str, submission_id: str,
                 spark: SparkSpec, storage: StorageSpec, entry: str, argv: list[str],
-                settings: PodSettings) -> dict[str, Any]:
+                settings: PodSettings, who: dict[str, str] | None = None) -> dict[str, Any]:
     name = child_name(submission_id)
     image = spark.image or settings.default_image
     pod_labels = labels(owner, component, table_name, submission_id)
@@ -148,6 +149,7 @@ def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: s
     if storage.secret_ref is not None:
         ref = storage.secret_ref
         env.append({"name": STORAGE_ENV, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}})
+    env.extend({"name": k, "value": v} for k, v in (who or {}).items())
     memory = _pod_memory(spark.driver.memory)
     container = {
         "name": "driver", "image": image, "command": [settings.spark_submit],
@@ -173,8 +175,10 @@ def build_writer_pod(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableS
     """The driver pod of one submission of a LakeWriter."""
     args = writer_args(owner, writer, table, source_location=source_location)
     entry = "batch_write" if writer.mode == "batch" else "stream_write"
+    who = {WRITER_ENV: f"{owner.namespace}/{owner.name}", SUBMISSION_ENV: submission_id,
+           POD_NAME_ENV: child_name(submission_id)}
     return _driver_pod(owner, "LakeWriter", "writer", writer.table_ref.name, submission_id, writer.spark,
-                       table.storage, entry, args.to_argv(), settings)
+                       table.storage, entry, args.to_argv(), settings, who)
 
 
 def build_service_pod(owner: ObjectRef, service: TableServiceSpec, table: LakeTableSpec, run_id: str,

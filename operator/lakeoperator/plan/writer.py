@@ -58,6 +58,8 @@ class Action(enum.StrEnum):
 
 Change = Literal["none", "in_place", "restart", "refused"]
 
+WINNER_RECHECK_S = 2.0   # a loser waiting for the winner looks again this often
+
 # pod-level reasons (pod.status.reason or a container's terminated reason) that mean the platform, not the
 # job, ended the attempt
 INFRA_REASONS = frozenset({"OOMKilled", "Evicted", "NodeLost", "NodeShutdown", "Preempting", "Shutdown",
@@ -175,6 +177,8 @@ class WriterObserved:
     next_retry_at: datetime | None = None
     change: Change = "none"
     driver: DriverObservation | None = None
+    lost_conflict: bool = False   # the supervisor aborted the current submission's write (lastConflict)
+    winner_running: bool = False  # ... and the write it lost to still runs: a restart waits for it
 
 
 @dataclass(frozen=True)
@@ -273,6 +277,10 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
             return replace(keep, action=Action.WAIT, reason="BackingOff",
                            message=f"next attempt at {o.next_retry_at.isoformat()}",
                            requeue_after=(o.next_retry_at - now).total_seconds())
+        if o.winner_running:
+            return replace(keep, action=Action.WAIT, reason="WaitingForWinner",
+                           message="restarting once the write this writer lost a conflict to has finished",
+                           requeue_after=WINNER_RECHECK_S)
         return _submit(ref, spec, o, now, "Restarting", o.driver is not None, adopt)
 
     # Submitted or Running: our submission id is recorded
@@ -290,10 +298,15 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
             return replace(keep, action=Action.SUBMIT, phase=WriterPhase.SUBMITTED, reason="Submitting",
                            message=f"creating the driver of submission {o.submission_id}",
                            requeue_after=(deadline - now).total_seconds())
+        if o.lost_conflict:
+            return _ended(spec, o, now, Cause.CONFLICT, None, None, "Conflict",
+                          "the driver was stopped: its write lost a conflict", delete=False, adopt=adopt)
         return _ended(spec, o, now, Cause.INFRASTRUCTURE, None, None, "DriverLost",
                       "the driver pod disappeared while running", delete=False, adopt=adopt)
     if d.phase in ("Succeeded", "Failed"):
         cause = classify_exit(d.exit_code, d.reason)
+        if o.lost_conflict and cause != Cause.SUCCESS:
+            cause = Cause.CONFLICT   # stopped from outside: however it ended, it lost a conflict
         return _ended(spec, o, now, cause, d.exit_code, d.started_at, _exit_reason(cause, d),
                       f"the driver ended with exit code {d.exit_code}"
                       + (f" ({d.reason})" if d.reason else ""),

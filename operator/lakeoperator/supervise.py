@@ -1,0 +1,364 @@
+"""Supervision: the operator watches every live write of its tables and stops the loser of a conflict
+from outside, rolls back dead writers' instants, and reports what it sees.
+
+One `Supervisor` per operator (the leader's), launcher-agnostic: what it decides goes to a
+`SupervisorSink` (the Kubernetes controller writes statuses, deletes pods, posts Events; the local
+launcher does the same on its processes). Each watched table is scanned every `period_s` on the
+supervisor's thread (lakecore reads are blocking):
+
+1. the timeline and the live writes with the file groups their markers hold
+   (lakecore.concurrency.outside), the registered writers (who writes which instant);
+2. for every conflict (loser = the younger write, the rules of the commit check): the decision goes to
+   both writers' status FIRST (`sink.record`; an operator that dies after it finds the decision there,
+   and the loser already dead, so it never decides twice), then the loser's proof of death under the
+   table lock (fencing: it can never commit) and, on ZooKeeper tables, its abort flag (the writer hears
+   of it at once; else it sees the proof of death within its abort-check period), then Events and
+   metrics (`sink.aborted`);
+3. a loser still beating `grace_s` after its abort is stopped (`sink.stop_loser`: its driver deleted) —
+   also after an operator restart, from the proof of death it recorded;
+4. dead writes (heartbeat expired, or aborted and stopped for longer than a heartbeat timeout) are
+   rolled back under the table lock, each re-checked there (lakecore.concurrency.rollback).
+
+Non-blocking and single-writer tables are scanned for dead writes only: their writers never conflict
+on what the supervisor could see. Must not: plan restarts (the writer's planner does, from the decision
+in its status and its driver's exit), or talk to Kubernetes (the sink does).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from lakecore.concurrency.outside import (
+    LiveWrite,
+    OutsideConflict,
+    abort_loser,
+    find_outside_conflicts,
+    live_writes,
+)
+from lakecore.write.heartbeat import HeartbeatConfig
+
+log = logging.getLogger(__name__)
+
+DECIDED_BY = "weir-operator"
+TableKey = tuple[str, str]   # namespace, LakeTable name
+
+
+@dataclass(frozen=True)
+class WatchedTable:
+    """What the supervisor needs of a Ready LakeTable."""
+
+    namespace: str
+    name: str
+    location: str
+    mode: str                                  # optimistic | non_blocking | single_writer
+    heartbeat: HeartbeatConfig
+    storage_options: Mapping[str, Any] | None = None
+    zookeeper: str | None = None               # the table lock's ensemble: abort flags and the registry
+
+    @property
+    def key(self) -> TableKey:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One conflict the supervisor decided: `loser` must stop."""
+
+    table: WatchedTable
+    conflict: OutsideConflict
+    loser_writer: str | None        # "namespace/name" of the LakeWriter writing the loser, if registered
+    winner_writer: str | None
+    decided_at: datetime
+    loser_bytes: int = 0            # what the loser had written when it was stopped
+
+    @property
+    def loser(self) -> str:
+        return self.conflict.loser
+
+    @property
+    def winner(self) -> str:
+        return self.conflict.winner
+
+
+@dataclass(frozen=True)
+class TableReport:
+    """One scan's view of a table: the live writers (by LakeWriter, when registered)."""
+
+    table: WatchedTable
+    writes: tuple[LiveWrite, ...]
+    writers: Mapping[str, str]      # instant -> "namespace/name"
+    scanned_at_ms: int
+
+
+class SupervisorSink(Protocol):
+    def record(self, decision: Decision) -> bool:
+        """Write the decision to both writers' status before anything is done about it; False: could
+        not (the API is unreachable), the supervisor tries again at its next scan."""
+        ...
+
+    def aborted(self, decision: Decision, applied: bool) -> None:
+        """The loser was aborted (`applied`), or had committed first (the decision is void)."""
+        ...
+
+    def stop_loser(self, decision: Decision) -> None:
+        """The loser still runs `grace_s` after its abort: stop its driver (idempotent)."""
+        ...
+
+    def observed(self, report: TableReport) -> None:
+        """A table was scanned (status and metrics of its live writers)."""
+        ...
+
+
+@dataclass
+class _Open:
+    """A watched table opened: its storage, lock and registry (re-opened when the spec changes)."""
+
+    table: WatchedTable
+    storage: Any
+    lock: Any
+    registry: Any
+
+
+@dataclass
+class _Pending:
+    decision: Decision
+    aborted_at: float | None = None      # monotonic, once the abort was recorded
+    stopped: bool = False
+
+
+@dataclass
+class Supervisor:
+    sink: SupervisorSink
+    period_s: float = 1.0
+    grace_s: float = 10.0
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # raises a loser's abort flag in ZooKeeper: (connect, table uri, instant, record)
+    abort_flag: Callable[[str, str, str, Mapping[str, Any]], None] | None = None
+
+    def __post_init__(self) -> None:
+        self._guard = threading.Lock()
+        self._tables: dict[TableKey, WatchedTable] = {}
+        self._open: dict[TableKey, _Open] = {}
+        self._pending: dict[tuple[TableKey, str], _Pending] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.scans = 0
+
+    # -- what to watch -------------------------------------------------------------------------
+
+    def watch(self, table: WatchedTable) -> None:
+        with self._guard:
+            if self._tables.get(table.key) != table:
+                self._tables[table.key] = table
+                self._open.pop(table.key, None)
+
+    def forget(self, namespace: str, name: str) -> None:
+        with self._guard:
+            self._tables.pop((namespace, name), None)
+            self._open.pop((namespace, name), None)
+            for key in [k for k in self._pending if k[0] == (namespace, name)]:
+                del self._pending[key]
+
+    def watched(self) -> list[TableKey]:
+        with self._guard:
+            return sorted(self._tables)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="weir-supervisor", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.run_once()
+            self._wake.wait(max(0.0, self.period_s - (time.monotonic() - started)))
+            self._wake.clear()
+
+    def run_once(self) -> list[Decision]:
+        """Scan every watched table once; the decisions taken."""
+        with self._guard:
+            tables = list(self._tables.values())
+        decided: list[Decision] = []
+        for table in tables:
+            try:
+                decided.extend(self.scan(table))
+            except Exception as exc:  # one table's storage or ZooKeeper trouble must not stop the others
+                log.warning("supervising table %s/%s at %s failed: %s: %s", table.namespace, table.name,
+                            table.location, type(exc).__name__, exc)
+        self.scans += 1
+        return decided
+
+    # -- one table -----------------------------------------------------------------------------
+
+    def scan(self, table: WatchedTable) -> list[Decision]:
+        from lakecore.timeline import TimelineStore, now_ms
+
+        opened = self._opened(table)
+        store = TimelineStore(opened.storage)
+        timeline = store.load()
+        now = now_ms()
+        writes = live_writes(opened.storage, timeline, table.heartbeat, now)
+        pending = {i.requested_time for i in timeline.pending}
+        writers = self._writers(opened, table, bool(pending))
+        self.sink.observed(TableReport(table, tuple(writes), writers, now))
+        decisions: list[Decision] = []
+        if table.mode == "optimistic" and writes:
+            for conflict in find_outside_conflicts(opened.storage, "optimistic", table.heartbeat,
+                                                   timeline=timeline, now=now, writes=writes):
+                decision = self._decide(opened, table, conflict, writers)
+                if decision is not None:
+                    decisions.append(decision)
+        self._follow_up(opened, table, pending)
+        self._roll_back_dead(opened, table, timeline, writes, writers, now)
+        return decisions
+
+    def _opened(self, table: WatchedTable) -> _Open:
+        with self._guard:
+            opened = self._open.get(table.key)
+        if opened is not None:
+            return opened
+        from lakecore import Table
+        from lakecore.concurrency.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
+
+        t = Table.open(table.location, storage_options=dict(table.storage_options or {}) or None)
+        registry: Any = ZooKeeperWriterRegistry(table.zookeeper) if table.zookeeper \
+            else StorageWriterRegistry(t.storage)
+        opened = _Open(table, t.storage, t.lock, registry)
+        with self._guard:
+            if self._tables.get(table.key) == table:
+                self._open[table.key] = opened
+        return opened
+
+    def _writers(self, opened: _Open, table: WatchedTable, any_pending: bool) -> dict[str, str]:
+        """instant -> LakeWriter of every registered writer (live or not: an aborted loser still
+        running is stopped by its writer's name)."""
+        if not any_pending:
+            return {}
+        try:
+            live = opened.registry.live_writers(table.location)
+        except Exception as exc:  # advisory: decisions do not need it, statuses do
+            log.warning("the writer registry of %s/%s is unavailable: %s", table.namespace, table.name, exc)
+            return {}
+        return {t: str(info["writer"]) for t, info in live.items() if info.get("writer")}
+
+    def _decide(self, opened: _Open, table: WatchedTable, conflict: OutsideConflict,
+                writers: Mapping[str, str]) -> Decision | None:
+        key = (table.key, conflict.loser)
+        with self._guard:
+            if key in self._pending and self._pending[key].aborted_at is not None:
+                return None
+        decision = Decision(table, conflict, writers.get(conflict.loser), writers.get(conflict.winner),
+                            self.clock(), _bytes_of(opened.storage, conflict.loser))
+        if not self.sink.record(decision):
+            return None
+        applied = abort_loser(opened.storage, opened.lock, conflict, DECIDED_BY)
+        if applied and table.zookeeper and self.abort_flag is not None:
+            try:
+                self.abort_flag(table.zookeeper, table.location, conflict.loser, conflict.details(DECIDED_BY))
+            except Exception as exc:  # the proof of death on storage stands; the writer polls it
+                log.warning("could not raise the ZooKeeper abort flag of %s: %s", conflict.loser, exc)
+        if applied:
+            with self._guard:
+                self._pending[key] = _Pending(decision, time.monotonic())
+        self.sink.aborted(decision, applied)
+        return decision
+
+    def _follow_up(self, opened: _Open, table: WatchedTable, pending: set[str]) -> None:
+        """Stop losers still running after the grace period; forget the ones that are gone."""
+        now = time.monotonic()
+        with self._guard:
+            mine = [(k, p) for k, p in self._pending.items() if k[0] == table.key]
+        for key, p in mine:
+            if key[1] not in pending:
+                with self._guard:
+                    self._pending.pop(key, None)
+                continue
+            if not p.stopped and p.aborted_at is not None and now - p.aborted_at >= self.grace_s:
+                p.stopped = True
+                self.sink.stop_loser(p.decision)
+
+    def _roll_back_dead(self, opened: _Open, table: WatchedTable, timeline: Any, writes: list[LiveWrite],
+                        writers: Mapping[str, str], now: int) -> None:
+        from lakecore.concurrency.rollback import is_pending_write, rollback_write
+        from lakecore.timeline import TimelineStore
+        from lakecore.write.heartbeat import is_expired, last_sign_of_life, read_aborted
+
+        live = {w.instant for w in writes}
+        store = TimelineStore(opened.storage)
+        hb = table.heartbeat
+        for inst in timeline.pending:
+            t = inst.requested_time
+            if t in live or not is_pending_write(store, inst):
+                continue
+            record = read_aborted(opened.storage, t)
+            sign = last_sign_of_life(opened.storage, t)
+            if record is not None:
+                # aborted: its writer rolls it back itself; if it still beats past the grace period,
+                # the decision's stop is due (again, after an operator restart); once it has been
+                # silent for a heartbeat timeout it is gone, and the rollback is ours
+                if not is_expired(sign, now, hb):
+                    self._stop_again(table, t, record, writers.get(t), now)
+                    continue
+            elif not is_expired(sign, now, hb):
+                continue
+            try:
+                if rollback_write(opened.storage, opened.lock, inst, only_if_expired=hb,
+                                  by=f"{DECIDED_BY}: its writer is gone") is not None:
+                    log.info("rolled back the dead write %s of %s/%s", t, table.namespace, table.name)
+            except Exception as exc:
+                log.warning("rolling back the dead write %s of %s/%s failed: %s", t, table.namespace,
+                            table.name, exc)
+
+    def _stop_again(self, table: WatchedTable, instant: str, record: Mapping[str, Any], writer: str | None,
+                    now_ms: int) -> None:
+        if record.get("decided_by") != DECIDED_BY or record.get("reason") != "conflict":
+            return
+        key = (table.key, instant)
+        with self._guard:
+            known = key in self._pending
+        at = int(record.get("at") or 0)
+        if known or now_ms - at < self.grace_s * 1000:
+            return
+        # decided by an earlier operator (or before a restart): stop it once, as it would have
+        from lakecore.concurrency.outside import OutsideConflict
+
+        conflict = OutsideConflict(instant, str(record.get("other") or ""),
+                                   frozenset(tuple(g) for g in record.get("file_groups") or ()), None,
+                                   int(record.get("marker_at") or 0))
+        decision = Decision(table, conflict, writer, None, self.clock())
+        with self._guard:
+            self._pending[key] = _Pending(decision, time.monotonic(), stopped=True)
+        self.sink.stop_loser(decision)
+
+
+def _bytes_of(storage: Any, instant: str) -> int:
+    """Size of the data files the instant's markers name."""
+    from lakecore.write.markers import list_markers
+
+    wanted = {m.data_path for m in list_markers(storage, instant)}
+    sizes: dict[str, int] = {}
+    for directory in {p.rsplit("/", 1)[0] if "/" in p else "" for p in wanted}:
+        sizes.update({f.path: f.size for f in storage.list_dir(directory)})
+    return sum(sizes.get(p, 0) for p in wanted)
+
+
+__all__ = ["DECIDED_BY", "Decision", "Supervisor", "SupervisorSink", "TableReport", "WatchedTable"]
