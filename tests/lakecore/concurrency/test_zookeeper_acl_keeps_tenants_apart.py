@@ -42,24 +42,26 @@ class Tenancy:
     def __init__(self, connect: str) -> None:
         self.connect = connect
         root = f"/acl-tests/{uuid.uuid4().hex[:8]}"
-        self.bases = {"locks_base": f"{root}/locks", "writers_base": f"{root}/writers",
-                      "aborts_base": f"{root}/aborts"}
+        self.locks_base, self.writers_base = f"{root}/locks", f"{root}/writers"
+        self.aborts_base = f"{root}/aborts"
 
     def ensure(self, table: str, credentials: Auth) -> list[str]:
         return ensure_table_paths(self.connect, table, credentials=credentials, connection_timeout_s=5.0,
-                                  **self.bases)
+                                  locks_base=self.locks_base, writers_base=self.writers_base,
+                                  aborts_base=self.aborts_base)
 
     def lock(self, table: str, credentials: Credentials | None) -> ZooKeeperLock:
         return ZooKeeperLock(ZooKeeperLockConfig.for_table(
-            self.connect, table, base_path=self.bases["locks_base"], credentials=credentials,
+            self.connect, table, base_path=self.locks_base, credentials=credentials,
             acquire_timeout_s=30.0, connection_timeout_s=5.0))
 
     def registry(self, credentials: Credentials | None) -> ZooKeeperWriterRegistry:
-        return ZooKeeperWriterRegistry(self.connect, base_path=self.bases["writers_base"],
+        return ZooKeeperWriterRegistry(self.connect, base_path=self.writers_base,
                                        connection_timeout_s=5.0, credentials=credentials)
 
     def client(self, credentials: Credentials | None) -> Any:
-        return shared_clients.client(Endpoint(self.connect, connection_timeout_s=5.0, credentials=credentials))
+        endpoint = Endpoint(self.connect, connection_timeout_s=5.0, credentials=credentials)
+        return shared_clients.client(endpoint)
 
 
 @pytest.fixture
@@ -114,14 +116,14 @@ def test_the_process_credentials_come_from_the_environment(zk: Tenancy,
     zk.ensure(TABLE_A, A)
     monkeypatch.setenv(USERNAME_ENV, B.username)
     monkeypatch.setenv(PASSWORD_ENV, B.password)
-    config = ZooKeeperLockConfig.for_table(zk.connect, TABLE_A, base_path=zk.bases["locks_base"])
+    config = ZooKeeperLockConfig.for_table(zk.connect, TABLE_A, base_path=zk.locks_base)
     assert config.credentials == B and B.password not in repr(config)
     with pytest.raises(ZooKeeperAccessDenied, match=f"user 'tenant-b'.*{USERNAME_ENV}/{PASSWORD_ENV}.*"
                        "lock.zookeeper.credentialsSecret"):
         ZooKeeperLock(config).acquire()
     monkeypatch.setenv(PASSWORD_ENV, A.password)
     monkeypatch.setenv(USERNAME_ENV, A.username)
-    with ZooKeeperLock(ZooKeeperLockConfig.for_table(zk.connect, TABLE_A, base_path=zk.bases["locks_base"])):
+    with ZooKeeperLock(ZooKeeperLockConfig.for_table(zk.connect, TABLE_A, base_path=zk.locks_base)):
         pass
     assert zk.ensure(TABLE_A, "environment") == zk.ensure(TABLE_A, A)  # idempotent
 
