@@ -361,20 +361,36 @@ def ensure_table_paths(connect: str, table_uri: str, *, credentials: Auth = "env
                        session_timeout_s: float = 30.0, connection_timeout_s: float = 15.0) -> list[str]:
     """Create the table's lock parent, writers path and aborts path (`table_node_paths`) with the ACL of
     `credentials` (default: this process's), their bases as shared nodes; idempotent. Returns the paths.
-    ZooKeeperAccessDenied when a path exists but these credentials may not use it; LockUnavailable when
-    ZooKeeper does not answer within `connection_timeout_s`."""
+    With credentials, a base found open (made by a client without credentials) becomes shared, so
+    nobody can delete a tenant's idle node and re-create it as theirs. ZooKeeperAccessDenied when a
+    path exists but these credentials may not use it; LockUnavailable when ZooKeeper does not answer
+    within `connection_timeout_s`. The operator calls it when a LakeTable on ZooKeeper becomes Ready."""
     check_connect(connect)
     endpoint = Endpoint(connect.strip(), session_timeout_s, connection_timeout_s,
                         resolve_credentials(credentials))
     client = shared_clients.client(endpoint)
     paths = table_node_paths(table_uri, lock_path=lock_path, locks_base=locks_base,
                              writers_base=writers_base, aborts_base=aborts_base)
+    for base in dict.fromkeys(path.rsplit("/", 1)[0] or "/" for path in paths):  # bases before any node
+        ensure_shared_base(client, base, connection_timeout_s)
+        if endpoint.credentials is not None and base != "/":
+            _share_open_base(client, base, connection_timeout_s)
     for path in paths:
-        parent = path.rsplit("/", 1)[0]
-        if parent:
-            ensure_shared_base(client, parent, connection_timeout_s)
         ensure_owned_node(client, path, connection_timeout_s)
     return paths
+
+
+def _share_open_base(client: Any, base: str, timeout: float) -> None:
+    try:
+        acls, stat = client.get_acls_async(base).get(timeout=timeout)
+        if _is_open(acls) and any(a.perms & Permissions.ADMIN for a in acls):
+            client.set_acls_async(base, SHARED_ACL, version=stat.aversion).get(timeout=timeout)
+            log.warning("ZooKeeper node %s was open; it is now shared (anyone may read it and create "
+                        "children; nobody may delete or change it)", base)
+    except (NoAuthError, AuthFailedError) as exc:
+        raise access_denied(client, base, "sharing", exc) from exc
+    except (KazooException, KazooTimeoutError) as exc:
+        raise _unreachable(f"sharing {base}", exc) from exc
 
 
 # -- ephemeral nodes and child watches: the writer registry (lakecore.concurrency.writers) ---------

@@ -15,6 +15,7 @@ import pytest
 from lakecore.concurrency.writers import ZooKeeperWriterRegistry, writer_info
 from lakecore.concurrency.zookeeper import (
     PASSWORD_ENV,
+    SHARED_ACL,
     USERNAME_ENV,
     Auth,
     Credentials,
@@ -150,4 +151,16 @@ def test_preparing_a_table_refuses_nodes_of_another_tenant_and_claims_open_ones(
     with pytest.raises(ZooKeeperAccessDenied):
         zk.lock(TABLE_B, None).acquire()
     with zk.lock(TABLE_B, B):
+        pass
+
+
+def test_bases_left_open_by_clients_without_credentials_become_shared(zk: Tenancy) -> None:
+    from kazoo.exceptions import NoAuthError
+
+    zk.ensure(TABLE_B, None)  # an earlier, open deployment made the bases open
+    lock_path, _, _ = zk.ensure(TABLE_A, A)
+    assert zk.client(None).get_acls(zk.locks_base)[0] == SHARED_ACL
+    with pytest.raises(NoAuthError):  # A's idle lock parent can no longer be deleted and taken over
+        zk.client(B).delete(lock_path)
+    with zk.lock(TABLE_B, None):  # while open tables keep working under the shared bases
         pass
