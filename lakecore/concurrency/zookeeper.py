@@ -371,6 +371,12 @@ def ensure_table_paths(connect: str, table_uri: str, *, credentials: Auth = "env
     client = shared_clients.client(endpoint)
     paths = table_node_paths(table_uri, lock_path=lock_path, locks_base=locks_base,
                              writers_base=writers_base, aborts_base=aborts_base)
+    bases = [locks_base, writers_base, aborts_base]
+    for path in paths:
+        if any(base == path or base.startswith(path + "/") for base in bases):
+            raise InvalidTableConfig(f"the table's ZooKeeper node {path} is (or is above) one of the shared "
+                                     f"bases {', '.join(bases)}; give the lock its own path, like "
+                                     f"{locks_base}/<table>")
     for base in dict.fromkeys(path.rsplit("/", 1)[0] or "/" for path in paths):  # bases before any node
         ensure_shared_base(client, base, connection_timeout_s)
         if endpoint.credentials is not None and base != "/":

@@ -143,6 +143,10 @@ def test_preparing_a_table_refuses_nodes_of_another_tenant_and_claims_open_ones(
     again = pickle.loads(pickle.dumps(refused.value))     # and it travels from executors intact
     assert (again.path, again.user, str(again)) == (paths[0], "tenant-b", str(refused.value))
 
+    with pytest.raises(InvalidTableConfig, match="shared"):  # a lock path above the bases would own them
+        ensure_table_paths(zk.connect, TABLE_A, credentials=A, lock_path=zk.locks_base.rsplit("/", 1)[0],
+                           locks_base=zk.locks_base, writers_base=zk.writers_base, aborts_base=zk.aborts_base)
+
     # a table used without credentials so far: its open nodes now carry the tenant's ACL
     open_paths = zk.ensure(TABLE_B, None)
     with zk.lock(TABLE_B, None):
