@@ -37,7 +37,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
-from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl, make_digest_acl_credential
+from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl
 
 from lakecore.concurrency.locks import LockUnavailable
 from lakecore.errors import InvalidTableConfig, ZooKeeperAccessDenied
@@ -68,11 +68,6 @@ class Credentials:
             raise InvalidTableConfig(f"ZooKeeper username {self.username!r} must be non-empty without ':' "
                                      "and the password non-empty; fix the keys of the ZooKeeper credentials "
                                      "Secret")
-
-    @property
-    def digest_id(self) -> str:
-        """How ZooKeeper names this identity in an ACL ("user:base64(sha1(user:password))")."""
-        return str(make_digest_acl_credential(self.username, self.password))
 
 
 # Where a caller's credentials come from: given, none (open ACL), or this process's environment.
