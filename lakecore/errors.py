@@ -37,6 +37,22 @@ class InvalidStorageOptions(InvalidTableConfig):
     malformed."""
 
 
+class ZooKeeperAccessDenied(InvalidTableConfig):
+    """ZooKeeper refused this process's credentials (WEIR_ZOOKEEPER_USERNAME/PASSWORD) on a node's ACL."""
+
+    def __init__(self, message: str, *, path: str = "", user: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.user = user  # None: the process had no ZooKeeper credentials
+
+    def __reduce__(self) -> tuple[Any, ...]:  # survives pickling from executors to the driver
+        return (_rebuild_access_denied, (str(self), self.path, self.user))
+
+
+def _rebuild_access_denied(message: str, path: str, user: str | None) -> ZooKeeperAccessDenied:
+    return ZooKeeperAccessDenied(message, path=path, user=user)
+
+
 class CorruptMetadata(LakecoreError):
     """A metadata file (table config, instant, plan) is truncated or unreadable."""
 

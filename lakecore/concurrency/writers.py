@@ -28,7 +28,7 @@ from lakecore.timeline import now_ms
 from lakecore.timeline.instant_time import to_epoch_ms
 
 if TYPE_CHECKING:
-    from lakecore.concurrency.zookeeper import ZooKeeperClients
+    from lakecore.concurrency.zookeeper import Auth, ZooKeeperClients
     from lakecore.concurrency.zookeeper_lock import ZooKeeperLockConfig
 
 Info = dict[str, Any]
@@ -284,14 +284,18 @@ class ZooKeeperWriterRegistry:
     session of `(connect, session_timeout_s)`, shared with the ZooKeeper locks."""
 
     def __init__(self, connect: str, *, base_path: str = "/weir/writers", session_timeout_s: float = 30.0,
-                 connection_timeout_s: float = 15.0, share_client: bool = True) -> None:
-        from lakecore.concurrency.zookeeper import ZooKeeperClients, shared_clients
+                 connection_timeout_s: float = 15.0, share_client: bool = True,
+                 credentials: Auth = "environment") -> None:
+        from lakecore.concurrency.zookeeper import ZooKeeperClients, resolve_credentials, shared_clients
         from lakecore.concurrency.zookeeper_lock import ZooKeeperLockConfig
 
         # The client cache takes a lock config; it also validates connect, base_path and the timeouts.
+        # `credentials`: this process's WEIR_ZOOKEEPER_USERNAME/PASSWORD by default (see zookeeper.py);
+        # a refusal is ZooKeeperAccessDenied, not WriterRegistryUnavailable.
         self.settings: ZooKeeperLockConfig = ZooKeeperLockConfig(
             connect, "writers", base_path=base_path, session_timeout_s=session_timeout_s,
-            connection_timeout_s=connection_timeout_s, share_client=share_client)
+            connection_timeout_s=connection_timeout_s, share_client=share_client,
+            credentials=resolve_credentials(credentials))
         self._clients: ZooKeeperClients = shared_clients if share_client else ZooKeeperClients()
 
     def table_path(self, table_uri: str) -> str:
@@ -307,7 +311,8 @@ class ZooKeeperWriterRegistry:
         path = f"{self.table_path(table_uri)}/{instant_time}"
         client = self._client()
         timeout = self.settings.connection_timeout_s
-        if not self._call(lambda: create_ephemeral(client, path, data, timeout)):
+        base = self.settings.base_path
+        if not self._call(lambda: create_ephemeral(client, path, data, timeout, shared_base=base)):
             raise WriterAlreadyRegistered(
                 f"a writer of instant {instant_time} of {table_uri} is registered already ({path} on "
                 f"{self.settings.connect}); if that writer died, its node goes away after its ZooKeeper "
@@ -329,8 +334,9 @@ class ZooKeeperWriterRegistry:
         client = self._client()
         watch = Watch(table_uri, callback)
         try:
-            self._call(lambda: watch_children(client, path, lambda children: watch.deliver(
-                frozenset(children)), self.settings.connection_timeout_s))
+            self._call(lambda: watch_children(
+                client, path, lambda children: watch.deliver(frozenset(children)),
+                self.settings.connection_timeout_s, shared_base=self.settings.base_path))
         except BaseException:
             watch.close()  # a watch that shows up late stops at its first call
             raise

@@ -6,6 +6,8 @@ with the writer registry) are `zookeeper.py`'s. Must not decide what the lock pr
 
 Failure behaviour, which is the point of this module:
 - ZooKeeper unreachable: `LockUnavailable` within `connection_timeout_s`, naming the connect string.
+- ZooKeeper refuses our credentials on the lock path (another tenant's table, or none given):
+  `ZooKeeperAccessDenied` at once, never retried.
 - Session SUSPENDED or LOST while held: `is_held()` is False from that moment on (a state listener
   flips it; the lock does not come back even if the session does), and `release()` does not raise;
   it deletes the lock node once ZooKeeper is reachable again, if the session survived.
@@ -24,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
 from kazoo.exceptions import LockTimeout as KazooLockTimeout
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
@@ -32,9 +34,13 @@ from kazoo.recipe.lock import Lock as KazooLock
 
 from lakecore.concurrency.locks import GuardedLock, LockUnavailable, backoff_s
 from lakecore.concurrency.zookeeper import (
+    Credentials,
     ZooKeeperClients,
+    access_denied,
     check_connect,
+    ensure_shared_base,
     forget,
+    process_credentials,
     session_of,
     shared_clients,
     table_lock_key,
@@ -65,6 +71,8 @@ class ZooKeeperLockConfig:
     retry_max_s: float = 2.0
     share_client: bool = True            # one kazoo client per connect string in this process
     path: str = ""                       # the lock's znode; default <base_path>/<znode_name(key)>
+    # who we are to ZooKeeper: by default this process's WEIR_ZOOKEEPER_USERNAME/PASSWORD (None: open ACL)
+    credentials: Credentials | None = field(default_factory=process_credentials)
 
     def __post_init__(self) -> None:
         check_connect(self.connect)
@@ -183,6 +191,8 @@ class ZooKeeperLock(GuardedLock):
         cfg = self.config
         attempt = 0
         while True:
+            if not self._path_ready:  # the recipe creates the lock path, with our ACL, under a shared base
+                ensure_shared_base(client, self.path.rsplit("/", 1)[0] or "/", cfg.connection_timeout_s)
             recipe = KazooLock(client, self.path, identifier=self._owner)
             recipe.assured_path = self._path_ready  # the recipe creates the path when this is False
             failure: BaseException | None = None
@@ -190,6 +200,8 @@ class ZooKeeperLock(GuardedLock):
                 got = _Attempt(recipe, max(0.0, deadline - time.monotonic())).run()
             except (KazooLockTimeout, _Stalled):
                 got = False
+            except (NoAuthError, AuthFailedError) as exc:
+                raise access_denied(client, self.path, "taking the lock", exc) from exc
             except (KazooException, KazooTimeoutError) as exc:
                 self._path_ready = False  # e.g. someone removed the lock path: create it again
                 got, failure = False, exc

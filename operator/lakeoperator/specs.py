@@ -118,9 +118,19 @@ class ConcurrencySpec:
 
 
 @dataclass(frozen=True)
+class ZookeeperCredentialsRef:
+    """The Secret holding a tenant's ZooKeeper digest credentials (referenced, never read)."""
+
+    name: str
+    username_key: str = "username"
+    password_key: str = "password"
+
+
+@dataclass(frozen=True)
 class ZookeeperSpec:
     connect: str
     path: str | None = None
+    credentials_secret: ZookeeperCredentialsRef | None = None
 
 
 @dataclass(frozen=True)
@@ -494,12 +504,21 @@ def _parse_lock(f: _Fields) -> LockSpec:
     provider = f.enum("provider", LockProvider, "storage")
     zk = None
     if f.has("zookeeper"):
-        z = f.sub("zookeeper", ("connect", "path"))
+        z = f.sub("zookeeper", ("connect", "path", "credentialsSecret"))
         connect = z.req_str("connect")
         if "@" in connect:
             raise SpecError(z.at("connect"), "must not carry credentials ('@'); give host:port[,host:port]"
-                            "[/chroot] and configure ZooKeeper auth outside the spec")
-        zk = ZookeeperSpec(connect=connect, path=z.text("path", None))
+                            "[/chroot] and name a Secret holding them in lock.zookeeper.credentialsSecret")
+        credentials = None
+        if z.has("credentialsSecret"):
+            c = z.sub("credentialsSecret", ("name", "usernameKey", "passwordKey"))
+            credentials = ZookeeperCredentialsRef(name=c.req_str("name"),
+                                                  username_key=c.text("usernameKey", "username"),
+                                                  password_key=c.text("passwordKey", "password"))
+            if credentials.username_key == credentials.password_key:
+                raise SpecError(c.at("passwordKey"), f"is the same key as usernameKey "
+                                f"({credentials.username_key!r}); name the Secret's password key")
+        zk = ZookeeperSpec(connect=connect, path=z.text("path", None), credentials_secret=credentials)
     if provider == "zookeeper" and zk is None:
         raise SpecError(f.at("zookeeper.connect"), "is required with provider zookeeper; set it")
     if provider != "zookeeper" and zk is not None:

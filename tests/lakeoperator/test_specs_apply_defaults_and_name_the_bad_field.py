@@ -20,6 +20,7 @@ from lakeoperator.specs import (
     SpecError,
     StorageSpec,
     TriggerSpec,
+    ZookeeperCredentialsRef,
     parse_lake_table,
     parse_lake_writer,
     parse_table_service,
@@ -41,6 +42,21 @@ def test_lake_table_defaults() -> None:
     assert spec.lock == LockSpec() and spec.heartbeat == HeartbeatSpec(10, 3)
     assert spec.ordering_field is None and spec.column_groups == ()
     assert spec.tombstone_retention_hours is None
+
+
+def test_zookeeper_credentials_are_a_secret_reference_with_default_keys() -> None:
+    def zookeeper(**credentials: Any) -> Any:
+        body = lake_table(lock={"provider": "zookeeper",
+                                "zookeeper": {"connect": "zk:2181", "credentialsSecret": credentials}})
+        lock = parse_lake_table(body).lock
+        assert lock.zookeeper is not None
+        return lock.zookeeper.credentials_secret
+
+    assert zookeeper(name="tenant-a-zk") == ZookeeperCredentialsRef("tenant-a-zk", "username", "password")
+    assert zookeeper(name="zk", usernameKey="user", passwordKey="pass") == ZookeeperCredentialsRef(
+        "zk", "user", "pass")
+    plain = parse_lake_table(lake_table(lock={"provider": "zookeeper", "zookeeper": {"connect": "zk:2181"}}))
+    assert plain.lock.zookeeper is not None and plain.lock.zookeeper.credentials_secret is None
 
 
 def test_lake_writer_defaults() -> None:
@@ -112,6 +128,18 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("table", lake_table(lock={"provider": "zookeeper"}), "spec.lock.zookeeper.connect"),
     ("table", lake_table(lock={"provider": "zookeeper", "zookeeper": {"connect": "u:p@zk:2181"}}),
      "spec.lock.zookeeper.connect"),
+    ("table", lake_table(lock={"provider": "zookeeper", "zookeeper": {"connect": "zk:2181",
+                                                                     "credentialsSecret": {}}}),
+     "spec.lock.zookeeper.credentialsSecret.name"),
+    ("table", lake_table(lock={"provider": "zookeeper", "zookeeper": {
+        "connect": "zk:2181", "credentialsSecret": {"name": "zk", "password": "hunter2"}}}),
+     "spec.lock.zookeeper.credentialsSecret.password"),
+    ("table", lake_table(lock={"provider": "zookeeper", "zookeeper": {
+        "connect": "zk:2181", "credentialsSecret": {"name": "zk", "usernameKey": "", "passwordKey": "p"}}}),
+     "spec.lock.zookeeper.credentialsSecret.usernameKey"),
+    ("table", lake_table(lock={"provider": "zookeeper", "zookeeper": {
+        "connect": "zk:2181", "credentialsSecret": {"name": "zk", "passwordKey": "username"}}}),
+     "spec.lock.zookeeper.credentialsSecret.passwordKey"),
     ("table", lake_table(storage={"options": {"key": "AKIA..."}}), "spec.storage.options.key"),
     ("table", lake_table(deletionPolicy="Purge"), "spec.deletionPolicy"),
     ("table", lake_table(bukets=3), "spec.bukets"),

@@ -8,9 +8,10 @@ owner and the submission id (a re-run of a handler builds the same name, so it c
 second pod for one submission), and never restarted by the kubelet (`restartPolicy: Never`: restarts
 are the operator's decision, per the restart policy).
 
-Owns: names, labels, the Spark configuration the operator manages, the env that carries the pod IP
-and the storage Secret. Must not decide whether to submit (plan/), talk to the API (kube.py), or put a
-secret value anywhere (Secrets are referenced, never read).
+Owns: names, labels, the Spark configuration the operator manages, the env that carries the pod IP,
+the storage Secret and the ZooKeeper credentials Secret (driver and executors alike: executors take
+ZooKeeper locks in early conflict detection `direct_zk`). Must not decide whether to submit (plan/),
+talk to the API (kube.py), or put a secret value anywhere (Secrets are referenced, never read).
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lakeoperator.build.job_args import STORAGE_ENV, service_args, writer_args
+from lakeoperator.build.job_args import (
+    STORAGE_ENV,
+    ZOOKEEPER_PASSWORD_ENV,
+    ZOOKEEPER_USERNAME_ENV,
+    service_args,
+    writer_args,
+)
 from lakeoperator.plan.writer import SUBMISSION_LABEL
 from lakeoperator.specs import (
     LakeTableSpec,
@@ -31,6 +38,7 @@ from lakeoperator.specs import (
     SpecError,
     StorageSpec,
     TableServiceSpec,
+    ZookeeperCredentialsRef,
 )
 from sparkjobs.contract import POD_NAME_ENV, SUBMISSION_ENV, WRITER_ENV
 
@@ -98,8 +106,26 @@ def owner_reference(owner: ObjectRef, kind: str) -> dict[str, Any]:
             "controller": True, "blockOwnerDeletion": True}
 
 
+def secret_env(storage: StorageSpec,
+               zookeeper: ZookeeperCredentialsRef | None) -> dict[str, tuple[str, str]]:
+    """Variable -> (Secret, key) of every Secret value a job's driver and executors read."""
+    env: dict[str, tuple[str, str]] = {}
+    if storage.secret_ref is not None:
+        env[STORAGE_ENV] = (storage.secret_ref.name, storage.secret_ref.key)
+    if zookeeper is not None:
+        env[ZOOKEEPER_USERNAME_ENV] = (zookeeper.name, zookeeper.username_key)
+        env[ZOOKEEPER_PASSWORD_ENV] = (zookeeper.name, zookeeper.password_key)
+    return env
+
+
+def zookeeper_credentials(table: LakeTableSpec) -> ZookeeperCredentialsRef | None:
+    zk = table.lock.zookeeper if table.lock.provider == "zookeeper" else None
+    return zk.credentials_secret if zk is not None else None
+
+
 def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
-               pod_labels: Mapping[str, str], storage: StorageSpec, settings: PodSettings) -> dict[str, str]:
+               pod_labels: Mapping[str, str], secrets: Mapping[str, tuple[str, str]],
+               settings: PodSettings) -> dict[str, str]:
     """Every --conf the driver is started with: the spec's own, then the ones the operator manages."""
     bad = sorted(k for k in spark.conf if k.startswith(MANAGED_CONF_PREFIXES))
     if bad:
@@ -130,25 +156,24 @@ def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
         conf["spark.kubernetes.authenticate.executor.serviceAccountName"] = spark.service_account_name
     for key, value in pod_labels.items():
         conf[f"spark.kubernetes.executor.label.{key}"] = value
-    if storage.secret_ref is not None:
-        ref = storage.secret_ref
-        conf[f"spark.kubernetes.executor.secretKeyRef.{STORAGE_ENV}"] = f"{ref.name}:{ref.key}"
+    for variable, (secret, key) in secrets.items():
+        conf[f"spark.kubernetes.executor.secretKeyRef.{variable}"] = f"{secret}:{key}"
     return conf
 
 
 def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: str, submission_id: str,
-                spark: SparkSpec, storage: StorageSpec, entry: str, argv: list[str],
+                spark: SparkSpec, table: LakeTableSpec, entry: str, argv: list[str],
                 settings: PodSettings, who: dict[str, str] | None = None) -> dict[str, Any]:
     name = child_name(submission_id)
     image = spark.image or settings.default_image
     pod_labels = labels(owner, component, table_name, submission_id)
-    conf = spark_conf(owner, name, spark, image, pod_labels, storage, settings)
+    secrets = secret_env(table.storage, zookeeper_credentials(table))
+    conf = spark_conf(owner, name, spark, image, pod_labels, secrets, settings)
     submit = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
     env: list[dict[str, Any]] = [
         {"name": POD_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
-    if storage.secret_ref is not None:
-        ref = storage.secret_ref
-        env.append({"name": STORAGE_ENV, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}})
+    for variable, (secret, key) in secrets.items():
+        env.append({"name": variable, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
     env.extend({"name": k, "value": v} for k, v in (who or {}).items())
     memory = _pod_memory(spark.driver.memory)
     container = {
@@ -178,7 +203,7 @@ def build_writer_pod(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableS
     who = {WRITER_ENV: f"{owner.namespace}/{owner.name}", SUBMISSION_ENV: submission_id,
            POD_NAME_ENV: child_name(submission_id)}
     return _driver_pod(owner, "LakeWriter", "writer", writer.table_ref.name, submission_id, writer.spark,
-                       table.storage, entry, args.to_argv(), settings, who)
+                       table, entry, args.to_argv(), settings, who)
 
 
 def build_service_pod(owner: ObjectRef, service: TableServiceSpec, table: LakeTableSpec, run_id: str,
@@ -187,4 +212,4 @@ def build_service_pod(owner: ObjectRef, service: TableServiceSpec, table: LakeTa
     would do, but they run as the spec says)."""
     args = service_args(owner, service, table)
     return _driver_pod(owner, "TableService", "table-service", service.table_ref.name, run_id,
-                       service.spark, table.storage, "table_service", args.to_argv(), settings)
+                       service.spark, table, "table_service", args.to_argv(), settings)

@@ -22,6 +22,9 @@ from lakeoperator.specs import (
 from sparkjobs.contract import BatchWriteArgs, StreamWriteArgs, TableServiceArgs, WriterArgs
 
 STORAGE_ENV = "WEIR_STORAGE_OPTIONS"  # the variable driver and executors read the table's options from
+# the variables driver and executors read their ZooKeeper credentials from (lakecore.concurrency.zookeeper)
+ZOOKEEPER_USERNAME_ENV = "WEIR_ZOOKEEPER_USERNAME"
+ZOOKEEPER_PASSWORD_ENV = "WEIR_ZOOKEEPER_PASSWORD"
 
 
 def storage_env(storage: StorageSpec) -> str | None:

@@ -20,6 +20,7 @@ from lakeoperator.build.driver_pod import (
     child_name,
     spark_memory_mib,
 )
+from lakeoperator.build.job_args import ZOOKEEPER_PASSWORD_ENV, ZOOKEEPER_USERNAME_ENV
 from lakeoperator.plan.service import run_id
 from lakeoperator.plan.writer import SUBMISSION_LABEL, submission_id
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table, parse_lake_writer, parse_table_service
@@ -128,3 +129,34 @@ def test_managed_spark_settings_are_refused_in_the_spec():
                                            ("1t", 1024 * 1024)])
 def test_spark_memory_notation(text, mib):
     assert spark_memory_mib(text) == mib
+
+
+def test_zookeeper_credentials_reach_driver_and_executors_from_their_secret_only() -> None:
+    table_body = json.loads(json.dumps(TABLE))
+    table_body["spec"]["lock"]["zookeeper"]["credentialsSecret"] = {"name": "tenant-zk", "passwordKey": "pw"}
+    writer_body = CASES["writer-batch-kubernetes"][1]
+    owner = ObjectRef.from_body(writer_body)
+    pod = build_writer_pod(owner, parse_lake_writer(writer_body), parse_lake_table(table_body),
+                           submission_id(owner, 1), SETTINGS)
+    container = pod["spec"]["containers"][0]
+    env = {e["name"]: e.get("valueFrom") for e in container["env"]}
+    assert env[ZOOKEEPER_USERNAME_ENV] == {"secretKeyRef": {"name": "tenant-zk", "key": "username"}}
+    assert env[ZOOKEEPER_PASSWORD_ENV] == {"secretKeyRef": {"name": "tenant-zk", "key": "pw"}}
+    secret_vars = (ZOOKEEPER_USERNAME_ENV, ZOOKEEPER_PASSWORD_ENV)
+    assert all("value" not in e for e in container["env"] if e["name"] in secret_vars)  # by reference only
+    args = container["args"]
+    assert f"spark.kubernetes.executor.secretKeyRef.{ZOOKEEPER_USERNAME_ENV}=tenant-zk:username" in args
+    assert f"spark.kubernetes.executor.secretKeyRef.{ZOOKEEPER_PASSWORD_ENV}=tenant-zk:pw" in args
+    entry = next(i for i, a in enumerate(args) if a.endswith(".py"))
+    assert "tenant-zk" not in " ".join(args[entry:])  # never in the job's arguments
+    # the storage Secret is still there, and a table without credentials gets no such variables
+    assert env["WEIR_STORAGE_OPTIONS"] == {"secretKeyRef": {"name": "lake-creds", "key": "options.json"}}
+    plain = json.dumps(build("writer-batch-kubernetes"))
+    assert ZOOKEEPER_USERNAME_ENV not in plain and ZOOKEEPER_PASSWORD_ENV not in plain
+
+
+def test_the_operator_and_lakecore_agree_on_the_credentials_variables() -> None:
+    from lakecore.concurrency import zookeeper
+
+    ours = (ZOOKEEPER_USERNAME_ENV, ZOOKEEPER_PASSWORD_ENV)
+    assert ours == (zookeeper.USERNAME_ENV, zookeeper.PASSWORD_ENV)
