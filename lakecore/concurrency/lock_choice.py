@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("zookeeper", "storage", "in_process")
 LOCK_OPTIONS = frozenset({"provider", "connect", "base_path", "key", "path", "session_timeout_s",
-                          "connection_timeout_s", "acquire_timeout_s", "acquire_retries", "expiry_s"})
+                          "connection_timeout_s", "acquire_timeout_s", "acquire_retries", "expiry_s",
+                          "credentials"})
 HOW_TO_CHANGE = ("to change the table's lock, stop its writers and run `weir table set-lock` "
                  "(Table.set_lock_provider)")
 
@@ -146,6 +147,8 @@ def _zookeeper_lock(storage: Storage, options: Mapping[str, Any], timeout: float
     for name in ("base_path", "path"):
         if name in options:
             extra[name] = _text(options, name, "")
+    if "credentials" in options:  # a zookeeper.Credentials (or None: none), never recorded
+        extra["credentials"] = options["credentials"]
     key = _text(options, "key", "") or table_lock_key(storage.uri)
     return ZooKeeperLock(ZooKeeperLockConfig(connect.strip(), key, **extra))
 

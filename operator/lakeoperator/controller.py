@@ -27,6 +27,7 @@ from collections import Counter as Tally
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from lakeoperator.build.driver_pod import PodSettings, child_name
@@ -42,7 +43,20 @@ from lakeoperator.reconcile import (
 )
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
 from lakeoperator.status import invalid_spec_status, lost_conflict, parse_timestamp
-from lakeoperator.supervise import Decision, Supervisor, TableReport, WatchedTable
+from lakeoperator.supervise import (
+    Decision,
+    Supervisor,
+    TableReport,
+    conflict_entries,
+    conflict_events,
+    current_instants,
+    split_writer,
+    watched_table,
+    with_conflict,
+    with_current_instant,
+    with_void_conflict,
+    zookeeper_abort_flag,
+)
 
 Key = tuple[str, str, str]   # kind, namespace, name
 KINDS = ("LakeTable", "LakeWriter", "TableService")
@@ -153,7 +167,7 @@ class Controller:
         if supervise:
             self.supervisor = Supervisor(KubeSink(self), period_s=settings.supervise_period_s,
                                          grace_s=settings.conflict_grace_s, clock=clock,
-                                         abort_flag=_zookeeper_abort_flag)
+                                         abort_flag=zookeeper_abort_flag)
 
     # -- notifications (from the kopf handlers) -------------------------------------------------
 
@@ -329,12 +343,33 @@ class Controller:
         if self.supervisor is None:
             return
         ref = ObjectRef.from_body(body)
-        table = watched_table(key[1], body, secret_options) \
-            if status.get("phase") == "Ready" and ref.managed and not ref.paused else None
+        table = None
+        if status.get("phase") == "Ready" and ref.managed and not ref.paused:
+            try:
+                table = watched_table(key[1], body, secret_options, self._zookeeper_credentials(key[1], body))
+            except SpecError as exc:   # its Secret is missing: reported by the table's condition next pass
+                log.warning("LakeTable %s/%s is not supervised: %s", key[1], key[2], exc)
         if table is None:
             self.supervisor.forget(key[1], key[2])
         else:
             self.supervisor.watch(table)
+
+    def _zookeeper_credentials(self, namespace: str, table_body: Mapping[str, Any]) -> Any:
+        """The tenant's ZooKeeper credentials from the Secret the LakeTable's
+        lock.zookeeper.credentialsSecret names (None without one)."""
+        spec = parse_lake_table(table_body)
+        ref = spec.lock.zookeeper.credentials_secret if spec.lock.zookeeper else None
+        if ref is None:
+            return None
+        from lakecore.concurrency.zookeeper import Credentials
+
+        values = [self.kube.secret_value(namespace, ref.name, k)
+                  for k in (ref.username_key, ref.password_key)]
+        if any(v is None for v in values):
+            raise SpecError("lock.zookeeper.credentialsSecret", f"no Secret {ref.name!r} with keys "
+                            f"{ref.username_key!r} and {ref.password_key!r} in namespace {namespace}; "
+                            "create it")
+        return Credentials(str(values[0]), str(values[1]))
 
     def _storage_options(self, namespace: str, table_body: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The options in the Secret a LakeTable's spec.storage.secretRef names (the operator opens the
@@ -427,7 +462,7 @@ class Controller:
         if table is None or status.get("phase") != "BackingOff" or lost_conflict(status) is None:
             return False
         try:
-            watched = watched_table(namespace, table, self._storage_options(namespace, table))
+            watched = watched_table(namespace, table, self._storage_options(namespace, table))  # no ZooKeeper
             return conflict_winner_running(status, watched.location, watched.storage_options,
                                            watched.heartbeat)
         except Exception as exc:  # cannot tell: restart as the backoff says (a loser may lose again)
@@ -504,40 +539,12 @@ def delete_table_data(location: str, storage_options: dict[str, Any] | None = No
 # -- supervision on Kubernetes ------------------------------------------------------------------
 
 
-def watched_table(namespace: str, body: Mapping[str, Any],
-                  secret_options: Mapping[str, Any] | None) -> WatchedTable:
-    """What the supervisor needs of a LakeTable (SpecError when its spec is invalid)."""
-    from lakecore.write.heartbeat import HeartbeatConfig
-
-    spec = parse_lake_table(body)
-    options = {**spec.storage.options, **(secret_options or {})}
-    zookeeper = spec.lock.zookeeper.connect if spec.lock.provider == "zookeeper" and spec.lock.zookeeper \
-        else None
-    return WatchedTable(namespace, str(body["metadata"]["name"]), spec.location, spec.concurrency.mode,
-                        HeartbeatConfig(float(spec.heartbeat.interval_seconds),
-                                        spec.heartbeat.tolerable_misses), options or None, zookeeper)
+def _apply_conflict(status: Mapping[str, Any], *, entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    return with_conflict(status, entry)
 
 
-def _zookeeper_abort_flag(connect: str, table_uri: str, instant: str, record: Mapping[str, Any]) -> None:
-    """The loser's abort flag in ZooKeeper, when lakecore provides it (the writer watches it)."""
-    import importlib
-
-    try:
-        aborts = importlib.import_module("lakecore.concurrency.aborts")
-    except ImportError:  # a lakecore without abort flags: the writer sees the proof of death on storage
-        return
-    aborts.raise_abort_flag(connect, table_uri, instant, record)
-
-
-def _iso(t: datetime) -> str:
-    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _split(writer: str | None) -> tuple[str, str] | None:
-    if not writer or "/" not in writer:
-        return None
-    namespace, name = writer.split("/", 1)
-    return namespace, name
+def _apply_current(status: Mapping[str, Any], *, instant: str | None) -> dict[str, Any] | None:
+    return with_current_instant(status, instant)
 
 
 class KubeSink:
@@ -549,83 +556,57 @@ class KubeSink:
         self.controller = controller
         self.kube = controller.kube
         self.metrics = controller.metrics
-        self._current: dict[str, str | None] = {}    # writer -> the instant its status shows
-        self._tables: dict[str, tuple[str, str]] = {}  # writer -> its table (namespace, name)
+        self._current: dict[str, str | None] = {}      # writer -> the instant its status shows
+        self._table: dict[str, tuple[str, str]] = {}    # writer -> its table (namespace, name)
 
-    def record(self, decision: Decision) -> bool:
-        c = decision.conflict
-        groups = [f"{p}/{f}" if p else f for p, f in sorted(c.file_groups)][:100]
-        common: dict[str, Any] = {"decidedBy": "weir-operator", "fileGroups": groups,
-                                  "at": _iso(decision.decided_at)}
-        if c.marker_at_ms:
-            common["markerAt"] = _iso(datetime.fromtimestamp(c.marker_at_ms / 1000, UTC))
-        lost = {"role": "Lost", "instant": c.loser, "other": c.winner, "otherWriter": decision.winner_writer,
-                "bytesWritten": decision.loser_bytes}
-        won = {"role": "Won", "instant": c.winner, "other": c.loser, "otherWriter": decision.loser_writer}
-        sides: list[tuple[str | None, dict[str, Any]]] = [(decision.loser_writer, lost),
-                                                          (decision.winner_writer, won)]
-        for writer, entry in sides:
-            try:
-                self._set_conflict(writer, {**common, **{k: v for k, v in entry.items() if v is not None}})
-            except KubeError as exc:
-                log.warning("could not record the conflict decision on %s: %s", writer, exc)
-                if entry["role"] == "Lost":
-                    return False   # the loser's status first: try again at the next scan
-        return True
-
-    def _set_conflict(self, writer: str | None, entry: dict[str, Any], void: bool = False) -> None:
-        where = _split(writer)
+    def _update(self, writer: str | None,
+                change: Callable[[Mapping[str, Any]], dict[str, Any] | None]) -> None:
+        """Apply `change` to the writer's status (None: nothing to change), re-reading on Conflict."""
+        where = split_writer(writer)
         if where is None:
             return
         for _ in range(self.STATUS_TRIES):
             body = self.kube.get("LakeWriter", *where)
             if body is None:
                 return
-            status = dict(body.get("status") or {})
-            current = status.get("lastConflict") or {}
-            if void:
-                if current.get("instant") != entry["instant"] or current.get("void"):
-                    return
-                new = {**current, "void": True}
-            else:
-                if current.get("instant") == entry["instant"] and current.get("role") == entry["role"] \
-                        and current.get("other") == entry["other"]:
-                    return   # decided already (an operator restart)
-                new = {**entry, "submission": status.get("submissionId")} if status.get("submissionId") \
-                    else dict(entry)
+            new = change(body.get("status") or {})
+            if new is None:
+                return
             try:
-                self.kube.replace_status(body, {**status, "lastConflict": new})
+                self.kube.replace_status(body, new)
                 return
             except Conflict:
                 continue
 
-    def aborted(self, decision: Decision, applied: bool) -> None:
-        c, table = decision.conflict, decision.table
-        if not applied:
+    def record(self, decision: Decision) -> bool:
+        for writer, entry in conflict_entries(decision):
             try:
-                self._set_conflict(decision.loser_writer, {"instant": c.loser}, void=True)
+                self._update(writer, partial(_apply_conflict, entry=entry))
             except KubeError as exc:
-                log.warning("could not mark the conflict of %s void: %s", c.loser, exc)
-            self._event(decision.loser_writer, "Normal", "ConflictVoid",
-                        f"{c.describe()}, but it committed before it could be aborted; the other write meets "
-                        "the conflict at its commit")
-        else:
+                log.warning("could not record the conflict decision on %s: %s", writer, exc)
+                if entry["role"] == "Lost":
+                    return False   # the loser's status first: try again at the next scan
+        return True
+
+    def aborted(self, decision: Decision, applied: bool) -> None:
+        table = decision.table
+        if applied:
             self.metrics.conflicts.labels(table.namespace, table.name, decision.loser_writer or "-",
                                           decision.winner_writer or "-").inc()
             self.metrics.conflict_bytes.labels(table.namespace, table.name).inc(decision.loser_bytes)
-            winner = decision.winner_writer or "a writer the operator does not run"
-            self._event(decision.loser_writer, "Warning", "ConflictLost",
-                        f"{c.describe()} ({winner}): aborted by the operator; the restart policy's "
-                        "onConflict decides what follows")
-            self._event(decision.winner_writer, "Warning", "ConflictWon",
-                        f"write {c.winner} kept; the younger write {c.loser} "
-                        f"({decision.loser_writer or 'a writer the operator does not run'}) was aborted")
+        else:
+            try:
+                self._update(decision.loser_writer, lambda s: with_void_conflict(s, decision.loser))
+            except KubeError as exc:
+                log.warning("could not mark the conflict of %s void: %s", decision.loser, exc)
+        for writer, type_, reason, message in conflict_events(decision, applied):
+            self._event(writer, type_, reason, message)
         for writer in (decision.loser_writer, decision.winner_writer):
-            if (where := _split(writer)) is not None:
+            if (where := split_writer(writer)) is not None:
                 self.controller.notify_threadsafe(("LakeWriter", *where))
 
     def stop_loser(self, decision: Decision) -> None:
-        where = _split(decision.loser_writer)
+        where = split_writer(decision.loser_writer)
         if where is None:
             return
         try:
@@ -633,68 +614,40 @@ class KubeSink:
             conflict = lost_conflict((body or {}).get("status"))
             if body is None or conflict is None or conflict.get("instant") != decision.loser:
                 return
-            pod = self.kube.get_pod(where[0], child_name(str(conflict["submission"])))
+            name = child_name(str(conflict["submission"]))
+            pod = self.kube.get_pod(where[0], name)
             if pod is None or (pod.get("status") or {}).get("phase") not in (None, "Pending", "Running"):
                 return
-            self.kube.delete_pod(where[0], child_name(str(conflict["submission"])))
+            self.kube.delete_pod(where[0], name)
             self._event(decision.loser_writer, "Warning", "LoserStopped",
-                        f"write {decision.loser} still ran after its abort: its driver was deleted")
+                        f"write {decision.loser} still ran {self.controller.settings.conflict_grace_s:g}s "
+                        "after its abort: its driver was deleted")
         except KubeError as exc:
             log.warning("could not stop the driver of %s: %s", decision.loser_writer, exc)
 
     def observed(self, report: TableReport) -> None:
         table = report.table
         self.metrics.live_writes.labels(table.namespace, table.name).set(len(report.writes))
-        now: dict[str, str | None] = {}
         for w in report.writes:
-            writer = report.writers.get(w.instant)
-            if writer is not None:
-                now[writer] = w.instant
-                self.metrics.heartbeat_age.labels(*writer.split("/", 1)).set(
+            if (where := split_writer(report.writers.get(w.instant))) is not None:
+                self.metrics.heartbeat_age.labels(*where).set(
                     max(0.0, (report.scanned_at_ms - w.last_sign_ms) / 1000))
-        gone = [w for w, i in self._current.items() if i is not None and w not in now
-                and self._table_of(w) == table.key]
-        for writer in gone:
-            now[writer] = None
+        now: dict[str, str | None] = dict(current_instants(report))
+        for writer, instant in self._current.items():
+            if instant is not None and writer not in now and self._table.get(writer) == table.key:
+                now[writer] = None
         for writer, instant in now.items():
+            self._table[writer] = table.key
             if self._current.get(writer) == instant:
                 continue
             try:
-                self._set_current(writer, instant)
+                self._update(writer, partial(_apply_current, instant=instant))
                 self._current[writer] = instant
             except KubeError as exc:
                 log.debug("could not report the current instant of %s: %s", writer, exc)
-            self._tables[writer] = table.key
-
-    def _table_of(self, writer: str) -> tuple[str, str] | None:
-        return self._tables.get(writer)
-
-    def _set_current(self, writer: str, instant: str | None) -> None:
-        from lakecore.timeline.instant_time import to_epoch_ms
-
-        where = _split(writer)
-        if where is None:
-            return
-        for _ in range(self.STATUS_TRIES):
-            body = self.kube.get("LakeWriter", *where)
-            if body is None:
-                return
-            status = {k: v for k, v in (body.get("status") or {}).items()
-                      if k not in ("currentInstant", "currentInstantStartedAt")}
-            if instant is not None:
-                status["currentInstant"] = instant
-                started = datetime.fromtimestamp(to_epoch_ms(instant) / 1000, UTC)
-                status["currentInstantStartedAt"] = _iso(started)
-            if status == body.get("status"):
-                return
-            try:
-                self.kube.replace_status(body, status)
-                return
-            except Conflict:
-                continue
 
     def _event(self, writer: str | None, type_: str, reason: str, message: str) -> None:
-        where = _split(writer)
+        where = split_writer(writer)
         if where is None:
             return
         try:
@@ -703,6 +656,5 @@ class KubeSink:
             return
         if body is not None:
             self.kube.post_event(body, type_, reason, message)
-
 
 __all__ = ["FINALIZER", "Controller", "ControllerSettings", "WorkQueue", "delete_table_data"]

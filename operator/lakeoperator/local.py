@@ -18,8 +18,8 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -27,10 +27,33 @@ from typing import Any
 
 import yaml
 
-from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.build.driver_pod import PodSettings, child_name
 from lakeoperator.launch.local import LocalLauncher
-from lakeoperator.reconcile import Outcome, reconcile_service, reconcile_table, reconcile_writer
+from lakeoperator.reconcile import (
+    Outcome,
+    conflict_winner_running,
+    reconcile_service,
+    reconcile_table,
+    reconcile_writer,
+)
 from lakeoperator.specs import SpecError
+from lakeoperator.status import lost_conflict
+from lakeoperator.supervise import (
+    Decision,
+    Supervisor,
+    TableReport,
+    conflict_entries,
+    conflict_events,
+    current_instants,
+    split_writer,
+    watched_table,
+    with_conflict,
+    with_current_instant,
+    with_void_conflict,
+)
+from lakeoperator.supervise import (
+    zookeeper_abort_flag as _zookeeper_abort_flag,
+)
 
 KINDS = ("LakeTable", "LakeWriter", "TableService")
 SHORT = {"lt": "LakeTable", "laketable": "LakeTable", "laketables": "LakeTable", "lw": "LakeWriter",
@@ -149,8 +172,12 @@ def _record(r: Resource, outcome: Outcome, now: datetime) -> None:
     r.body["status"] = outcome.status
     if r.kind == "LakeWriter":
         r.applied = dict(outcome.applied) if outcome.applied is not None else None
+    _add_events(r, outcome.events, now)
+
+
+def _add_events(r: Resource, new: Iterable[tuple[str, str, str]], now: datetime) -> None:
     events = r.events if r.events is not None else []
-    for kind, reason, message in outcome.events:
+    for kind, reason, message in new:
         if events and events[-1]["reason"] == reason and events[-1]["message"] == message:
             events[-1]["count"] = int(events[-1].get("count", 1)) + 1
             events[-1]["lastTimestamp"] = _stamp(now)
@@ -180,14 +207,96 @@ def local_settings() -> tuple[PodSettings, dict[str, str], dict[str, str]]:
     return settings, {"spark-submit": submit, f"{IMAGE_JOBS_DIR}/": f"{jobs}/"}, env
 
 
+class LocalSink:
+    """What the supervisor decides, done on the state directory and the local processes (the same
+    status fields and Events as on Kubernetes; the loser's process is stopped like a deleted pod)."""
+
+    def __init__(self, state: StateDir, launcher: LocalLauncher, clock: Callable[[], datetime]) -> None:
+        self.state, self.launcher, self.clock = state, launcher, clock
+        self._current: dict[str, str | None] = {}
+
+    def _update(self, writer: str | None, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
+        where = split_writer(writer)
+        r = self.state.load("LakeWriter", *where) if where else None
+        if r is None:
+            return
+        new = change(r.body.get("status") or {})
+        if new is not None:
+            r.body["status"] = new
+            self.state.save(r)
+
+    def _event(self, writer: str | None, type_: str, reason: str, message: str) -> None:
+        where = split_writer(writer)
+        r = self.state.load("LakeWriter", *where) if where else None
+        if r is not None:
+            _add_events(r, [(type_, reason, message)], self.clock())
+            self.state.save(r)
+
+    def record(self, decision: Decision) -> bool:
+        for writer, entry in conflict_entries(decision):
+            self._update(writer, partial(_apply_conflict, entry=entry))
+        return True
+
+    def aborted(self, decision: Decision, applied: bool) -> None:
+        if not applied:
+            self._update(decision.loser_writer, partial(_apply_void, instant=decision.loser))
+        for writer, type_, reason, message in conflict_events(decision, applied):
+            self._event(writer, type_, reason, message)
+
+    def stop_loser(self, decision: Decision) -> None:
+        where = split_writer(decision.loser_writer)
+        r = self.state.load("LakeWriter", *where) if where else None
+        conflict = lost_conflict(r.body.get("status") if r else None)
+        if where is None or conflict is None or conflict.get("instant") != decision.loser:
+            return
+        name = child_name(str(conflict["submission"]))
+        pod = self.launcher.get_pod(where[0], name)
+        if pod is not None and (pod.get("status") or {}).get("phase") in ("Pending", "Running"):
+            self.launcher.delete_pod(where[0], name)
+            self._event(decision.loser_writer, "Warning", "LoserStopped",
+                        f"write {decision.loser} still ran after its abort: its driver was stopped")
+
+    def observed(self, report: TableReport) -> None:
+        now: dict[str, str | None] = dict(current_instants(report))
+        for writer, instant in self._current.items():
+            if instant is not None and writer not in now:
+                now[writer] = None
+        for writer, instant in now.items():
+            if self._current.get(writer) != instant:
+                self._update(writer, partial(_apply_current, instant=instant))
+                self._current[writer] = instant
+
+
+def _apply_conflict(status: dict[str, Any], *, entry: dict[str, Any]) -> dict[str, Any] | None:
+    return with_conflict(status, entry)
+
+
+def _apply_void(status: dict[str, Any], *, instant: str) -> dict[str, Any] | None:
+    return with_void_conflict(status, instant)
+
+
+def _apply_current(status: dict[str, Any], *, instant: str | None) -> dict[str, Any] | None:
+    return with_current_instant(status, instant)
+
+
 @dataclass
 class Runner:
-    """One reconcile loop over a state directory."""
+    """One reconcile loop over a state directory; with `supervise`, the Ready tables' live writes are
+    scanned once per step (supervise.py: conflicts decided from outside, dead writes rolled back)."""
 
     state: StateDir
     launcher: LocalLauncher
     settings: PodSettings
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    supervise: bool = True
+    conflict_grace_s: float = 10.0
+    supervisor: Supervisor | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.supervise:
+            self.supervisor = Supervisor(LocalSink(self.state, self.launcher, self.clock),
+                                         grace_s=self.conflict_grace_s, clock=self.clock,
+                                         abort_flag=_zookeeper_abort_flag)
 
     def step(self) -> tuple[bool, float]:
         """Reconcile every resource once. Returns (all batch work done, seconds until the next step)."""
@@ -196,19 +305,46 @@ class Runner:
         waits: list[float] = []
         for r in tables.values():
             self._reconcile(r, partial(reconcile_table, r.body, now), now, waits)
+            self._watch(r)
         for r in self.state.all("LakeWriter"):
             table = tables.get((r.key[1], _ref(r.body)))
+            winner_running = False
+            if table is not None and lost_conflict(r.body.get("status")) is not None:
+                try:
+                    watched = watched_table(r.key[1], table.body, None)
+                    winner_running = conflict_winner_running(r.body.get("status"), watched.location,
+                                                             watched.storage_options, watched.heartbeat)
+                except (SpecError, OSError):
+                    winner_running = False
             self._reconcile(r, partial(reconcile_writer, r.body, table.body if table else None, self.launcher,
                                        now, self.settings, applied=r.applied,
-                                       source_location=_source_location(r.body, tables)), now, waits)
+                                       source_location=_source_location(r.body, tables),
+                                       winner_running=winner_running), now, waits)
         for r in self.state.all("TableService"):
             table = tables.get((r.key[1], _ref(r.body)))
             self._reconcile(r, partial(reconcile_service, r.body, table.body if table else None,
                                        self.launcher, now, self.settings), now, waits)
+        if self.supervisor is not None:
+            self.supervisor.run_once()
         writers_done = all(_writer_done(r.body) for r in self.state.all("LakeWriter"))
         services_idle = all(not (r.body.get("status") or {}).get("activeRun")
                             for r in self.state.all("TableService"))
         return writers_done and services_idle, min([1.0, *waits])
+
+    def _watch(self, r: Resource) -> None:
+        """Supervise a Ready table (its ZooKeeper credentials, if any, are this process's environment)."""
+        if self.supervisor is None:
+            return
+        status = r.body.get("status") or {}
+        if status.get("phase") != "Ready":
+            self.supervisor.forget(r.key[1], r.key[2])
+            return
+        from lakecore.concurrency.zookeeper import process_credentials
+
+        try:
+            self.supervisor.watch(watched_table(r.key[1], r.body, None, process_credentials()))
+        except SpecError:
+            self.supervisor.forget(r.key[1], r.key[2])
 
     def _reconcile(self, r: Resource, fn: Callable[[], Outcome], now: datetime, waits: list[float]) -> None:
         try:

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from lakecore.concurrency.outside import (
     LiveWrite,
@@ -42,6 +42,7 @@ from lakecore.concurrency.outside import (
     live_writes,
 )
 from lakecore.write.heartbeat import HeartbeatConfig
+from lakeoperator.specs import parse_lake_table
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ class WatchedTable:
     heartbeat: HeartbeatConfig
     storage_options: Mapping[str, Any] | None = None
     zookeeper: str | None = None               # the table lock's ensemble: abort flags and the registry
+    zookeeper_path: str | None = None          # its lock path, when the spec names one
+    zookeeper_credentials: Any = None          # lakecore.concurrency.zookeeper.Credentials, or None
 
     @property
     def key(self) -> TableKey:
@@ -138,8 +141,8 @@ class Supervisor:
     period_s: float = 1.0
     grace_s: float = 10.0
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-    # raises a loser's abort flag in ZooKeeper: (connect, table uri, instant, record)
-    abort_flag: Callable[[str, str, str, Mapping[str, Any]], None] | None = None
+    # raises a loser's abort flag in ZooKeeper: (table, its storage uri, instant, record)
+    abort_flag: Callable[[WatchedTable, str, str, Mapping[str, Any]], None] | None = None
 
     def __post_init__(self) -> None:
         self._guard = threading.Lock()
@@ -237,12 +240,22 @@ class Supervisor:
         if opened is not None:
             return opened
         from lakecore import Table
+        from lakecore.concurrency.lock_choice import lock_for_spec
         from lakecore.concurrency.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
 
         t = Table.open(table.location, storage_options=dict(table.storage_options or {}) or None)
-        registry: Any = ZooKeeperWriterRegistry(table.zookeeper) if table.zookeeper \
-            else StorageWriterRegistry(t.storage)
-        opened = _Open(table, t.storage, t.lock, registry)
+        lock, registry = t.lock, cast(Any, StorageWriterRegistry(t.storage))
+        if table.zookeeper:
+            from lakecore.concurrency.zookeeper import ensure_table_paths
+
+            # the table's paths (lock, writers, abort flags) with its tenant's ACL; the operator's lock,
+            # registry and flags use the tenant's credentials, never its own environment's
+            creds = table.zookeeper_credentials
+            ensure_table_paths(table.zookeeper, t.storage.uri, credentials=creds,
+                               lock_path=table.zookeeper_path)
+            lock = lock_for_spec(t.storage, t.config.lock, {"credentials": creds})
+            registry = ZooKeeperWriterRegistry(table.zookeeper, credentials=creds)
+        opened = _Open(table, t.storage, lock, registry)
         with self._guard:
             if self._tables.get(table.key) == table:
                 self._open[table.key] = opened
@@ -254,7 +267,7 @@ class Supervisor:
         if not any_pending:
             return {}
         try:
-            live = opened.registry.live_writers(table.location)
+            live = opened.registry.live_writers(opened.storage.uri)
         except Exception as exc:  # advisory: decisions do not need it, statuses do
             log.warning("the writer registry of %s/%s is unavailable: %s", table.namespace, table.name, exc)
             return {}
@@ -273,7 +286,7 @@ class Supervisor:
         applied = abort_loser(opened.storage, opened.lock, conflict, DECIDED_BY)
         if applied and table.zookeeper and self.abort_flag is not None:
             try:
-                self.abort_flag(table.zookeeper, table.location, conflict.loser, conflict.details(DECIDED_BY))
+                self.abort_flag(table, opened.storage.uri, conflict.loser, conflict.details(DECIDED_BY))
             except Exception as exc:  # the proof of death on storage stands; the writer polls it
                 log.warning("could not raise the ZooKeeper abort flag of %s: %s", conflict.loser, exc)
         if applied:
@@ -350,6 +363,117 @@ class Supervisor:
         self.sink.stop_loser(decision)
 
 
+# -- what a decision does to statuses and Events (the sinks' shared, pure part) -------------------
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _iso_ms(epoch_ms: int) -> str:
+    return _iso(datetime.fromtimestamp(epoch_ms / 1000, UTC))
+
+
+def split_writer(writer: str | None) -> tuple[str, str] | None:
+    """"namespace/name" -> (namespace, name); None for a writer the operator does not run."""
+    if not writer or "/" not in writer:
+        return None
+    namespace, name = writer.split("/", 1)
+    return namespace, name
+
+
+def conflict_entries(decision: Decision) -> list[tuple[str | None, dict[str, Any]]]:
+    """(writer, status.lastConflict entry) for the loser first, then the winner."""
+    c = decision.conflict
+    common: dict[str, Any] = {"decidedBy": DECIDED_BY, "at": _iso(decision.decided_at),
+                              "fileGroups": [f"{p}/{f}" if p else f for p, f in sorted(c.file_groups)][:100]}
+    if c.marker_at_ms:
+        common["markerAt"] = _iso_ms(c.marker_at_ms)
+    lost = {"role": "Lost", "instant": c.loser, "other": c.winner, "otherWriter": decision.winner_writer,
+            "bytesWritten": decision.loser_bytes}
+    won = {"role": "Won", "instant": c.winner, "other": c.loser, "otherWriter": decision.loser_writer}
+    return [(w, {**common, **{k: v for k, v in e.items() if v is not None}})
+            for w, e in ((decision.loser_writer, lost), (decision.winner_writer, won))]
+
+
+def with_conflict(status: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The status with `entry` as lastConflict (the loser's carries the submission that wrote the
+    instant); None when it records this decision already (an operator restart decides nothing twice)."""
+    current = status.get("lastConflict") or {}
+    if all(current.get(k) == entry[k] for k in ("role", "instant", "other")):
+        return None
+    new = dict(entry)
+    if status.get("submissionId"):
+        new["submission"] = status["submissionId"]
+    return {**status, "lastConflict": new}
+
+
+def with_void_conflict(status: Mapping[str, Any], instant: str) -> dict[str, Any] | None:
+    current = status.get("lastConflict") or {}
+    if current.get("instant") != instant or current.get("void"):
+        return None
+    return {**status, "lastConflict": {**current, "void": True}}
+
+
+def with_current_instant(status: Mapping[str, Any], instant: str | None) -> dict[str, Any] | None:
+    """status.currentInstant (and when it started); None when unchanged."""
+    from lakecore.timeline.instant_time import to_epoch_ms
+
+    new = {k: v for k, v in status.items() if k not in ("currentInstant", "currentInstantStartedAt")}
+    if instant is not None:
+        new["currentInstant"] = instant
+        new["currentInstantStartedAt"] = _iso_ms(to_epoch_ms(instant))
+    return None if new == dict(status) else new
+
+
+def conflict_events(decision: Decision, applied: bool) -> list[tuple[str | None, str, str, str]]:
+    """(writer, type, reason, message) of the Events a decision posts."""
+    c = decision.conflict
+    other = "a writer the operator does not run"
+    if not applied:
+        return [(decision.loser_writer, "Normal", "ConflictVoid",
+                 f"{c.describe()}, but it committed before it could be aborted; the other write meets the "
+                 "conflict at its commit")]
+    return [(decision.loser_writer, "Warning", "ConflictLost",
+             f"{c.describe()} ({decision.winner_writer or other}): aborted by the operator; the restart "
+             "policy's onConflict decides what follows"),
+            (decision.winner_writer, "Warning", "ConflictWon",
+             f"write {c.winner} kept; the younger write {c.loser} ({decision.loser_writer or other}) was "
+             "aborted")]
+
+
+def current_instants(report: TableReport) -> dict[str, str]:
+    """writer -> the instant it writes now, from one scan."""
+    return {w: write.instant for write in report.writes if (w := report.writers.get(write.instant))}
+
+
+def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mapping[str, Any] | None,
+                  zookeeper_credentials: Any = None) -> WatchedTable:
+    """What the supervisor needs of a LakeTable (SpecError when its spec is invalid)."""
+    from lakecore.write.heartbeat import HeartbeatConfig
+
+    spec = parse_lake_table(body)
+    options = {**spec.storage.options, **(secret_options or {})}
+    zk = spec.lock.zookeeper if spec.lock.provider == "zookeeper" else None
+    return WatchedTable(namespace, str(body["metadata"]["name"]), spec.location, spec.concurrency.mode,
+                        HeartbeatConfig(float(spec.heartbeat.interval_seconds),
+                                        spec.heartbeat.tolerable_misses), options or None,
+                        zk.connect if zk else None, zk.path if zk else None, zookeeper_credentials)
+
+
+def zookeeper_abort_flag(table: WatchedTable, table_uri: str, instant: str,
+                          record: Mapping[str, Any]) -> None:
+    """The loser's abort flag in ZooKeeper, when lakecore provides it (the writer watches it)."""
+    import importlib
+
+    try:
+        aborts = importlib.import_module("lakecore.concurrency.aborts")
+    except ImportError:  # a lakecore without abort flags: the writer sees the proof of death on storage
+        return
+    aborts.raise_abort_flag(table.zookeeper, table_uri, instant, record,
+                            credentials=table.zookeeper_credentials)
+
+
 def _bytes_of(storage: Any, instant: str) -> int:
     """Size of the data files the instant's markers name."""
     from lakecore.write.markers import list_markers
@@ -361,4 +485,20 @@ def _bytes_of(storage: Any, instant: str) -> int:
     return sum(sizes.get(p, 0) for p in wanted)
 
 
-__all__ = ["DECIDED_BY", "Decision", "Supervisor", "SupervisorSink", "TableReport", "WatchedTable"]
+__all__ = [
+    "DECIDED_BY",
+    "Decision",
+    "Supervisor",
+    "SupervisorSink",
+    "TableReport",
+    "WatchedTable",
+    "conflict_entries",
+    "conflict_events",
+    "current_instants",
+    "split_writer",
+    "watched_table",
+    "with_conflict",
+    "with_current_instant",
+    "with_void_conflict",
+    "zookeeper_abort_flag",
+]

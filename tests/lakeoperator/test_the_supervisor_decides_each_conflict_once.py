@@ -1,0 +1,136 @@
+"""The supervisor over a table on ZooKeeper (a tenant's digest ACL, a real server) and the local
+launcher's state: writers registered under their LakeWriter names; a conflict is decided once — in both
+writers' status first, then the loser's proof of death under the table's lock, so the loser can never
+commit — and a second supervisor (an operator restarted mid-abort) neither decides it again nor leaves
+the loser running past the grace period; a writer that stopped beating is rolled back."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lakecore import Table, WriteJob, WriterOptions
+from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+from lakecore.concurrency.zookeeper import Credentials
+from lakecore.config import LockSpec
+from lakecore.errors import InvalidInstantState, WriteConflict
+from lakecore.write import conform, route, write_file_group
+from lakecore.write.heartbeat import HeartbeatConfig, read_aborted
+from lakeoperator.build.driver_pod import child_name
+from lakeoperator.launch.local import LocalLauncher
+from lakeoperator.local import LocalSink, Resource, StateDir
+from lakeoperator.supervise import Supervisor, WatchedTable, zookeeper_abort_flag
+from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket
+from tests.support.zookeeper import ZooKeeperServer
+
+pytestmark = [pytest.mark.zookeeper]
+HB = HeartbeatConfig(interval_s=0.2, tolerable_misses=3)
+TENANT = Credentials("tenant-a", "secret-a")
+
+
+def writer_resource(state: StateDir, name: str, submission: str) -> None:
+    state.save(Resource({"apiVersion": "weir.dev/v1alpha1", "kind": "LakeWriter",
+                         "metadata": {"name": name, "namespace": "default"},
+                         "spec": {"tableRef": {"name": "orders"}},
+                         "status": {"phase": "Running", "submissionId": submission}}, None, []))
+
+
+def start_write(t: Table, connect: str, writer: str, ids: list[int], tag: str) -> tuple[WriteJob, list[Any]]:
+    options = WriterOptions(heartbeat=HB, registry=ZooKeeperWriterRegistry(connect), writer_name=writer,
+                            inline_archival=None)
+    job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options)
+    data = pa.table({"id": pa.array(ids, pa.int64()), "ts": [1] * len(ids), "v": [tag] * len(ids)})
+    stats = [s for g in route(conform(data, t.config, "upsert").rows, t.config)
+             for s in write_file_group(job.context(), g)]
+    return job, stats
+
+
+def status(state: StateDir, name: str) -> dict[str, Any]:
+    r = state.load("LakeWriter", "default", name)
+    assert r is not None
+    return dict(r.body.get("status") or {})
+
+
+def reasons(state: StateDir, name: str) -> list[str]:
+    r = state.load("LakeWriter", "default", name)
+    return [e["reason"] for e in (r.events if r else None) or []]
+
+
+def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
+        zookeeper_server: ZooKeeperServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEIR_ZOOKEEPER_USERNAME", TENANT.username)   # the writers' credentials
+    monkeypatch.setenv("WEIR_ZOOKEEPER_PASSWORD", TENANT.password)
+    connect = zookeeper_server.connect_string
+    t = Table.create(str(tmp_path / "orders"), schema=SCHEMA, record_key="id",
+                     lock=LockSpec("zookeeper", connect=connect))
+    state = StateDir(tmp_path / "state")
+    launcher = LocalLauncher(tmp_path / "pods")
+    writer_resource(state, "older", "older-1-aaaaaaaa")
+    writer_resource(state, "younger", "younger-1-bbbbbbbb")
+    # the younger writer's driver: a real process the supervisor may have to stop
+    sleeper = {"name": "driver", "command": [sys.executable, "-c", "import time; time.sleep(120)"]}
+    launcher.create_pod({"metadata": {"name": child_name("younger-1-bbbbbbbb"), "namespace": "default"},
+                         "spec": {"containers": [sleeper]}})
+    table = WatchedTable("default", "orders", t.uri, "optimistic", HB, zookeeper=connect,
+                         zookeeper_credentials=TENANT)
+
+    def supervisor() -> Supervisor:
+        return Supervisor(LocalSink(state, launcher, lambda: datetime.now(UTC)), grace_s=0.5,
+                          abort_flag=zookeeper_abort_flag)
+
+    shared = keys_in_bucket(2, 6)
+    older, older_stats = start_write(t, connect, "default/older", shared[:3], "older")
+    younger, younger_stats = start_write(t, connect, "default/younger", shared[3:], "younger")
+    apart, _ = start_write(t, connect, "default/apart", keys_in_bucket(0, 2), "apart")   # another group
+
+    first = supervisor()
+    first.watch(table)
+    (decision,) = first.run_once()
+    assert (decision.loser, decision.winner) == (younger.instant.requested_time, older.instant.requested_time)
+    assert (decision.loser_writer, decision.winner_writer) == ("default/younger", "default/older")
+    lost, won = status(state, "younger")["lastConflict"], status(state, "older")["lastConflict"]
+    assert lost["role"] == "Lost" and lost["other"] == older.instant.requested_time
+    assert lost["submission"] == "younger-1-bbbbbbbb" and lost["otherWriter"] == "default/older"
+    assert lost["bytesWritten"] > 0 and lost["fileGroups"]
+    assert won["role"] == "Won" and won["other"] == younger.instant.requested_time
+    record = read_aborted(t.storage, younger.instant.requested_time)
+    assert record is not None and record["decided_by"] == "weir-operator"
+    assert "ConflictLost" in reasons(state, "younger") and "ConflictWon" in reasons(state, "older")
+    assert status(state, "younger")["currentInstant"] == younger.instant.requested_time
+
+    # an operator restarted mid-abort: the decision stands (no second one), the loser still running
+    # past the grace period is stopped, once
+    second = supervisor()
+    second.watch(table)
+    assert second.run_once() == []
+    time.sleep(0.6)   # the grace period of the first decision passes
+    assert second.run_once() == []
+    pod = launcher.get_pod("default", child_name("younger-1-bbbbbbbb"))
+    assert pod is None or (pod.get("status") or {}).get("phase") != "Running"
+    assert reasons(state, "younger").count("LoserStopped") == 1
+    second.run_once()
+    assert reasons(state, "younger").count("LoserStopped") == 1
+    assert reasons(state, "younger").count("ConflictLost") == 1
+
+    with pytest.raises((WriteConflict, InvalidInstantState)):   # fenced: the loser never commits
+        younger.commit(younger_stats)
+    older.commit(older_stats)
+
+    # a writer that stopped beating (its process killed) is rolled back by the supervisor
+    apart.heartbeat.stop(delete=False)
+    if apart.registration is not None:
+        apart.registration.close()   # its ZooKeeper session ended
+    time.sleep(HB.timeout_ms / 1000 + 0.2)
+    second.run_once()
+    timeline = Table.open(t.uri).timeline()
+    assert apart.instant.requested_time not in {i.requested_time for i in timeline.pending}
+    rolled = [i for i in timeline.completed if i.action == "rollback"]
+    assert rolled
+    assert {r["v"] for r in Table.open(t.uri).read().to_pylist()} == {"older"}
+    launcher.close()
