@@ -3,6 +3,7 @@ with absolute paths under the test's directory, and the inputs they read."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def batch_writer(work: Path, name: str = "orders-load", table_name: str = "order
     return {"apiVersion": WEIR, "kind": "LakeWriter", "metadata": {"name": name}, "spec": base}
 
 
-def write_input(work: Path, source: str = "orders", ids: range = range(10),
+def write_input(work: Path, source: str = "orders", ids: Sequence[int] = range(10),
                 ts: int = 1) -> list[dict[str, Any]]:
     folder = work / "input" / source
     folder.mkdir(parents=True, exist_ok=True)

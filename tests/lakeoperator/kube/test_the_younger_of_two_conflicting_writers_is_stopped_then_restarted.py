@@ -1,8 +1,10 @@
-"""Two batch writers on one file group of an optimistic table, both held mid-write with their files
-and markers written: the operator's supervisor sees the conflict from outside and decides for them —
-the younger loses. The decision is in both writers' status, the loser's write is aborted (it can never
-commit) and its driver stopped; with onConflict Restart the loser is resubmitted once the winner has
-committed, both end Succeeded, and the table holds what the two writes in that order give."""
+"""Batch writers on one file group of an optimistic table, held mid-write with their files and markers
+written: the operator's supervisor sees the conflicts from outside and decides for them — the younger
+writes lose to the oldest. The decision is in the writers' status, each loser's write is aborted (it can
+never commit) and its driver stopped; with onConflict Restart the loser is resubmitted once the winner
+has committed and ends Succeeded, with onConflict Abort it ends Aborted with the reason; a writer on
+another file group, running all along, is never touched; the table holds what the surviving writes in
+their order give."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 
 from lakecore import Table
 from lakecore.write.heartbeat import read_aborted
+from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
 from tests.lakeoperator.kube.manifests import batch_writer, table, write_input
 from tests.support.kube_api import KubeApi
 from tests.support.operator import Cluster, start_cluster, wait_until
@@ -40,18 +43,25 @@ def reached(pause: Path) -> list[str]:
     return [p.name.removeprefix("reached-") for p in pause.glob("reached-*")]
 
 
-def test_the_younger_writer_is_stopped_and_restarts_after_the_older_commits(supervised: Cluster) -> None:
+def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(supervised: Cluster) -> None:
     cluster = supervised
-    older_rows = write_input(cluster.work, "older", range(0, 10), ts=1)
-    younger_rows = write_input(cluster.work, "younger", range(5, 15), ts=2)
-    cluster.apply(table(cluster.work))
+    group_0, group_1 = keys_in_bucket(0, 30, buckets=2), keys_in_bucket(1, 5, buckets=2)
+    older_rows = write_input(cluster.work, "older", group_0[:10], ts=1)
+    younger_rows = write_input(cluster.work, "younger", group_0[5:15], ts=2)
+    write_input(cluster.work, "hasty", group_0[20:30], ts=3)
+    apart_rows = write_input(cluster.work, "apart", group_1, ts=1)
+    cluster.apply(table(cluster.work, buckets=2))
     cluster.wait_status("LakeTable", "orders", lambda s: s.get("phase") == "Ready", timeout=30)
 
     older, older_pause = held_writer(cluster, "older", "older")
     cluster.apply(older)
     wait_until(lambda: reached(older_pause), timeout=120, show=lambda: cluster.operator.log()[-3000:])
+    apart, apart_pause = held_writer(cluster, "apart", "apart")
+    cluster.apply(apart)
     younger, younger_pause = held_writer(cluster, "younger", "younger")
     cluster.apply(younger)
+    hasty, _ = held_writer(cluster, "hasty", "hasty", restartPolicy={"onConflict": "Abort"})
+    cluster.apply(hasty)
 
     lost = cluster.wait_status("LakeWriter", "younger",
                                lambda s: (s.get("lastConflict") or {}).get("role") == "Lost", timeout=120)
@@ -66,29 +76,43 @@ def test_the_younger_writer_is_stopped_and_restarts_after_the_older_commits(supe
     record = wait_until(lambda: read_aborted(lake.storage, conflict["instant"]), timeout=10)  # after status
     assert record["other"] == older_instant and record["decided_by"] == "weir-operator"
 
-    # the loser is stopped (by itself, or its driver deleted after the grace period) and waits for the winner
+    # the losers are stopped (by themselves, or their drivers deleted after the grace period): one waits
+    # for the winner, the other is done
     cluster.wait_status("LakeWriter", "younger", lambda s: s.get("phase") == "BackingOff", timeout=60)
+    aborted = cluster.wait_status("LakeWriter", "hasty", lambda s: s.get("phase") == "Aborted", timeout=60)
+    assert aborted["status"]["lastConflict"]["other"] == older_instant
+    assert "onConflict Abort" in str(aborted["status"]["conditions"])
+    wait_until(lambda: reached(apart_pause), timeout=120)
     (younger_pause / "hold").unlink()   # its next attempt runs straight through
     (older_pause / "hold").unlink()
+    (apart_pause / "hold").unlink()
     done = cluster.wait_status("LakeWriter", "older", lambda s: s.get("phase") == "Succeeded", timeout=120)
     assert done["status"]["attempts"]["total"] == 1
+    untouched = cluster.wait_status("LakeWriter", "apart", lambda s: s.get("phase") == "Succeeded",
+                                    timeout=120)
+    assert "lastConflict" not in untouched["status"] and untouched["status"]["attempts"]["total"] == 1
     again = cluster.wait_status("LakeWriter", "younger", lambda s: s.get("phase") == "Succeeded", timeout=180)
     history = again["status"]["history"]
     assert [h["cause"] for h in history] == ["conflict", "success"]
 
     completed = {i.requested_time: i for i in Table.open(str(lake.storage.uri)).timeline().completed}
     assert older_instant in completed
-    restarted = [t for t, i in completed.items() if i.action == "deltacommit" and t != older_instant]
+    (apart_instant,) = reached(apart_pause)
+    restarted = [t for t, i in completed.items() if i.action == "deltacommit" and t not in (older_instant,
+                                                                                             apart_instant)]
     assert len(restarted) == 1 and restarted[0] > completed[older_instant].completion_time  # after the winner
 
-    expected = {r["id"]: r for r in older_rows} | {r["id"]: r for r in younger_rows}
+    expected = {r["id"]: r for r in older_rows} | {r["id"]: r for r in younger_rows} | \
+        {r["id"]: r for r in apart_rows}   # hasty's rows: never
     got = Table.open(str(cluster.work / "lake" / "orders")).read().to_pylist()
     assert sorted(got, key=lambda r: r["id"]) == [expected[k] for k in sorted(expected)]
 
     assert "ConflictLost" in [e["reason"] for e in cluster.events("younger")]
     assert "ConflictWon" in [e["reason"] for e in cluster.events("older")]
     metrics = cluster.operator.metrics()
-    assert ('weir_conflicts_total{loser="default/younger",namespace="default",table="orders",'
-            'winner="default/older"} 1.0') in metrics
-    assert 'weir_restarts_total{cause="conflict",kind="LakeWriter",namespace="default",table="orders"} 1.0' \
+    for loser in ("younger", "hasty"):
+        assert (f'weir_conflicts_total{{loser="default/{loser}",namespace="default",table="orders",'
+                'winner="default/older"} 1.0') in metrics
+    assert 'weir_conflict_stop_seconds_count{namespace="default",table="orders"} 2.0' in metrics
+    assert 'weir_restarts_total{cause="conflict",kind="LakeWriter",namespace="default",table="orders"} 2.0' \
         in metrics

@@ -108,3 +108,39 @@ def test_backoff_is_monotone_and_capped(policy: RestartPolicySpec, n: int) -> No
     assert b.initial_seconds <= backoff_seconds(policy, n) <= b.max_seconds
     assert backoff_seconds(policy, n) <= backoff_seconds(policy, n + 1)
     assert backoff_seconds(policy, 0) == b.initial_seconds
+
+
+# -- a write the supervisor aborted (status.lastConflict names the current submission) ------------
+
+
+@pytest.mark.parametrize(("exit_code", "reason"), [(1, "Error"), (3, "Error"), (143, None), (None, None)])
+def test_an_attempt_stopped_by_the_supervisor_ended_by_a_conflict_however_it_exited(
+        exit_code: int | None, reason: str | None) -> None:
+    observed = ended(exit_code, reason, lost_conflict=True)
+    if exit_code is None:   # its driver was deleted after the grace period
+        from dataclasses import replace
+        observed = replace(observed, driver=None)
+    plan = plan_writer(REF, writer(), observed, NOW)
+    assert plan.finished is not None and plan.finished.cause == Cause.CONFLICT
+    assert plan.phase == WriterPhase.BACKING_OFF and plan.attempts.conflicts == 1
+    aborted = plan_writer(REF, writer(restartPolicy={"onConflict": "Abort"}), observed, NOW)
+    assert aborted.phase == WriterPhase.ABORTED and "onConflict Abort" in aborted.message
+
+
+def test_a_stopped_loser_that_committed_anyway_succeeded() -> None:
+    plan = plan_writer(REF, writer(), ended(0, lost_conflict=True), NOW)
+    assert plan.phase == WriterPhase.SUCCEEDED
+
+
+def test_a_backing_off_loser_waits_for_the_winner_then_restarts() -> None:
+    from lakeoperator.plan.writer import WriterObserved
+
+    backing_off = WriterObserved(phase=WriterPhase.BACKING_OFF, attempts=Attempts(1, conflicts=1),
+                                 submission_id=SID, next_retry_at=NOW - timedelta(seconds=1),
+                                 lost_conflict=True, winner_running=True)
+    waiting = plan_writer(REF, writer(), backing_off, NOW)
+    assert waiting.action == Action.WAIT and waiting.reason == "WaitingForWinner"
+    assert waiting.requeue_after and waiting.requeue_after > 0
+    from dataclasses import replace
+    going = plan_writer(REF, writer(), replace(backing_off, winner_running=False), NOW)
+    assert going.action == Action.SUBMIT and going.submission_id != SID
