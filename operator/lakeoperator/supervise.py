@@ -126,6 +126,13 @@ class _Open:
     storage: Any
     lock: Any
     registry: Any
+    watch: Any = None                  # a ZooKeeper registry's child watch: it marks `writers` stale
+    stale: bool = True
+    writers: dict[str, str] = field(default_factory=dict)
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
 
 
 @dataclass
@@ -158,16 +165,21 @@ class Supervisor:
 
     def watch(self, table: WatchedTable) -> None:
         with self._guard:
-            if self._tables.get(table.key) != table:
-                self._tables[table.key] = table
-                self._open.pop(table.key, None)
+            if self._tables.get(table.key) == table:
+                return
+            self._tables[table.key] = table
+            old = self._open.pop(table.key, None)
+        if old is not None:
+            old.close()
 
     def forget(self, namespace: str, name: str) -> None:
         with self._guard:
             self._tables.pop((namespace, name), None)
-            self._open.pop((namespace, name), None)
+            old = self._open.pop((namespace, name), None)
             for key in [k for k in self._pending if k[0] == (namespace, name)]:
                 del self._pending[key]
+        if old is not None:
+            old.close()
 
     def watched(self) -> list[TableKey]:
         with self._guard:
@@ -188,6 +200,14 @@ class Supervisor:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout=10)
+
+    def close(self) -> None:
+        """Stop, and end the registry watches."""
+        self.stop()
+        with self._guard:
+            opened, self._open = list(self._open.values()), {}
+        for o in opened:
+            o.close()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -256,9 +276,13 @@ class Supervisor:
             lock = lock_for_spec(t.storage, t.config.lock, {"credentials": creds})
             registry = ZooKeeperWriterRegistry(table.zookeeper, credentials=creds)
         opened = _Open(table, t.storage, lock, registry)
+        if table.zookeeper:   # writers join and leave: re-read the registry only then
+            opened.watch = registry.watch(t.storage.uri, lambda live: setattr(opened, "stale", True))
         with self._guard:
             if self._tables.get(table.key) == table:
                 self._open[table.key] = opened
+                return opened
+        opened.close()   # forgotten or changed meanwhile
         return opened
 
     def _writers(self, opened: _Open, table: WatchedTable, any_pending: bool) -> dict[str, str]:
@@ -266,12 +290,17 @@ class Supervisor:
         running is stopped by its writer's name)."""
         if not any_pending:
             return {}
+        if opened.watch is not None and not opened.stale:
+            return opened.writers   # nobody joined or left since the last read
+        opened.stale = False
         try:
             live = opened.registry.live_writers(opened.storage.uri)
         except Exception as exc:  # advisory: decisions do not need it, statuses do
+            opened.stale = True
             log.warning("the writer registry of %s/%s is unavailable: %s", table.namespace, table.name, exc)
             return {}
-        return {t: str(info["writer"]) for t, info in live.items() if info.get("writer")}
+        opened.writers = {t: str(info["writer"]) for t, info in live.items() if info.get("writer")}
+        return opened.writers
 
     def _decide(self, opened: _Open, table: WatchedTable, conflict: OutsideConflict,
                 writers: Mapping[str, str]) -> Decision | None:

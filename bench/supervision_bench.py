@@ -1,0 +1,324 @@
+"""Supervision (issue 11): how fast the operator's supervisor stops a conflict's loser, what a large
+loser still loses, and what supervising many tables costs.
+
+    python bench/supervision_bench.py [--quick] [--rounds 30] [--tables 50] [--writers-per-table 4]
+                                      [--cost-seconds 20] [--verbose]
+
+Everything real: a ZooKeeper server (tests/support/zookeeper.py), lakecore tables on local disk with
+their lock on it, writers as lakecore WriteJobs (markers, heartbeats, the ZooKeeper registry, the
+abort watch), and the operator's `Supervisor` at its default period (1 s). No Kubernetes: the sink
+records nothing (the API writes a decision costs are the reconcile path's, measured by operator_bench).
+
+1. stop latency: per round, an older write holds a file group; a younger write creates its marker in
+   the same group and waits. Measured: from that marker (its mtime, the time the supervisor records as
+   `markerAt`) to the younger writer's abort callback — the moment a Spark driver cancels its jobs.
+   Not included: the JVM's exit after that (seen as `weir_conflict_stop_seconds` on a cluster).
+   Floor: the same writer hearing an abort flag raised directly (ZooKeeper notification alone).
+   Bars: p50 <= 1 s, p99 <= 2 s.
+2. RFC-56: a large write (many file groups, one after another) younger than a small one that holds
+   the large write's first group. Measured: the bytes the large write had written when it stopped, as
+   a share of its bytes when it runs alone (the floor run). Bar: <= 5 % (without the supervisor the
+   large write loses all of it at its commit).
+3. cost: `--tables` tables x `--writers-per-table` live writes on disjoint groups; a supervisor process
+   scans them for `--cost-seconds`. Measured: its CPU (share of one core) and RSS. Floor: the same
+   process supervising nothing. Bars: <= 10 % of a core, <= 200 MB.
+
+Prints one JSON document on stdout and a table on stderr. `--quick`: a smoke run (< 60 s) whose
+figures are printed but not judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "operator"))
+
+import pyarrow as pa
+
+from lakecore import Table, WriteJob, WriterOptions
+from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+from lakecore.config import LockSpec
+from lakecore.write import conform, route, write_file_group
+from lakecore.write.heartbeat import HeartbeatConfig
+from lakeoperator.supervise import Decision, Supervisor, TableReport, WatchedTable, zookeeper_abort_flag
+from tests.support.zookeeper import ZooKeeperServer
+
+P50_BAR_S, P99_BAR_S = 1.0, 2.0
+RFC56_BAR = 0.05
+CPU_BAR, RSS_BAR_MB = 0.10, 200.0
+SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
+HB = HeartbeatConfig(interval_s=1.0, tolerable_misses=5)
+
+
+class NullSink:
+    """Records nothing: the supervisor's own work is what is measured."""
+
+    def __init__(self) -> None:
+        self.decisions: list[Decision] = []
+
+    def record(self, decision: Decision) -> bool:
+        return True
+
+    def aborted(self, decision: Decision, applied: bool) -> None:
+        self.decisions.append(decision)
+
+    def stop_loser(self, decision: Decision) -> None:
+        pass
+
+    def observed(self, report: TableReport) -> None:
+        pass
+
+
+def new_table(root: Path, name: str, connect: str, buckets: int = 4) -> Table:
+    return Table.create(str(root / name), schema=SCHEMA, record_key="id", buckets=buckets,
+                        lock=LockSpec("zookeeper", connect=connect))
+
+
+def keys_in_bucket(bucket: int, n: int, buckets: int) -> list[int]:
+    from lakecore.layout import bucket_of
+
+    ids = pa.array(range(200 * n * buckets + 1000), pa.int64())
+    of = bucket_of([ids], buckets).tolist()
+    return [k for k, b in zip(ids.to_pylist(), of, strict=True) if b == bucket][:n]
+
+
+def groups_of(t: Table, ids: list[int], tag: str) -> list[Any]:
+    data = pa.table({"id": pa.array(ids, pa.int64()), "ts": [1] * len(ids), "v": [tag * 8] * len(ids)})
+    return list(route(conform(data, t.config, "upsert").rows, t.config))
+
+
+def options(connect: str, writer: str, on_abort: Any = None) -> WriterOptions:
+    return WriterOptions(heartbeat=HB, registry=ZooKeeperWriterRegistry(connect), writer_name=writer,
+                         abort_zookeeper=connect, on_abort=on_abort, inline_archival=None)
+
+
+def watched(t: Table, name: str, connect: str) -> WatchedTable:
+    return WatchedTable("bench", name, t.uri, "optimistic", HB, zookeeper=connect)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+# -- 1. stop latency ------------------------------------------------------------------------------
+
+
+def stop_latency(root: Path, connect: str, rounds: int) -> dict[str, Any]:
+    from lakecore.concurrency.aborts import raise_abort_flag
+
+    supervisor = Supervisor(NullSink(), abort_flag=zookeeper_abort_flag)
+    supervisor.start()
+    samples, floor = [], []
+    try:
+        for i in range(rounds):
+            t = new_table(root, f"latency-{i}", connect, buckets=1)
+            older = WriteJob.start(t.storage, t.config, t.lock, "upsert", options(connect, "bench/older"))
+            for g in groups_of(t, [1, 2, 3], "o"):
+                write_file_group(older.context(), g)
+            heard: dict[str, float] = {}
+            done = threading.Event()
+
+            def on_abort(record: dict[str, Any], heard: dict[str, float] = heard,
+                         done: threading.Event = done) -> None:
+                heard["at"] = time.time()
+                heard["marker"] = float(record.get("marker_at") or 0) / 1000
+                done.set()
+
+            supervisor.watch(watched(t, f"latency-{i}", connect))
+            time.sleep((i % 10) / 10)  # spread the markers over the scan period
+            younger = WriteJob.start(t.storage, t.config, t.lock, "upsert",
+                                     options(connect, "bench/younger", on_abort))
+            for g in groups_of(t, [4, 5, 6], "y"):
+                write_file_group(younger.context(), g)
+            if not done.wait(15):
+                raise RuntimeError(f"round {i}: the younger write was not stopped within 15 s")
+            samples.append(heard["at"] - heard["marker"])
+            supervisor.forget("bench", f"latency-{i}")
+            younger.abort()
+            older.abort()
+            # floor: the same kind of writer hearing a flag raised directly
+            t2 = new_table(root, f"floor-{i}", connect, buckets=1)
+            heard2: dict[str, float] = {}
+            done2 = threading.Event()
+
+            def on_abort2(record: dict[str, Any], heard2: dict[str, float] = heard2,
+                          done2: threading.Event = done2) -> None:
+                heard2["at"] = time.time()
+                done2.set()
+
+            job = WriteJob.start(t2.storage, t2.config, t2.lock, "upsert",
+                                 options(connect, "bench/floor", on_abort2))
+            raised = time.time()
+            raise_abort_flag(connect, t2.storage.uri, job.instant.requested_time, {"reason": "bench"})
+            if not done2.wait(15):
+                raise RuntimeError("the floor writer did not hear its abort flag within 15 s")
+            floor.append(heard2["at"] - raised)
+            job.abort()
+    finally:
+        supervisor.stop()
+    return {"rounds": rounds, "p50_s": statistics.median(samples), "p99_s": percentile(samples, 0.99),
+            "max_s": max(samples), "floor_p50_s": statistics.median(floor),
+            "ratio_p50": statistics.median(samples) / max(statistics.median(floor), 1e-6)}
+
+
+# -- 2. RFC-56: what a large loser loses ---------------------------------------------------------
+
+
+def large_write(t: Table, connect: str, groups: list[Any], *, stop: threading.Event | None,
+                on_abort: Any = None) -> int:
+    """Write `groups` one after another (as a large job's tasks would, in waves); bytes written."""
+    job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options(connect, "bench/large", on_abort))
+    written = 0
+    for g in groups:
+        if stop is not None and stop.is_set():
+            break
+        written += sum(s.size for s in write_file_group(job.context(), g))
+    job.abort()
+    return written
+
+
+def rfc56(root: Path, connect: str, groups: int, rows: int) -> dict[str, Any]:
+    buckets = groups
+    ids = [k for b in range(buckets) for k in keys_in_bucket(b, rows, buckets)]
+    alone = new_table(root, "rfc56-alone", connect, buckets=buckets)
+    started = time.monotonic()
+    full = large_write(alone, connect, groups_of(alone, ids, "l"), stop=None)
+    full_s = time.monotonic() - started
+
+    t = new_table(root, "rfc56", connect, buckets=buckets)
+    plan = groups_of(t, ids, "l")
+    small = WriteJob.start(t.storage, t.config, t.lock, "upsert", options(connect, "bench/small"))
+    for g in groups_of(t, plan[0].rows.column("id").to_pylist()[:3], "s"):  # the large write's first group
+        write_file_group(small.context(), g)
+    supervisor = Supervisor(NullSink(), abort_flag=zookeeper_abort_flag)
+    supervisor.watch(watched(t, "rfc56", connect))
+    supervisor.start()
+    stop = threading.Event()
+    try:
+        lost = large_write(t, connect, plan, stop=stop, on_abort=lambda record: stop.set())
+    finally:
+        supervisor.stop()
+        small.abort()
+    return {"groups": groups, "full_bytes": full, "full_s": full_s, "lost_bytes": lost,
+            "lost_share": lost / full if full else 0.0, "stopped": stop.is_set()}
+
+
+# -- 3. cost of supervising many tables ----------------------------------------------------------
+
+_COST_CHILD = r"""
+import json, os, resource, sys, time
+sys.path[:0] = [os.environ["WEIR_ROOT"], os.path.join(os.environ["WEIR_ROOT"], "operator")]
+from bench.supervision_bench import NullSink, HB
+from lakeoperator.supervise import Supervisor, WatchedTable
+tables, connect, seconds = json.loads(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+s = Supervisor(NullSink())
+for name, uri in tables:
+    s.watch(WatchedTable("bench", name, uri, "optimistic", HB, zookeeper=connect))
+s.run_once()   # warm: clients connected, tables opened
+before = resource.getrusage(resource.RUSAGE_SELF)
+start = time.monotonic()
+s.start()
+time.sleep(seconds)
+s.stop()
+after = resource.getrusage(resource.RUSAGE_SELF)
+wall = time.monotonic() - start
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+rss = int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmRSS"))) / 1024
+print(json.dumps({"cpu_share": cpu / wall, "rss_mb": rss, "scans": s.scans, "wall_s": wall}))
+"""
+
+
+def supervise_in_child(tables: list[tuple[str, str]], connect: str, seconds: float) -> dict[str, Any]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _COST_CHILD, json.dumps(tables), connect, str(seconds)],
+                         env={**os.environ, "WEIR_ROOT": root}, capture_output=True, text=True, timeout=600,
+                         check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"the supervisor process failed: {out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def cost(root: Path, connect: str, tables: int, per_table: int, seconds: float) -> dict[str, Any]:
+    jobs, names = [], []
+    for i in range(tables):
+        t = new_table(root, f"cost-{i}", connect, buckets=per_table)
+        names.append((f"cost-{i}", t.uri))
+        for b in range(per_table):
+            job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options(connect, f"bench/w{i}-{b}"))
+            for g in groups_of(t, keys_in_bucket(b, 2, per_table), "c"):
+                write_file_group(job.context(), g)
+            jobs.append(job)
+    try:
+        floor = supervise_in_child([], connect, min(seconds, 5.0))
+        busy = supervise_in_child(names, connect, seconds)
+    finally:
+        for job in jobs:
+            job.abort()
+    return {"tables": tables, "writers": tables * per_table, "seconds": seconds,
+            "cpu_share": busy["cpu_share"], "rss_mb": busy["rss_mb"], "scans": busy["scans"],
+            "floor_cpu_share": floor["cpu_share"], "floor_rss_mb": floor["rss_mb"],
+            "rss_ratio": busy["rss_mb"] / max(floor["rss_mb"], 1e-6)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--tables", type=int, default=50)
+    parser.add_argument("--writers-per-table", type=int, default=4)
+    parser.add_argument("--cost-seconds", type=float, default=20.0)
+    parser.add_argument("--rfc56-groups", type=int, default=240)
+    parser.add_argument("--rfc56-rows", type=int, default=4000)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.tables, args.cost_seconds = 5, 10, 5.0
+        args.rfc56_groups, args.rfc56_rows = 40, 500
+    if not args.verbose:
+        import logging
+
+        logging.disable(logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="weir-supervision-bench-") as tmp:
+        root = Path(tmp)
+        with ZooKeeperServer(root / "zookeeper") as zk:
+            connect = zk.connect_string
+            latency = stop_latency(root / "latency", connect, args.rounds)
+            lost = rfc56(root / "rfc56", connect, args.rfc56_groups, args.rfc56_rows)
+            spent = cost(root / "cost", connect, args.tables, args.writers_per_table, args.cost_seconds)
+    judged = not args.quick
+    bars = {"stop_p50": latency["p50_s"] <= P50_BAR_S, "stop_p99": latency["p99_s"] <= P99_BAR_S,
+            "rfc56_lost_share": lost["lost_share"] <= RFC56_BAR, "cpu_share": spent["cpu_share"] <= CPU_BAR,
+            "rss_mb": spent["rss_mb"] <= RSS_BAR_MB}
+    report = {"quick": args.quick, "latency": latency, "rfc56": lost, "cost": spent,
+              "bars": {"stop_p50_s": P50_BAR_S, "stop_p99_s": P99_BAR_S, "rfc56_lost_share": RFC56_BAR,
+                       "cpu_share": CPU_BAR, "rss_mb": RSS_BAR_MB},
+              "pass": bars if judged else None}
+    print(json.dumps(report, indent=2))
+    print(f"stop latency   p50 {latency['p50_s']:.3f} s  p99 {latency['p99_s']:.3f} s  "
+          f"max {latency['max_s']:.3f} s  (floor p50 {latency['floor_p50_s']:.3f} s, {args.rounds} rounds)",
+          file=sys.stderr)
+    print(f"RFC-56         lost {lost['lost_share']:.1%} of {lost['full_bytes']} bytes "
+          f"(alone: {lost['full_s']:.1f} s)", file=sys.stderr)
+    print(f"cost           {spent['cpu_share']:.1%} of a core, {spent['rss_mb']:.0f} MB "
+          f"({spent['tables']} tables x {args.writers_per_table} writers; "
+          f"floor {spent['floor_cpu_share']:.1%}, {spent['floor_rss_mb']:.0f} MB; {spent['scans']} scans)",
+          file=sys.stderr)
+    if judged and not all(bars.values()):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
