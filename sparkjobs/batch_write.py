@@ -45,8 +45,12 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
 
         driver_bind, driver_host = driver_endpoint(spark)
         bind, advertise = bind or driver_bind, advertise or driver_host
+    from lakecore.write.heartbeat import HeartbeatConfig
+
+    heartbeat = HeartbeatConfig(args.heartbeat_interval_s or HeartbeatConfig.interval_s,
+                                args.heartbeat_misses or HeartbeatConfig.tolerable_misses)
     return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file,
-                         registry=registry, writer_name=writer_name,
+                         heartbeat=heartbeat, registry=registry, writer_name=writer_name,
                          marker_bind_host=bind or "127.0.0.1", marker_advertise_host=advertise)
 
 

@@ -159,10 +159,16 @@ class WriterArgs(StorageArgs):
     marker_bind_host: str | None = None          # its listen address (spark.driver.bindAddress, else .host)
     extra: dict[str, str] = field(default_factory=dict)  # kept in the commit metadata
     column_group: str | None = None              # the column group this writer owns: only its columns
+    heartbeat_interval_s: float | None = None    # the table's heartbeat (LakeTable spec.heartbeat), which
+    heartbeat_misses: int | None = None          # its supervisor judges liveness by; default lakecore's
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _one_of("operation", self.operation, OPERATIONS)
+        if self.heartbeat_interval_s is not None and not self.heartbeat_interval_s > 0:
+            raise ValueError("heartbeat_interval_s must be > 0")
+        if self.heartbeat_misses is not None and self.heartbeat_misses < 1:
+            raise ValueError("heartbeat_misses must be at least 1")
         _one_of("early detection", self.early_detection, EARLY_DETECTION)
         if self.early_detection == "direct_zk" and not self.zookeeper:
             raise ValueError("early detection direct_zk needs --zookeeper (a connect string)")

@@ -63,6 +63,8 @@ def writer_args(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableSpec, 
         source_options=dict(source.options), zookeeper=zookeeper_of(table),
         early_detection=None if early == "none" else early,
         extra={"writer": f"{owner.namespace}/{owner.name}"}, column_group=writer.column_group,
+        heartbeat_interval_s=float(table.heartbeat.interval_seconds),
+        heartbeat_misses=table.heartbeat.tolerable_misses,
         storage_options_env=storage_env(table.storage), storage_options=dict(table.storage.options),
         app_name=f"weir-{owner.name}")
     if writer.mode == "batch":
