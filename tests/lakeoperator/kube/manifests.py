@@ -71,3 +71,17 @@ def write_json_input(work: Path, source: str, ids: range, ts: int) -> list[dict[
     tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
     tmp.rename(folder / f"part-{ts}.json")   # whole files only: the stream must not see half of one
     return rows
+
+
+def held_writer(cluster: Any, name: str, source: str, **spec: Any) -> tuple[dict[str, Any], Path]:
+    """A writer whose tasks hold (files and markers written) while <pause>/hold exists."""
+    pause = cluster.work / f"pause-{name}"
+    pause.mkdir()
+    (pause / "hold").touch()
+    body = batch_writer(cluster.work, name, source=source, **spec)
+    body["spec"]["spark"]["conf"] = {"spark.executorEnv.WEIR_TEST_PAUSE_DIR": str(pause)}
+    return body, pause
+
+
+def reached(pause: Path) -> list[str]:
+    return [p.name.removeprefix("reached-") for p in pause.glob("reached-*")]

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lakecore import Table
 from lakecore.write.heartbeat import read_aborted
 from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
-from tests.lakeoperator.kube.manifests import batch_writer, table, write_input
+from tests.lakeoperator.kube.manifests import held_writer, reached, table, write_input
 from tests.support.kube_api import KubeApi
 from tests.support.operator import Cluster, start_cluster, wait_until
 
@@ -27,20 +26,6 @@ pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 @pytest.fixture
 def supervised(kube_api: KubeApi, tmp_path: Path) -> Iterator[Cluster]:
     yield from start_cluster(kube_api, tmp_path, extra=("--conflict-grace", "3"))
-
-
-def held_writer(cluster: Cluster, name: str, source: str, **spec: Any) -> tuple[dict[str, Any], Path]:
-    """A writer whose tasks hold (files and markers written) while <pause>/hold exists."""
-    pause = cluster.work / f"pause-{name}"
-    pause.mkdir()
-    (pause / "hold").touch()
-    body = batch_writer(cluster.work, name, source=source, **spec)
-    body["spec"]["spark"]["conf"] = {"spark.executorEnv.WEIR_TEST_PAUSE_DIR": str(pause)}
-    return body, pause
-
-
-def reached(pause: Path) -> list[str]:
-    return [p.name.removeprefix("reached-") for p in pause.glob("reached-*")]
 
 
 def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(supervised: Cluster) -> None:
