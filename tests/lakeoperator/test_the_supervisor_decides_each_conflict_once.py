@@ -134,3 +134,34 @@ def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
     assert rolled
     assert {r["v"] for r in Table.open(t.uri).read().to_pylist()} == {"older"}
     launcher.close()
+
+
+def test_supervision_goes_on_across_a_zookeeper_restart(
+        zookeeper_factory: Any, tmp_path: Path) -> None:
+    zk = zookeeper_factory()
+    connect = zk.connect_string
+    t = Table.create(str(tmp_path / "orders"), schema=SCHEMA, record_key="id",
+                     lock=LockSpec("zookeeper", connect=connect))
+    state = StateDir(tmp_path / "state")
+    writer_resource(state, "older", "older-1-aaaaaaaa")
+    writer_resource(state, "younger", "younger-1-bbbbbbbb")
+    sink = LocalSink(state, LocalLauncher(tmp_path / "pods"), lambda: datetime.now(UTC))
+    supervisor = Supervisor(sink, grace_s=60, abort_flag=zookeeper_abort_flag)
+    supervisor.watch(WatchedTable("default", "orders", t.uri, "optimistic", HB, zookeeper=connect))
+    assert supervisor.run_once() == []      # the table's paths, lock and registry watch are set up
+
+    zk.restart(kill=True)                   # mid-run: every client reconnects (sessions survive)
+    shared = keys_in_bucket(1, 4)
+    older, _ = start_write(t, connect, "default/older", shared[:2], "older")
+    younger, _ = start_write(t, connect, "default/younger", shared[2:], "younger")
+    decisions: list[Any] = []
+    deadline = time.monotonic() + 30
+    while not decisions and time.monotonic() < deadline:
+        decisions = supervisor.run_once()
+        time.sleep(0.2)
+    (decision,) = decisions
+    assert decision.loser == younger.instant.requested_time and decision.loser_writer == "default/younger"
+    assert status(state, "younger")["lastConflict"]["role"] == "Lost"
+    younger.abort()
+    older.abort()
+    supervisor.close()
