@@ -627,6 +627,7 @@ class KubeSink:
 
     def observed(self, report: TableReport) -> None:
         table = report.table
+        self.metrics.table_scans.inc()
         self.metrics.live_writes.labels(table.namespace, table.name).set(len(report.writes))
         for w in report.writes:
             if (where := split_writer(report.writers.get(w.instant))) is not None:

@@ -45,6 +45,8 @@ class OperatorMetrics:
         self.conflict_stop = Histogram("weir_conflict_stop_seconds", "From the conflicting marker to the "
                                        "losing driver seen ended", ["namespace", "table"],
                                        buckets=STOP_BUCKETS, registry=r)
+        self.table_scans = Counter("weir_supervision_scans", "Scans of a table's live writes by this "
+                                   "replica's supervisor (only the leader's scans)", registry=r)
         self.live_writes = Gauge("weir_live_writes", "Live writes the supervisor sees per table",
                                  ["namespace", "table"], registry=r)
         self.heartbeat_age = Gauge("weir_writer_heartbeat_age_seconds", "Age of a live writer's last "

@@ -1,11 +1,11 @@
 """Two operator replicas against the emulator with leader election (a coordination.k8s.io Lease, 3 s,
-renewed every second): only the holder reconciles — the standby submits nothing; the leader SIGKILLed,
-the standby takes the lease after it went unrenewed and reconciles what came meanwhile; every writer
-has exactly one driver pod."""
+renewed every second): only the holder reconciles and supervises — the standby submits and scans
+nothing; the leader SIGKILLed, the standby takes the lease after it went unrenewed, reconciles what came
+meanwhile and supervises the table; every writer has exactly one driver pod."""
 
 from __future__ import annotations
 
-import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,16 @@ def replica(api: KubeApi, work: Path, name: str) -> OperatorProcess:
                            extra=("--identity", name, "--lease-duration", "3", "--lease-renew", "1"))
 
 
+def stamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def scans(replica: OperatorProcess) -> float:
+    line = next(line for line in replica.metrics().splitlines()
+                if line.startswith("weir_supervision_scans_total "))
+    return float(line.split()[1])
+
+
 def pods_by_writer(client: KubeClient) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for pod in client.get(PODS)["items"]:
@@ -54,17 +64,20 @@ def test_one_replica_reconciles_and_a_standby_takes_over(kube_api: KubeApi, tmp_
             client.create(weir_path("LakeWriter"), batch_writer(tmp_path, name=f"w{i}"))
         wait_until(lambda: len(pods_by_writer(client)) == 5)
         assert "Submitting" in a.log() and "Submitting" not in b.log()   # the standby did nothing
+        wait_until(lambda: scans(a) > 0)                                  # the leader supervises the table
+        assert scans(b) == 0                                              # the standby does not
 
         a.kill()
-        killed = time.monotonic()
+        last_renewal = stamp(client.get(LEASE)["spec"]["renewTime"])   # the dead leader renews no more
         for i in range(5, 10):
             client.create(weir_path("LakeWriter"), batch_writer(tmp_path, name=f"w{i}"))
         wait_until(lambda: holder(client) == "replica-b", timeout=30)
-        took_over = time.monotonic() - killed
+        took_over = (stamp(client.get(LEASE)["spec"]["acquireTime"]) - last_renewal).total_seconds()
         wait_until(lambda: len(pods_by_writer(client)) == 10)
         assert "weir_leader 1.0" in b.metrics()
+        wait_until(lambda: scans(b) > 0)                                  # and now supervises it
         assert client.get(LEASE)["spec"]["leaseTransitions"] == 1
-        assert took_over >= 2.5, "the standby must wait for the lease to go unrenewed"
+        assert took_over >= 3.0, "the standby must wait a whole lease duration after the last renewal"
     finally:
         b.stop()
         a.stop()
