@@ -16,9 +16,11 @@ from sparkjobs.contract import BatchWriteArgs, WriterArgs
 from sparkjobs.entry import open_table, owned_columns, run_job
 
 
-def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any = None) -> Any:
+def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any = None,
+                   abort_zookeeper: str | None = None) -> Any:
     """Early detection and file size from the arguments; with a ZooKeeper connect string the writer
-    also registers there (an ephemeral node per write: the liveness the operator watches). A marker
+    also registers there (an ephemeral node per write: the liveness the operator watches) and watches
+    its abort flag there (else on `abort_zookeeper`: the table's recorded ZooKeeper lock). A marker
     service listens and is advertised where the arguments say, else where the Spark driver is
     (`spark`'s conf), so executors on other hosts reach it."""
     from lakecore import WriterOptions
@@ -37,7 +39,14 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
         bind, advertise = bind or driver_bind, advertise or driver_host
     return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file,
                          registry=registry, writer_name=writer_name,
-                         marker_bind_host=bind or "127.0.0.1", marker_advertise_host=advertise)
+                         marker_bind_host=bind or "127.0.0.1", marker_advertise_host=advertise,
+                         abort_zookeeper=args.zookeeper or abort_zookeeper)
+
+
+def table_zookeeper(table: Any) -> str | None:
+    """The ZooKeeper ensemble of the table's recorded lock, if it is on ZooKeeper."""
+    spec = table.config.lock
+    return spec.connect if spec.provider == "zookeeper" else None
 
 
 def run(args: BatchWriteArgs) -> dict[str, Any]:
@@ -56,7 +65,7 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
             raise MissingColumn(f"the input of column group {args.column_group!r} lacks "
                                 f"{', '.join(missing)}; add them to the input")
         df = df.select(*columns)
-    options = writer_options(args, args.app_name, spark)
+    options = writer_options(args, args.app_name, spark, table_zookeeper(table))
     result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                              extra=args.extra)
     return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,

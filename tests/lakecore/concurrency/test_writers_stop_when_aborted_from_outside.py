@@ -31,7 +31,8 @@ from lakecore.write.heartbeat import is_aborted, mark_aborted, read_aborted
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 WINNER = "20261123101500123"
-DECISION = {"reason": "conflict", "other": WINNER, "file_groups": [["", "0000"]], "decided_by": "weir-operator"}
+DECISION = {"reason": "conflict", "other": WINNER, "file_groups": [["", "0000"]],
+            "decided_by": "weir-operator"}
 
 
 def batch(ids, ts):
@@ -52,9 +53,8 @@ def started_job(t: Table, options: WriterOptions) -> tuple[WriteJob, list]:
 
 def assert_rolled_back(t: Table, job: WriteJob, files_before: set[str]) -> None:
     fresh = Table.open(t.uri)
-    assert fresh.timeline().find(job.instant.requested_time) is None or \
-        not fresh.timeline().find(job.instant.requested_time).is_completed
-    assert not fresh.timeline().pending
+    found = fresh.timeline().find(job.instant.requested_time)
+    assert not fresh.timeline().pending and (found is None or not found.is_completed)
     assert data_files(t) == files_before
     assert list_markers(t.storage, job.instant.requested_time) == []
 
