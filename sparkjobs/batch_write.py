@@ -73,17 +73,22 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
             **({"warnings": list(result.warnings)} if result.warnings else {})}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from lakecore.errors import EarlyConflict, InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
+def describe_conflict(exc: BaseException) -> dict[str, Any]:
+    """A writer's result line for a lost conflict: an early one (found by the writer or decided
+    outside: `aborted_by`) with its report."""
+    from lakecore.errors import EarlyConflict
 
-    def describe(exc: BaseException) -> dict[str, Any]:
-        if isinstance(exc, EarlyConflict):
-            return {"early": True, **exc.report()}
-        return {"early": False, "instant": getattr(exc, "instant", ""), "message": str(exc)}
+    if isinstance(exc, EarlyConflict):
+        return {"early": True, **exc.report()}
+    return {"early": False, "instant": getattr(exc, "instant", ""), "message": str(exc)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
 
     return run_job(lambda: BatchWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="committed", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
-                   conflict=(WriteConflict,), describe_conflict=describe)
+                   conflict=(WriteConflict,), describe_conflict=describe_conflict)
 
 
 if __name__ == "__main__":

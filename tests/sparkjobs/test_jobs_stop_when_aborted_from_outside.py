@@ -1,9 +1,10 @@
-"""The batch write job aborted from outside while its stage runs (the operator's decision on a
-conflict between writers): its Spark jobs are cancelled at once, its instant is rolled back and it
+"""The write jobs aborted from outside while a stage runs (the operator's decision on a conflict
+between writers): their Spark jobs are cancelled at once, the instant is rolled back and the job
 exits with the conflict code, its result line saying who decided, against whom and on which file
-groups. Heard from the proof of death on storage, or at once from the abort flag in ZooKeeper.
+groups. Heard from the proof of death on storage, or at once from the abort flag in ZooKeeper; a
+streaming writer's micro-batch ends the query the same way (never retried).
 
-The job runs here in-process on the shared local Spark, with its tasks held after writing their files
+Each job runs here in-process on the shared local Spark, with its tasks held after writing their files
 until a gate file appears (it never does while the job runs): only the abort can end the stage early.
 """
 
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sparkjobs.batch_write as batch_write
+import sparkjobs.stream_write as stream_write
 import sparkjobs.write as spark_write
 from lakecore import Table
 from lakecore.concurrency.aborts import raise_abort_flag
@@ -28,7 +30,7 @@ from lakecore.concurrency.writers import ZooKeeperWriterRegistry
 from lakecore.config import LockSpec
 from lakecore.timeline import now_ms
 from lakecore.write.heartbeat import mark_aborted, read_aborted
-from sparkjobs.contract import EXIT_CONFLICT, BatchWriteArgs
+from sparkjobs.contract import EXIT_CONFLICT, BatchWriteArgs, StreamWriteArgs
 from tests.support.operator import wait_until
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
@@ -63,16 +65,17 @@ def held_tasks(gate: Path) -> Callable[..., Any]:
 
 
 class Job:
-    """batch_write.main on a thread; its exit code and result line once it ends."""
+    """A job's main on a thread; its exit code and result line once it ends."""
 
-    def __init__(self, args: BatchWriteArgs, capsys: pytest.CaptureFixture[str]) -> None:
+    def __init__(self, args: Any, capsys: pytest.CaptureFixture[str],
+                 main: Callable[[list[str]], int] = batch_write.main) -> None:
         self.code: int | None = None
         self._capsys = capsys
-        self.thread = threading.Thread(target=self._run, args=(args.to_argv(),), name="batch-write-job")
+        self.thread = threading.Thread(target=self._run, args=(main, args.to_argv()), name="write-job")
         self.thread.start()
 
-    def _run(self, argv: list[str]) -> None:
-        self.code = batch_write.main(argv)
+    def _run(self, main: Callable[[list[str]], int], argv: list[str]) -> None:
+        self.code = main(argv)
 
     def result(self, timeout: float) -> tuple[int | None, dict[str, Any]]:
         self.thread.join(timeout)
@@ -161,4 +164,19 @@ def test_an_abort_flag_in_zookeeper_stops_the_job_at_once(spark, zookeeper_serve
     mark_aborted(t.storage, instant, "weir-operator", now_ms(), record)
     raise_abort_flag(connect, t.uri, instant, {**record, "instant": instant, "by": "weir-operator"})
     code, out = job.result(timeout=STAGE_S * 0.75)
+    assert_stopped_and_rolled_back(t, gate, instant, files_before, code, out)
+
+
+@pytest.mark.spark
+def test_a_streaming_writer_aborted_in_a_micro_batch_ends_as_a_conflict(spark, tmp_path, gate, capsys):
+    t, source, files_before = table_with_input(tmp_path)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    Path(source).rename(incoming / "0.parquet")
+    args = StreamWriteArgs(table=t.uri, source=str(incoming), writer_id="clicks",
+                           checkpoint=str(tmp_path / "checkpoint"), trigger_seconds=1.0)
+    job = Job(args, capsys, stream_write.main)
+    instant = held_instant(t, gate)
+    mark_aborted(t.storage, instant, "weir-operator", now_ms(), decision([["", "0000"]]))
+    code, out = job.result(timeout=STAGE_S * 0.75)  # not retried, and the query does not go on
     assert_stopped_and_rolled_back(t, gate, instant, files_before, code, out)
