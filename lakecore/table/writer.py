@@ -5,6 +5,11 @@ tasks): begin the instant, start its heartbeat, run one task per file group on a
 the other tasks as soon as one fails, commit under the lock, and on any failure roll back only
 after every task has stopped (so no task writes a file after its markers were used to clean up).
 Bounded retry of a whole write that lost a conflict is opt-in.
+
+An abort decided outside the writer (the operator's, on a conflict between writers) is heard by the
+job's abort watch (concurrency/aborts.py): the engine is told (`on_abort`), tasks here stop before
+their next file, the commit refuses, and the write ends with the EarlyConflict built from the
+decision — never retried: whoever decided expects this writer to stop.
 """
 
 from __future__ import annotations
@@ -167,9 +172,9 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
                     raise _first_cause([e for f in futures if (e := f.exception()) is not None])
                 result = job.commit([s for f in futures for s in f.result()])
             return replace(result, attempts=attempt)
-        except WriteConflict:
-            if attempt > options.conflict_retries:
-                raise
+        except WriteConflict as exc:
+            if attempt > options.conflict_retries or (isinstance(exc, EarlyConflict) and exc.aborted_by):
+                raise  # out of retries, or aborted from outside: whoever decided expects us to stop
             delay = options.retry_backoff_s * (2 ** (attempt - 1))
             time.sleep(min(delay, 10.0) * (0.5 + random.random()))
 
