@@ -122,6 +122,23 @@ def test_an_abort_landing_right_before_the_commit_is_refused_under_the_lock(tmp_
     assert_rolled_back(t, job, files_before)
 
 
+def test_a_write_aborted_from_outside_is_not_retried(tmp_path, monkeypatch):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
+                     options=WriterOptions(conflict_retries=3, retry_backoff_s=0.01, abort_check_s=60.0))
+    real = tx.commit_write
+    attempts: list[str] = []
+
+    def aborted_first(txn, *a, **kw):  # the operator decides while the write is about to commit
+        attempts.append(txn.instant.requested_time)
+        mark_aborted(txn.storage, txn.instant.requested_time, "weir-operator", now_ms(), DECISION)
+        return real(txn, *a, **kw)
+
+    monkeypatch.setattr("lakecore.table.writer.commit_write", aborted_first)
+    with pytest.raises(EarlyConflict, match="aborted from outside by weir-operator"):
+        t.upsert(batch([1, 2], 1))
+    assert len(attempts) == 1 and [i.action for i in Table.open(t.uri).timeline().completed] == ["rollback"]
+
+
 def _outcome(fn: Callable[[], object]) -> object:
     try:
         return fn()
