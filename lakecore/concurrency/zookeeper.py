@@ -302,12 +302,12 @@ def watch_data(client: Any, path: str, callback: Callable[[bytes | None], None],
     done = threading.Event()
     made: list[Any] = []
     failed: list[BaseException] = []
+    target = [callback]  # emptied by stop(): what kazoo keeps of a stopped watch must not hold the caller
 
     def call(data: bytes | None, stat: Any, event: Any = None) -> bool:  # takes 3: kazoo retries on TypeError
-        if stopped.is_set():
-            return False
-        callback(None if stat is None else bytes(data or b""))
-        return not stopped.is_set()
+        for fn in list(target):
+            fn(None if stat is None else bytes(data or b""))
+        return bool(target) and not stopped.is_set()
 
     def establish() -> None:  # DataWatch reads synchronously, retrying without a deadline: not on our thread
         try:
@@ -322,6 +322,7 @@ def watch_data(client: Any, path: str, callback: Callable[[bytes | None], None],
 
     def stop() -> None:
         stopped.set()
+        target.clear()
         for watch in made:
             _end_data_watch(client, watch)
 
@@ -336,9 +337,14 @@ def watch_data(client: Any, path: str, callback: Callable[[bytes | None], None],
 
 def _end_data_watch(client: Any, watch: Any) -> None:
     """End a DataWatch now rather than at its next event (for a flag that is never raised, never):
-    kazoo keeps each unended one's session listener, and re-reads its node at every reconnect."""
+    kazoo keeps each unended one's session listener (re-reading its node at every reconnect) and its
+    one-shot watcher until the node changes. Kazoo has no public way to do this; its private names
+    are looked up defensively, and the watch ends at its next call anyway."""
     watch._stopped = True  # kazoo's own flag for a watch whose function returned False
     try:
         client.remove_listener(watch._session_watcher)
-    except (AttributeError, ValueError, KeyError) as exc:  # gone already
+        watchers = client._data_watchers.get(watch._path)
+        if watchers is not None:
+            watchers.discard(watch._watcher)
+    except (AttributeError, ValueError, KeyError, TypeError) as exc:  # another kazoo version: it ends later
         log.debug("ending a data watch: %s", exc)

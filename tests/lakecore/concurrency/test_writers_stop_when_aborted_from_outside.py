@@ -23,6 +23,8 @@ from lakecore.concurrency.aborts import (
     raise_abort_flag,
 )
 from lakecore.concurrency.writers import launch_info
+from lakecore.concurrency.zookeeper import shared_clients
+from lakecore.concurrency.zookeeper_lock import ZooKeeperLockConfig
 from lakecore.errors import EarlyConflict
 from lakecore.table.writer import WriteJob, WriterOptions
 from lakecore.timeline import now_ms
@@ -188,6 +190,8 @@ def test_a_flag_in_zookeeper_is_heard_at_once_and_a_closed_watch_hears_nothing(z
     def on(key):
         return lambda record: (heard[key].append(record), told[key].set())
 
+    client = shared_clients.client(ZooKeeperLockConfig(connect, "aborts"))  # the one writers share
+    listeners = len(client.state_listeners)
     # a storage check period no test waits for: only the ZooKeeper watch can explain hearing
     watches = [AbortWatch(t.storage, i, on(k), check_s=600, zookeeper=connect, base_path=base).start()
                for i, k in ((instant, instant), (early, early), (instant, "closed"))]
@@ -201,4 +205,5 @@ def test_a_flag_in_zookeeper_is_heard_at_once_and_a_closed_watch_hears_nothing(z
     for watch in watches:
         watch.close()
     assert heard["closed"] == [] and len(heard[instant]) == 1
+    assert len(client.state_listeners) == listeners  # closed watches leave nothing on the shared client
     assert instant_flag_path(t.uri, instant, base).startswith(abort_flag_path(t.uri, base))
