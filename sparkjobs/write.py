@@ -24,12 +24,18 @@ An abort decided outside (the operator's, heard by the WriteJob's abort watch) c
 Spark jobs at once: they carry a job tag of their own (a tag, not a job group: a streaming query
 runs its micro-batches in its own job group, which must stay), which the watch's callback cancels;
 the driver then raises the `EarlyConflict` built from the abort's record.
+
+Whatever failed the write's Spark job, the driver rolls back only once none of its tasks runs any
+more (a cancelled job fails at once, while its tasks are still being killed: a task still writing
+would leave a file the rollback did not see).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -59,8 +65,11 @@ from lakecore.write import (
     write_file_group,
 )
 
+log = logging.getLogger(__name__)
+
 FILE_GROUP_COLUMN = "_weir_file_group"
 _EARLY = "WEIR-EARLY-CONFLICT"
+_TASKS_END_S = 60.0  # a killed task ends within spark.python.task.killTimeout (2 s by default)
 
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
@@ -93,6 +102,7 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
             try:
                 rows = written.collect()
             except Exception as exc:
+                _await_tasks_ended(spark.sparkContext, tag)  # before the rollback (leaving the with block)
                 cause = job.outside_conflict() or _early_conflict_in(exc) or _lakecore_error_in(exc)
                 if cause is None:
                     raise
@@ -115,6 +125,30 @@ def _cancelling(spark: Any, tag: str, then: Callable[[dict[str, Any]], None] | N
         if then is not None:
             then(record)
     return on_abort
+
+
+def _running_tasks(sc: Any, tag: str) -> int:
+    """How many tasks of the jobs tagged `tag` still run (as far as Spark's status store knows)."""
+    tracker = sc.statusTracker()
+    running = 0
+    for job_id in sc._jsc.sc().statusTracker().getJobIdsForTag(tag):  # not in PySpark's tracker
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job is not None else ():
+            stage = tracker.getStageInfo(stage_id)
+            running += stage.numActiveTasks if stage is not None else 0
+    return running
+
+
+def _await_tasks_ended(sc: Any, tag: str, timeout_s: float = _TASKS_END_S) -> None:
+    """Wait until no task of the failed write runs; after `timeout_s` go on (and say so): the rollback
+    then runs, and what a lost task writes later is an orphan of a dead instant, never read."""
+    deadline = time.monotonic() + timeout_s
+    while (running := _running_tasks(sc, tag)) > 0:
+        if time.monotonic() >= deadline:
+            log.warning("%d task(s) of the failed write still run after %.0fs; rolling back anyway (files "
+                        "they write later belong to a dead instant and are never read)", running, timeout_s)
+            return
+        time.sleep(0.05)
 
 
 def _partitions(grouped: DataFrame) -> list[str]:

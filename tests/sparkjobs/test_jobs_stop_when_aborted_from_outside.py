@@ -35,13 +35,14 @@ from tests.support.operator import wait_until
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 WINNER = "20261123101500123"
+WRITE = spark_write._write  # the tasks' function, before any test replaces it
 STAGE_S = 60.0  # how long a held task waits for the gate: the stage cannot end sooner unless cancelled
 
 
 def held_tasks(gate: Path) -> Callable[..., Any]:
     """A replacement for sparkjobs.write._write whose tasks (those given rows) write their file groups,
     then wait for `gate/release` for up to STAGE_S (leaving `gate/finished-*` if they got through)."""
-    real = spark_write._write
+    real = WRITE
 
     def write(ctx: Any, operation: Any) -> Any:
         inner = real(ctx, operation)
@@ -61,6 +62,37 @@ def held_tasks(gate: Path) -> Callable[..., Any]:
             open(os_.path.join(gate, f"finished-{tag}"), "w").close()
             yield from out
         return held
+    return write
+
+
+def late_tasks(gate: Path) -> Callable[..., Any]:
+    """A replacement for sparkjobs.write._write whose tasks write their file groups, wait until the
+    write is cancelled (`gate/cancelled`), then write them again — once the rollback is done, or
+    after 1.5 s (before Spark kills a cancelled Python task, 2 s by default)."""
+    real = WRITE
+
+    def write(ctx: Any, operation: Any) -> Any:
+        def late(batches: Iterator[Any]) -> Iterator[Any]:
+            import os as os_
+            import time as time_
+
+            from lakecore.write import list_markers
+
+            received = list(batches)
+            out = list(real(ctx, operation)(iter(received)))
+            if not out:
+                return
+            open(os_.path.join(gate, f"entered-{os_.getpid()}"), "w").close()
+            deadline = time_.monotonic() + STAGE_S
+            while not os_.path.exists(os_.path.join(gate, "cancelled")) and time_.monotonic() < deadline:
+                time_.sleep(0.02)
+            deadline = time_.monotonic() + 1.5
+            while list_markers(ctx.storage, ctx.instant_time) and time_.monotonic() < deadline:
+                time_.sleep(0.02)
+            out = list(real(ctx, operation)(iter(received)))  # the same files again, each after its marker
+            open(os_.path.join(gate, f"late-{os_.getpid()}"), "w").close()
+            yield from out
+        return late
     return write
 
 
@@ -180,3 +212,28 @@ def test_a_streaming_writer_aborted_in_a_micro_batch_ends_as_a_conflict(spark, t
     mark_aborted(t.storage, instant, "weir-operator", now_ms(), decision([["", "0000"]]))
     code, out = job.result(timeout=STAGE_S * 0.75)  # not retried, and the query does not go on
     assert_stopped_and_rolled_back(t, gate, instant, files_before, code, out)
+
+
+@pytest.mark.spark
+def test_the_rollback_waits_for_cancelled_tasks_still_writing(spark, tmp_path, gate, capsys, monkeypatch):
+    monkeypatch.setattr(spark_write, "_write", late_tasks(gate))
+    real = spark_write._cancelling
+
+    def cancelling(spark: Any, tag: str, then: Any) -> Callable[[dict[str, Any]], None]:
+        cancel = real(spark, tag, then)
+
+        def on_abort(record: dict[str, Any]) -> None:
+            cancel(record)
+            (gate / "cancelled").touch()  # the tasks go on writing from here, until Spark kills them
+        return on_abort
+
+    monkeypatch.setattr(spark_write, "_cancelling", cancelling)
+    t, source, files_before = table_with_input(tmp_path)
+    job = Job(BatchWriteArgs(table=t.uri, source=source, app_name="abort-late-tasks"), capsys)
+    instant = held_instant(t, gate)
+    mark_aborted(t.storage, instant, "weir-operator", now_ms(), decision([["", "0000"]]))
+    code, out = job.result(timeout=STAGE_S * 0.75)
+    assert code == EXIT_CONFLICT and out["aborted_by"] == "weir-operator", out
+    tracker = spark.sparkContext.statusTracker()
+    wait_until(lambda: sum(e.numRunningTasks for e in tracker.getExecutorInfos()) == 0)  # killed or done
+    assert data_files(t) == files_before  # nothing a late task wrote outlives the rollback
