@@ -211,8 +211,9 @@ class AbortWatch:
 
         path = instant_flag_path(self.table_uri, self.instant_time, self.base_path)
         try:
-            client = _client(connect, self.timeout_s, f"watching the abort flag {path}")
-            stop: Callable[[], None] | None = watch_data(client, path, self._flag_changed, self.timeout_s)
+            stop: Callable[[], None] | None = _call(
+                connect, self.timeout_s, f"watching the abort flag {path}",
+                lambda client: watch_data(client, path, self._flag_changed, self.timeout_s))
         except AbortFlagUnavailable as exc:
             log.warning("cannot watch the abort flag of write %s (%s); it hears of an abort from the "
                         "storage check every %gs instead", self.instant_time, exc, self.check_s)

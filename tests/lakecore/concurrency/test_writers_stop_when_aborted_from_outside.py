@@ -5,6 +5,7 @@ after the writer's last look, right before its commit (refused under the table l
 
 from __future__ import annotations
 
+import socket
 import threading
 import uuid
 from collections.abc import Callable
@@ -207,3 +208,22 @@ def test_a_flag_in_zookeeper_is_heard_at_once_and_a_closed_watch_hears_nothing(z
     assert heard["closed"] == [] and len(heard[instant]) == 1
     assert len(client.state_listeners) == listeners  # closed watches leave nothing on the shared client
     assert instant_flag_path(t.uri, instant, base).startswith(abort_flag_path(t.uri, base))
+
+
+def test_a_writer_that_cannot_reach_zookeeper_still_hears_from_storage(tmp_path, unused_port):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts")
+    instant = "20261123101600005"
+    told = threading.Event()
+    heard: list[dict] = []
+    with AbortWatch(t.storage, instant, lambda r: (heard.append(r), told.set()), check_s=0.05,
+                    zookeeper=f"127.0.0.1:{unused_port}", timeout_s=0.5):  # starts anyway (logged)
+        mark_aborted(t.storage, instant, "weir-operator", 1_763_806_500_123, DECISION)
+        assert told.wait(30)
+    assert heard == [read_aborted(t.storage, instant)]
+
+
+@pytest.fixture
+def unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
