@@ -184,28 +184,32 @@ class EarlyConflict(WriteConflict):
 
     def __init__(self, message: str, *, instant: str = "", other: str = "",
                  file_groups: frozenset[tuple[str, str]] = frozenset(), bytes_written: int = 0,
-                 detected_at: int | None = None) -> None:
+                 detected_at: int | None = None, aborted_by: str = "") -> None:
         super().__init__(message, instant=instant)
         self.other = other
         self.file_groups = file_groups
         self.bytes_written = bytes_written  # what our write had written before it stopped
         self.detected_at = detected_at      # epoch ms of the check that found `other` live
+        self.aborted_by = aborted_by        # who decided, when the abort came from outside (the operator)
 
     def report(self) -> dict[str, Any]:
         """The structured result the Spark jobs and the operator record."""
-        return {"instant": self.instant, "other": self.other, "bytes_written": self.bytes_written,
-                "file_groups": sorted([p, f] for p, f in self.file_groups), "message": str(self),
-                "detected_at": self.detected_at}
+        report = {"instant": self.instant, "other": self.other, "bytes_written": self.bytes_written,
+                  "file_groups": sorted([p, f] for p, f in self.file_groups), "message": str(self),
+                  "detected_at": self.detected_at}
+        if self.aborted_by:
+            report["aborted_by"] = self.aborted_by
+        return report
 
     def __reduce__(self) -> tuple[Any, ...]:  # survives pickling from executors to the driver
         return (_rebuild_early, (str(self), self.instant, self.other, self.file_groups, self.bytes_written,
-                                 self.detected_at))
+                                 self.detected_at, self.aborted_by))
 
 
 def _rebuild_early(message: str, instant: str, other: str, file_groups: frozenset[tuple[str, str]],
-                   bytes_written: int, detected_at: int | None = None) -> EarlyConflict:
+                   bytes_written: int, detected_at: int | None = None, aborted_by: str = "") -> EarlyConflict:
     return EarlyConflict(message, instant=instant, other=other, file_groups=file_groups,
-                         bytes_written=bytes_written, detected_at=detected_at)
+                         bytes_written=bytes_written, detected_at=detected_at, aborted_by=aborted_by)
 
 
 class SchemaConflict(LakecoreError):

@@ -18,11 +18,12 @@ from sparkjobs.entry import open_table, owned_columns, run_job
 
 
 def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any = None,
-                   storage: Any = None) -> Any:
+                   storage: Any = None, abort_zookeeper: str | None = None) -> Any:
     """Early detection and file size from the arguments; with a ZooKeeper connect string the writer
     also registers there (an ephemeral node per write: the liveness the operator watches), else on the
-    table's `storage` (.weir/writers/<instant>), so a supervisor can tell whose write an instant is.
-    The registered writer is the operator's LakeWriter (WEIR_WRITER, "namespace/name") when the
+    table's `storage` (.weir/writers/<instant>), so a supervisor can tell whose write an instant is; it
+    watches its abort flag on that ZooKeeper (else on `abort_zookeeper`: the table's recorded ZooKeeper
+    lock). The registered writer is the operator's LakeWriter (WEIR_WRITER, "namespace/name") when the
     operator launched the job, else `writer_name`. A marker
     service listens and is advertised where the arguments say, else where the Spark driver is
     (`spark`'s conf), so executors on other hosts reach it."""
@@ -51,7 +52,14 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
                                 args.heartbeat_misses or HeartbeatConfig.tolerable_misses)
     return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file,
                          heartbeat=heartbeat, registry=registry, writer_name=writer_name,
-                         marker_bind_host=bind or "127.0.0.1", marker_advertise_host=advertise)
+                         marker_bind_host=bind or "127.0.0.1", marker_advertise_host=advertise,
+                         abort_zookeeper=args.zookeeper or abort_zookeeper)
+
+
+def table_zookeeper(table: Any) -> str | None:
+    """The ZooKeeper ensemble of the table's recorded lock, if it is on ZooKeeper."""
+    spec = table.config.lock
+    return spec.connect if spec.provider == "zookeeper" else None
 
 
 def run(args: BatchWriteArgs) -> dict[str, Any]:
@@ -70,7 +78,7 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
             raise MissingColumn(f"the input of column group {args.column_group!r} lacks "
                                 f"{', '.join(missing)}; add them to the input")
         df = df.select(*columns)
-    options = writer_options(args, args.app_name, spark, table.storage)
+    options = writer_options(args, args.app_name, spark, table.storage, table_zookeeper(table))
     result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                              extra=args.extra)
     return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,
@@ -78,17 +86,22 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
             **({"warnings": list(result.warnings)} if result.warnings else {})}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from lakecore.errors import EarlyConflict, InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
+def describe_conflict(exc: BaseException) -> dict[str, Any]:
+    """A writer's result line for a lost conflict: an early one (found by the writer or decided
+    outside: `aborted_by`) with its report."""
+    from lakecore.errors import EarlyConflict
 
-    def describe(exc: BaseException) -> dict[str, Any]:
-        if isinstance(exc, EarlyConflict):
-            return {"early": True, **exc.report()}
-        return {"early": False, "instant": getattr(exc, "instant", ""), "message": str(exc)}
+    if isinstance(exc, EarlyConflict):
+        return {"early": True, **exc.report()}
+    return {"early": False, "instant": getattr(exc, "instant", ""), "message": str(exc)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
 
     return run_job(lambda: BatchWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="committed", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
-                   conflict=(WriteConflict,), describe_conflict=describe)
+                   conflict=(WriteConflict,), describe_conflict=describe_conflict)
 
 
 if __name__ == "__main__":

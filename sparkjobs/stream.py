@@ -6,7 +6,8 @@ died between our commit and its own checkpoint; a batch whose id this writer alr
 skipped, so it is never written twice. Several streaming writers (distinct ids) may fill one table:
 non-blocking tables take them all; optimistic ones may abort a micro-batch on a true file-group
 conflict, which is retried `options.conflict_retries` times and then fails the query (the operator's
-restart policy takes over).
+restart policy takes over). A micro-batch aborted from outside (the operator's decision) is never
+retried: it fails the query at once, and `BatchWriter.aborted` keeps its EarlyConflict.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from lakecore import Table, WriterOptions
-from lakecore.errors import WriteConflict
+from lakecore.errors import EarlyConflict, WriteConflict
 from lakecore.timeline import Instant
 from lakecore.write import Operation, check_operation
 from sparkjobs.write import write_dataframe
@@ -63,6 +64,7 @@ class BatchWriter:
         self.committed: int | None = last_committed_batch(table, writer_id)
         self.skipped: list[int] = []
         self.instants: list[Instant] = []
+        self.aborted: EarlyConflict | None = None  # a micro-batch's abort decided outside: the query ends
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.committed is not None and batch_id <= self.committed:
@@ -74,7 +76,10 @@ class BatchWriter:
             try:
                 result = write_dataframe(batch, self.table, self.operation, options=self.options, extra=extra)
                 break
-            except WriteConflict:
+            except WriteConflict as exc:
+                if isinstance(exc, EarlyConflict) and exc.aborted_by:  # decided outside: stop, never retry
+                    self.aborted = exc
+                    raise
                 attempt += 1
                 if attempt > self.options.conflict_retries:
                     raise
@@ -89,13 +94,16 @@ def write_stream(df: DataFrame, table: Table, *, writer_id: str, checkpoint: str
                  trigger: dict[str, Any] | None = None,
                  on_batch: Callable[[BatchWriter], None] | None = None) -> StreamingQuery:
     """Start the streaming write of `df` (a streaming DataFrame). `trigger`: DataStreamWriter.trigger
-    keyword arguments, e.g. {"processingTime": "10 seconds"} or {"availableNow": True}."""
+    keyword arguments, e.g. {"processingTime": "10 seconds"} or {"availableNow": True}. `on_batch` is
+    called with the writer after every micro-batch, written or failed."""
     writer = BatchWriter(table, writer_id, operation, options)
 
     def each(batch: DataFrame, batch_id: int) -> None:
-        writer(batch, batch_id)
-        if on_batch is not None:
-            on_batch(writer)
+        try:
+            writer(batch, batch_id)
+        finally:  # also after a failed micro-batch: its caller reads why (`writer.aborted`)
+            if on_batch is not None:
+                on_batch(writer)
 
     stream = df.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint) \
         .queryName(f"weir-{writer_id}")

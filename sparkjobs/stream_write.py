@@ -22,7 +22,7 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from sparkjobs.batch_write import writer_options
+    from sparkjobs.batch_write import table_zookeeper, writer_options
     from sparkjobs.entry import owned_columns
     from sparkjobs.session import job_session
     from sparkjobs.stream import BatchWriter, write_stream
@@ -45,13 +45,21 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     seen: list[BatchWriter] = []
     query = write_stream(reader.load(args.source), table, writer_id=args.writer_id,
                          checkpoint=args.checkpoint, operation=args.operation,  # type: ignore[arg-type]
-                         options=writer_options(args, args.writer_id, spark, table.storage), trigger=trigger,
+                         options=writer_options(args, args.writer_id, spark, table.storage,
+                                                table_zookeeper(table)),
+                         trigger=trigger,
                          on_batch=seen.append)
-    query.awaitTermination()
-    failure = query.exception()
-    if failure is not None:
-        raise RuntimeError(str(failure))
+    failure: BaseException | None
+    try:
+        query.awaitTermination()
+        failure = query.exception()
+    except Exception as exc:  # the query failed: a micro-batch aborted from outside ends it as a conflict
+        failure = exc
     writer = seen[-1] if seen else None
+    if failure is not None:
+        if writer is not None and writer.aborted is not None:
+            raise writer.aborted from None
+        raise RuntimeError(str(failure))
     return {"writer_id": args.writer_id, "last_batch": writer.committed if writer else None,
             "instants": [i.requested_time for i in writer.instants] if writer else [],
             "skipped_batches": writer.skipped if writer else []}
@@ -59,10 +67,11 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
+    from sparkjobs.batch_write import describe_conflict
 
     return run_job(lambda: StreamWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="stopped", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
-                   conflict=(WriteConflict,))
+                   conflict=(WriteConflict,), describe_conflict=describe_conflict)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,25 @@ the driver writes the empty base files of the scope's file groups no task got ro
 A failed Spark job aborts the write (rolled back through its markers). A task that finds an early
 conflict fails its stage at once (Spark cancels the other tasks) and the driver raises the
 `EarlyConflict` with the other instant, file groups and bytes written (`.report()`).
+
+An abort decided outside (the operator's, heard by the WriteJob's abort watch) cancels the write's
+Spark jobs at once: they carry a job tag of their own (a tag, not a job group: a streaming query
+runs its micro-batches in its own job group, which must stay), which the watch's callback cancels;
+the driver then raises the `EarlyConflict` built from the abort's record.
+
+Whatever failed the write's Spark job, the driver rolls back only once none of its tasks runs any
+more (a cancelled job fails at once, while its tasks are still being killed: a task still writing
+would leave a file the rollback did not see).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -56,8 +67,11 @@ from lakecore.write import (
     write_file_group,
 )
 
+log = logging.getLogger(__name__)
+
 FILE_GROUP_COLUMN = "_weir_file_group"
 _EARLY = "WEIR-EARLY-CONFLICT"
+_TASKS_END_S = 60.0  # a killed task ends within spark.python.task.killTimeout (2 s by default)
 
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
@@ -73,6 +87,8 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
     spark = df.sparkSession
     n = parallelism or max(1, spark.sparkContext.defaultParallelism)
     options = options or table.options
+    tag = f"weir-write-{uuid.uuid4().hex[:12]}"
+    options = replace(options, on_abort=_cancelling(spark, tag, options.on_abort))
     # only the key and partition columns travel to Python to find each row's file group
     grouped = df.withColumn(FILE_GROUP_COLUMN, _file_group(config))
     touched = _partitions(grouped) if operation == "insert_overwrite" else None
@@ -80,19 +96,61 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
                         partitions=touched) as job:
         routed = grouped.repartition(n, FILE_GROUP_COLUMN)
         written = routed.mapInArrow(_write(job.context(), operation), "stats string")
+        spark.sparkContext.addJobTag(tag)
         try:
-            rows = written.collect()
-        except Exception as exc:
-            cause = _early_conflict_in(exc) or _lakecore_error_in(exc)
-            if cause is None:
-                raise
-            raise cause from exc
+            # heard before the tag could cancel anything? (one heard between here and the job's start
+            # cancels nothing: that stage runs on, and the commit refuses the instant)
+            job.raise_if_aborted()
+            try:
+                rows = written.collect()
+            except Exception as exc:
+                _await_tasks_ended(spark.sparkContext, tag)  # before the rollback (leaving the with block)
+                cause = job.outside_conflict() or _early_conflict_in(exc) or _lakecore_error_in(exc)
+                if cause is None:
+                    raise
+                raise cause from exc
+        finally:
+            spark.sparkContext.removeJobTag(tag)
         stats = [WriteStat.from_json(d) for r in rows for d in json.loads(r["stats"])]
         emptied = job.replaced_without_rows((s.partition, s.file_id) for s in stats)
         if emptied:  # an overwrite's groups without rows: small empty files, written here
             ctx = job.context(write_token="driver-0-0")
             stats += [s for g in emptied for s in write_file_group(ctx, g)]
         return job.commit(stats, reconcile=True)
+
+
+def _cancelling(spark: Any, tag: str, then: Callable[[dict[str, Any]], None] | None
+                ) -> Callable[[dict[str, Any]], None]:
+    """An on_abort that cancels the write's running Spark jobs (those tagged `tag`), then calls `then`."""
+    def on_abort(record: dict[str, Any]) -> None:
+        spark.sparkContext.cancelJobsWithTag(tag)
+        if then is not None:
+            then(record)
+    return on_abort
+
+
+def _running_tasks(sc: Any, tag: str) -> int:
+    """How many tasks of the jobs tagged `tag` still run (as far as Spark's status store knows)."""
+    tracker = sc.statusTracker()
+    running = 0
+    for job_id in sc._jsc.sc().statusTracker().getJobIdsForTag(tag):  # not in PySpark's tracker
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job is not None else ():
+            stage = tracker.getStageInfo(stage_id)
+            running += stage.numActiveTasks if stage is not None else 0
+    return running
+
+
+def _await_tasks_ended(sc: Any, tag: str, timeout_s: float = _TASKS_END_S) -> None:
+    """Wait until no task of the failed write runs; after `timeout_s` go on (and say so): the rollback
+    then runs, and what a lost task writes later is an orphan of a dead instant, never read."""
+    deadline = time.monotonic() + timeout_s
+    while (running := _running_tasks(sc, tag)) > 0:
+        if time.monotonic() >= deadline:
+            log.warning("%d task(s) of the failed write still run after %.0fs; rolling back anyway (files "
+                        "they write later belong to a dead instant and are never read)", running, timeout_s)
+            return
+        time.sleep(0.05)
 
 
 def _partitions(grouped: DataFrame) -> list[str]:

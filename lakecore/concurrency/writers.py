@@ -57,6 +57,18 @@ def writer_info(operation: str, *, clock: Callable[[], int] = now_ms, **extra: A
             **extra}
 
 
+def launch_info(environ: Mapping[str, str] | None = None) -> Info:
+    """Who launched this writer, from what the operator sets in its driver pod's environment: `writer`
+    (WEIR_WRITER, the LakeWriter's "namespace/name") and `submission` (WEIR_SUBMISSION_ID) when set,
+    and `pod` (WEIR_POD_NAME, else the host name)."""
+    env = os.environ if environ is None else environ
+    info: Info = {"pod": env.get("WEIR_POD_NAME") or socket.gethostname()}
+    for key, var in (("writer", "WEIR_WRITER"), ("submission", "WEIR_SUBMISSION_ID")):
+        if env.get(var):
+            info[key] = env[var]
+    return info
+
+
 def encode_info(info: Mapping[str, Any]) -> bytes:
     try:
         return json.dumps(dict(info), sort_keys=True, separators=(",", ":")).encode("utf-8")

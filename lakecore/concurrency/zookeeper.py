@@ -503,3 +503,91 @@ def watch_children(client: Any, path: str, callback: Callable[[list[str]], bool]
         raise _unreachable(f"watching {path}", failed[0]) from failed[0]
     if not first.is_set():  # kazoo stops a watch silently when the node vanished before listing it
         raise _unreachable(f"watching {path}", NoNodeError(f"{path} was deleted meanwhile"))
+
+
+# -- persistent flags and data watches: abort flags (lakecore.concurrency.aborts) -------------------
+
+
+def create_persistent(client: Any, path: str, data: bytes, timeout: float) -> bool:
+    """Create `path` holding `data` as a persistent node (missing parents too); False when it exists
+    already. LockUnavailable when ZooKeeper does not answer within `timeout` (the create may still
+    land later: creating again is how to find out)."""
+    try:
+        client.create_async(path, data, makepath=True).get(timeout=timeout)
+    except NodeExistsError:
+        return False
+    except (NoAuthError, AuthFailedError) as exc:
+        raise access_denied(client, path, "creating", exc) from exc
+    except (KazooException, KazooTimeoutError) as exc:
+        raise _unreachable(f"creating {path}", exc) from exc
+    return True
+
+
+def child_names(client: Any, path: str, timeout: float) -> list[str]:
+    """The children of `path`; [] when it does not exist."""
+    try:
+        return list(client.get_children_async(path).get(timeout=timeout))
+    except NoNodeError:
+        return []
+    except (NoAuthError, AuthFailedError) as exc:
+        raise access_denied(client, path, "listing", exc) from exc
+    except (KazooException, KazooTimeoutError) as exc:
+        raise _unreachable(f"listing {path}", exc) from exc
+
+
+def watch_data(client: Any, path: str, callback: Callable[[bytes | None], None],
+               timeout: float) -> Callable[[], None]:
+    """Call `callback(data)` now and after every change of the node at `path` (None while it does not
+    exist), through kazoo's DataWatch, which re-reads after a reconnect or a new session. Returns
+    `stop()`: no call after it returns (a call in progress may finish). Calls run on kazoo's event
+    thread: the callback must not block."""
+    stopped = threading.Event()
+    done = threading.Event()
+    made: list[Any] = []
+    failed: list[BaseException] = []
+    target = [callback]  # emptied by stop(): what kazoo keeps of a stopped watch must not hold the caller
+
+    def call(data: bytes | None, stat: Any, event: Any = None) -> bool:  # takes 3: kazoo retries on TypeError
+        for fn in list(target):
+            fn(None if stat is None else bytes(data or b""))
+        return bool(target) and not stopped.is_set()
+
+    def establish() -> None:  # DataWatch reads synchronously, retrying without a deadline: not on our thread
+        try:
+            watch = client.DataWatch(path, call)
+            made.append(watch)
+            if stopped.is_set():
+                _end_data_watch(client, watch)
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            done.set()
+
+    def stop() -> None:
+        stopped.set()
+        target.clear()
+        for watch in made:
+            _end_data_watch(client, watch)
+
+    threading.Thread(target=establish, name="weir-zookeeper-data-watch", daemon=True).start()
+    if not done.wait(timeout):
+        stop()  # a watch established late ends at once
+        raise _unreachable(f"watching {path}", TimeoutError(f"no answer within {timeout:.1f}s"))
+    if failed:
+        raise _unreachable(f"watching {path}", failed[0]) from failed[0]
+    return stop
+
+
+def _end_data_watch(client: Any, watch: Any) -> None:
+    """End a DataWatch now rather than at its next event (for a flag that is never raised, never):
+    kazoo keeps each unended one's session listener (re-reading its node at every reconnect) and its
+    one-shot watcher until the node changes. Kazoo has no public way to do this; its private names
+    are looked up defensively, and the watch ends at its next call anyway."""
+    watch._stopped = True  # kazoo's own flag for a watch whose function returned False
+    try:
+        client.remove_listener(watch._session_watcher)
+        watchers = client._data_watchers.get(watch._path)
+        if watchers is not None:
+            watchers.discard(watch._watcher)
+    except (AttributeError, ValueError, KeyError, TypeError) as exc:  # another kazoo version: it ends later
+        log.debug("ending a data watch: %s", exc)

@@ -5,6 +5,11 @@ tasks): begin the instant, start its heartbeat, run one task per file group on a
 the other tasks as soon as one fails, commit under the lock, and on any failure roll back only
 after every task has stopped (so no task writes a file after its markers were used to clean up).
 Bounded retry of a whole write that lost a conflict is opt-in.
+
+An abort decided outside the writer (the operator's, on a conflict between writers) is heard by the
+job's abort watch (concurrency/aborts.py): the engine is told (`on_abort`), tasks here stop before
+their next file, the commit refuses, and the write ends with the EarlyConflict built from the
+decision — never retried: whoever decided expects this writer to stop.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -30,9 +35,10 @@ from lakecore.concurrency import (
     rollback_failed_writes,
     rollback_write,
 )
+from lakecore.concurrency.aborts import AbortWatch
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
 from lakecore.concurrency.schema_conflict import complete_writer_schema
-from lakecore.concurrency.writers import Registration, WriterRegistry, writer_info
+from lakecore.concurrency.writers import Registration, WriterRegistry, launch_info, writer_info
 from lakecore.config import TableConfig
 from lakecore.errors import EarlyConflict, InvalidInstantState, ServiceRunning, WriteAborted, WriteConflict
 from lakecore.services import (
@@ -64,7 +70,7 @@ from lakecore.write import (
     list_markers,
     write_file_group,
 )
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted
+from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted, read_aborted
 from lakecore.write.marker_service import MarkerClient, MarkerService, ServiceMarkers
 
 log = logging.getLogger(__name__)
@@ -97,6 +103,12 @@ class WriterOptions:
     # archive the oldest completed instants after a write once more than max_instants are active
     inline_archival: ArchivalPolicy | None = field(default_factory=ArchivalPolicy)
     clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
+    # an abort decided outside the writer (the operator's, a rollback's): look for the instant's proof
+    # of death this often, and watch its abort flag on this ZooKeeper (hears at once); `on_abort` is
+    # told the abort record when it lands (e.g. to cancel the engine's running jobs)
+    abort_check_s: float = 1.0
+    abort_zookeeper: str | None = None
+    on_abort: Callable[[dict[str, Any]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -121,13 +133,16 @@ class WriteResult:
 class _Stoppable:
     """Wraps the marker writer so that sibling tasks stop before their next file once one failed."""
 
-    def __init__(self, inner: MarkerWriter) -> None:
+    def __init__(self, inner: MarkerWriter, job: WriteJob | None = None) -> None:
         self.inner = inner
+        self.job = job
         self.stopped = threading.Event()
 
     def create(self, storage: Storage, marker: Marker, partition: str, file_id: str) -> None:
         if self.stopped.is_set():
             raise WriteAborted(f"write {marker.instant_time} stopped: another task of it failed")
+        if self.job is not None:
+            self.job.raise_if_aborted()  # aborted from outside: no further file
         self.inner.create(storage, marker, partition, file_id)
 
 
@@ -146,7 +161,7 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
             job = WriteJob.start(storage, config, lock, operation, options, table_schema=table_schema,
                                  extra=extra, partitions=touched)
             with job:
-                markers = _Stoppable(job.markers)
+                markers = _Stoppable(job.markers, job)
                 ctx = job.context(markers)
                 emptied = job.replaced_without_rows((g.partition, g.file_id) for g in groups)
                 futures = [_tasks.submit(write_file_group, ctx, g) for g in [*groups, *emptied]]
@@ -157,9 +172,9 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
                     raise _first_cause([e for f in futures if (e := f.exception()) is not None])
                 result = job.commit([s for f in futures for s in f.result()])
             return replace(result, attempts=attempt)
-        except WriteConflict:
-            if attempt > options.conflict_retries:
-                raise
+        except WriteConflict as exc:
+            if attempt > options.conflict_retries or (isinstance(exc, EarlyConflict) and exc.aborted_by):
+                raise  # out of retries, or aborted from outside: whoever decided expects us to stop
             delay = options.retry_backoff_s * (2 ** (attempt - 1))
             time.sleep(min(delay, 10.0) * (0.5 + random.random()))
 
@@ -197,6 +212,8 @@ class WriteJob:
         self.markers: MarkerWriter = DirectMarkers()
         self.finished = False
         self.warnings: list[str] = []
+        self.abort_watch: AbortWatch | None = None
+        self.aborted_by_other: dict[str, Any] | None = None  # the record of an abort decided outside
 
     @classmethod
     def start(cls, storage: Storage, config: TableConfig, lock: Lock, operation: Operation,
@@ -212,6 +229,9 @@ class WriteJob:
         job.heartbeat.start()
         try:
             job.registration = _register(storage, txn, options)
+            job.abort_watch = AbortWatch(storage, txn.instant.requested_time, job._heard_abort,
+                                         check_s=options.abort_check_s,
+                                         zookeeper=options.abort_zookeeper).start()
             job.markers, job.service = _marker_writer(txn, options, job.found)
         except BaseException as exc:
             _mark_dead(storage, txn.instant.requested_time, exc)
@@ -252,16 +272,23 @@ class WriteJob:
                 self.service = None
             if reconcile:
                 delete_unreported(self.txn.storage, self.instant.requested_time, (s.path for s in stats))
-            self.heartbeat.check()
-            done = commit_write(self.txn, stats, extra=self.extra, lock=self.lock, alive=self.heartbeat.check)
-        except WriteConflict:
+            self.check_alive()
+            done = commit_write(self.txn, stats, extra=self.extra, lock=self.lock, alive=self.check_alive)
+        except WriteConflict as exc:
+            if isinstance(exc, EarlyConflict) and self.aborted_by_other is not None:
+                self.abort(exc)  # ours, from check_alive: nothing was rolled back yet
+                raise
             self.finished = True  # commit_write rolled the instant back already
             self._close()
             raise
         except BaseException as exc:
             landed = _landed(self.txn.storage, self.instant)
             if landed is None:
-                self.abort(exc)
+                # an abort that landed after our last look is refused under the lock: say who decided
+                conflict = self._aborted_meanwhile(exc)
+                self.abort(conflict or exc)
+                if conflict is not None:
+                    raise conflict from exc
                 raise
             done = landed  # the commit point passed before the error (e.g. a lost reply): it is durable
             log.warning("write %s of %s completed although committing reported %s: %s",
@@ -279,6 +306,8 @@ class WriteJob:
         if self.finished:
             return
         self.finished = True
+        if self.abort_watch is not None:  # our own proof of death below is no news to us
+            self.abort_watch.close()
         txn = self.txn
         if isinstance(error, EarlyConflict):
             if self.found and not error.other:  # raised by a marker service client: only a message
@@ -290,7 +319,63 @@ class WriteJob:
         self._close()
         _abandon(txn.storage, self.lock, txn)
 
+    # -- an abort decided outside ----------------------------------------------------------------
+
+    def _heard_abort(self, record: dict[str, Any]) -> None:
+        """The abort watch's callback (its own thread): remember, then let the engine stop its tasks."""
+        self.aborted_by_other = record
+        log.warning("write %s of %s was aborted by %s (%s); stopping", self.instant.requested_time,
+                    self.txn.storage.uri, _decider(record), record.get("reason", "no reason given"))
+        if self.options.on_abort is not None:
+            self.options.on_abort(record)
+
+    def outside_conflict(self) -> EarlyConflict | None:
+        """The EarlyConflict this write ends with, once someone else aborted it for a conflict; None
+        while not, and for other aborts (a rollback that took the instant for dead ends the write as
+        the lost heartbeat it is, not as a conflict)."""
+        record = self.aborted_by_other
+        if record is None or record.get("reason") != "conflict":
+            return None
+        instant = self.instant.requested_time
+        other = str(record.get("other") or "")
+        groups = frozenset((str(g[0]), str(g[1])) for g in record.get("file_groups") or ()
+                           if isinstance(g, list | tuple) and len(g) == 2)
+        by = _decider(record)
+        reason = str(record.get("reason") or "no reason recorded")
+        against = f" in favour of write {other}" if other else ""
+        on = f" on file groups {', '.join('/'.join(g) for g in sorted(groups))}" if groups else ""
+        after = f"after write {other} completes or aborts" if other else "once the table is clear"
+        at = record.get("at")
+        return EarlyConflict(
+            f"write {instant} was aborted from outside by {by} ({reason}){against}{on}; it was rolled back: "
+            f"rerun it {after}", instant=instant, other=other, file_groups=groups,
+            detected_at=at if isinstance(at, int) else None, aborted_by=by)
+
+    def raise_if_aborted(self) -> None:
+        """Raise the EarlyConflict of an abort decided outside, if one was heard."""
+        conflict = self.outside_conflict()
+        if conflict is not None:
+            raise conflict
+
+    def check_alive(self) -> None:
+        """Raise unless this write may still complete: not aborted from outside, heartbeat not lost."""
+        self.raise_if_aborted()
+        self.heartbeat.check()
+
+    def _aborted_meanwhile(self, error: BaseException) -> EarlyConflict | None:
+        """After a failed commit: the EarlyConflict of an abort decided outside, heard or (when the
+        commit refused the instant under the lock) found on storage now. Read before our own abort
+        records anything, so a record found is someone else's."""
+        if self.aborted_by_other is None and isinstance(error, InvalidInstantState):
+            try:
+                self.aborted_by_other = read_aborted(self.txn.storage, self.instant.requested_time)
+            except Exception as exc:
+                log.warning("could not read why write %s was refused: %s", self.instant.requested_time, exc)
+        return self.outside_conflict()
+
     def _close(self) -> None:
+        if self.abort_watch is not None:
+            self.abort_watch.close()
         if self.service is not None:
             self.service.stop()
             self.service = None
@@ -308,12 +393,17 @@ class WriteJob:
             self.abort(error)
 
 
+def _decider(record: Mapping[str, Any]) -> str:
+    return str(record.get("decided_by") or record.get("by") or "another process")
+
+
 def _register(storage: Storage, txn: WriteTransaction, options: WriterOptions) -> Registration | None:
     if options.registry is None:
         return None
     info = writer_info(txn.operation)
     if options.writer_name:
         info["writer"] = options.writer_name
+    info.update(launch_info())  # the operator's name for the writer wins over the engine's
     return options.registry.register(storage.uri, txn.instant.requested_time, info)
 
 

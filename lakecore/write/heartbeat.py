@@ -135,21 +135,32 @@ def aborted_path(instant_time: str) -> str:
 
 
 def mark_aborted(storage: Storage, instant_time: str, by: str, now_ms: int,
-                 details: Mapping[str, Any] | None = None) -> None:
+                 details: Mapping[str, Any] | None = None) -> bool:
     """Record that instant `instant_time` will never complete (`by`: who decided, for people reading
-    it; `details`: more of the decision, e.g. a supervisor's conflict). Idempotent: the first record
-    stays."""
+    it; `details`: more of the decision, e.g. the operator's reason, the other instant and the file
+    groups, merged into the JSON record). Idempotent: the first record stays; True when this call
+    wrote it."""
     record = {**dict(details or {}), "instant": instant_time, "by": by, "at": int(now_ms)}
-    body = json.dumps(record).encode("utf-8")
+    try:
+        body = json.dumps(record).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"abort details must be JSON-serializable ({exc}); pass strings, numbers, lists "
+                        "and dicts") from exc
     try:
         storage.write_if_absent(aborted_path(instant_time), body)
     except AlreadyExists:
-        pass  # dead already; the first record says who decided
+        return False  # dead already; the first record says who decided
+    return True
+
+
+def is_aborted(storage: Storage, instant_time: str) -> bool:
+    """Whether the instant's writer aborted or a rollback claimed it (it can never complete)."""
+    return storage.exists(aborted_path(instant_time))
 
 
 def read_aborted(storage: Storage, instant_time: str) -> dict[str, Any] | None:
-    """The instant's proof of death as recorded; None when it has none, {} when it is unreadable (it
-    still means aborted)."""
+    """The instant's proof of death as recorded (who, when, and the details given), None when it has
+    none. A garbled record reads as {}: the file alone says the instant is dead."""
     try:
         data = storage.read(aborted_path(instant_time))
     except FileNotFoundError:
@@ -159,11 +170,6 @@ def read_aborted(storage: Storage, instant_time: str) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
-
-
-def is_aborted(storage: Storage, instant_time: str) -> bool:
-    """Whether the instant's writer aborted or a rollback claimed it (it can never complete)."""
-    return storage.exists(aborted_path(instant_time))
 
 
 def prune_aborted(storage: Storage, pending: set[str], now_ms: int, older_than_ms: int) -> list[str]:

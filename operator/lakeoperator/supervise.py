@@ -492,15 +492,13 @@ def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mappi
 
 def zookeeper_abort_flag(table: WatchedTable, table_uri: str, instant: str,
                           record: Mapping[str, Any]) -> None:
-    """The loser's abort flag in ZooKeeper, when lakecore provides it (the writer watches it)."""
-    import importlib
+    """The loser's abort flag in ZooKeeper (its writer watches it), with the table's tenant credentials."""
+    from lakecore.concurrency.aborts import raise_abort_flag
+    from lakecore.concurrency.zookeeper import Endpoint
 
-    try:
-        aborts = importlib.import_module("lakecore.concurrency.aborts")
-    except ImportError:  # a lakecore without abort flags: the writer sees the proof of death on storage
-        return
-    aborts.raise_abort_flag(table.zookeeper, table_uri, instant, record,
-                            credentials=table.zookeeper_credentials)
+    assert table.zookeeper is not None
+    raise_abort_flag(Endpoint(table.zookeeper, credentials=table.zookeeper_credentials), table_uri,
+                            instant, record)
 
 
 def _bytes_of(storage: Any, instant: str) -> int:

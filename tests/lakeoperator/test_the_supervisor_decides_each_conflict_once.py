@@ -16,8 +16,9 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table, WriteJob, WriterOptions
+from lakecore.concurrency.aborts import abort_flags
 from lakecore.concurrency.writers import ZooKeeperWriterRegistry
-from lakecore.concurrency.zookeeper import Credentials
+from lakecore.concurrency.zookeeper import Credentials, Endpoint
 from lakecore.config import LockSpec
 from lakecore.errors import InvalidInstantState, WriteConflict
 from lakecore.write import conform, route, write_file_group
@@ -27,6 +28,7 @@ from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import LocalSink, Resource, StateDir
 from lakeoperator.supervise import Supervisor, WatchedTable, zookeeper_abort_flag
 from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket
+from tests.support.operator import wait_until
 from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.zookeeper]
@@ -43,7 +45,7 @@ def writer_resource(state: StateDir, name: str, submission: str) -> None:
 
 def start_write(t: Table, connect: str, writer: str, ids: list[int], tag: str) -> tuple[WriteJob, list[Any]]:
     options = WriterOptions(heartbeat=HB, registry=ZooKeeperWriterRegistry(connect), writer_name=writer,
-                            inline_archival=None)
+                            inline_archival=None, abort_zookeeper=connect, abort_check_s=600)
     job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options)
     data = pa.table({"id": pa.array(ids, pa.int64()), "ts": [1] * len(ids), "v": [tag] * len(ids)})
     stats = [s for g in route(conform(data, t.config, "upsert").rows, t.config)
@@ -103,6 +105,10 @@ def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
     assert record is not None and record["decided_by"] == "weir-operator"
     assert "ConflictLost" in reasons(state, "younger") and "ConflictWon" in reasons(state, "older")
     assert status(state, "younger")["currentInstant"] == younger.instant.requested_time
+    flags = abort_flags(Endpoint(connect, credentials=TENANT), t.storage.uri)
+    assert flags == [younger.instant.requested_time]   # raised with the tenant's ACL; its writer heard it
+    heard = wait_until(lambda: younger.aborted_by_other, timeout=10)   # by the flag: no storage checks
+    assert heard["other"] == decision.winner and heard["decided_by"] == "weir-operator"
 
     # an operator restarted mid-abort: the decision stands (no second one), the loser still running
     # past the grace period is stopped, once
