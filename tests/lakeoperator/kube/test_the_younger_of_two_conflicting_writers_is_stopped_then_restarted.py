@@ -56,7 +56,7 @@ def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(
     assert conflict["fileGroups"] and conflict["submission"].startswith("younger-1-")
     won = cluster.wait_status("LakeWriter", "older", lambda s: "lastConflict" in s,
                               timeout=10)["status"]["lastConflict"]   # written right after the loser's
-    assert won["role"] == "Won" and won["other"] == conflict["instant"]
+    assert won["role"] == "Won" and won["instant"] == older_instant   # (its other: the last one it beat)
     lake = Table.open(str(cluster.work / "lake" / "orders"))
     record = wait_until(lambda: read_aborted(lake.storage, conflict["instant"]), timeout=10)  # after status
     assert record["other"] == older_instant and record["decided_by"] == "weir-operator"
