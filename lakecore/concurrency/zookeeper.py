@@ -22,6 +22,7 @@ deadline, so every call here has a timeout.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
@@ -179,6 +180,7 @@ class ZooKeeperClients:
                     raise InvalidTableConfig(f"ZooKeeper connect string {config.connect!r} is invalid "
                                              f"({exc}); use 'host:2181[,host2:2181]'") from exc
                 client.start_async()
+                atexit.register(_stop_at_exit, client)  # runs before kazoo's own hook (atexit is LIFO)
                 self._clients[key] = client
         if wait_connected(client, config.connection_timeout_s):
             return client
@@ -226,6 +228,19 @@ def wait_connected(client: Any, timeout: float) -> bool:
             return False
         time.sleep(min(0.02, left))
     return True
+
+
+def _stop_at_exit(client: Any, timeout_s: float = 5.0) -> None:
+    """Stop a client when the process exits, within `timeout_s`. kazoo's own exit hook joins its
+    worker threads, and a worker blocked in a watch's read while ZooKeeper is unreachable never
+    returns: a writer would hang at exit instead of ending. Stopping the client first fails such
+    reads; if even that does not finish in time, kazoo's hook is dropped and its threads (daemons)
+    end with the process."""
+    stopper = threading.Thread(target=_stop, args=(client,), name="weir-zookeeper-exit", daemon=True)
+    stopper.start()
+    stopper.join(timeout_s)
+    if stopper.is_alive():
+        atexit.unregister(client.handler.stop)
 
 
 def _stop(client: Any) -> None:
