@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -83,14 +84,6 @@ class NullSink:
 def new_table(root: Path, name: str, connect: str, buckets: int = 4) -> Table:
     return Table.create(str(root / name), schema=SCHEMA, record_key="id", buckets=buckets,
                         lock=LockSpec("zookeeper", connect=connect))
-
-
-def keys_in_bucket(bucket: int, n: int, buckets: int) -> list[int]:
-    from lakecore.layout import bucket_of
-
-    ids = pa.array(range(200 * n * buckets + 1000), pa.int64())
-    of = bucket_of([ids], buckets).tolist()
-    return [k for k, b in zip(ids.to_pylist(), of, strict=True) if b == bucket][:n]
 
 
 def groups_of(t: Table, ids: list[int], tag: str) -> list[Any]:
@@ -184,14 +177,14 @@ def large_write(t: Table, connect: str, groups: list[Any], *, stop: threading.Ev
     for g in groups:
         if stop is not None and stop.is_set():
             break
-        written += sum(s.size for s in write_file_group(job.context(), g))
+        written += sum(s.bytes for s in write_file_group(job.context(), g))
     job.abort()
     return written
 
 
 def rfc56(root: Path, connect: str, groups: int, rows: int) -> dict[str, Any]:
     buckets = groups
-    ids = [k for b in range(buckets) for k in keys_in_bucket(b, rows, buckets)]
+    ids = list(range(groups * rows))   # about `rows` per file group
     alone = new_table(root, "rfc56-alone", connect, buckets=buckets)
     started = time.monotonic()
     full = large_write(alone, connect, groups_of(alone, ids, "l"), stop=None)
@@ -200,8 +193,8 @@ def rfc56(root: Path, connect: str, groups: int, rows: int) -> dict[str, Any]:
     t = new_table(root, "rfc56", connect, buckets=buckets)
     plan = groups_of(t, ids, "l")
     small = WriteJob.start(t.storage, t.config, t.lock, "upsert", options(connect, "bench/small"))
-    for g in groups_of(t, plan[0].rows.column("id").to_pylist()[:3], "s"):  # the large write's first group
-        write_file_group(small.context(), g)
+    first = replace(plan[0], rows=plan[0].rows.slice(0, 3))   # a few rows of the large write's first group
+    write_file_group(small.context(), first)
     supervisor = Supervisor(NullSink(), abort_flag=zookeeper_abort_flag)
     supervisor.watch(watched(t, "rfc56", connect))
     supervisor.start()
@@ -256,10 +249,10 @@ def cost(root: Path, connect: str, tables: int, per_table: int, seconds: float) 
     for i in range(tables):
         t = new_table(root, f"cost-{i}", connect, buckets=per_table)
         names.append((f"cost-{i}", t.uri))
-        for b in range(per_table):
+        groups = groups_of(t, list(range(40 * per_table)), "c")   # one group per bucket
+        for b, group in enumerate(groups[:per_table]):
             job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options(connect, f"bench/w{i}-{b}"))
-            for g in groups_of(t, keys_in_bucket(b, 2, per_table), "c"):
-                write_file_group(job.context(), g)
+            write_file_group(job.context(), group)   # each writer its own group: no conflict
             jobs.append(job)
     try:
         floor = supervise_in_child([], connect, min(seconds, 5.0))
@@ -291,13 +284,23 @@ def main() -> None:
         import logging
 
         logging.disable(logging.WARNING)
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1)   # `kill -USR1 <pid>`: where a slow run is
     with tempfile.TemporaryDirectory(prefix="weir-supervision-bench-") as tmp:
         root = Path(tmp)
         with ZooKeeperServer(root / "zookeeper") as zk:
+            from lakecore.concurrency.zookeeper import close_shared_clients
+
             connect = zk.connect_string
+            print("stop latency ...", file=sys.stderr)
             latency = stop_latency(root / "latency", connect, args.rounds)
+            print("RFC-56 ...", file=sys.stderr)
             lost = rfc56(root / "rfc56", connect, args.rfc56_groups, args.rfc56_rows)
+            print("cost ...", file=sys.stderr)
             spent = cost(root / "cost", connect, args.tables, args.writers_per_table, args.cost_seconds)
+            close_shared_clients()
     judged = not args.quick
     bars = {"stop_p50": latency["p50_s"] <= P50_BAR_S, "stop_p99": latency["p99_s"] <= P99_BAR_S,
             "rfc56_lost_share": lost["lost_share"] <= RFC56_BAR, "cpu_share": spent["cpu_share"] <= CPU_BAR,
