@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from lakecore.concurrency.in_process_lock import InProcessLock
-from lakecore.concurrency.locks import Lock, LockProviderChanged, LockProviderMismatch
+from lakecore.concurrency.locks import Lock, LockProviderChanged, LockProviderMismatch, LockTimes, lock_times
 from lakecore.concurrency.storage_lock import StorageLock
 from lakecore.config import LockSpec
 from lakecore.errors import InvalidTableConfig
@@ -110,6 +110,10 @@ class TableLock:
 
     def is_held(self) -> bool:
         return self.inner.is_held()
+
+    @property
+    def times(self) -> LockTimes | None:
+        return lock_times(self.inner)
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)

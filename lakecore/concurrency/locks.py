@@ -17,6 +17,7 @@ import math
 import random
 import threading
 import time
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -82,6 +83,29 @@ def backoff_s(attempt: int, *, initial_s: float, cap_s: float) -> float:
     return min(cap_s, initial_s * 2.0 ** min(attempt, 30)) * (0.5 + random.random())
 
 
+@dataclass
+class LockTimes:
+    """How long this holder waited for the table lock and held it: the last time and in total.
+    Written by the holding thread only; read by anyone (a supervisor's report)."""
+
+    last_wait_s: float = 0.0
+    last_hold_s: float = 0.0
+    total_wait_s: float = 0.0
+    total_hold_s: float = 0.0
+    acquired: int = 0
+
+    def as_ms(self) -> dict[str, int]:
+        """The last wait and hold, as a writer registers them (milliseconds)."""
+        return {"lock_wait_ms": round(self.last_wait_s * 1000),
+                "lock_hold_ms": round(self.last_hold_s * 1000)}
+
+
+def lock_times(lock: object) -> LockTimes | None:
+    """The times of a lock that keeps them (every provider's; a wrapper forwards its inner lock's)."""
+    times = getattr(lock, "times", None)
+    return times if isinstance(times, LockTimes) else None
+
+
 class GuardedLock:
     """Shared by every provider: the context manager, the default timeout, and the thread guard.
 
@@ -96,6 +120,8 @@ class GuardedLock:
         self._mutex = threading.Lock()
         self._release_guard = threading.Lock()
         self._holder: int | None = None
+        self.times = LockTimes()
+        self._held_since = 0.0
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -113,7 +139,8 @@ class GuardedLock:
 
     def acquire(self, timeout: float | None = None) -> None:
         t = self._default if timeout is None else min(max(0.0, timeout), threading.TIMEOUT_MAX)
-        deadline = time.monotonic() + t
+        started = time.monotonic()
+        deadline = started + t
         if self._holder == threading.get_ident():
             raise LockAlreadyHeld(f"{self.describe()} is already held by this thread and locks are not "
                                   "reentrant: release it before acquiring it again")
@@ -126,12 +153,18 @@ class GuardedLock:
             self._mutex.release()
             raise
         self._holder = threading.get_ident()
+        self._held_since = time.monotonic()
+        waited = self._held_since - started
+        self.times.last_wait_s, self.times.total_wait_s = waited, self.times.total_wait_s + waited
+        self.times.acquired += 1
 
     def release(self) -> None:
         with self._release_guard:
             if self._holder is None:
                 return
             self._holder = None
+            held = time.monotonic() - self._held_since
+            self.times.last_hold_s, self.times.total_hold_s = held, self.times.total_hold_s + held
             try:
                 self._give()
             finally:

@@ -37,6 +37,7 @@ from lakecore.concurrency import (
 )
 from lakecore.concurrency.aborts import AbortWatch
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
+from lakecore.concurrency.locks import lock_times
 from lakecore.concurrency.schema_conflict import complete_writer_schema
 from lakecore.concurrency.writers import Registration, WriterRegistry, launch_info, writer_info
 from lakecore.config import TableConfig
@@ -228,7 +229,7 @@ class WriteJob:
         job = cls(txn, lock, options, extra)
         job.heartbeat.start()
         try:
-            job.registration = _register(storage, txn, options)
+            job.registration = _register(storage, txn, options, lock)
             job.abort_watch = AbortWatch(storage, txn.instant.requested_time, job._heard_abort,
                                          check_s=options.abort_check_s,
                                          zookeeper=options.abort_zookeeper).start()
@@ -397,10 +398,16 @@ def _decider(record: Mapping[str, Any]) -> str:
     return str(record.get("decided_by") or record.get("by") or "another process")
 
 
-def _register(storage: Storage, txn: WriteTransaction, options: WriterOptions) -> Registration | None:
+def _register(storage: Storage, txn: WriteTransaction, options: WriterOptions,
+              lock: Lock | None = None) -> Registration | None:
+    """Register the write; its info carries how long drawing its instant waited for and held the table
+    lock (`lock`'s times), what a supervisor reports of the writer."""
     if options.registry is None:
         return None
     info = writer_info(txn.operation)
+    times = lock_times(lock)
+    if times is not None:
+        info.update(times.as_ms())
     if options.writer_name:
         info["writer"] = options.writer_name
     info.update(launch_info())  # the operator's name for the writer wins over the engine's

@@ -543,8 +543,9 @@ def _apply_conflict(status: Mapping[str, Any], *, entry: Mapping[str, Any]) -> d
     return with_conflict(status, entry)
 
 
-def _apply_current(status: Mapping[str, Any], *, instant: str | None) -> dict[str, Any] | None:
-    return with_current_instant(status, instant)
+def _apply_current(status: Mapping[str, Any], *, instant: str | None,
+                   info: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    return with_current_instant(status, instant, info)
 
 
 class KubeSink:
@@ -642,7 +643,8 @@ class KubeSink:
             if self._current.get(writer) == instant:
                 continue
             try:
-                self._update(writer, partial(_apply_current, instant=instant))
+                self._update(writer, partial(_apply_current, instant=instant,
+                                             info=report.infos.get(instant) if instant else None))
                 self._current[writer] = instant
             except KubeError as exc:
                 log.debug("could not report the current instant of %s: %s", writer, exc)

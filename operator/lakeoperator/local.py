@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -263,7 +263,8 @@ class LocalSink:
                 now[writer] = None
         for writer, instant in now.items():
             if self._current.get(writer) != instant:
-                self._update(writer, partial(_apply_current, instant=instant))
+                self._update(writer, partial(_apply_current, instant=instant,
+                                             info=report.infos.get(instant) if instant else None))
                 self._current[writer] = instant
 
 
@@ -275,8 +276,9 @@ def _apply_void(status: dict[str, Any], *, instant: str) -> dict[str, Any] | Non
     return with_void_conflict(status, instant)
 
 
-def _apply_current(status: dict[str, Any], *, instant: str | None) -> dict[str, Any] | None:
-    return with_current_instant(status, instant)
+def _apply_current(status: dict[str, Any], *, instant: str | None,
+                   info: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    return with_current_instant(status, instant, info)
 
 
 @dataclass

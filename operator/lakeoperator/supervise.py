@@ -97,6 +97,7 @@ class TableReport:
     writes: tuple[LiveWrite, ...]
     writers: Mapping[str, str]      # instant -> "namespace/name"
     scanned_at_ms: int
+    infos: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # instant -> registry info
 
 
 class SupervisorSink(Protocol):
@@ -129,6 +130,7 @@ class _Open:
     watch: Any = None                  # a ZooKeeper registry's child watch: it marks `writers` stale
     stale: bool = True
     writers: dict[str, str] = field(default_factory=dict)
+    infos: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def close(self) -> None:
         if self.watch is not None:
@@ -242,7 +244,7 @@ class Supervisor:
         writes = live_writes(opened.storage, timeline, table.heartbeat, now)
         pending = {i.requested_time for i in timeline.pending}
         writers = self._writers(opened, table, bool(pending))
-        self.sink.observed(TableReport(table, tuple(writes), writers, now))
+        self.sink.observed(TableReport(table, tuple(writes), writers, now, opened.infos if writers else {}))
         decisions: list[Decision] = []
         if table.mode == "optimistic" and writes:
             for conflict in find_outside_conflicts(opened.storage, "optimistic", table.heartbeat,
@@ -300,6 +302,7 @@ class Supervisor:
             log.warning("the writer registry of %s/%s is unavailable: %s", table.namespace, table.name, exc)
             return {}
         opened.writers = {t: str(info["writer"]) for t, info in live.items() if info.get("writer")}
+        opened.infos = {t: dict(info) for t, info in live.items()}
         return opened.writers
 
     def _decide(self, opened: _Open, table: WatchedTable, conflict: OutsideConflict,
@@ -444,14 +447,22 @@ def with_void_conflict(status: Mapping[str, Any], instant: str) -> dict[str, Any
     return {**status, "lastConflict": {**current, "void": True}}
 
 
-def with_current_instant(status: Mapping[str, Any], instant: str | None) -> dict[str, Any] | None:
-    """status.currentInstant (and when it started); None when unchanged."""
+CURRENT = ("currentInstant", "currentInstantStartedAt", "currentInstantLock")
+
+
+def with_current_instant(status: Mapping[str, Any], instant: str | None,
+                         info: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """status.currentInstant, when it started and how long drawing it waited for and held the table
+    lock (from the writer's registry `info`); None when unchanged."""
     from lakecore.timeline.instant_time import to_epoch_ms
 
-    new = {k: v for k, v in status.items() if k not in ("currentInstant", "currentInstantStartedAt")}
+    new = {k: v for k, v in status.items() if k not in CURRENT}
     if instant is not None:
         new["currentInstant"] = instant
         new["currentInstantStartedAt"] = _iso_ms(to_epoch_ms(instant))
+        lock = {"waitMs": (info or {}).get("lock_wait_ms"), "holdMs": (info or {}).get("lock_hold_ms")}
+        if all(isinstance(v, int) for v in lock.values()):
+            new["currentInstantLock"] = lock
     return None if new == dict(status) else new
 
 

@@ -104,7 +104,9 @@ def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
     record = read_aborted(t.storage, younger.instant.requested_time)
     assert record is not None and record["decided_by"] == "weir-operator"
     assert "ConflictLost" in reasons(state, "younger") and "ConflictWon" in reasons(state, "older")
-    assert status(state, "younger")["currentInstant"] == younger.instant.requested_time
+    current = status(state, "younger")
+    assert current["currentInstant"] == younger.instant.requested_time
+    assert set(current["currentInstantLock"]) == {"waitMs", "holdMs"}   # drawing it, from the registry
     flags = abort_flags(Endpoint(connect, credentials=TENANT), t.storage.uri)
     assert flags == [younger.instant.requested_time]   # raised with the tenant's ACL; its writer heard it
     heard = wait_until(lambda: younger.aborted_by_other, timeout=10)   # by the flag: no storage checks
