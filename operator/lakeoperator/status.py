@@ -13,13 +13,22 @@ are carried over untouched: currentInstant, lastCommit, lastConflict of writers,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from lakeoperator.plan.service import ActiveRun, RunRecord, ServiceObserved, ServicePlan, failed
 from lakeoperator.plan.table import TableAction, TablePlan
-from lakeoperator.plan.writer import AttemptRecord, Attempts, Cause, WriterObserved, WriterPhase, WriterPlan
+from lakeoperator.plan.writer import (
+    TERMINAL,
+    Action,
+    AttemptRecord,
+    Attempts,
+    Cause,
+    WriterObserved,
+    WriterPhase,
+    WriterPlan,
+)
 from lakeoperator.specs import ObjectRef, SpecError
 
 ConditionType = Literal["Ready", "Progressing", "Degraded", "ReconciliationPaused"]
@@ -127,7 +136,13 @@ def attempt_json(r: AttemptRecord) -> dict[str, Any]:
 
 def writer_status(ref: ObjectRef, plan: WriterPlan, old: Mapping[str, Any] | None, now: datetime, *,
                   driver_pod: str | None = None) -> dict[str, Any]:
-    """The LakeWriter status after `plan` (write it BEFORE acting on the plan)."""
+    """The LakeWriter status after `plan` (write it BEFORE acting on the plan). A writer that stays in a
+    terminal phase keeps the reason and message it ended with (the planner does not repeat them)."""
+    if plan.phase in TERMINAL and plan.action == Action.NONE and not plan.message and old:
+        ended = next((c for c in old.get("conditions") or () if c.get("type") == "Ready"), None)
+        if ended is not None and old.get("phase") == plan.phase.value and ended.get("message"):
+            plan = replace(plan, reason=str(ended.get("reason") or plan.reason),
+                           message=str(ended["message"]))
     history = list((old or {}).get("history") or [])
     if plan.finished is not None and all(h.get("submissionId") != plan.finished.submission_id
                                          for h in history):

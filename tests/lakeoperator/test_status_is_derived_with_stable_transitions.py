@@ -230,3 +230,15 @@ def test_the_planners_read_back_what_status_wrote() -> None:
     ref = ObjectRef("lake", "s", "u", 1)
     assert read_service_status(service_status(ref, splan, None, T1), T0) == ServiceObserved(
         created_at=T0, active_run=ActiveRun("r2", T1), history=(last,))
+
+
+@pytest.mark.parametrize("phase", [WriterPhase.ABORTED, WriterPhase.FAILED])
+def test_a_writer_that_stays_terminal_keeps_the_reason_it_ended_with(phase: WriterPhase) -> None:
+    ended = replace(SUBMIT, action=Action.NONE, phase=phase, reason="Conflict",
+                    message="the driver ended with exit code 3: lost a write conflict (onConflict Abort)")
+    first = writer_status(REF, ended, None, T1)
+    later = T1 + timedelta(seconds=5)
+    again = writer_status(REF, replace(ended, reason=phase.value, message=""), first, later)
+    ready = next(c for c in again["conditions"] if c["type"] == "Ready")
+    assert (ready["reason"], ready["message"]) == ("Conflict", ended.message)
+    assert status_patch(first, again) is None   # nothing to write: the pass repeated
