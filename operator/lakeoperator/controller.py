@@ -211,6 +211,11 @@ class Controller:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._add, key)
 
+    def notify_services_threadsafe(self, namespace: str, table: str) -> None:
+        """Re-evaluate the table's TableServices' triggers now (from the supervisor's thread: a commit)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._services_of, namespace, table)
+
     # -- the loop ------------------------------------------------------------------------------
 
     def expect_election(self) -> None:
@@ -493,6 +498,12 @@ class Controller:
         self._count_phase(key, outcome.status)
         return outcome.requeue_after
 
+    def _services_of(self, namespace: str, table: str) -> None:
+        """Re-evaluate the triggers of the table's TableServices now, not at their next recheck."""
+        for key, ref in list(self._table_of.items()):
+            if key[0] == "TableService" and key[1] == namespace and ref == table:
+                self._add(key)
+
     def _count_phase(self, key: Key, status: Mapping[str, Any]) -> None:
         kind = key[0]
         phase = status.get("phase") or ("Running" if status.get("activeRun") else "Idle"
@@ -558,6 +569,7 @@ class KubeSink:
         self.kube = controller.kube
         self.metrics = controller.metrics
         self._current: dict[str, str | None] = {}      # writer -> the instant its status shows
+        self._completed: dict[tuple[str, str], str | None] = {}   # table -> its newest completed instant
         self._table: dict[str, tuple[str, str]] = {}    # writer -> its table (namespace, name)
 
     def _update(self, writer: str | None,
@@ -629,6 +641,9 @@ class KubeSink:
     def observed(self, report: TableReport) -> None:
         table = report.table
         self.metrics.table_scans.inc()
+        if table.key in self._completed and self._completed[table.key] != report.last_completed:
+            self.controller.notify_services_threadsafe(*table.key)   # a commit: triggers may be due now
+        self._completed[table.key] = report.last_completed
         self.metrics.live_writes.labels(table.namespace, table.name).set(len(report.writes))
         for w in report.writes:
             if (where := split_writer(report.writers.get(w.instant))) is not None:

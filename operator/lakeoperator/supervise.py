@@ -98,6 +98,7 @@ class TableReport:
     writers: Mapping[str, str]      # instant -> "namespace/name"
     scanned_at_ms: int
     infos: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # instant -> registry info
+    last_completed: str | None = None   # the newest completed instant (a table service's trigger counts them)
 
 
 class SupervisorSink(Protocol):
@@ -244,7 +245,9 @@ class Supervisor:
         writes = live_writes(opened.storage, timeline, table.heartbeat, now)
         pending = {i.requested_time for i in timeline.pending}
         writers = self._writers(opened, table, bool(pending))
-        self.sink.observed(TableReport(table, tuple(writes), writers, now, opened.infos if writers else {}))
+        done = timeline.completed
+        self.sink.observed(TableReport(table, tuple(writes), writers, now, opened.infos if writers else {},
+                                       done[-1].requested_time if done else None))
         decisions: list[Decision] = []
         if table.mode == "optimistic" and writes:
             for conflict in find_outside_conflicts(opened.storage, "optimistic", table.heartbeat,
