@@ -49,8 +49,14 @@ def test_kubectl_apply_of_the_examples_is_reconciled(kube_api: KubeApi, kubectl:
         writers = wait_until(lambda: (s := statuses(client, "LakeWriter"))
                              and s["events-backfill"].get("driverPod") and s,
                              show=lambda: statuses(client, "LakeWriter"))
-        pods = {p["metadata"]["name"] for p in client.get(resource_path("v1", "pods", "default"))["items"]}
-        assert pods == {writers["events-backfill"]["driverPod"]}   # the other one's table is not Ready:
+
+        def pods() -> set[str]:
+            listing = client.get(resource_path("v1", "pods", "default"))["items"]
+            return {p["metadata"]["name"] for p in listing}
+
+        # the submission goes to status first, its pod follows on the next pass; the other writer's
+        # table is not Ready:
+        wait_until(lambda: pods() == {writers["events-backfill"]["driverPod"]}, show=pods)
         waiting = next(c for c in writers["orders-stream"]["conditions"] if c["type"] == "Ready")
         assert waiting["reason"] == "TableNotReady" and "InvalidSpec" in waiting["message"]
         services = wait_until(lambda: (s := statuses(client, "TableService"))
