@@ -17,9 +17,10 @@ pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 
 def test_a_batch_writer_fills_its_table_once(cluster: Cluster) -> None:
     rows = write_input(cluster.work)
-    cluster.apply(table(cluster.work))
+    table_manifest, writer_manifest = table(cluster.work), batch_writer(cluster.work)
+    cluster.apply(table_manifest)
     cluster.wait_status("LakeTable", "orders", lambda s: s.get("phase") == "Ready", timeout=30)
-    cluster.apply(batch_writer(cluster.work))
+    cluster.apply(writer_manifest)
     done = cluster.wait_status("LakeWriter", "orders-load", lambda s: s.get("phase") == "Succeeded",
                                timeout=240)
     status = done["status"]
@@ -36,3 +37,9 @@ def test_a_batch_writer_fills_its_table_once(cluster: Cluster) -> None:
     metrics = cluster.operator.metrics()
     assert 'weir_submissions_total{kind="LakeWriter",namespace="default",table="orders"} 1.0' in metrics
     assert 'weir_resources{kind="LakeWriter",phase="Succeeded"} 1.0' in metrics
+    # no drift for GitOps: the operator wrote status only — spec, labels and annotations are as applied
+    for kind, manifest in (("LakeTable", table_manifest), ("LakeWriter", writer_manifest)):
+        live = cluster.get(kind, manifest["metadata"]["name"])
+        assert live["spec"] == manifest["spec"], kind
+        meta = live["metadata"]
+        assert not meta.get("labels") and not meta.get("annotations"), (kind, meta)
