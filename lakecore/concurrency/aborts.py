@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+from lakecore.concurrency.writers import decode_info
 from lakecore.errors import InvalidTableConfig, LakecoreError
 from lakecore.storage import Storage
 from lakecore.write.heartbeat import is_aborted, read_aborted
@@ -108,11 +109,7 @@ def clear_abort_flags(connect: str | Connection, table_uri: str, keep: Collectio
 
 def decode_record(data: bytes) -> Record:
     """A flag's record; {} when garbled (the flag alone says the instant is aborted)."""
-    try:
-        record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
+    return decode_info(data)
 
 
 def _connection(connect: str | Connection, timeout_s: float) -> Connection:

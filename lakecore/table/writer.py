@@ -68,11 +68,11 @@ from lakecore.write import (
     WriteContext,
     delete_unreported,
     empty_group,
-    list_markers,
     write_file_group,
 )
 from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted, read_aborted
 from lakecore.write.marker_service import MarkerClient, MarkerService, ServiceMarkers
+from lakecore.write.markers import bytes_named
 
 log = logging.getLogger(__name__)
 _tasks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-task")
@@ -314,7 +314,7 @@ class WriteJob:
             if self.found and not error.other:  # raised by a marker service client: only a message
                 error.other, error.file_groups = self.found[0].other, frozenset({self.found[0].file_group})
                 error.detected_at = self.found[0].checked_at or None
-            error.bytes_written = _bytes_written(txn.storage, txn)
+            error.bytes_written = bytes_named(txn.storage, txn.instant.requested_time)
         # proof of death before the heartbeat goes: others must never see this instant as live again
         _mark_dead(txn.storage, txn.instant.requested_time, error)
         self._close()
@@ -439,15 +439,6 @@ def _marker_writer(txn: WriteTransaction, options: WriterOptions, found: list[Fo
         checker = async_checker(txn.storage, txn.instant, detection, options.heartbeat, found)
         service.set_conflict_checker(checker, detection.period_s)
     return ServiceMarkers(MarkerClient(url)), service
-
-
-def _bytes_written(storage: Storage, txn: WriteTransaction) -> int:
-    """Size of the data files our markers name (what the aborted write had produced)."""
-    wanted = {m.data_path for m in list_markers(storage, txn.instant.requested_time)}
-    sizes: dict[str, int] = {}
-    for directory in {p.rsplit("/", 1)[0] if "/" in p else "" for p in wanted}:
-        sizes.update({f.path: f.size for f in storage.list_dir(directory)})
-    return sum(sizes.get(p, 0) for p in wanted)
 
 
 def _after_commit(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions) -> list[str]:

@@ -96,6 +96,15 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
     return list(out)
 
 
+def bytes_named(storage: Storage, instant_time: str) -> int:
+    """Size of the data files the instant's markers name (what a write had produced so far)."""
+    wanted = {m.data_path for m in list_markers(storage, instant_time)}
+    sizes: dict[str, int] = {}
+    for directory in {p.rsplit("/", 1)[0] if "/" in p else "" for p in wanted}:
+        sizes.update({f.path: f.size for f in storage.list_dir(directory)})
+    return sum(sizes.get(p, 0) for p in wanted)
+
+
 def delete_markers(storage: Storage, instant_time: str) -> None:
     """Remove the instant's marker dir: direct marker files, MARKERS<i> files, then MARKERS.type."""
     files = storage.list_tree(join(MARKERS_DIR, instant_time))

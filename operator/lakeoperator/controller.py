@@ -44,12 +44,12 @@ from lakeoperator.reconcile import (
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
 from lakeoperator.status import invalid_spec_status, lost_conflict, parse_timestamp
 from lakeoperator.supervise import (
+    CurrentInstants,
     Decision,
     Supervisor,
     TableReport,
     conflict_entries,
     conflict_events,
-    current_instants,
     split_writer,
     watched_table,
     with_conflict,
@@ -550,15 +550,6 @@ def delete_table_data(location: str, storage_options: dict[str, Any] | None = No
 # -- supervision on Kubernetes ------------------------------------------------------------------
 
 
-def _apply_conflict(status: Mapping[str, Any], *, entry: Mapping[str, Any]) -> dict[str, Any] | None:
-    return with_conflict(status, entry)
-
-
-def _apply_current(status: Mapping[str, Any], *, instant: str | None,
-                   info: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    return with_current_instant(status, instant, info)
-
-
 class KubeSink:
     """What the supervisor decides, done on the API: statuses, driver deletion, Events, metrics."""
 
@@ -568,9 +559,8 @@ class KubeSink:
         self.controller = controller
         self.kube = controller.kube
         self.metrics = controller.metrics
-        self._current: dict[str, str | None] = {}      # writer -> the instant its status shows
+        self._current = CurrentInstants()
         self._completed: dict[tuple[str, str], str | None] = {}   # table -> its newest completed instant
-        self._table: dict[str, tuple[str, str]] = {}    # writer -> its table (namespace, name)
 
     def _update(self, writer: str | None,
                 change: Callable[[Mapping[str, Any]], dict[str, Any] | None]) -> None:
@@ -594,7 +584,7 @@ class KubeSink:
     def record(self, decision: Decision) -> bool:
         for writer, entry in conflict_entries(decision):
             try:
-                self._update(writer, partial(_apply_conflict, entry=entry))
+                self._update(writer, partial(with_conflict, entry=entry))
             except KubeError as exc:
                 log.warning("could not record the conflict decision on %s: %s", writer, exc)
                 if entry["role"] == "Lost":
@@ -649,18 +639,10 @@ class KubeSink:
             if (where := split_writer(report.writers.get(w.instant))) is not None:
                 self.metrics.heartbeat_age.labels(*where).set(
                     max(0.0, (report.scanned_at_ms - w.last_sign_ms) / 1000))
-        now: dict[str, str | None] = dict(current_instants(report))
-        for writer, instant in self._current.items():
-            if instant is not None and writer not in now and self._table.get(writer) == table.key:
-                now[writer] = None
-        for writer, instant in now.items():
-            self._table[writer] = table.key
-            if self._current.get(writer) == instant:
-                continue
+        for writer, instant, info in self._current.changes(report):
             try:
-                self._update(writer, partial(_apply_current, instant=instant,
-                                             info=report.infos.get(instant) if instant else None))
-                self._current[writer] = instant
+                self._update(writer, partial(with_current_instant, instant=instant, info=info))
+                self._current.shown(writer, instant)
             except KubeError as exc:
                 log.debug("could not report the current instant of %s: %s", writer, exc)
 

@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -39,12 +39,12 @@ from lakeoperator.reconcile import (
 from lakeoperator.specs import SpecError
 from lakeoperator.status import lost_conflict
 from lakeoperator.supervise import (
+    CurrentInstants,
     Decision,
     Supervisor,
     TableReport,
     conflict_entries,
     conflict_events,
-    current_instants,
     split_writer,
     watched_table,
     with_conflict,
@@ -213,7 +213,7 @@ class LocalSink:
 
     def __init__(self, state: StateDir, launcher: LocalLauncher, clock: Callable[[], datetime]) -> None:
         self.state, self.launcher, self.clock = state, launcher, clock
-        self._current: dict[str, str | None] = {}
+        self._current = CurrentInstants()
 
     def _update(self, writer: str | None, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
         where = split_writer(writer)
@@ -234,12 +234,12 @@ class LocalSink:
 
     def record(self, decision: Decision) -> bool:
         for writer, entry in conflict_entries(decision):
-            self._update(writer, partial(_apply_conflict, entry=entry))
+            self._update(writer, partial(with_conflict, entry=entry))
         return True
 
     def aborted(self, decision: Decision, applied: bool) -> None:
         if not applied:
-            self._update(decision.loser_writer, partial(_apply_void, instant=decision.loser))
+            self._update(decision.loser_writer, partial(with_void_conflict, instant=decision.loser))
         for writer, type_, reason, message in conflict_events(decision, applied):
             self._event(writer, type_, reason, message)
 
@@ -257,28 +257,9 @@ class LocalSink:
                         f"write {decision.loser} still ran after its abort: its driver was stopped")
 
     def observed(self, report: TableReport) -> None:
-        now: dict[str, str | None] = dict(current_instants(report))
-        for writer, instant in self._current.items():
-            if instant is not None and writer not in now:
-                now[writer] = None
-        for writer, instant in now.items():
-            if self._current.get(writer) != instant:
-                self._update(writer, partial(_apply_current, instant=instant,
-                                             info=report.infos.get(instant) if instant else None))
-                self._current[writer] = instant
-
-
-def _apply_conflict(status: dict[str, Any], *, entry: dict[str, Any]) -> dict[str, Any] | None:
-    return with_conflict(status, entry)
-
-
-def _apply_void(status: dict[str, Any], *, instant: str) -> dict[str, Any] | None:
-    return with_void_conflict(status, instant)
-
-
-def _apply_current(status: dict[str, Any], *, instant: str | None,
-                   info: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    return with_current_instant(status, instant, info)
+        for writer, instant, info in self._current.changes(report):
+            self._update(writer, partial(with_current_instant, instant=instant, info=info))
+            self._current.shown(writer, instant)
 
 
 @dataclass

@@ -42,6 +42,7 @@ from lakecore.concurrency.outside import (
     live_writes,
 )
 from lakecore.write.heartbeat import HeartbeatConfig
+from lakecore.write.markers import bytes_named
 from lakeoperator.specs import parse_lake_table
 
 log = logging.getLogger(__name__)
@@ -315,7 +316,7 @@ class Supervisor:
             if key in self._pending and self._pending[key].aborted_at is not None:
                 return None
         decision = Decision(table, conflict, writers.get(conflict.loser), writers.get(conflict.winner),
-                            self.clock(), _bytes_of(opened.storage, conflict.loser))
+                            self.clock(), bytes_named(opened.storage, conflict.loser))
         if not self.sink.record(decision):
             return None
         applied = abort_loser(opened.storage, opened.lock, conflict, DECIDED_BY)
@@ -485,9 +486,31 @@ def conflict_events(decision: Decision, applied: bool) -> list[tuple[str | None,
              "aborted")]
 
 
-def current_instants(report: TableReport) -> dict[str, str]:
-    """writer -> the instant it writes now, from one scan."""
-    return {w: write.instant for write in report.writes if (w := report.writers.get(write.instant))}
+class CurrentInstants:
+    """What each writer's status shows as its current instant, and which ones a scan changes (a writer
+    that left a table's live writes goes back to none). Shared by the sinks."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, str | None] = {}
+        self._table: dict[str, TableKey] = {}
+
+    def changes(self, report: TableReport) -> list[tuple[str, str | None, Mapping[str, Any] | None]]:
+        """(writer, its instant now or None, its registry info) for every writer whose status is due."""
+        now: dict[str, str | None] = {w: write.instant for write in report.writes
+                                      if (w := report.writers.get(write.instant))}
+        for writer, instant in self._shown.items():
+            if instant is not None and writer not in now and self._table.get(writer) == report.table.key:
+                now[writer] = None
+        out = []
+        for writer, instant in now.items():
+            self._table[writer] = report.table.key
+            if self._shown.get(writer) != instant:
+                out.append((writer, instant, report.infos.get(instant) if instant else None))
+        return out
+
+    def shown(self, writer: str, instant: str | None) -> None:
+        """The writer's status now shows `instant`."""
+        self._shown[writer] = instant
 
 
 def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mapping[str, Any] | None,
@@ -515,19 +538,9 @@ def zookeeper_abort_flag(table: WatchedTable, table_uri: str, instant: str,
                             instant, record)
 
 
-def _bytes_of(storage: Any, instant: str) -> int:
-    """Size of the data files the instant's markers name."""
-    from lakecore.write.markers import list_markers
-
-    wanted = {m.data_path for m in list_markers(storage, instant)}
-    sizes: dict[str, int] = {}
-    for directory in {p.rsplit("/", 1)[0] if "/" in p else "" for p in wanted}:
-        sizes.update({f.path: f.size for f in storage.list_dir(directory)})
-    return sum(sizes.get(p, 0) for p in wanted)
-
-
 __all__ = [
     "DECIDED_BY",
+    "CurrentInstants",
     "Decision",
     "Supervisor",
     "SupervisorSink",
@@ -535,7 +548,6 @@ __all__ = [
     "WatchedTable",
     "conflict_entries",
     "conflict_events",
-    "current_instants",
     "split_writer",
     "watched_table",
     "with_conflict",
