@@ -125,6 +125,11 @@ def operator_command(
     api_server: Annotated[str, typer.Option(envvar="WEIR_API_SERVER",
                                             help="The API server drivers request executors from.")]
         = PodSettings.api_server,
+    driver_service_account: Annotated[str | None, typer.Option(
+        envvar="WEIR_DRIVER_SERVICE_ACCOUNT",
+        help="Service account of driver and executor pods whose spec names none (drivers create their "
+             "executors: it must be allowed to; the chart's is weir-spark). Default: the namespace's "
+             "default account.")] = None,
     workers: Annotated[int, typer.Option(envvar="WEIR_WORKERS", min=1,
                                          help="Resources reconciled at once.")] = 8,
     metrics_port: Annotated[int, typer.Option(envvar="WEIR_METRICS_PORT",
@@ -168,7 +173,7 @@ def operator_command(
         run_operator(OperatorConfig(
             namespaces=namespaces, kubeconfig=kubeconfig, context=context,
             pod=PodSettings(default_image=image, jobs_dir=jobs_dir, spark_submit=spark_submit,
-                            api_server=api_server),
+                            api_server=api_server, service_account=driver_service_account or None),
             workers=workers, metrics_address=metrics_address, metrics_port=metrics_port,
             liveness_port=liveness_port, log_format=log_format, verbose=verbose, peering=peering,
             leader_election=leader_election,

@@ -66,6 +66,9 @@ class PodSettings:
     jobs_dir: str = "/opt/weir/sparkjobs"   # sparkjobs/*.py in the image (spark-submit takes files)
     spark_submit: str = "spark-submit"
     api_server: str = "https://kubernetes.default.svc"   # executors are requested from here (in-cluster)
+    # drivers create their executor pods: the service account allowed to (the chart's `weir-spark`) when a
+    # spec names none; None: the namespace's default account
+    service_account: str | None = None
 
 
 def child_name(submission_id: str) -> str:
@@ -151,9 +154,10 @@ def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
         "spark.executor.memory": spark.executor.memory,
         "spark.driver.memory": spark.driver.memory,
     }
-    if spark.service_account_name:
-        conf["spark.kubernetes.authenticate.driver.serviceAccountName"] = spark.service_account_name
-        conf["spark.kubernetes.authenticate.executor.serviceAccountName"] = spark.service_account_name
+    account = spark.service_account_name or settings.service_account
+    if account:
+        conf["spark.kubernetes.authenticate.driver.serviceAccountName"] = account
+        conf["spark.kubernetes.authenticate.executor.serviceAccountName"] = account
     for key, value in pod_labels.items():
         conf[f"spark.kubernetes.executor.label.{key}"] = value
     for variable, (secret, key) in secrets.items():
@@ -189,8 +193,9 @@ def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: s
                      "ownerReferences": [owner_reference(owner, kind)]},
         "spec": {"restartPolicy": "Never", "containers": [container]},
     }
-    if spark.service_account_name:
-        pod["spec"]["serviceAccountName"] = spark.service_account_name
+    account = spark.service_account_name or settings.service_account
+    if account:
+        pod["spec"]["serviceAccountName"] = account
     return pod
 
 

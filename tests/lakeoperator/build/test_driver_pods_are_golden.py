@@ -111,6 +111,28 @@ def test_a_rerun_builds_the_same_pod_and_another_submission_another_name():
     assert first["labels"][SUBMISSION_LABEL] == first["name"] == submission_id(owner, 1)
 
 
+def test_drivers_run_as_the_operators_spark_account_unless_the_spec_names_one():
+    """The chart gives drivers a service account allowed to create executors; a spec's own wins."""
+    table = parse_lake_table(TABLE)
+    settings = PodSettings(default_image="weir-spark:test", service_account="weir-spark-drivers")
+    conf_key = "spark.kubernetes.authenticate.executor.serviceAccountName="
+
+    def account(writer_body: dict) -> tuple[str | None, list[str]]:
+        pod = build_writer_pod(ObjectRef.from_body(writer_body), parse_lake_writer(writer_body), table,
+                               "x-1-00000000", settings)
+        args = pod["spec"]["containers"][0]["args"]
+        return pod["spec"].get("serviceAccountName"), [a for a in args if a.startswith(conf_key)]
+
+    named = CASES["writer-batch-kubernetes"][1]
+    unnamed = json.loads(json.dumps(named))
+    del unnamed["spec"]["spark"]["serviceAccountName"]
+    assert account(named) == ("weir-spark", [f"{conf_key}weir-spark"])
+    assert account(unnamed) == ("weir-spark-drivers", [f"{conf_key}weir-spark-drivers"])
+    pod = build_writer_pod(ObjectRef.from_body(unnamed), parse_lake_writer(unnamed), table, "x-1-00000000",
+                           SETTINGS)
+    assert "serviceAccountName" not in pod["spec"]   # no setting: the namespace's default account
+
+
 def test_names_stay_dns_labels_and_unique_when_cut():
     long = "w" * 70
     a, b = child_name(f"{long}-1"), child_name(f"{long}-2")
