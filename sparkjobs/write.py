@@ -36,6 +36,8 @@ import json
 import logging
 import os
 import re
+import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -218,10 +220,20 @@ def _hold_if_asked(instant_time: str) -> None:
     """A pause point for tests that need a write held with its files and markers written (to force an
     interleaving with another writer or the supervisor): with WEIR_TEST_PAUSE_DIR set (e.g. through
     `spark.executorEnv.WEIR_TEST_PAUSE_DIR`), the task touches `<dir>/reached-<instant>` and waits while
-    `<dir>/hold` exists (at most five minutes). Unset: nothing."""
+    `<dir>/hold` exists (at most five minutes). A `<dir>` that does not exist yet is created with its
+    `hold`: a test that cannot reach the task's file system beforehand (a pod on a kind cluster) releases
+    it with `kubectl exec` instead. Unset: nothing."""
     folder = os.environ.get(PAUSE_ENV)
     if not folder:
         return
+    if not Path(folder).exists():   # made whole, then renamed: another task never sees it without `hold`
+        staging = Path(f"{folder}.{os.getpid()}.{threading.get_ident()}")
+        staging.mkdir(parents=True)
+        (staging / "hold").touch()
+        try:
+            staging.rename(folder)
+        except OSError:   # another task got there first
+            shutil.rmtree(staging, ignore_errors=True)
     (Path(folder) / f"reached-{instant_time}").touch()
     deadline = time.monotonic() + _PAUSE_LIMIT_S
     while (Path(folder) / "hold").exists() and time.monotonic() < deadline:
