@@ -16,7 +16,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps test lint demo bench clean distclean
+.PHONY: venv deps system-deps test lint demo bench e2e clean distclean
 
 venv: $(PY)
 
@@ -71,6 +71,18 @@ $(BENCH_STAMP): $(DEPS_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) bench/run.py
+
+# The kind suite (tests/e2e): a kind cluster, the images built from this tree, the Helm chart, the examples.
+# Needs a Docker engine; kind is downloaded (pinned) into the virtualenv. Not part of `make test`.
+KIND_VERSION := v0.30.0
+KIND := $(VENV)/bin/kind
+
+$(KIND): | $(PY)
+	curl -fsSL -o $@ https://kind.sigs.k8s.io/dl/$(KIND_VERSION)/kind-linux-$$(uname -m | sed 's/x86_64/amd64/;s/aarch64/arm64/')
+	chmod +x $@
+
+e2e: deps $(KIND)
+	WEIR_E2E=1 $(PY) -m pytest tests/e2e -m e2e -p no:cacheprovider $(PYTEST_ARGS)
 
 clean:
 	rm -rf build dist *.egg-info bench/out .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

@@ -19,6 +19,14 @@ from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
 from tests.lakeoperator.kube.manifests import held_writer, reached, table, write_input
 from tests.support.kube_api import KubeApi
 from tests.support.operator import Cluster, start_cluster, wait_until
+from tests.support.scenario_checks import (
+    check_aborted_on_conflict,
+    check_conflict_decided,
+    check_conflict_events,
+    check_ran_once,
+    check_restarted_after_conflict,
+    check_rows,
+)
 
 pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 
@@ -50,13 +58,11 @@ def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(
 
     lost = cluster.wait_status("LakeWriter", "younger",
                                lambda s: (s.get("lastConflict") or {}).get("role") == "Lost", timeout=120)
-    conflict = lost["status"]["lastConflict"]
     (older_instant,) = reached(older_pause)
-    assert conflict["other"] == older_instant and conflict["otherWriter"] == "default/older"
-    assert conflict["fileGroups"] and conflict["submission"].startswith("younger-1-")
     won = cluster.wait_status("LakeWriter", "older", lambda s: "lastConflict" in s,
-                              timeout=10)["status"]["lastConflict"]   # written right after the loser's
-    assert won["role"] == "Won" and won["instant"] == older_instant   # (its other: the last one it beat)
+                              timeout=10)   # right after the loser's (its other: the last one it beat)
+    conflict = check_conflict_decided(lost["status"], won["status"], winner_instant=older_instant,
+                                      winner_writer="default/older", loser_name="younger")
     lake = Table.open(str(cluster.work / "lake" / "orders"))
     record = wait_until(lambda: read_aborted(lake.storage, conflict["instant"]), timeout=10)  # after status
     assert record["other"] == older_instant and record["decided_by"] == "weir-operator"
@@ -65,8 +71,7 @@ def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(
     # for the winner, the other is done
     cluster.wait_status("LakeWriter", "younger", lambda s: s.get("phase") == "BackingOff", timeout=60)
     aborted = cluster.wait_status("LakeWriter", "hasty", lambda s: s.get("phase") == "Aborted", timeout=60)
-    assert aborted["status"]["lastConflict"]["other"] == older_instant
-    assert "onConflict Abort" in str(aborted["status"]["conditions"])
+    check_aborted_on_conflict(aborted["status"], older_instant)
     wait_until(lambda: reached(apart_pause), timeout=120)
     (younger_pause / "hold").unlink()   # its next attempt runs straight through
     (older_pause / "hold").unlink()
@@ -75,10 +80,9 @@ def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(
     assert done["status"]["attempts"]["total"] == 1
     untouched = cluster.wait_status("LakeWriter", "apart", lambda s: s.get("phase") == "Succeeded",
                                     timeout=120)
-    assert "lastConflict" not in untouched["status"] and untouched["status"]["attempts"]["total"] == 1
+    check_ran_once(untouched["status"])
     again = cluster.wait_status("LakeWriter", "younger", lambda s: s.get("phase") == "Succeeded", timeout=180)
-    history = again["status"]["history"]
-    assert [h["cause"] for h in history] == ["conflict", "success"]
+    check_restarted_after_conflict(again["status"])
 
     completed = {i.requested_time: i for i in Table.open(str(lake.storage.uri)).timeline().completed}
     assert older_instant in completed
@@ -87,13 +91,9 @@ def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(
                                                                                              apart_instant)]
     assert len(restarted) == 1 and restarted[0] > completed[older_instant].completion_time  # after the winner
 
-    expected = {r["id"]: r for r in older_rows} | {r["id"]: r for r in younger_rows} | \
-        {r["id"]: r for r in apart_rows}   # hasty's rows: never
     got = Table.open(str(cluster.work / "lake" / "orders")).read().to_pylist()
-    assert sorted(got, key=lambda r: r["id"]) == [expected[k] for k in sorted(expected)]
-
-    assert "ConflictLost" in [e["reason"] for e in cluster.events("younger")]
-    assert "ConflictWon" in [e["reason"] for e in cluster.events("older")]
+    check_rows(got, older_rows, younger_rows, apart_rows)   # hasty's rows: never
+    check_conflict_events(cluster.events("younger"), cluster.events("older"))
     metrics = cluster.operator.metrics()
     for loser in ("younger", "hasty"):
         assert (f'weir_conflicts_total{{loser="default/{loser}",namespace="default",table="orders",'
