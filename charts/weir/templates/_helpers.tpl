@@ -34,7 +34,7 @@ app.kubernetes.io/component: operator
 
 {{- define "weir.driverServiceAccountName" -}}
 {{- if .Values.sparkDriver.serviceAccount.create -}}
-{{- default (printf "%s-spark-driver" (include "weir.fullname" .)) .Values.sparkDriver.serviceAccount.name -}}
+{{- default "weir-spark" .Values.sparkDriver.serviceAccount.name -}}
 {{- else -}}
 {{- .Values.sparkDriver.serviceAccount.name -}}
 {{- end -}}
