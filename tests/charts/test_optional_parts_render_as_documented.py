@@ -29,9 +29,9 @@ def test_the_bundled_zookeeper_is_an_ensemble_behind_two_services(chart: Chart) 
     (container,) = statefulset["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "zookeeper:3.9.3"
     env = {e["name"]: e["value"] for e in container["env"]}
+    peers = f"lakes-weir-zookeeper-headless.{NAMESPACE}.svc"
     assert env["ZOO_SERVERS"].split() == [
-        f"server.{i + 1}=lakes-weir-zookeeper-{i}.lakes-weir-zookeeper-headless.{NAMESPACE}.svc:2888:3888;2181"
-        for i in range(3)]
+        f"server.{i + 1}=lakes-weir-zookeeper-{i}.{peers}:2888:3888;2181" for i in range(3)]
     assert env["ZOO_STANDALONE_ENABLED"] == "false"
     (claim,) = statefulset["spec"]["volumeClaimTemplates"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"

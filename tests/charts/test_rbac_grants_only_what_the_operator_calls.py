@@ -94,8 +94,8 @@ def test_cluster_wide_mode_has_one_cluster_role(chart: Chart, values_name: str,
     bound_to_operator(rendered, "ClusterRole", role["metadata"]["name"])
 
 
-@pytest.mark.parametrize(("values_name", "lease"), [("defaults", "weir-operator"), ("cluster-wide", "weir-operator"),
-                                                    ("json-logs", "weir-lease")])
+@pytest.mark.parametrize(("values_name", "lease"), [
+    ("defaults", "weir-operator"), ("cluster-wide", "weir-operator"), ("json-logs", "weir-lease")])
 def test_the_lease_is_writable_only_by_name_and_only_in_the_release_namespace(
         chart: Chart, values_name: str, lease: str) -> None:
     rendered = chart.render(values_name)
@@ -131,7 +131,8 @@ def test_spark_drivers_get_an_account_allowed_to_manage_their_executors_where_th
         (binding,) = [b for b in rendered.of_kind("RoleBinding")
                       if b["metadata"]["name"] == "weir-spark" and b["metadata"]["namespace"] == namespace]
         assert binding["roleRef"]["name"] == "weir-spark"
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "weir-spark", "namespace": namespace}]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "weir-spark", "namespace": namespace}]
 
 
 def test_drivers_manage_claims_only_when_asked(chart: Chart) -> None:
@@ -145,5 +146,7 @@ def test_every_rule_in_the_templates_says_why() -> None:
         lines = (CHART_DIR / "templates" / template).read_text().splitlines()
         for number, line in enumerate(lines):
             if re.match(r"\s*- apiGroups:", line):
-                above = next(previous for previous in reversed(lines[:number]) if not previous.strip().startswith("{{"))
-                assert above.strip().startswith("#"), f"{template}:{number + 1}: a rule without a comment saying why"
+                above = next(earlier for earlier in reversed(lines[:number])
+                             if not earlier.strip().startswith("{{"))
+                assert above.strip().startswith("#"), \
+                    f"{template}:{number + 1}: a rule without a comment saying why"

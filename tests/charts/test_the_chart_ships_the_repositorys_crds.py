@@ -17,7 +17,8 @@ def test_the_copies_are_byte_equal_to_crds() -> None:
 
 
 def test_rendered_crds_are_the_files_with_the_keep_annotation(chart: Chart) -> None:
-    rendered = {c["metadata"]["name"]: c for c in chart.render("defaults").of_kind("CustomResourceDefinition")}
+    crds = chart.render("defaults").of_kind("CustomResourceDefinition")
+    rendered = {c["metadata"]["name"]: c for c in crds}
     for path in sorted((REPO_ROOT / "crds").glob("weir.dev_*.yaml")):
         expected = yaml.safe_load(path.read_text())
         expected["metadata"]["annotations"] = {"helm.sh/resource-policy": "keep"}
