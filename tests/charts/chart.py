@@ -34,7 +34,8 @@ VALUES: dict[str, dict[str, Any]] = {
                   "replicaCount": 2, "image": {"tag": "9.9.9"},
                   "leaderElection": {"leaseName": "weir-lease", "leaseDurationSeconds": 30,
                                      "renewSeconds": 10},
-                  "sparkDriver": {"persistentVolumeClaims": True}},
+                  "sparkDriver": {"persistentVolumeClaims": True},
+                  "imagePullSecrets": [{"name": "registry"}]},
 }
 
 

@@ -135,10 +135,14 @@ def test_spark_drivers_get_an_account_allowed_to_manage_their_executors_where_th
             {"kind": "ServiceAccount", "name": "weir-spark", "namespace": namespace}]
 
 
-def test_drivers_manage_claims_only_when_asked(chart: Chart) -> None:
-    (role,) = [r for r in chart.render("json-logs").of_kind("Role") if r["metadata"]["name"] == "weir-spark"]
+def test_drivers_manage_claims_only_when_asked_and_pull_with_the_charts_secrets(chart: Chart) -> None:
+    rendered = chart.render("json-logs")
+    (role,) = [r for r in rendered.of_kind("Role") if r["metadata"]["name"] == "weir-spark"]
     assert grants(role)[("", "persistentvolumeclaims")] == {"create", "get", "list", "delete",
                                                            "deletecollection"}
+    account = rendered.one("ServiceAccount", "weir-spark")
+    assert account["imagePullSecrets"] == [{"name": "registry"}]
+    assert rendered.one("Deployment")["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "registry"}]
 
 
 def test_every_rule_in_the_templates_says_why() -> None:
