@@ -142,7 +142,8 @@ def test_drivers_manage_claims_only_when_asked_and_pull_with_the_charts_secrets(
                                                            "deletecollection"}
     account = rendered.one("ServiceAccount", "weir-spark")
     assert account["imagePullSecrets"] == [{"name": "registry"}]
-    assert rendered.one("Deployment")["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "registry"}]
+    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
 
 
 def test_every_rule_in_the_templates_says_why() -> None:
