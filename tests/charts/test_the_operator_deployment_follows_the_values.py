@@ -10,7 +10,7 @@ import typer
 import yaml
 
 from lakeoperator.main import operator_command
-from tests.charts.chart import CHART_DIR, NAMESPACE, Chart
+from tests.charts.chart import CHART_DIR, NAMESPACE, VALUES, Chart
 
 APP_VERSION = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())["appVersion"]
 
@@ -103,3 +103,27 @@ def test_the_metrics_service_selects_only_the_operator(chart: Chart) -> None:
 def test_several_replicas_without_leader_election_are_refused(chart: Chart) -> None:
     result = chart.template({"replicaCount": 2, "leaderElection": {"enabled": False}})
     assert result.returncode != 0 and "leaderElection.enabled" in result.stderr
+
+
+@pytest.mark.parametrize("values_name", ["json-logs", "several-namespaces"])
+def test_weir_operator_parses_the_variables_into_the_values(chart: Chart, values_name: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    _, operator = container(chart, values_name)
+    for name, value in env(operator).items():
+        if isinstance(value, str):
+            monkeypatch.setenv(name, value)
+    app = typer.Typer()
+    app.command()(operator_command)
+    params = typer.main.get_command(app).make_context("weir operator", []).params
+    values = VALUES[values_name]
+    assert params["namespace"] == values.get("watchNamespaces", [NAMESPACE])
+    assert params["log_format"] == values.get("operator", {}).get("logFormat", "plain")
+    assert params["workers"] == values.get("operator", {}).get("workers", 8)
+    assert params["supervise_period"] == values.get("operator", {}).get("supervisePeriodSeconds", 1)
+    lease = values.get("leaderElection", {})
+    assert params["leader_election"] is True
+    assert (params["lease_name"], params["lease_duration"], params["lease_renew"]) == (
+        lease.get("leaseName", "weir-operator"), lease.get("leaseDurationSeconds", 15),
+        lease.get("renewSeconds", 5))
+    assert params["driver_service_account"] == "weir-spark"
+    assert params["image"] == f"ghcr.io/weir-dev/weir-spark:{APP_VERSION}"
