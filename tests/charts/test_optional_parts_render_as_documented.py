@@ -33,6 +33,11 @@ def test_the_bundled_zookeeper_is_an_ensemble_behind_two_services(chart: Chart) 
     assert env["ZOO_SERVERS"].split() == [
         f"server.{i + 1}=lakes-weir-zookeeper-{i}.{peers}:2888:3888;2181" for i in range(3)]
     assert env["ZOO_STANDALONE_ENABLED"] == "false"
+    (init,) = statefulset["spec"]["template"]["spec"]["initContainers"]
+    conf = {m["name"]: m["mountPath"] for m in init["volumeMounts"]}
+    # the image's /conf is copied into the writable one the server uses
+    assert "/conf/." in init["command"][-1] and conf["conf"] in init["command"][-1]
+    assert {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["conf"] == "/conf"
     (claim,) = statefulset["spec"]["volumeClaimTemplates"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
     assert client["spec"]["selector"].items() <= statefulset["spec"]["template"]["metadata"]["labels"].items()
