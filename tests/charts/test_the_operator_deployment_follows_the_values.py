@@ -127,3 +127,12 @@ def test_weir_operator_parses_the_variables_into_the_values(chart: Chart, values
         lease.get("renewSeconds", 5))
     assert params["driver_service_account"] == "weir-spark"
     assert params["image"] == f"ghcr.io/weir-dev/weir-spark:{APP_VERSION}"
+
+
+def test_with_everything_brought_by_the_user_only_the_operator_and_its_service_are_rendered(
+        chart: Chart) -> None:
+    rendered = chart.render("bring-your-own")
+    assert sorted(o["kind"] for o in rendered.objects) == ["Deployment", "Pod", "Service"]
+    deployment, operator = container(chart, "bring-your-own")
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "my-operator"
+    assert env(operator)["WEIR_DRIVER_SERVICE_ACCOUNT"] == "my-spark"
