@@ -67,3 +67,13 @@ def test_every_value_is_in_the_schema_and_documented() -> None:
 
     undocumented = [path for path in leaves(values, "", schema) if not documented(path)]
     assert not undocumented, f"add these values to the table in charts/weir/README.md: {undocumented}"
+
+
+@pytest.mark.parametrize(("setting", "named"), [
+    ("operator.logFormat=yaml", "/operator/logFormat"),
+    ("operator.workers=many", "/operator/workers"),
+    ("leaderElection.enable=false", "'enable' not allowed"),
+])
+def test_helm_set_is_checked_too(chart: Chart, setting: str, named: str) -> None:
+    result = chart.template({}, "--set", setting)
+    assert result.returncode != 0 and named in result.stderr, result.stderr
