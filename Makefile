@@ -16,7 +16,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps test lint demo bench e2e clean distclean
+.PHONY: venv deps system-deps test lint demo bench e2e crds clean distclean
 
 venv: $(PY)
 
@@ -64,6 +64,11 @@ lint: deps
 demo: deps
 	$(PY) -m lakecore.demo
 	$(PY) -m sparkjobs.demo
+
+# After editing crds/*.yaml: the chart's copies and the reference page follow (tests check both).
+crds: deps
+	cp crds/weir.dev_*.yaml charts/weir/files/crds/
+	PYTHONPATH=operator $(PY) -m lakeoperator.crd_docs > docs/crds.md
 
 $(BENCH_STAMP): $(DEPS_STAMP)
 	$(PIP) install -q -e '.[bench]'

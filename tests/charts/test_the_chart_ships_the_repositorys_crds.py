@@ -13,7 +13,7 @@ def test_the_copies_are_byte_equal_to_crds() -> None:
     theirs = {p.name: p.read_bytes() for p in (REPO_ROOT / "crds").glob("weir.dev_*.yaml")}
     assert sorted(ours) == sorted(theirs), "charts/weir/files/crds/ must hold exactly crds/weir.dev_*.yaml"
     stale = [name for name in ours if ours[name] != theirs[name]]
-    assert not stale, f"{stale} differ from crds/: cp crds/weir.dev_*.yaml charts/weir/files/crds/"
+    assert not stale, f"{stale} differ from crds/: run `make crds` (copies them into the chart)"
 
 
 def test_rendered_crds_are_the_files_with_the_keep_annotation(chart: Chart) -> None:
