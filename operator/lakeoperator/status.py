@@ -102,7 +102,8 @@ def kstatus_conditions(*, reconciling: bool, stalled: bool, reason: str,
     reconciling = reconciling and not stalled
     return (Condition("Reconciling", _flag(reconciling), reason if reconciling else "AsExpected",
                       message if reconciling else ""),
-            Condition("Stalled", _flag(stalled), reason if stalled else "AsExpected", message if stalled else ""))
+            Condition("Stalled", _flag(stalled), reason if stalled else "AsExpected",
+                      message if stalled else ""))
 
 
 def _with(old: Mapping[str, Any] | None, ref: ObjectRef, now: datetime, conditions: Sequence[Condition],

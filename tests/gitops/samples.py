@@ -70,8 +70,8 @@ def body(kind: Kind, ref: ObjectRef, status: dict[str, Any] | None, *, generatio
 def _writer(name: str, observed: WriterObserved, kstatus: KStatus, health: Health,
             **spec: Any) -> Sample:
     plan = plan_writer(REF, writer(**spec), observed, NOW)
-    return Sample(f"LakeWriter/{name}", "LakeWriter", body("LakeWriter", REF, writer_status(REF, plan, None, NOW)),
-                  kstatus, health)
+    status = writer_status(REF, plan, None, NOW)
+    return Sample(f"LakeWriter/{name}", "LakeWriter", body("LakeWriter", REF, status), kstatus, health)
 
 
 def writer_samples() -> list[Sample]:
@@ -109,7 +109,8 @@ def writer_samples() -> list[Sample]:
     return [*samples,
             Sample("LakeWriter/invalid-spec", "LakeWriter", body("LakeWriter", REF, invalid), "Failed",
                    "Degraded"),
-            Sample("LakeWriter/paused", "LakeWriter", body("LakeWriter", REF, paused), "Current", "Suspended"),
+            Sample("LakeWriter/paused", "LakeWriter", body("LakeWriter", REF, paused), "Current",
+                   "Suspended"),
             Sample("LakeWriter/spec-changed-not-yet-seen", "LakeWriter",
                    body("LakeWriter", REF, ok, generation=REF.generation + 1), "InProgress", "Progressing")]
 
@@ -128,7 +129,8 @@ def table_samples() -> list[Sample]:
                 "lock": {"provider": "storage"}, "schema": []}
 
     def sample(name: str, status: dict[str, Any], kstatus: KStatus, health: Health, **kw: Any) -> Sample:
-        return Sample(f"LakeTable/{name}", "LakeTable", body("LakeTable", TABLE, status, **kw), kstatus, health)
+        return Sample(f"LakeTable/{name}", "LakeTable", body("LakeTable", TABLE, status, **kw), kstatus,
+                      health)
 
     return [
         sample("creating", table_status(TABLE, creating, None, NOW), "InProgress", "Progressing"),
