@@ -139,13 +139,17 @@ def writer_conditions(ref: ObjectRef, plan: WriterPlan) -> tuple[Condition, ...]
     else:
         why, says = (plan.reason, plan.message) if degraded else ("AsExpected", "")
     # a failed or aborted writer, or a refused change, waits for a spec change (restartNonce, a revert);
-    # a writer deleting its driver to suspend is still on its way to the spec
-    stalled = plan.phase in (WriterPhase.FAILED, WriterPhase.ABORTED) or plan.refused_change is not None
+    # on its way to the spec: a writer deleting a driver (to suspend or restart), and one whose next
+    # submission is held back (its table is not Ready) whatever phase it is still in
+    held = plan.action == Action.WAIT and plan.phase in (WriterPhase.FAILED, WriterPhase.ABORTED,
+                                                         WriterPhase.SUSPENDED)
+    stalled = (plan.phase in (WriterPhase.FAILED, WriterPhase.ABORTED) and not held) \
+        or plan.refused_change is not None
     return (Condition("Ready", _flag(ready), plan.reason, plan.message),
             Condition("Progressing", _flag(progressing), plan.reason, plan.message if progressing else ""),
             Condition("Degraded", _flag(degraded or plan.refused_change is not None), why, says),
             _paused(ref),
-            *kstatus_conditions(reconciling=progressing or plan.action == Action.DELETE_DRIVER,
+            *kstatus_conditions(reconciling=progressing or held or plan.action == Action.DELETE_DRIVER,
                                 stalled=stalled, reason=why if stalled else plan.reason,
                                 message=says if stalled else plan.message))
 

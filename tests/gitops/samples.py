@@ -8,10 +8,13 @@ user expects Flux (kstatus) and Argo CD to say of it.
 from __future__ import annotations
 
 import copy
+import tempfile
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal
 
+from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.plan.service import (
     ActiveRun,
     RunRecord,
@@ -26,6 +29,7 @@ from lakeoperator.plan.writer import (
     WriterPhase,
     plan_writer,
 )
+from lakeoperator.reconcile import reconcile_writer
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table, parse_table_service
 from lakeoperator.status import (
     TableInfo,
@@ -35,7 +39,7 @@ from lakeoperator.status import (
     table_status,
     writer_status,
 )
-from tests.lakeoperator.bodies import lake_table, table_service
+from tests.lakeoperator.bodies import lake_table, lake_writer, table_service
 from tests.lakeoperator.plan.writer_cases import NOW, REF, SID, ago, ended, running, writer
 
 KStatus = Literal["Current", "InProgress", "Failed", "Terminating"]
@@ -74,6 +78,19 @@ def _writer(name: str, observed: WriterObserved, kstatus: KStatus, health: Healt
     return Sample(f"LakeWriter/{name}", "LakeWriter", body("LakeWriter", REF, status), kstatus, health)
 
 
+def _held(name: str, old: dict[str, Any] | None, table_phase: str, kstatus: KStatus, health: Health,
+          **spec: Any) -> Sample:
+    """A writer whose next submission waits for its LakeTable, through the reconcile core itself."""
+    body_ = {**lake_writer(**spec), "status": old} if old else lake_writer(**spec)
+    table = {**lake_table(), "status": {"phase": table_phase}}
+    with tempfile.TemporaryDirectory() as state:     # nothing is launched: the submission waits
+        outcome = reconcile_writer(body_, table, LocalLauncher(state), NOW, PodSettings(),
+                                   applied=lake_writer()["spec"] if old else None)
+    ref = ObjectRef.from_body(body_)
+    return Sample(f"LakeWriter/{name}", "LakeWriter", body("LakeWriter", ref, outcome.status), kstatus,
+                  health)
+
+
 def writer_samples() -> list[Sample]:
     abort = {"restartPolicy": {"onConflict": "Abort"}}
     stale_pod = DriverObservation("orders-ingest-0-00000000", "Succeeded", exit_code=0)
@@ -103,6 +120,14 @@ def writer_samples() -> list[Sample]:
     ]
     phases = {s.body["status"]["phase"] for s in samples}
     assert phases == {p.value for p in WriterPhase}, f"a writer phase has no sample: {phases}"
+    failed = samples[9].body["status"]
+    assert failed["phase"] == "Failed"
+    samples += [
+        _held("waiting-for-its-table", None, "Pending", "InProgress", "Progressing"),
+        # a failed writer rerun (restartNonce) while its table is refused: held back, not stalled
+        _held("rerun-waiting-for-its-table", failed, "Failed", "InProgress", "Progressing",
+              restartNonce="again"),
+    ]
     ok = writer_status(REF, plan_writer(REF, writer(), running(), NOW), None, NOW)
     invalid = invalid_spec_status(REF, SpecError("spec.source", "set path or table"), ok, NOW)
     paused = paused_status(replace(REF, paused=True), ok, NOW)

@@ -249,3 +249,25 @@ def test_a_writer_that_stays_terminal_keeps_the_reason_it_ended_with(phase: Writ
     ready = next(c for c in again["conditions"] if c["type"] == "Ready")
     assert (ready["reason"], ready["message"]) == ("Conflict", ended.message)
     assert status_patch(first, again) is None   # nothing to write: the pass repeated
+
+
+# phase, action, reason -> kstatus' Reconciling, Stalled
+@pytest.mark.parametrize(("phase", "action", "reason", "expected"), [
+    (WriterPhase.SUBMITTED, Action.SUBMIT, "Submitting", ("True", "False")),
+    (WriterPhase.RUNNING, Action.WAIT, "Running", ("False", "False")),
+    (WriterPhase.BACKING_OFF, Action.WAIT, "BackingOff", ("True", "False")),
+    (WriterPhase.SUCCEEDED, Action.NONE, "Completed", ("False", "False")),
+    (WriterPhase.FAILED, Action.NONE, "BadInput", ("False", "True")),
+    (WriterPhase.FAILED, Action.DELETE_DRIVER, "ReadyTimeout", ("False", "True")),
+    (WriterPhase.ABORTED, Action.NONE, "Conflict", ("False", "True")),
+    (WriterPhase.FAILED, Action.WAIT, "TableNotReady", ("True", "False")),     # a rerun held back
+    (WriterPhase.SUSPENDED, Action.DELETE_DRIVER, "Suspending", ("True", "False")),
+    (WriterPhase.SUSPENDED, Action.NONE, "Suspended", ("False", "False")),
+])
+def test_kstatus_conditions_follow_the_writer_plan(phase: WriterPhase, action: Action, reason: str,
+                                                   expected: tuple[str, str]) -> None:
+    conditions = {c.type: c for c in writer_conditions(REF, replace(SUBMIT, phase=phase, action=action,
+                                                                    reason=reason))}
+    assert (conditions["Reconciling"].status, conditions["Stalled"].status) == expected
+    true = [c for c in (conditions["Reconciling"], conditions["Stalled"]) if c.status == "True"]
+    assert [c.reason for c in true] == ([reason] if "True" in expected else [])

@@ -39,10 +39,14 @@ if stalled ~= nil and stalled.status == "True" then
   return {status = "Degraded", message = say(stalled, "stalled")}
 end
 local phase = status.phase
+-- on its way to the spec: starting, backing off, suspending, a rerun waiting for its table
+if reconciling ~= nil and reconciling.status == "True" then
+  return {status = "Progressing", message = (phase or "Pending") .. " - " .. say(reconciling, "reconciling")}
+end
 if phase == "Failed" or phase == "Aborted" then
   return {status = "Degraded", message = say(ready, phase)}
 end
-if phase == "Suspended" and not (reconciling ~= nil and reconciling.status == "True") then
+if phase == "Suspended" then
   return {status = "Suspended", message = say(ready, "spec.state is Suspended")}
 end
 if phase == "Succeeded" or (phase == "Running" and ready ~= nil and ready.status == "True") then
