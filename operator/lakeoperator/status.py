@@ -1,6 +1,7 @@
 """Derived status of the three kinds: phase and conditions from a plan, and the minimal patch to write.
 
-Owns: the condition types (Ready, Progressing, Degraded, ReconciliationPaused) and what each means per
+Owns: the condition types (Ready, Progressing, Degraded, ReconciliationPaused, and kstatus' Reconciling
+and Stalled, which Flux and other kstatus readers judge a custom resource by) and what each means per
 kind, `lastTransitionTime` (moves only when a condition's status flips), `observedGeneration`, the status
 of an invalid spec (Ready=False, reason InvalidSpec: reported, never a crash loop) and of a paused
 resource, and `status_patch` (None when nothing changed, so no-op patches are skipped).
@@ -31,9 +32,10 @@ from lakeoperator.plan.writer import (
 )
 from lakeoperator.specs import ObjectRef, SpecError
 
-ConditionType = Literal["Ready", "Progressing", "Degraded", "ReconciliationPaused"]
+ConditionType = Literal["Ready", "Progressing", "Degraded", "ReconciliationPaused", "Reconciling", "Stalled"]
 ConditionStatus = Literal["True", "False", "Unknown"]
-CONDITION_TYPES: tuple[ConditionType, ...] = ("Ready", "Progressing", "Degraded", "ReconciliationPaused")
+CONDITION_TYPES: tuple[ConditionType, ...] = ("Ready", "Progressing", "Degraded", "ReconciliationPaused",
+                                              "Reconciling", "Stalled")
 WRITER_HISTORY_LIMIT = 10
 
 
@@ -90,6 +92,20 @@ def _paused(ref: ObjectRef) -> Condition:
     return Condition("ReconciliationPaused", "False", "Reconciling")
 
 
+def kstatus_conditions(*, reconciling: bool, stalled: bool, reason: str,
+                       message: str) -> tuple[Condition, Condition]:
+    """kstatus' abnormal-true conditions (sigs.k8s.io/cli-utils pkg/kstatus), which Flux's health checks
+    read: Reconciling True -> InProgress (the operator still works towards the spec, and will get there
+    without a change), Stalled True -> Failed (it cannot get there until the spec or the world changes);
+    neither -> Current, once status.observedGeneration equals metadata.generation. Never both: kstatus
+    takes the first True one it finds, and a resource that waits for a change is stalled, not reconciling."""
+    reconciling = reconciling and not stalled
+    return (Condition("Reconciling", _flag(reconciling), reason if reconciling else "AsExpected",
+                      message if reconciling else ""),
+            Condition("Stalled", _flag(stalled), reason if stalled else "AsExpected",
+                      message if stalled else ""))
+
+
 def _with(old: Mapping[str, Any] | None, ref: ObjectRef, now: datetime, conditions: Sequence[Condition],
           fields: Mapping[str, Any]) -> dict[str, Any]:
     status = dict(old or {})
@@ -122,10 +138,20 @@ def writer_conditions(ref: ObjectRef, plan: WriterPlan) -> tuple[Condition, ...]
         why, says = "SpecChangeRefused", plan.refused_change
     else:
         why, says = (plan.reason, plan.message) if degraded else ("AsExpected", "")
+    # a failed or aborted writer, or a refused change, waits for a spec change (restartNonce, a revert);
+    # on its way to the spec: a writer deleting a driver (to suspend or restart), and one whose next
+    # submission is held back (its table is not Ready) whatever phase it is still in
+    held = plan.action == Action.WAIT and plan.phase in (WriterPhase.FAILED, WriterPhase.ABORTED,
+                                                         WriterPhase.SUSPENDED)
+    stalled = (plan.phase in (WriterPhase.FAILED, WriterPhase.ABORTED) and not held) \
+        or plan.refused_change is not None
     return (Condition("Ready", _flag(ready), plan.reason, plan.message),
             Condition("Progressing", _flag(progressing), plan.reason, plan.message if progressing else ""),
             Condition("Degraded", _flag(degraded or plan.refused_change is not None), why, says),
-            _paused(ref))
+            _paused(ref),
+            *kstatus_conditions(reconciling=progressing or held or plan.action == Action.DELETE_DRIVER,
+                                stalled=stalled, reason=why if stalled else plan.reason,
+                                message=says if stalled else plan.message))
 
 
 def attempt_json(r: AttemptRecord) -> dict[str, Any]:
@@ -184,7 +210,10 @@ def service_conditions(ref: ObjectRef, plan: ServicePlan) -> tuple[Condition, ..
             Condition("Degraded", _flag(bad), "LastRunFailed" if bad else "AsExpected",
                       f"run {last.id} ended with {last.outcome.value}; see its pod's log"
                       if bad and last is not None else ""),
-            _paused(ref))
+            _paused(ref),
+            # a service's spec is in effect once its schedule is: runs (and a failed one, Degraded) are
+            # its normal life, not progress towards the spec, so kstatus sees it Current
+            *kstatus_conditions(reconciling=False, stalled=False, reason=plan.reason, message=""))
 
 
 def service_status(ref: ObjectRef, plan: ServicePlan, old: Mapping[str, Any] | None, now: datetime, *,
@@ -230,7 +259,10 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
                   Condition("Progressing", _flag(phase == "Pending"), reason, ""),
                   Condition("Degraded", _flag(failed), reason if failed else "AsExpected",
                             message if failed else ""),
-                  _paused(ref))
+                  _paused(ref),
+                  # a storage error is retried (it may heal); a config mismatch waits for a spec change
+                  *kstatus_conditions(reconciling=phase == "Pending" or error is not None, stalled=refused,
+                                      reason=reason, message=message))
     i = info or TableInfo()
     return _with(old, ref, now, conditions, {
         "phase": phase,
@@ -301,7 +333,9 @@ def invalid_spec_status(ref: ObjectRef, error: SpecError, old: Mapping[str, Any]
         Condition("Ready", "False", "InvalidSpec", message),
         Condition("Progressing", "False", "InvalidSpec", ""),
         Condition("Degraded", "True", "InvalidSpec", message),
-        _paused(ref)), {"lastError": message})
+        _paused(ref),
+        *kstatus_conditions(reconciling=False, stalled=True, reason="InvalidSpec", message=message)),
+        {"lastError": message})
 
 
 def paused_status(ref: ObjectRef, old: Mapping[str, Any] | None, now: datetime) -> dict[str, Any]:

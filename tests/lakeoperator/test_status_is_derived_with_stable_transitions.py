@@ -46,7 +46,9 @@ def test_writer_status_golden() -> None:
         "conditions": [cond("Ready", "False", "Submitting", msg),
                        cond("Progressing", "True", "Submitting", msg),
                        cond("Degraded", "False", "AsExpected"),
-                       cond("ReconciliationPaused", "False", "Reconciling")],
+                       cond("ReconciliationPaused", "False", "Reconciling"),
+                       cond("Reconciling", "True", "Submitting", msg),
+                       cond("Stalled", "False", "AsExpected")],
         "observedGeneration": 3,
         "attempts": {"total": 1, "failures": 0, "infraFailures": 0, "conflicts": 0},
         "history": [],
@@ -63,7 +65,8 @@ def test_transition_times_move_only_when_a_condition_flips() -> None:
     later = writer_status(REF, running, first, T1)
     times = {c["type"]: c["lastTransitionTime"] for c in later["conditions"]}
     assert times == {"Ready": "2026-11-23T12:05:00Z", "Progressing": "2026-11-23T12:05:00Z",
-                     "Degraded": "2026-11-23T12:00:00Z", "ReconciliationPaused": "2026-11-23T12:00:00Z"}
+                     "Degraded": "2026-11-23T12:00:00Z", "ReconciliationPaused": "2026-11-23T12:00:00Z",
+                     "Reconciling": "2026-11-23T12:05:00Z", "Stalled": "2026-11-23T12:00:00Z"}
     # same statuses, new reason and message: the time stays
     again = writer_status(REF, replace(running, message="still ok"), later, T1 + timedelta(hours=1))
     assert [c["lastTransitionTime"] for c in again["conditions"]] == list(times.values())
@@ -127,7 +130,7 @@ def test_writer_conditions_per_phase(phase: WriterPhase, reason: str, expected: 
 
 def test_a_refused_change_degrades_a_running_writer_that_stays_ready() -> None:
     plan = replace(SUBMIT, phase=WriterPhase.RUNNING, reason="Running", refused_change="revert it")
-    ready, _, degraded, _ = writer_conditions(REF, plan)
+    ready, _, degraded, *_ = writer_conditions(REF, plan)
     assert (ready.status, degraded.status, degraded.reason, degraded.message) == (
         "True", "True", "SpecChangeRefused", "revert it")
 
@@ -170,7 +173,9 @@ def test_table_status_golden() -> None:
         "conditions": [cond("Ready", "True", "TableReady", "", T1, 2),
                        cond("Progressing", "False", "TableReady", "", T1, 2),
                        cond("Degraded", "False", "AsExpected", "", T0, 2),
-                       cond("ReconciliationPaused", "False", "Reconciling", "", T0, 2)],
+                       cond("ReconciliationPaused", "False", "Reconciling", "", T0, 2),
+                       cond("Reconciling", "False", "AsExpected", "", T1, 2),
+                       cond("Stalled", "False", "AsExpected", "", T0, 2)],
         "observedGeneration": 2, "latestInstant": "20261123120000000",
         "latestInstantTime": "2026-11-23T12:05:00Z", "pendingCompactions": 1, "activeWriters": 2,
         "lastError": None,
@@ -208,7 +213,9 @@ def test_service_status_golden() -> None:
                        cond("Progressing", "True", "Starting", "starting run x", T0, 1),
                        cond("Degraded", "True", "LastRunFailed", "run orders-compact-20261123060000 ended "
                             "with failure; see its pod's log", T0, 1),
-                       cond("ReconciliationPaused", "False", "Reconciling", "", T0, 1)],
+                       cond("ReconciliationPaused", "False", "Reconciling", "", T0, 1),
+                       cond("Reconciling", "False", "AsExpected", "", T0, 1),
+                       cond("Stalled", "False", "AsExpected", "", T0, 1)],
         "observedGeneration": 1,
     }
 
@@ -242,3 +249,25 @@ def test_a_writer_that_stays_terminal_keeps_the_reason_it_ended_with(phase: Writ
     ready = next(c for c in again["conditions"] if c["type"] == "Ready")
     assert (ready["reason"], ready["message"]) == ("Conflict", ended.message)
     assert status_patch(first, again) is None   # nothing to write: the pass repeated
+
+
+# phase, action, reason -> kstatus' Reconciling, Stalled
+@pytest.mark.parametrize(("phase", "action", "reason", "expected"), [
+    (WriterPhase.SUBMITTED, Action.SUBMIT, "Submitting", ("True", "False")),
+    (WriterPhase.RUNNING, Action.WAIT, "Running", ("False", "False")),
+    (WriterPhase.BACKING_OFF, Action.WAIT, "BackingOff", ("True", "False")),
+    (WriterPhase.SUCCEEDED, Action.NONE, "Completed", ("False", "False")),
+    (WriterPhase.FAILED, Action.NONE, "BadInput", ("False", "True")),
+    (WriterPhase.FAILED, Action.DELETE_DRIVER, "ReadyTimeout", ("False", "True")),
+    (WriterPhase.ABORTED, Action.NONE, "Conflict", ("False", "True")),
+    (WriterPhase.FAILED, Action.WAIT, "TableNotReady", ("True", "False")),     # a rerun held back
+    (WriterPhase.SUSPENDED, Action.DELETE_DRIVER, "Suspending", ("True", "False")),
+    (WriterPhase.SUSPENDED, Action.NONE, "Suspended", ("False", "False")),
+])
+def test_kstatus_conditions_follow_the_writer_plan(phase: WriterPhase, action: Action, reason: str,
+                                                   expected: tuple[str, str]) -> None:
+    conditions = {c.type: c for c in writer_conditions(REF, replace(SUBMIT, phase=phase, action=action,
+                                                                    reason=reason))}
+    assert (conditions["Reconciling"].status, conditions["Stalled"].status) == expected
+    true = [c for c in (conditions["Reconciling"], conditions["Stalled"]) if c.status == "True"]
+    assert [c.reason for c in true] == ([reason] if "True" in expected else [])
