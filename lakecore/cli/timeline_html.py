@@ -39,14 +39,16 @@ _STEPS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15
              86_400_000, 172_800_000, 604_800_000, 2_592_000_000, 31_536_000_000]
 
 CSS = """
-body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:20px;color:#222;background:#fff}
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:20px;color:#222;
+background:#fff}
 h1{font-size:20px;margin:0 0 4px} p.meta{margin:2px 0;color:#444} .note{color:#8a4b00}
 .legend{display:flex;flex-wrap:wrap;gap:6px 18px;margin:10px 0;padding:0;list-style:none}
 .legend li{display:flex;align-items:center;gap:6px} .legend svg{flex:none}
 svg.timeline{max-width:100%;height:auto;border:1px solid #ddd;background:#fff}
 svg text{font:11px system-ui,sans-serif;fill:#333} svg text.group{font-weight:600;fill:#000}
 svg .grid{stroke:#e6e6e6} svg .axis{stroke:#999} svg .now{stroke:#d35400;stroke-dasharray:4 3}
-svg .lane-bg{fill:#fafafa} svg .lane-sep{stroke:#eee} svg .archived-region{fill:#eceff1}
+svg .lane-bg{fill:#fafafa} svg .lane-sep{stroke:#eee}
+svg .archived-region{fill:#78909c;fill-opacity:.12;pointer-events:none}
 .span rect{stroke:#fff;stroke-width:.5} .span:hover rect{stroke:#000;stroke-width:1.5}
 .b-write{fill:#2f6fdf} .b-compaction{fill:#8e44ad} .b-clustering{fill:#138d75} .b-clean{fill:#7f8c8d}
 .b-rollback{fill:#e67e22} .b-savepoint,.b-restore{fill:#34495e}
@@ -69,7 +71,8 @@ DEFS = ('<defs><pattern id="pending" width="6" height="6" patternUnits="userSpac
 
 LEGEND = [("b-write", "", "completed write (one lane per writer, named by its commits)"),
           ("b-compaction", "", "compaction"), ("b-clustering", "", "clustering (replacecommit)"),
-          ("b-clean", "", "clean"), ("b-rollback", "", "rollback"), ("b-savepoint", "", "savepoint / restore"),
+          ("b-clean", "", "clean"), ("b-rollback", "", "rollback"),
+          ("b-savepoint", "", "savepoint / restore"),
           ("", "o-pending", "pending (requested or inflight): open to now"),
           ("", "o-aborted", "aborted: proof of death recorded, never completes"),
           ("", "o-rolled_back", "rolled back / undone: its data was deleted"),
@@ -207,7 +210,8 @@ def _summary(facts: TimelineFacts) -> str:
     parts = [f"{counts.get(k, 0)} {label}" for k, label in
              (("completed", "completed"), ("pending", "pending"), ("aborted", "aborted"),
               ("rolled_back", "rolled back or undone"))]
-    text = f"{facts.total} instants on the timeline ({facts.archived} of them archived); drawn: {', '.join(parts)}"
+    text = (f"{facts.total} instants on the timeline ({facts.archived} of them archived); "
+            f"drawn: {', '.join(parts)}")
     counted = sum(c.count for c in facts.counted)
     return text + (f"; {counted} older ones counted" if counted else "") + "."
 
@@ -250,28 +254,27 @@ def _svg(facts: TimelineFacts, scale: Scale, lanes: Sequence[Lane]) -> str:
             top = max(c.count for c in lane.counted)
             for c in lane.counted:
                 x0, x1 = scale.x(c.start_ms), scale.x(c.end_ms)
-                body.append(f'<rect class="count" x="{x0:.1f}" y="{y + LANE_PAD}" width="{max(x1 - x0, 1):.1f}" '
-                            f'height="{BAR_H}" opacity="{0.15 + 0.85 * c.count / top:.2f}"><title>'
-                            f"{esc(f'{c.count} {c.action} instant(s) requested {_iso(c.start_ms)} to {_iso(c.end_ms)}')}"
-                            "</title></rect>")
+                what = f"{c.count} {c.action} instant(s) requested {_iso(c.start_ms)} to {_iso(c.end_ms)}"
+                body.append(f'<rect class="count" x="{x0:.1f}" y="{y + LANE_PAD}" '
+                            f'width="{max(x1 - x0, 1):.1f}" height="{BAR_H}" '
+                            f'opacity="{0.15 + 0.85 * c.count / top:.2f}"><title>{esc(what)}</title></rect>')
         if lane.archival and facts.archived_boundary_ms is not None:
             x = scale.x(facts.archived_boundary_ms)
             body.append(f'<g class="archival-mark"><title>{esc(facts.archival or "")}</title>'
                         f'<line class="archival" x1="{x:.1f}" y1="{y + 3}" x2="{x:.1f}" y2="{y + h - 3}"/>'
-                        f'<text x="{x + 6:.1f}" y="{y + LANE_PAD + 11}">{esc(f"{facts.archived} archived")}</text></g>')
+                        f'<text x="{x + 6:.1f}" y="{y + LANE_PAD + 11}">{facts.archived} archived</text></g>')
         body.append("</g>")
         body.append(f'<line class="lane-sep" x1="0" y1="{y + h}" x2="{WIDTH}" y2="{y + h}"/>')
         y += h
     height = y + 10
-    back = []
-    if facts.archived_boundary_ms is not None:
-        xb = scale.x(facts.archived_boundary_ms)
-        back.append(f'<rect class="archived-region" x="{LABEL_W}" y="{lane_top}" width="{max(xb - LABEL_W, 0):.1f}" '
-                    f'height="{y - lane_top}"><title>{esc(facts.archival or "")}</title></rect>')
+    if facts.archived_boundary_ms is not None:  # on top, see-through, not in the way of the bars' titles
+        width = max(scale.x(facts.archived_boundary_ms) - LABEL_W, 0)
+        body.append(f'<rect class="archived-region" x="{LABEL_W}" y="{lane_top}" width="{width:.1f}" '
+                    f'height="{y - lane_top}"/>')
     head = [f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
             f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="timeline">']
     axis = _axis(scale, y, facts.now_ms)
-    return "".join(head + back + axis + body + ["</svg>"])
+    return "".join(head + axis + body + ["</svg>"])
 
 
 def _axis(scale: Scale, bottom: int, now: int) -> list[str]:
@@ -304,7 +307,9 @@ def _bar(s: Span, scale: Scale, y: int, now: int) -> str:
     kind = "b-write" if not s.service else f"b-{s.lane}"
     classes = f"span o-{s.outcome} {kind}" + (" archived" if s.archived else "")
     attrs = (f'class="{classes}" data-instant="{esc(s.instant)}" data-action="{esc(s.action)}" '
-             f'data-outcome="{esc(s.outcome)}" data-lane="{esc(s.lane)}"' + (' data-conflict="true"' if s.conflict else ""))
+             f'data-outcome="{esc(s.outcome)}" data-lane="{esc(s.lane)}"')
+    if s.conflict:
+        attrs += ' data-conflict="true"'
     parts = [f"<g {attrs}><title>{esc(_hover(s, now))}</title>",
              f'<rect class="{kind}" x="{x0:.1f}" y="{y}" width="{x1 - x0:.1f}" height="{BAR_H}" rx="2"/>']
     mid = y + BAR_H / 2
@@ -317,8 +322,9 @@ def _bar(s: Span, scale: Scale, y: int, now: int) -> str:
         xm = min(max(scale.x(at), x0), x1)
         cls = "mark" if s.conflict else "mark mark-dead"
         r = 4.5
-        parts.append(f'<line class="{cls}" x1="{xm - r:.1f}" y1="{mid - r}" x2="{xm + r:.1f}" y2="{mid + r}"/>'
-                     f'<line class="{cls}" x1="{xm + r:.1f}" y1="{mid - r}" x2="{xm - r:.1f}" y2="{mid + r}"/>')
+        for dx in (r, -r):
+            parts.append(f'<line class="{cls}" x1="{xm - dx:.1f}" y1="{mid - r}" x2="{xm + dx:.1f}" '
+                         f'y2="{mid + r}"/>')
     parts.append("</g>")
     return "".join(parts)
 
@@ -335,7 +341,7 @@ def _hover(s: Span, now: int) -> str:
     if s.end_ms is not None and s.completion:
         lines.append(f"took {(s.end_ms - s.start_ms) / 1000:.3f} s")
     if not s.service:
-        lines.append(f"writer: {s.writer or 'not recorded (a write names its writer in its commit metadata)'}")
+        lines.append("writer: " + (s.writer or "not recorded (a write names its writer when it commits)"))
     elif s.writer:
         lines.append(f"run by: {s.writer}")
     if s.operation:
@@ -354,7 +360,8 @@ def _hover(s: Span, now: int) -> str:
 
 
 def _abort_table(spans: Sequence[Span]) -> str:
-    bad = [s for s in spans if s.outcome in ("aborted", "rolled_back") or (s.outcome == "pending" and s.reason)]
+    bad = [s for s in spans
+           if s.outcome in ("aborted", "rolled_back") or (s.outcome == "pending" and s.reason)]
     if not bad:
         return "<p>No aborted, rolled-back or stalled writes on the timeline drawn.</p>"
     rows = "".join(f"<tr><td><code>{esc(s.instant)}</code></td><td>{esc(s.action)}</td><td>{esc(s.lane)}</td>"
@@ -362,8 +369,8 @@ def _abort_table(spans: Sequence[Span]) -> str:
                    f"<td>{esc(s.reason or 'no reason recorded')}</td></tr>" for s in bad[-MAX_LISTED:])
     more = f"<p>(the newest {MAX_LISTED} of {len(bad)} are listed)</p>" if len(bad) > MAX_LISTED else ""
     return ("<h2>Aborted, rolled-back and stalled writes</h2>" + more +
-            '<table class="aborts"><tr><th>instant</th><th>action</th><th>lane</th><th>outcome</th><th>why</th>'
-            f"</tr>{rows}</table>")
+            '<table class="aborts"><tr><th>instant</th><th>action</th><th>lane</th><th>outcome</th>'
+            f"<th>why</th></tr>{rows}</table>")
 
 
 def _iso(ms: int) -> str:

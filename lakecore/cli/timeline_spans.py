@@ -27,7 +27,16 @@ import pyarrow.compute as pc
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.errors import CorruptMetadata
 from lakecore.table import Table
-from lakecore.timeline import CommitMetadata, Instant, State, TimelineStore, now_ms, parse_file_name, to_epoch_ms
+from lakecore.timeline import (
+    CommitMetadata,
+    Instant,
+    State,
+    Timeline,
+    TimelineStore,
+    now_ms,
+    parse_file_name,
+    to_epoch_ms,
+)
 from lakecore.write.heartbeat import ABORTED_DIR, read_aborted, read_last_beat
 
 Outcome = Literal["completed", "pending", "aborted", "rolled_back"]
@@ -159,12 +168,13 @@ def read_facts(table: Table, *, now: int | None = None, max_spans: int = MAX_SPA
 # -- reading ----------------------------------------------------------------------------------------
 
 
-def _index(store: TimelineStore, timeline: Any) -> pa.Table:
+def _index(store: TimelineStore, timeline: Timeline) -> pa.Table:
     """requested_time, completion_time, action, pending of every instant (archived ones as Arrow columns)."""
-    active = pa.table({"requested_time": pa.array([i.requested_time for i in timeline.instants], pa.string()),
-                       "completion_time": pa.array([i.completion_time for i in timeline.instants], pa.string()),
-                       "action": pa.array([i.action for i in timeline.instants], pa.string()),
-                       "pending": pa.array([not i.is_completed for i in timeline.instants], pa.bool_())})
+    listed = timeline.instants
+    active = pa.table({"requested_time": pa.array([i.requested_time for i in listed], pa.string()),
+                       "completion_time": pa.array([i.completion_time for i in listed], pa.string()),
+                       "action": pa.array([i.action for i in listed], pa.string()),
+                       "pending": pa.array([not i.is_completed for i in listed], pa.bool_())})
     if not timeline.archived.count:
         return active
     rows = store.history.rows(timeline.archived.manifest, ["requested_time", "completion_time", "action"])
@@ -172,7 +182,7 @@ def _index(store: TimelineStore, timeline: Any) -> pa.Table:
     return pa.concat_tables([rows.cast(active.schema), active])
 
 
-def _archived(store: TimelineStore, timeline: Any, completed: pa.Table, drawn_from: str
+def _archived(store: TimelineStore, timeline: Timeline, completed: pa.Table, drawn_from: str
               ) -> list[tuple[Instant, bool]]:
     """The archived instants drawn one by one (requested at or after `drawn_from`), with their metadata;
     only the history files that can hold them are read."""
@@ -228,8 +238,8 @@ def _span(store: TimelineStore, table: Table, inst: Instant, meta: CommitMetadat
         if now - last > timeout:
             reason = (f"its writer looks dead: no heartbeat for {(now - last) / 1000:.0f} s (timeout "
                       f"{timeout / 1000:.0f} s); the next writer or clean rolls it back")
-        return Span(inst.requested_time, inst.action, state, "pending", WRITE_LANE_UNKNOWN, False, start, None,
-                    reason=reason)
+        return Span(inst.requested_time, inst.action, state, "pending", WRITE_LANE_UNKNOWN, False, start,
+                    None, reason=reason)
     lane = "clustering" if inst.action == "replacecommit" else inst.action
     return Span(inst.requested_time, inst.action, state, "pending", lane, True, start, None,
                 note=_pending_note(store, inst))
@@ -255,14 +265,14 @@ def _note(inst: Instant, meta: CommitMetadata | None) -> str | None:
         if extra.get("rolled_back"):
             return f"rolled back the pending {extra.get('action', 'write')} {extra['rolled_back']}"
         undone = [p.requested_time for n in extra.get("undone", ()) or () if (p := parse_file_name(str(n)))]
-        what = f"undid {', '.join(undone[:5])}{' ...' if len(undone) > 5 else ''}" if undone else "undid nothing"
+        what = f"undid {_few(undone)}" if undone else "undid nothing"
         if extra.get("restored_to"):
             what += f" (restore to savepoint {extra.get('savepoint')}, as of {extra['restored_to']})"
         return what
     if inst.action == "clean":
         dead = list(extra.get("rolled_back", ()) or ())
         text = f"deleted {len(extra.get('deleted', ()) or ())} file(s)"
-        return text + (f"; rolled back dead writes {', '.join(map(str, dead[:5]))}" if dead else "")
+        return text + (f"; rolled back dead writes {_few([str(d) for d in dead])}" if dead else "")
     if inst.action == "savepoint":
         if extra.get("deleted_savepoint"):
             return f"deleted savepoint {extra['deleted_savepoint']}"
@@ -338,8 +348,9 @@ def _with_reason(s: Span, record: Mapping[str, Any] | None, lanes: Mapping[str, 
             other = str(record.get("other") or "?")
             writer = lanes.get(other)
             who = f" ({writer})" if writer and not writer.startswith("(") else ""
-            groups = ["/".join(map(str, g)) for g in record.get("file_groups") or () if isinstance(g, list)]
-            on = f" on file group(s) {', '.join(groups[:3])}{' ...' if len(groups) > 3 else ''}" if groups else ""
+            groups = [f"{g[0]}/{g[1]}" if g[0] else str(g[1]) for g in record.get("file_groups") or ()
+                      if isinstance(g, list) and len(g) == 2]
+            on = f" on file group(s) {_few(groups, 3)}" if groups else ""
             decided = record.get("decided_by") or record.get("by")
             reasons.append(f"conflict: lost to {other}{who}{on}; decided by {decided}")
         else:
@@ -381,6 +392,10 @@ def _count(older: pa.Table, buckets: int) -> tuple[Counted, ...]:
          zip(grouped.column("action").to_pylist(), grouped.column("slot").to_pylist(),
              grouped.column("slot_count").to_pylist(), strict=True)),
         key=lambda c: (c.action, c.start_ms)))
+
+
+def _few(items: Sequence[str], n: int = 5) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
 def _iso_of(instant_time: str) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
-from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
@@ -25,6 +25,7 @@ from lakecore.layout import bucket_file_id
 from lakecore.services import ArchivalPolicy, CleanPolicy, CompactionStrategy
 from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket, start
+from tests.support.browser import read_png, screenshot
 
 EVIL = 'team/<script>alert("x")</script>'
 SVG = "{http://www.w3.org/2000/svg}"
@@ -135,7 +136,8 @@ def test_the_cli_writes_the_file_and_keeps_the_text_output(story, tmp_path):
 
 
 def test_a_missing_table_or_an_unwritable_path_fails_with_one_line(story, tmp_path):
-    result = runner.invoke(app, ["table", "timeline", str(tmp_path / "nothing"), "--html", str(tmp_path / "x.html")])
+    result = runner.invoke(app, ["table", "timeline", str(tmp_path / "nothing"),
+                                 "--html", str(tmp_path / "x.html")])
     assert result.exit_code == 1 and "no table at" in result.output and not (tmp_path / "x.html").exists()
     bad = tmp_path / "no" / "such" / "dir" / "t.html"
     result = runner.invoke(app, ["table", "timeline", story["table"].uri, "--html", str(bad)])
@@ -156,3 +158,20 @@ def test_thousands_of_instants_are_capped_and_the_rest_counted(story):
     svg = svg_of(page)
     assert len(spans(svg)) == 5000 and len(page) < 8_000_000
     assert max(len(list(g)) for g in svg.iter(f"{SVG}g") if g.get("class") == "lane") < 5000 // 7 + 10
+
+
+def test_the_page_renders_in_a_browser_with_coloured_bars_in_the_lanes(story, tmp_path):
+    page = write_timeline_html(story["table"], tmp_path / "timeline.html")
+    image = read_png(screenshot(page, tmp_path / "timeline.png", width=1400, height=900))
+    assert image.shape == (900, 1400, 3)
+    non_white = (image < 245).any(axis=2)
+    assert non_white.mean() > 0.02, "the page is (nearly) blank"
+    assert len(np.unique(image.reshape(-1, 3)[::5], axis=0)) > 30, "too few colours for a timeline"
+    lanes = image[200:, 270:]  # right of the lane labels, below the title and legend
+
+    def pixels(rgb: tuple[int, int, int]) -> int:
+        return int((np.abs(lanes.astype(int) - rgb) <= 8).all(axis=2).sum())
+
+    assert pixels((0x2F, 0x6F, 0xDF)) > 200, "no completed-write bars in the lanes"
+    assert pixels((0x8E, 0x44, 0xAD)) > 100, "no compaction bar"
+    assert pixels((0xE6, 0x7E, 0x22)) > 50, "no rollback bar"
