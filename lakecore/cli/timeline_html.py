@@ -143,7 +143,7 @@ def pack(spans: Iterable[Span], scale: Scale, now: int) -> tuple[tuple[Span, ...
     ends: list[float] = []
     for s in sorted(spans, key=lambda s: (s.start_ms, s.instant)):
         x0 = scale.x(s.start_ms)
-        x1 = max(scale.x(s.end_ms if s.end_ms is not None else now), x0 + 2)
+        x1 = max(scale.x(s.end_ms if s.end_ms is not None else now), x0 + 5)
         for i, end in enumerate(ends):
             if end + 1 <= x0:
                 rows[i].append(s)
@@ -303,7 +303,7 @@ def _axis(scale: Scale, bottom: int, now: int) -> list[str]:
 
 def _bar(s: Span, scale: Scale, y: int, now: int) -> str:
     x0 = scale.x(s.start_ms)
-    x1 = max(scale.x(s.end_ms if s.end_ms is not None else now), x0 + 2)
+    x1 = max(scale.x(s.end_ms if s.end_ms is not None else now), x0 + 5)
     kind = "b-write" if not s.service else f"b-{s.lane}"
     classes = f"span o-{s.outcome} {kind}" + (" archived" if s.archived else "")
     attrs = (f'class="{classes}" data-instant="{esc(s.instant)}" data-action="{esc(s.action)}" '

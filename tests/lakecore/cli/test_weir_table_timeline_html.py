@@ -23,7 +23,8 @@ from lakecore.concurrency.rollback import rollback_write
 from lakecore.concurrency.transaction import commit_write
 from lakecore.layout import bucket_file_id
 from lakecore.services import ArchivalPolicy, CleanPolicy, CompactionStrategy
-from lakecore.write.heartbeat import HeartbeatConfig
+from lakecore.timeline import now_ms
+from lakecore.write.heartbeat import HeartbeatConfig, mark_aborted
 from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket, start
 from tests.support.browser import read_png, screenshot
 
@@ -59,9 +60,12 @@ def story(tmp_path_factory):
     t.compact(CompactionStrategy())
     assert t.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False) is not None
     pending = start(t, keys_in_bucket(0, 1), "late")[0].instant          # left inflight
+    stopped = start(t, keys_in_bucket(1, 1), "stopped")[0].instant       # dead, not rolled back yet
+    mark_aborted(t.storage, stopped.requested_time, "weir-operator", now_ms(),
+                 {"reason": "its LakeWriter was deleted"})
     return {"table": Table.open(uri), "loser": conflict.loser, "winner": conflict.winner,
             "group": bucket_file_id(3), "undone": undone.requested_time,
-            "pending": pending.requested_time}
+            "pending": pending.requested_time, "stopped": stopped.requested_time}
 
 
 def svg_of(page: str) -> ET.Element:
@@ -98,6 +102,10 @@ def test_writers_services_conflict_rollback_and_pending_are_drawn(story):
     pending = drawn[story["pending"]]
     assert pending.get("data-outcome") == "pending" and pending.find(f"{SVG}path[@class='open']") is not None
     assert "not completed" in title(pending)
+    stopped = drawn[story["stopped"]]
+    assert stopped.get("data-outcome") == "aborted" and stopped.get("data-conflict") is None
+    assert "its LakeWriter was deleted (by weir-operator)" in title(stopped)
+    assert stopped.findall(f"{SVG}line[@class='mark mark-dead']")
 
     compaction = [g for g in drawn.values() if g.get("data-action") == "compaction"]
     assert compaction and all(g.get("data-lane") == "compaction" for g in compaction)
@@ -151,6 +159,9 @@ def test_thousands_of_instants_are_capped_and_the_rest_counted(story):
     facts = read_facts(story["table"], max_spans=3)
     assert len([s for s in facts.spans if s.outcome == "completed"]) <= 3 + 1  # the capped newest
     assert facts.counted and any("counts per time slice" in n for n in facts.notes)
+    counted = render(facts)
+    assert "counts per time slice" in counted
+    assert [g for g in svg_of(counted).iter(f"{SVG}g") if "(older, counted)" in g.get("data-lane", "")]
     many = tuple(Span(f"2026112310{i // 60000 % 60:02d}{i // 1000 % 60:02d}{i % 1000:03d}", "deltacommit",
                       "completed", "completed", f"team/w{i % 7}", False, 1_795_000_000_000 + i * 50,
                       1_795_000_000_000 + i * 50 + 40, writer=f"team/w{i % 7}") for i in range(5000))
@@ -172,6 +183,7 @@ def test_the_page_renders_in_a_browser_with_coloured_bars_in_the_lanes(story, tm
     def pixels(rgb: tuple[int, int, int]) -> int:
         return int((np.abs(lanes.astype(int) - rgb) <= 8).all(axis=2).sum())
 
-    assert pixels((0x2F, 0x6F, 0xDF)) > 200, "no completed-write bars in the lanes"
-    assert pixels((0x8E, 0x44, 0xAD)) > 100, "no compaction bar"
-    assert pixels((0xE6, 0x7E, 0x22)) > 50, "no rollback bar"
+    bar = 3 * 10  # the narrowest bar drawn (5 x 12 px) less its border and rounded corners
+    assert pixels((0x2F, 0x6F, 0xDF)) >= 2 * bar, "no completed-write bars in the lanes"
+    assert pixels((0x8E, 0x44, 0xAD)) >= bar, "no compaction bar"
+    assert pixels((0xE6, 0x7E, 0x22)) >= bar, "no rollback bar"
