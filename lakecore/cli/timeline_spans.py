@@ -252,8 +252,6 @@ def _lane_of_completed(inst: Instant, meta: CommitMetadata | None) -> tuple[bool
         return False, name or WRITE_LANE_UNNAMED
     if inst.action == "replacecommit":
         return True, "clustering"
-    if inst.action == "rollback" and meta is not None and meta.operation == "restore":
-        return True, "restore"
     return True, inst.action
 
 
@@ -261,7 +259,7 @@ def _note(inst: Instant, meta: CommitMetadata | None) -> str | None:
     if meta is None:
         return None
     extra = meta.extra
-    if inst.action == "rollback":
+    if inst.action in ("rollback", "restore"):
         if extra.get("rolled_back"):
             return f"rolled back the pending {extra.get('action', 'write')} {extra['rolled_back']}"
         undone = [p.requested_time for n in extra.get("undone", ()) or () if (p := parse_file_name(str(n)))]
@@ -303,10 +301,10 @@ def _taken_back(spans: Sequence[Span], metas: Mapping[str, CommitMetadata], lane
     out = []
     for s in spans:
         meta = metas.get(s.instant)
-        if s.action != "rollback" or meta is None or s.end_ms is None:
+        if s.action not in ("rollback", "restore") or meta is None or s.end_ms is None:
             continue
         extra = meta.extra
-        by = f"{'restore' if meta.operation == 'restore' else 'rollback'} {s.instant}"
+        by = f"{s.action} {s.instant}"
         targets: list[tuple[Instant, str]] = []
         if extra.get("rolled_back"):
             action = str(extra.get("action") or "deltacommit")

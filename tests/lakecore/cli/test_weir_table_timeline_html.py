@@ -48,6 +48,10 @@ def story(tmp_path_factory):
     t.archive(ArchivalPolicy(min_instants=1, max_instants=2))          # the oldest ones go to history
     undone = t.upsert(rows(keys_in_bucket(2, 1), "oops"), extra={"writer": "team/alpha"}).instant
     t.rollback(undone.requested_time, dry_run=False)                     # a completed write undone
+    kept = t.upsert(rows(keys_in_bucket(0, 1), "kept"), extra={"writer": "team/alpha"}).instant
+    t.savepoint(kept.requested_time, comment="before the backfill")
+    backfill = t.upsert(rows(keys_in_bucket(1, 1), "backfill"), extra={"writer": "team/alpha"}).instant
+    t.restore(kept.requested_time, dry_run=False)                        # undoes the backfill
 
     shared = keys_in_bucket(3, 4)
     older = start(t, shared[:2], "beta")                                 # two live writes, one group
@@ -65,7 +69,8 @@ def story(tmp_path_factory):
                  {"reason": "its LakeWriter was deleted"})
     return {"table": Table.open(uri), "loser": conflict.loser, "winner": conflict.winner,
             "group": bucket_file_id(3), "undone": undone.requested_time,
-            "pending": pending.requested_time, "stopped": stopped.requested_time}
+            "pending": pending.requested_time, "stopped": stopped.requested_time,
+            "restored": backfill.requested_time}
 
 
 def svg_of(page: str) -> ET.Element:
@@ -102,6 +107,11 @@ def test_writers_services_conflict_rollback_and_pending_are_drawn(story):
     pending = drawn[story["pending"]]
     assert pending.get("data-outcome") == "pending" and pending.find(f"{SVG}path[@class='open']") is not None
     assert "not completed" in title(pending)
+    restored = drawn[story["restored"]]
+    assert restored.get("data-outcome") == "rolled_back" and "undone by restore" in title(restored)
+    restore = [g for g in drawn.values() if g.get("data-action") == "restore"]
+    assert restore and restore[0].get("data-lane") == "restore" and "savepoint" in title(restore[0])
+    assert [g for g in drawn.values() if g.get("data-lane") == "savepoint"]
     stopped = drawn[story["stopped"]]
     assert stopped.get("data-outcome") == "aborted" and stopped.get("data-conflict") is None
     assert "its LakeWriter was deleted (by weir-operator)" in title(stopped)
