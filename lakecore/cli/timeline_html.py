@@ -32,7 +32,7 @@ from lakecore.table import Table
 WIDTH, LABEL_W, RIGHT_PAD = 1360, 250, 40
 PLOT_W = WIDTH - LABEL_W - RIGHT_PAD
 AXIS_H, GROUP_H, ROW_H, BAR_H, LANE_PAD = 44, 24, 16, 12, 5
-MAX_ROWS = 12          # sub-rows a lane stacks overlapping bars into; more overlap shares the last row
+MAX_ROWS = 8           # sub-rows a lane stacks overlapping bars into; more overlap shares the last row
 MAX_LISTED = 300       # aborted / taken-back writes listed in the table below the picture
 _STEPS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000,
              120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000,
@@ -137,38 +137,38 @@ def scale_of(facts: TimelineFacts) -> Scale:
     return Scale(t0 - pad, t1 + pad)
 
 
-def pack(spans: Iterable[Span], scale: Scale, now: int) -> tuple[tuple[Span, ...], ...]:
-    """Bars into sub-rows so that overlapping ones do not hide each other (greedy, by start)."""
+def pack(spans: Iterable[Span], now: int) -> tuple[tuple[Span, ...], ...]:
+    """Bars into sub-rows so that instants that overlap in time do not hide each other (greedy, by
+    start): a writer's one-after-another instants share a row, concurrent ones get a row each."""
     rows: list[list[Span]] = []
-    ends: list[float] = []
+    ends: list[int] = []
     for s in sorted(spans, key=lambda s: (s.start_ms, s.instant)):
-        x0 = scale.x(s.start_ms)
-        x1 = max(scale.x(s.end_ms if s.end_ms is not None else now), x0 + 5)
-        for i, end in enumerate(ends):
-            if end + 1 <= x0:
+        end = s.end_ms if s.end_ms is not None else now
+        for i, last in enumerate(ends):
+            if last <= s.start_ms:
                 rows[i].append(s)
-                ends[i] = x1
+                ends[i] = end
                 break
         else:
             if len(rows) < MAX_ROWS:
                 rows.append([s])
-                ends.append(x1)
+                ends.append(end)
             else:
                 rows[-1].append(s)
-                ends[-1] = max(ends[-1], x1)
+                ends[-1] = max(ends[-1], end)
     return tuple(tuple(r) for r in rows)
 
 
-def lanes_of(facts: TimelineFacts, scale: Scale) -> list[Lane]:
+def lanes_of(facts: TimelineFacts) -> list[Lane]:
     by_lane: dict[str, list[Span]] = {}
     for s in facts.spans:
         by_lane.setdefault(s.lane, []).append(s)
     writers = sorted((n for n in by_lane if not _is_service_lane(n)),
                      key=lambda n: (n in (WRITE_LANE_UNNAMED, WRITE_LANE_UNKNOWN), n))
-    lanes = [Lane(n, "writers", pack(by_lane[n], scale, facts.now_ms)) for n in writers]
+    lanes = [Lane(n, "writers", pack(by_lane[n], facts.now_ms)) for n in writers]
     for n in SERVICE_LANES:
         if n in by_lane:
-            lanes.append(Lane(n, "table services", pack(by_lane[n], scale, facts.now_ms)))
+            lanes.append(Lane(n, "table services", pack(by_lane[n], facts.now_ms)))
     if facts.archival:
         lanes.append(Lane("archival", "table services", ((),), archival=True))
     actions = sorted({c.action for c in facts.counted})
@@ -187,7 +187,7 @@ def _is_service_lane(name: str) -> bool:
 
 def render(facts: TimelineFacts, *, title: str | None = None) -> str:
     scale = scale_of(facts)
-    lanes = lanes_of(facts, scale)
+    lanes = lanes_of(facts)
     heading = title or f"Timeline of {facts.name}"
     svg = _svg(facts, scale, lanes)
     return "\n".join([
@@ -260,9 +260,11 @@ def _svg(facts: TimelineFacts, scale: Scale, lanes: Sequence[Lane]) -> str:
                             f'opacity="{0.15 + 0.85 * c.count / top:.2f}"><title>{esc(what)}</title></rect>')
         if lane.archival and facts.archived_boundary_ms is not None:
             x = scale.x(facts.archived_boundary_ms)
+            right = x < LABEL_W + PLOT_W - 120  # the label fits right of the mark
             body.append(f'<g class="archival-mark"><title>{esc(facts.archival or "")}</title>'
                         f'<line class="archival" x1="{x:.1f}" y1="{y + 3}" x2="{x:.1f}" y2="{y + h - 3}"/>'
-                        f'<text x="{x + 6:.1f}" y="{y + LANE_PAD + 11}">{facts.archived} archived</text></g>')
+                        f'<text x="{x + 6 if right else x - 6:.1f}" y="{y + LANE_PAD + 11}" '
+                        f'text-anchor="{"start" if right else "end"}">{facts.archived} archived</text></g>')
         body.append("</g>")
         body.append(f'<line class="lane-sep" x1="0" y1="{y + h}" x2="{WIDTH}" y2="{y + h}"/>')
         y += h
