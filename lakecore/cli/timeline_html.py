@@ -56,6 +56,7 @@ svg .archived-region{fill:#78909c;fill-opacity:.12;pointer-events:none}
 .o-aborted rect{fill:url(#aborted);stroke:#c0392b;stroke-width:1}
 .o-rolled_back rect{fill:#f5b7b1;stroke:#c0392b;stroke-width:1;stroke-dasharray:3 2}
 .archived{opacity:.45} .strike{stroke:#c0392b;stroke-width:1.2} .open{fill:#b7950b}
+.link{stroke:#c0392b;stroke-width:1.2;stroke-dasharray:2 2;fill:none}
 .mark{stroke:#c0392b;stroke-width:2.2;stroke-linecap:round} .mark-dead{stroke:#222}
 .count{fill:#2f6fdf} .archival{stroke:#546e7a;stroke-width:3}
 table.aborts{border-collapse:collapse;margin-top:14px;font-size:13px}
@@ -235,6 +236,7 @@ def _svg(facts: TimelineFacts, scale: Scale, lanes: Sequence[Lane]) -> str:
     y = AXIS_H
     group = None
     lane_top = y
+    placed: dict[str, tuple[Span, float]] = {}  # instant -> its span and the middle of its bar
     for lane in lanes:
         if lane.group != group:
             group = lane.group
@@ -250,6 +252,7 @@ def _svg(facts: TimelineFacts, scale: Scale, lanes: Sequence[Lane]) -> str:
         for r, row in enumerate(lane.rows):
             for s in row:
                 body.append(_bar(s, scale, y + LANE_PAD + r * ROW_H, facts.now_ms))
+                placed[s.instant] = (s, y + LANE_PAD + r * ROW_H + BAR_H / 2)
         if lane.counted:
             top = max(c.count for c in lane.counted)
             for c in lane.counted:
@@ -269,6 +272,7 @@ def _svg(facts: TimelineFacts, scale: Scale, lanes: Sequence[Lane]) -> str:
         body.append(f'<line class="lane-sep" x1="0" y1="{y + h}" x2="{WIDTH}" y2="{y + h}"/>')
         y += h
     height = y + 10
+    body += _conflict_links(placed, scale, facts.now_ms)
     if facts.archived_boundary_ms is not None:  # on top, see-through, not in the way of the bars' titles
         width = max(scale.x(facts.archived_boundary_ms) - LABEL_W, 0)
         body.append(f'<rect class="archived-region" x="{LABEL_W}" y="{lane_top}" width="{width:.1f}" '
@@ -329,6 +333,24 @@ def _bar(s: Span, scale: Scale, y: int, now: int) -> str:
                          f'y2="{mid + r}"/>')
     parts.append("</g>")
     return "".join(parts)
+
+
+def _conflict_links(placed: dict[str, tuple[Span, float]], scale: Scale, now: int) -> list[str]:
+    """A dashed line from each lost conflict's mark to the bar of the write it lost to."""
+    out = []
+    for loser, y0 in placed.values():
+        if not loser.conflict or loser.lost_to not in placed:
+            continue
+        winner, y1 = placed[loser.lost_to]
+        at = loser.abort_ms if loser.abort_ms is not None else loser.start_ms
+        x0 = scale.x(at)
+        w0 = scale.x(winner.start_ms)
+        w1 = max(scale.x(winner.end_ms if winner.end_ms is not None else now), w0 + 5)
+        x1 = min(max(x0, w0), w1)
+        what = f"{loser.instant} lost a conflict to {winner.instant} ({winner.lane})"
+        out.append(f'<path class="link" d="M{x0:.1f},{y0:.1f} L{x1:.1f},{y1:.1f}"><title>{esc(what)}</title>'
+                   "</path>")
+    return out
 
 
 def _hover(s: Span, now: int) -> str:

@@ -67,6 +67,7 @@ class Span:
     file_groups: int | None = None
     reason: str | None = None    # why it was aborted or taken back, or why a pending one looks dead
     conflict: bool = False       # lost a conflict (aborted by a supervisor or an early detection)
+    lost_to: str | None = None   # the conflict's winner instant
     abort_ms: int | None = None  # when its proof of death was recorded
     note: str | None = None      # what a service instant did (e.g. "rolled back 2026...")
     archived: bool = False
@@ -338,6 +339,7 @@ def _with_reason(s: Span, record: Mapping[str, Any] | None, lanes: Mapping[str, 
     reasons = []
     conflict = False
     at = None
+    other = None
     if record is not None:
         at_value = record.get("at")
         at = at_value if isinstance(at_value, int) else None
@@ -370,7 +372,8 @@ def _with_reason(s: Span, record: Mapping[str, Any] | None, lanes: Mapping[str, 
         outcome = "aborted"
     if not reasons and s.outcome == "rolled_back":
         reasons.append("rolled back (no reason recorded)")
-    return replace(s, outcome=outcome, conflict=conflict, abort_ms=at, reason="; ".join(reasons) or None)
+    return replace(s, outcome=outcome, conflict=conflict, lost_to=other, abort_ms=at,
+                   reason="; ".join(reasons) or None)
 
 
 def _count(older: pa.Table, buckets: int) -> tuple[Counted, ...]:

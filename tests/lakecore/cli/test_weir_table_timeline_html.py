@@ -6,6 +6,7 @@ parsed here (its SVG as XML) and, in headless Chromium, rendered and looked at."
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
@@ -101,6 +102,8 @@ def test_writers_services_conflict_rollback_and_pending_are_drawn(story):
     assert "weir-operator" in why
     assert loser.findall(f"{SVG}line[@class='mark']"), "the lost conflict is marked on its bar"
     assert drawn[story["winner"]].get("data-lane") == "team/beta"
+    (link,) = [p for p in svg.iter(f"{SVG}path") if p.get("class") == "link"]
+    assert f"{story['loser']} lost a conflict to {story['winner']} (team/beta)" in title(link)
 
     undone = drawn[story["undone"]]
     assert undone.get("data-outcome") == "rolled_back" and "undone by rollback" in title(undone)
@@ -149,6 +152,8 @@ def test_the_cli_writes_the_file_and_keeps_the_text_output(story, tmp_path):
     result = runner.invoke(app, ["table", "timeline", uri, "--html", str(out)])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == str(out) and out.read_text().startswith("<!DOCTYPE html>")
+    as_json = runner.invoke(app, ["table", "timeline", uri, "--html", str(out), "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.output) == {"html": str(out)}
     text = runner.invoke(app, ["table", "timeline", uri])
     assert text.exit_code == 0 and "instants" in text.output and "<svg" not in text.output
 
