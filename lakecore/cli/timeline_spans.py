@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
+from lakecore.concurrency.writers import StorageWriterRegistry
 from lakecore.errors import CorruptMetadata
 from lakecore.table import Table
 from lakecore.timeline import (
@@ -41,7 +42,8 @@ from lakecore.write.heartbeat import ABORTED_DIR, read_aborted, read_last_beat
 
 Outcome = Literal["completed", "pending", "aborted", "rolled_back"]
 WRITE_LANE_UNNAMED = "(unnamed writer)"        # a completed write whose commit names no writer
-WRITE_LANE_UNKNOWN = "(writer not recorded)"   # pending or taken back: a write names itself at commit
+# pending or taken back, and named neither by the registry on storage nor by its proof of death
+WRITE_LANE_UNKNOWN = "(writer not recorded)"
 SERVICE_LANES = ("compaction", "clustering", "clean", "rollback", "savepoint", "restore")
 WRITER_KEYS = ("writer", "weir.writer")  # the operator's --extra writer=ns/name; the stream's own key
 MAX_SPANS = 2000
@@ -139,10 +141,13 @@ def read_facts(table: Table, *, now: int | None = None, max_spans: int = MAX_SPA
     dead_by_clean = {str(t) for m in metas.values() if m.operation == "clean"
                      for t in m.extra.get("rolled_back", ()) or ()}
 
+    registered = _registered(table) if any(not i.is_completed for i, _ in instants) else {}
     spans: list[Span] = []
     lanes: dict[str, str] = {}
     for inst, archived in instants:
         span = _span(store, table, inst, metas.get(inst.requested_time), archived, now)
+        if span.lane == WRITE_LANE_UNKNOWN and registered.get(span.instant):
+            span = replace(span, lane=registered[span.instant])
         spans.append(span)
         lanes[span.instant] = span.lane
     spans += _taken_back(spans, metas, lanes, {i.requested_time for i, _ in instants})
@@ -198,6 +203,16 @@ def _archived(store: TimelineStore, timeline: Timeline, completed: pa.Table, dra
             return []
     found = store.archived_instants(manifest, after)  # caches their metadata for store.metadata
     return [(i, True) for i in found if i.requested_time >= drawn_from]
+
+
+def _registered(table: Table) -> dict[str, str]:
+    """instant -> writer name of the writes registered on storage (tables on the storage lock; those on
+    ZooKeeper register there, which this report does not reach)."""
+    try:
+        infos = StorageWriterRegistry(table.storage).live_writers(table.uri)
+    except Exception:  # a report: an unreadable registry only leaves lanes unnamed
+        return {}
+    return {t: str(info["writer"]) for t, info in infos.items() if info.get("writer")}
 
 
 def _abort_records(table: Table, pending: set[str], metas: Mapping[str, CommitMetadata]
@@ -346,7 +361,7 @@ def _with_reason(s: Span, record: Mapping[str, Any] | None, lanes: Mapping[str, 
         if record.get("reason") == "conflict":
             conflict = True
             other = str(record.get("other") or "?")
-            writer = lanes.get(other)
+            writer = lanes.get(other) or (str(record["other_writer"]) if record.get("other_writer") else None)
             who = f" ({writer})" if writer and not writer.startswith("(") else ""
             groups = [f"{g[0]}/{g[1]}" if g[0] else str(g[1]) for g in record.get("file_groups") or ()
                       if isinstance(g, list) and len(g) == 2]
@@ -372,7 +387,9 @@ def _with_reason(s: Span, record: Mapping[str, Any] | None, lanes: Mapping[str, 
         outcome = "aborted"
     if not reasons and s.outcome == "rolled_back":
         reasons.append("rolled back (no reason recorded)")
-    return replace(s, outcome=outcome, conflict=conflict, lost_to=other, abort_ms=at,
+    named = str(record["writer"]) if record is not None and record.get("writer") else None
+    lane = named if named and s.lane == WRITE_LANE_UNKNOWN else s.lane   # the proof of death names it
+    return replace(s, outcome=outcome, conflict=conflict, lost_to=other, abort_ms=at, lane=lane,
                    reason="; ".join(reasons) or None)
 
 

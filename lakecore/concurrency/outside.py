@@ -69,12 +69,15 @@ class OutsideConflict:
     file_groups: frozenset[FileGroup]
     winner_completed: str | None    # the winner's completion time, None while it is pending
     marker_at_ms: int               # when the later of the two conflicting markers appeared
+    loser_writer: str | None = None     # who writes each (the registry's names), when the caller knows
+    winner_writer: str | None = None
 
     def details(self, decided_by: str) -> dict[str, Any]:
         """The record `abort_loser` writes (and a ZooKeeper abort flag carries)."""
+        named = {k: v for k, v in (("writer", self.loser_writer), ("other_writer", self.winner_writer)) if v}
         return {"reason": "conflict", "other": self.winner, "decided_by": decided_by,
                 "file_groups": [list(g) for g in sorted(self.file_groups)],
-                "marker_at": self.marker_at_ms, "other_completed": self.winner_completed}
+                "marker_at": self.marker_at_ms, "other_completed": self.winner_completed, **named}
 
     def describe(self) -> str:
         groups = ", ".join(f"{f} in {p or '(unpartitioned)'}" for p, f in sorted(self.file_groups)[:3])

@@ -235,7 +235,7 @@ class WriteJob:
                                          zookeeper=options.abort_zookeeper).start()
             job.markers, job.service = _marker_writer(txn, options, job.found)
         except BaseException as exc:
-            _mark_dead(storage, txn.instant.requested_time, exc)
+            _mark_dead(storage, txn.instant.requested_time, exc, options.writer_name)
             job._close()
             _abandon(storage, lock, txn)
             raise
@@ -316,7 +316,7 @@ class WriteJob:
                 error.detected_at = self.found[0].checked_at or None
             error.bytes_written = bytes_named(txn.storage, txn.instant.requested_time)
         # proof of death before the heartbeat goes: others must never see this instant as live again
-        _mark_dead(txn.storage, txn.instant.requested_time, error)
+        _mark_dead(txn.storage, txn.instant.requested_time, error, self.options.writer_name)
         self._close()
         _abandon(txn.storage, self.lock, txn)
 
@@ -521,10 +521,11 @@ def _landed(storage: Storage, instant: Instant) -> Instant | None:
     return found if found is not None and found.is_completed else None
 
 
-def _mark_dead(storage: Storage, instant_time: str, error: BaseException | None) -> None:
+def _mark_dead(storage: Storage, instant_time: str, error: BaseException | None,
+               writer: str | None = None) -> None:
     try:
         mark_aborted(storage, instant_time, f"aborted: {type(error).__name__ if error else 'abort'}",
-                     now_ms())
+                     now_ms(), {"writer": writer} if writer else None)
     except Exception as exc:  # the rollback that follows records it too
         log.warning("could not record that write %s aborted: %s", instant_time, exc)
 

@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
@@ -315,7 +315,9 @@ class Supervisor:
         with self._guard:
             if key in self._pending and self._pending[key].aborted_at is not None:
                 return None
-        decision = Decision(table, conflict, writers.get(conflict.loser), writers.get(conflict.winner),
+        conflict = replace(conflict, loser_writer=writers.get(conflict.loser),
+                           winner_writer=writers.get(conflict.winner))   # named in the proof of death
+        decision = Decision(table, conflict, conflict.loser_writer, conflict.winner_writer,
                             self.clock(), bytes_named(opened.storage, conflict.loser))
         if not self.sink.record(decision):
             return None

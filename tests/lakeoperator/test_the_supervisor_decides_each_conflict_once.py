@@ -103,6 +103,7 @@ def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
     assert won["role"] == "Won" and won["other"] == younger.instant.requested_time
     record = read_aborted(t.storage, younger.instant.requested_time)
     assert record is not None and record["decided_by"] == "weir-operator"
+    assert (record["writer"], record["other_writer"]) == ("default/younger", "default/older")  # the picture
     assert "ConflictLost" in reasons(state, "younger") and "ConflictWon" in reasons(state, "older")
     current = status(state, "younger")
     assert current["currentInstant"] == younger.instant.requested_time

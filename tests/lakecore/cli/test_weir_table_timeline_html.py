@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from html.parser import HTMLParser
 
 import numpy as np
@@ -22,6 +23,7 @@ from lakecore.cli.timeline_spans import Span, TimelineFacts, read_facts
 from lakecore.concurrency.outside import abort_loser, find_outside_conflicts
 from lakecore.concurrency.rollback import rollback_write
 from lakecore.concurrency.transaction import commit_write
+from lakecore.concurrency.writers import StorageWriterRegistry
 from lakecore.layout import bucket_file_id
 from lakecore.services import ArchivalPolicy, CleanPolicy, CompactionStrategy
 from lakecore.timeline import now_ms
@@ -58,6 +60,7 @@ def story(tmp_path_factory):
     older = start(t, shared[:2], "beta")                                 # two live writes, one group
     younger = start(t, shared[2:], "gamma")
     (conflict,) = find_outside_conflicts(t.storage, t.config.concurrency_mode, HeartbeatConfig())
+    conflict = replace(conflict, loser_writer="team/gamma", winner_writer="team/beta")  # the registry's
     assert abort_loser(t.storage, t.lock, conflict, "weir-operator")     # as the supervisor does
     rollback_write(t.storage, t.lock, younger[0].instant, by="abort of the loser")  # the loser gives up
     commit_write(*older, lock=t.lock, extra={"writer": "team/beta"})
@@ -65,6 +68,7 @@ def story(tmp_path_factory):
     t.compact(CompactionStrategy())
     assert t.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False) is not None
     pending = start(t, keys_in_bucket(0, 1), "late")[0].instant          # left inflight
+    StorageWriterRegistry(t.storage).register(t.uri, pending.requested_time, {"writer": "team/late"})
     stopped = start(t, keys_in_bucket(1, 1), "stopped")[0].instant       # dead, not rolled back yet
     mark_aborted(t.storage, stopped.requested_time, "weir-operator", now_ms(),
                  {"reason": "its LakeWriter was deleted"})
@@ -97,6 +101,7 @@ def test_writers_services_conflict_rollback_and_pending_are_drawn(story):
 
     loser = drawn[story["loser"]]
     assert loser.get("data-outcome") == "rolled_back" and loser.get("data-conflict") == "true"
+    assert loser.get("data-lane") == "team/gamma", "its proof of death names the loser's writer"
     why = title(loser)
     assert f"conflict: lost to {story['winner']} (team/beta)" in why and story["group"] in why
     assert "weir-operator" in why
@@ -109,6 +114,7 @@ def test_writers_services_conflict_rollback_and_pending_are_drawn(story):
     assert undone.get("data-outcome") == "rolled_back" and "undone by rollback" in title(undone)
     pending = drawn[story["pending"]]
     assert pending.get("data-outcome") == "pending" and pending.find(f"{SVG}path[@class='open']") is not None
+    assert pending.get("data-lane") == "team/late", "a live write is named by the registry on storage"
     assert "not completed" in title(pending)
     restored = drawn[story["restored"]]
     assert restored.get("data-outcome") == "rolled_back" and "undone by restore" in title(restored)
@@ -117,6 +123,7 @@ def test_writers_services_conflict_rollback_and_pending_are_drawn(story):
     assert [g for g in drawn.values() if g.get("data-lane") == "savepoint"]
     stopped = drawn[story["stopped"]]
     assert stopped.get("data-outcome") == "aborted" and stopped.get("data-conflict") is None
+    assert stopped.get("data-lane") == "(writer not recorded)"
     assert "its LakeWriter was deleted (by weir-operator)" in title(stopped)
     assert stopped.findall(f"{SVG}line[@class='mark mark-dead']")
 
