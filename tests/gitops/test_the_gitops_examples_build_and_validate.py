@@ -26,6 +26,7 @@ from tests.gitops.samples import Sample, all_samples
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "gitops"
 OVERLAYS = sorted(p.parent for p in (EXAMPLES / "overlays").glob("*/kustomization.yaml"))
+KIND_OVERLAY = ROOT / "tests" / "e2e" / "overlay"   # what the kind suite applies: checked here, where it runs
 PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "LakeTable": parse_lake_table, "LakeWriter": parse_lake_writer, "TableService": parse_table_service}
 
@@ -40,8 +41,10 @@ def kustomize(kube_tools: Path, directory: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def builds(kube_tools: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every overlay's objects, and the base's, by directory (relative to examples/gitops)."""
-    return {str(d.relative_to(EXAMPLES)): kustomize(kube_tools, d) for d in [EXAMPLES / "base", *OVERLAYS]}
+    """Every overlay's objects, and the base's, by directory (relative to examples/gitops; the kind
+    suite's overlay as "e2e")."""
+    built = {str(d.relative_to(EXAMPLES)): kustomize(kube_tools, d) for d in [EXAMPLES / "base", *OVERLAYS]}
+    return built | {"e2e": kustomize(kube_tools, KIND_OVERLAY)}
 
 
 def weir_objects(builds: dict[str, list[dict[str, Any]]]) -> Iterator[tuple[str, dict[str, Any]]]:
