@@ -185,7 +185,8 @@ class Progress:
     def update(self) -> None:
         for row in rows(self.state):
             key = (row["kind"], row["name"])
-            line = f"{row['phase']} {row['detail']}".rstrip()
+            detail = "" if row["kind"] == "LakeTable" else row["detail"]   # its commits are shown below
+            line = f"{row['phase']} {detail}".rstrip()
             if self._phases.get(key) != line:
                 self._phases[key] = line
                 self.say(f"{row['kind']}/[bold]{row['name']}[/bold]: {line}")
@@ -193,10 +194,11 @@ class Progress:
             self._new_commits(name, location)
         for r in self.state.all("LakeWriter"):
             name = r.key[2]
-            conflict = (r.body.get("status") or {}).get("lastConflict")
-            if conflict and conflict.get("role") == "Lost" and self._conflicts.get(name) != conflict.get("instant"):
+            conflict = (r.body.get("status") or {}).get("lastConflict") or {}
+            if conflict.get("role") == "Lost" and self._conflicts.get(name) != conflict.get("instant"):
                 self._conflicts[name] = str(conflict.get("instant"))
-                self.say(f"[bold red]conflict decided from outside[/bold red]: {describe_conflict(name, conflict)}")
+                self.say("[bold red]conflict decided from outside[/bold red]: "
+                         f"{describe_conflict(name, conflict)}")
             events = r.events or []
             for e in events[self._events.get(name, 0):]:
                 if e["reason"] in CONFLICT_EVENTS or e["type"] == "Warning":
@@ -223,10 +225,10 @@ def writer_of(extra: Any) -> str:
 
 def describe_conflict(name: str, c: dict[str, Any]) -> str:
     groups = ", ".join(f"{g}" for g in c.get("fileGroups") or [])
+    by = f" by {c['otherWriter']}" if c.get("otherWriter") else " (completed)"
     return (f"loser {name} (write {c.get('instant')}, submission {c.get('submission')}, "
-            f"{c.get('bytesWritten', 0):,} bytes written) — winner write {c.get('other')}"
-            f"{' by ' + str(c['otherWriter']) if c.get('otherWriter') else ' (completed)'}; file groups {groups}; "
-            f"decided by {c.get('decidedBy')}")
+            f"{c.get('bytesWritten', 0):,} bytes written) — winner write {c.get('other')}{by}; "
+            f"file groups {groups}; decided by {c.get('decidedBy')}")
 
 
 # -- the scenarios -------------------------------------------------------------------------------
@@ -244,6 +246,7 @@ class Stitch:
     state: StateDir
     expected: dict[str, dict[str, Any]] = field(default_factory=dict)
     location: str = ""
+    table: str = "devices"
 
     def start(self, zookeeper: str | None, now: datetime) -> None:
         self.expected = stitch_inputs(self.work, self.size, random.Random(12))
@@ -272,6 +275,7 @@ class Delete:
     state: StateDir
     say: Callable[[str], None]
     location: str = ""
+    table: str = "orders"
     held_back: list[dict[str, Any]] = field(default_factory=list)
     ingested: dict[int, dict[str, Any]] = field(default_factory=dict)
     erased: set[int] = field(default_factory=set)
@@ -359,7 +363,8 @@ class Delete:
             self.stage = "done"
 
     def done(self) -> bool:
-        return self.stage == "done" or _writer(self.state, "orders-erase").get("phase") in ("Failed", "Aborted")
+        return self.stage == "done" or \
+            _writer(self.state, "orders-erase").get("phase") in ("Failed", "Aborted")
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -401,8 +406,9 @@ def show_supervision(console: Console, state: StateDir) -> None:
         history = [h.get("cause") for h in status.get("history") or []]
         if conflict:
             any_decision = True
-            console.print(f"  {r.key[2]}: {conflict.get('role')} the conflict of its write {conflict.get('instant')} "
-                          f"against write {conflict.get('other')} ({conflict.get('otherWriter') or 'completed'}; file groups "
+            console.print(f"  {r.key[2]}: {conflict.get('role')} the conflict of its write "
+                          f"{conflict.get('instant')} against write {conflict.get('other')} "
+                          f"({conflict.get('otherWriter') or 'completed'}; file groups "
                           f"{conflict.get('fileGroups')}, {conflict.get('bytesWritten', 0):,} bytes written, "
                           f"decided by {conflict.get('decidedBy')} at {conflict.get('at')})")
         console.print(f"  {r.key[2]}: phase {status.get('phase')}, attempts ended by {history or 'none'}")
@@ -415,7 +421,7 @@ def show_supervision(console: Console, state: StateDir) -> None:
 
 def write_pictures(console: Console, work: Path, tables: dict[str, str]) -> list[Path]:
     try:
-        from lakecore.cli.timeline_html import write_timeline_html
+        from lakecore.cli.timeline_html import write_timeline_html  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         console.print("(the timeline picture needs lakecore.cli.timeline_html, not in this build)")
         return []
@@ -443,7 +449,8 @@ def start_zookeeper(console: Console, work: Path) -> ZooKeeperServer | None:
 
 def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
         scenarios: tuple[str, ...] = SCENARIOS) -> bool:
-    """Run the scenarios in `work`; True when every outcome checks out."""
+    """Run the scenarios in `work`, side by side in one reconcile loop (as one operator runs every
+    resource); True when every outcome checks out."""
     work.mkdir(parents=True, exist_ok=True)
     state = StateDir(work / "state")
     settings, substitute, env = local_settings()
@@ -452,26 +459,35 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
     progress = Progress(console, state)
     zookeeper = start_zookeeper(console, work)
     connect = zookeeper.connect_string if zookeeper else None
-    ok = True
     try:
+        running: list[Stitch | Delete] = []
         for name in scenarios:
-            console.rule(f"[bold]{name}[/bold]: {(EXAMPLES / name / 'README.md').read_text().splitlines()[0].lstrip('# ')}")
+            title = (EXAMPLES / name / "README.md").read_text().splitlines()[0].lstrip("# ")
+            console.print(f"[bold]{name}[/bold] ({EXAMPLES / name}): {title}")
             scenario: Stitch | Delete = Stitch(work, size, state) if name == "stitch" \
                 else Delete(work, size, state, progress.say)
             scenario.start(connect, datetime.now(UTC))
-            progress.tables[name if name == "stitch" else "orders"] = scenario.location
-            deadline = time.monotonic() + timeout_s
-            while not scenario.done():
-                if time.monotonic() > deadline:
-                    console.print(f"[red]{name} not done after {timeout_s:.0f}s[/red]; `weir get --state "
-                                  f"{state.path}` shows where each resource is")
-                    return False
-                _, wait = runner.step()
-                progress.update()
-                scenario.tick(datetime.now(UTC))
-                time.sleep(max(0.05, min(wait, 0.5)))
+            progress.tables[scenario.table] = scenario.location
+            running.append(scenario)
+        console.rule("progress")
+        deadline = time.monotonic() + timeout_s
+        while not all(s.done() for s in running):
+            if time.monotonic() > deadline:
+                console.print(f"[red]not done after {timeout_s:.0f}s[/red]; `weir get --state {state.path}` "
+                              "shows where each resource is, `weir describe` why")
+                return False
+            _, wait = runner.step()
             progress.update()
-            ok = report(console, scenario, state) and ok
+            for s in running:
+                s.tick(datetime.now(UTC))
+            time.sleep(max(0.05, min(wait, 0.5)))
+        progress.update()
+        console.rule("outcome")
+        ok = all([report(console, s, state) for s in running])
+        for s in running:
+            show_timeline(console, s.table, s.location)
+        show_supervision(console, state)
+        pictures = write_pictures(console, work, dict(progress.tables))
     finally:
         launcher.close()
         if runner.supervisor is not None:
@@ -482,17 +498,12 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
             close_shared_clients()   # the demo's own clients (tables opened, abort flags) go first
             zookeeper.stop()
             console.print(f"ZooKeeper (pid {zookeeper.pid}) stopped")
-    tables = {"devices" if k == "stitch" else k: v for k, v in progress.tables.items()}
-    for name, location in tables.items():
-        show_timeline(console, name, location)
-    show_supervision(console, state)
-    pictures = write_pictures(console, work, tables)
     console.rule("[bold]Look around[/bold]")
     for p in pictures:
-        console.print(f"timeline picture: {p}   open it: xdg-open {p}  (or: chromium {p})")
+        console.print(f"timeline picture: {p}\n  open it: xdg-open {p}   (or: chromium {p})")
     console.print(f"weir get --state {state.path}")
     console.print(f"weir describe lw orders-erase --state {state.path}")
-    for name, location in tables.items():
+    for location in progress.tables.values():
         console.print(f"weir table show {location}      weir table timeline {location}")
     console.print(f"logs of the Spark drivers: {state.path / 'pods-state' / 'logs'}")
     console.print(f"[bold]{'All checks passed' if ok else 'Some checks FAILED'}[/bold]")
