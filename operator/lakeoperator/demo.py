@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -56,6 +57,7 @@ STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "regio
            "status": ("firmware", "healthy")}
 SITES = ("eu-paris", "eu-berlin", "eu-madrid", "us-austin", "us-boston", "ap-tokyo")
 FIRMWARE = ("1.3.0", "1.4.2", "1.5.0")
+STEP_S = 0.2   # at most this long between two reconcile steps (each scans the tables once)
 CONFLICT_EVENTS = ("ConflictLost", "ConflictWon", "ConflictVoid", "LoserStopped", "BackingOff")
 
 
@@ -71,9 +73,9 @@ class Size:
     rounds: int            # ingestion rounds after the first: before the delete, during it, after it
 
 
-SIZES = {"full": Size(devices=40, stream_files=3, orders=50_000, erasures=1_000_000, round_orders=1_000,
+SIZES = {"full": Size(devices=40, stream_files=3, orders=50_000, erasures=4_000_000, round_orders=1_000,
                       rounds=4),
-         "small": Size(devices=12, stream_files=2, orders=10_000, erasures=400_000, round_orders=200,
+         "small": Size(devices=12, stream_files=2, orders=10_000, erasures=3_000_000, round_orders=200,
                        rounds=3)}
 
 
@@ -342,12 +344,16 @@ class Delete:
             self._next_round()
             self.stage = "feeding"
         elif self.stage == "feeding":
-            if (erase.get("lastConflict") or {}).get("role") == "Lost":
+            ended = [h.get("cause") for h in erase.get("history") or []]
+            if (erase.get("lastConflict") or {}).get("role") == "Lost" or ended:
+                if not (erase.get("lastConflict") or {}).get("role"):
+                    self.say(f"[red]the delete ended ({ended}) before the supervisor saw "
+                             "its files: its own commit check found the conflict[/red]")
                 self.stage = "restarting"
             elif self.rounds < self.size.rounds and self.delete_instant is not None \
                     and self._ingested_since(self.delete_instant) and not self._delete_writes():
                 self._next_round()
-        elif self.stage == "restarting" and erase.get("phase") == "Succeeded":
+        elif self.stage == "restarting" and erase.get("phase") in ("Succeeded", "Failed", "Aborted"):
             if self.rounds <= self.size.rounds:
                 self._next_round()   # ingestion goes on after the delete
             self.stage = "last-round"
@@ -480,7 +486,7 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
             progress.update()
             for s in running:
                 s.tick(datetime.now(UTC))
-            time.sleep(max(0.05, min(wait, 0.5)))
+            time.sleep(max(0.05, min(wait, STEP_S)))
         progress.update()
         console.rule("outcome")
         ok = all([report(console, s, state) for s in running])
@@ -533,6 +539,10 @@ def report(console: Console, scenario: Stitch | Delete, state: StateDir) -> bool
     return gone and present and lost and erase.get("phase") == "Succeeded"
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lakeoperator.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", nargs="?", help="work directory (default: a new temporary one)")
@@ -541,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only this scenario (repeatable; default: all)")
     args = parser.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 160)
+    signal.signal(signal.SIGTERM, _interrupt)   # stopped like Ctrl-C: the drivers and ZooKeeper go too
     work = Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="weir-demo-"))
     console.print(f"[bold]Weir demo[/bold] in {work} (size {args.size}): the local launcher runs "
                   f"the manifests of {EXAMPLES}")

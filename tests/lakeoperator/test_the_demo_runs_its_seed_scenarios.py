@@ -21,6 +21,7 @@ from lakecore import Table
 from lakeoperator.specs import parse_lake_table, parse_lake_writer, parse_table_service
 from tests.support.fixtures import require_spark, require_zookeeper
 
+pytestmark = pytest.mark.timeout(600)   # the module's demo run is set up in its first test
 ROOT = Path(__file__).resolve().parents[2]
 STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "region"),
            "status": ("firmware", "healthy")}
@@ -35,10 +36,18 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = {**os.environ, "HOME": str(home), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
-    ran = subprocess.run([sys.executable, "-m", "lakeoperator.demo", str(work), "--size", "small"], env=env,
-                         capture_output=True, text=True, timeout=280)
-    assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-3000:]
-    assert "conflict decided from outside" in ran.stdout
+    log = work / "demo.log"
+    with open(log, "w") as out:
+        demo = subprocess.Popen([sys.executable, "-m", "lakeoperator.demo", str(work), "--size", "small"],
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            code = demo.wait(timeout=420)
+        except subprocess.TimeoutExpired:
+            demo.terminate()   # like Ctrl-C: the demo stops its drivers and its ZooKeeper
+            code = demo.wait(timeout=60)
+    output = log.read_text()
+    assert code == 0, output[-5000:]
+    assert "conflict decided from outside" in output
     return work
 
 
