@@ -290,9 +290,21 @@ def read(uri: Uri,
 @friendly
 def timeline(uri: Uri,
              archived: Annotated[bool, typer.Option("--archived", help="List archived ones too.")] = False,
+             html: Annotated[str | None, typer.Option(
+                 "--html", help="Write a picture of the timeline (one lane per writer, services, aborts) "
+                                "to this HTML file instead, and print its path.")] = None,
              as_json: JsonFlag = False) -> None:
     """List the table's instants (writes and table services; archived ones with --archived)."""
     t = Table.open(uri)
+    if html is not None:
+        from lakecore.cli.timeline_html import write_timeline_html
+
+        written = write_timeline_html(t, html)
+        if as_json:
+            emit_json({"html": str(written)})
+        else:
+            sys.stdout.write(f"{written}\n")
+        return
     tl = t.timeline()
     rows = []
     listed = list(tl.instants)
