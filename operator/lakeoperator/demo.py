@@ -48,6 +48,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from lakecore import Table
+from lakecore.cli.timeline_html import write_timeline_html
 from lakeoperator.launch.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, load_manifests, local_settings, rows
 
@@ -425,17 +426,11 @@ def show_supervision(console: Console, state: StateDir) -> None:
         console.print("  no conflict was decided")
 
 
-def write_pictures(console: Console, work: Path, tables: dict[str, str]) -> list[Path]:
-    try:
-        from lakecore.cli.timeline_html import write_timeline_html  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        console.print("(the timeline picture needs lakecore.cli.timeline_html, not in this build)")
-        return []
-    written = []
-    for name, location in tables.items():
-        written.append(write_timeline_html(Table.open(location), work / f"timeline-{name}.html",
-                                           title=f"Weir demo: the timeline of {name}"))
-    return written
+def write_pictures(work: Path, tables: dict[str, str]) -> list[Path]:
+    """The timeline picture of each table (HTML: one lane per writer, conflicts and aborts marked)."""
+    return [write_timeline_html(Table.open(location), work / f"timeline-{name}.html",
+                                title=f"Weir demo: the timeline of {name}")
+            for name, location in tables.items()]
 
 
 # -- main ----------------------------------------------------------------------------------------
@@ -493,7 +488,7 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
         for s in running:
             show_timeline(console, s.table, s.location)
         show_supervision(console, state)
-        pictures = write_pictures(console, work, dict(progress.tables))
+        pictures = write_pictures(work, dict(progress.tables))
     finally:
         launcher.close()
         if runner.supervisor is not None:
