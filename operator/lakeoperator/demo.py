@@ -13,11 +13,14 @@ processes as `weir run` — with progress on the terminal, then what came out.
    it again; the erased orders end gone and every ingested order present.
 
 Why the conflict happens every run, not by luck: the delete draws its instant first, then reads, hashes
-and shuffles its input (seconds, for the size of its input) before it writes a file. This driver drops
-the next ingestion round only once the delete's instant is drawn, and no round once the delete writes
-(its markers are there): so an ingestion commit always completes after the delete started and before
-the delete's first marker, and the supervisor (a scan a second) sees the live delete on file groups a
-write completed into since it started. No round is dropped while the restarted delete runs.
+and shuffles its input (seconds: it lists millions of order ids) before it writes a file, then writes
+for seconds more. This driver drops an ingestion round only once the delete's instant is drawn, the
+next only once the last is committed, at most two while the delete runs, and none once the delete
+writes (its markers are there): so an ingestion commit completes after the delete started and before
+its first file, and no ingestion write is live beside the delete's files (it would be the younger one,
+and lose). The supervisor scans at every reconcile step (every 0.2 s here) and sees, while the delete
+writes, a live write on file groups a write completed into since it started: the delete loses (a
+completed write always wins). No round is dropped while the restarted delete runs, one after it.
 
 ZooKeeper when it can: with Java and the Debian package's jar, a ZooKeeper server of the demo's own
 (its data dir and a free port on 127.0.0.1, stopped by pid at the end and on Ctrl-C) holds the tables'
@@ -71,11 +74,11 @@ class Size:
     orders: int            # the orders the ingestion's first round brings
     erasures: int          # the order ids of the erasure request (the delete's input)
     round_orders: int      # new orders per later ingestion round
-    rounds: int            # ingestion rounds after the first: before the delete, during it, after it
+    rounds: int            # ingestion rounds after the first: all but the last while the delete runs
 
 
 SIZES = {"full": Size(devices=40, stream_files=3, orders=50_000, erasures=4_000_000, round_orders=1_000,
-                      rounds=4),
+                      rounds=3),
          "small": Size(devices=12, stream_files=2, orders=10_000, erasures=3_000_000, round_orders=200,
                        rounds=3)}
 
@@ -547,6 +550,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 160)
     signal.signal(signal.SIGTERM, _interrupt)   # stopped like Ctrl-C: the drivers and ZooKeeper go too
+    if not EXAMPLES.is_dir():
+        console.print(f"[red]{EXAMPLES} not found[/red]: the demo runs from a checkout of Weir (`make demo`, "
+                      "or `pip install -e .` there)")
+        return 2
     work = Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="weir-demo-"))
     console.print(f"[bold]Weir demo[/bold] in {work} (size {args.size}): the local launcher runs "
                   f"the manifests of {EXAMPLES}")
