@@ -314,17 +314,20 @@ class Delete:
         first = self.size.orders + (self.rounds - 1) * self.size.round_orders
         self._drop(orders(range(first, first + self.size.round_orders), ts=1 + self.rounds))
 
-    def _commits(self) -> list[tuple[str, str]]:
-        """(instant, writer) of the completed writes."""
+    def _commits(self) -> list[tuple[str, str, int]]:
+        """(instant, writer, records) of the completed writes."""
         try:
             table = Table.open(self.location)
-            return [(i.requested_time, writer_of(table.commit_metadata(i).extra))
-                    for i in table.timeline().completed]
+            metas = [(i, table.commit_metadata(i)) for i in table.timeline().completed]
         except Exception:
             return []
+        return [(i.requested_time, writer_of(m.extra), m.records) for i, m in metas]
 
-    def _ingested_since(self, instant: str) -> bool:
-        return any(t > instant and w.endswith("/orders-ingest") for t, w in self._commits())
+    def _all_ingested(self, since: str = "") -> bool:
+        """Every round dropped is committed (a micro-batch may take two rounds), one of them after
+        `since`."""
+        ours = [(t, n) for t, w, n in self._commits() if w.endswith("/orders-ingest")]
+        return sum(n for _, n in ours) >= len(self.ingested) and any(t > since for t, _ in ours)
 
     def _delete_writes(self) -> bool:
         """The delete's write has begun writing files (its markers are there)."""
@@ -336,7 +339,7 @@ class Delete:
 
     def tick(self, now: datetime) -> None:
         erase = _writer(self.state, "orders-erase")
-        if self.stage == "seed" and any(w.endswith("/orders-ingest") for _, w in self._commits()):
+        if self.stage == "seed" and self._all_ingested():
             self.say("ingestion committed its first round: [bold]starting the long delete[/bold] "
                      "(orders-erase)")
             apply(self.state, self.held_back, now)
@@ -355,14 +358,13 @@ class Delete:
                              "its files: its own commit check found the conflict[/red]")
                 self.stage = "restarting"
             elif self.rounds < self.size.rounds and self.delete_instant is not None \
-                    and self._ingested_since(self.delete_instant) and not self._delete_writes():
+                    and self._all_ingested(self.delete_instant) and not self._delete_writes():
                 self._next_round()
         elif self.stage == "restarting" and erase.get("phase") in ("Succeeded", "Failed", "Aborted"):
             if self.rounds <= self.size.rounds:
                 self._next_round()   # ingestion goes on after the delete
             self.stage = "last-round"
-        elif self.stage == "last-round" and sum(w.endswith("/orders-ingest") for _, w in self._commits()) \
-                >= self.rounds:
+        elif self.stage == "last-round" and self._all_ingested():
             self.say("every round ingested: suspending the ingestion (spec.state: Suspended)")
             suspended = json.loads(json.dumps(self.ingest_docs))
             for d in suspended:
