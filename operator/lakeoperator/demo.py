@@ -510,7 +510,8 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
     console.print(f"weir get --state {state.path}")
     console.print(f"weir describe lw orders-erase --state {state.path}")
     for location in progress.tables.values():
-        console.print(f"weir table show {location}      weir table timeline {location}")
+        console.print(f"weir table read {location}   weir table describe {location}   "
+                      f"weir table timeline {location}")
     console.print(f"logs of the Spark drivers: {state.path / 'pods-state' / 'logs'}")
     console.print(f"[bold]{'All checks passed' if ok else 'Some checks FAILED'}[/bold]")
     return ok
