@@ -120,12 +120,15 @@ def describe(kind: Annotated[str, typer.Argument(help="laketable|lt, lakewriter|
 @app.command("demo")
 def demo(directory: Annotated[str | None, typer.Argument(help="Work directory (default: a temporary one).")]
          = None,
-         size: Annotated[str, typer.Option(help="full or small (less data, quicker).")] = "full") -> None:
+         size: Annotated[str, typer.Option(help="full or small (less data, quicker).")] = "full",
+         storage_lock: Annotated[bool, typer.Option(help="Lock on storage even when ZooKeeper could run.")]
+         = False) -> None:
     """Run the seed scenarios of examples/demo on this machine (what `make demo` runs): three streams
     stitching one table with a compaction, and a long delete stopped from outside and restarted."""
     from lakeoperator.demo import main as demo_main
 
-    raise typer.Exit(demo_main([*([directory] if directory else []), "--size", size]))
+    raise typer.Exit(demo_main([*([directory] if directory else []), "--size", size,
+                                *(["--storage-lock"] if storage_lock else [])]))
 
 
 def _operator() -> None:

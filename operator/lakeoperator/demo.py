@@ -24,7 +24,8 @@ completed write always wins). No round is dropped while the restarted delete run
 
 ZooKeeper when it can: with Java and the Debian package's jar, a ZooKeeper server of the demo's own
 (its data dir and a free port on 127.0.0.1, stopped by pid at the end and on Ctrl-C) holds the tables'
-locks, writer registry and abort flags; otherwise the storage lock, and the demo says so. Everything
+locks, writer registry and abort flags; otherwise (or with --storage-lock) the storage lock, and the
+demo says so. Everything
 stays in the work directory (a temporary one unless DIR is given) for `weir get` / `weir describe` /
 `weir table ...`; the last lines print those commands.
 """
@@ -441,7 +442,11 @@ def write_pictures(work: Path, tables: dict[str, str]) -> list[Path]:
 # -- main ----------------------------------------------------------------------------------------
 
 
-def start_zookeeper(console: Console, work: Path) -> ZooKeeperServer | None:
+def start_zookeeper(console: Console, work: Path, *, wanted: bool = True) -> ZooKeeperServer | None:
+    """A ZooKeeper of the demo's own, or None (the tables then lock on storage; says why)."""
+    if not wanted:
+        console.print("The tables lock on storage (--storage-lock); the writer registry is on storage too")
+        return None
     reason = zookeeper_missing_reason()
     if reason is not None:
         console.print(f"[yellow]No ZooKeeper here ({reason}):[/yellow] the tables lock on storage "
@@ -454,7 +459,7 @@ def start_zookeeper(console: Console, work: Path) -> ZooKeeperServer | None:
 
 
 def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
-        scenarios: tuple[str, ...] = SCENARIOS) -> bool:
+        scenarios: tuple[str, ...] = SCENARIOS, zookeeper_wanted: bool = True) -> bool:
     """Run the scenarios in `work`, side by side in one reconcile loop (as one operator runs every
     resource); True when every outcome checks out."""
     work.mkdir(parents=True, exist_ok=True)
@@ -463,7 +468,7 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
     launcher = LocalLauncher(work / "state" / "pods-state", substitute=substitute, base_env=env)
     runner = Runner(state, launcher, settings)
     progress = Progress(console, state)
-    zookeeper = start_zookeeper(console, work)
+    zookeeper = start_zookeeper(console, work, wanted=zookeeper_wanted)
     connect = zookeeper.connect_string if zookeeper else None
     try:
         running: list[Stitch | Delete] = []
@@ -550,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), default="full", help="how much data")
     parser.add_argument("--scenario", action="append", choices=SCENARIOS,
                         help="run only this scenario (repeatable; default: all)")
+    parser.add_argument("--storage-lock", action="store_true",
+                        help="lock the tables on storage even when a ZooKeeper could be started")
     args = parser.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 160)
     signal.signal(signal.SIGTERM, _interrupt)   # stopped like Ctrl-C: the drivers and ZooKeeper go too
@@ -561,7 +568,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"[bold]Weir demo[/bold] in {work} (size {args.size}): the local launcher runs "
                   f"the manifests of {EXAMPLES}")
     try:
-        ok = run(work, SIZES[args.size], console, scenarios=tuple(args.scenario or SCENARIOS))
+        ok = run(work, SIZES[args.size], console, scenarios=tuple(args.scenario or SCENARIOS),
+                 zookeeper_wanted=not args.storage_lock)
     except KeyboardInterrupt:
         console.print(f"\ninterrupted: drivers and ZooKeeper stopped; what ran is in {work}")
         return 130
