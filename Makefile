@@ -16,7 +16,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps test lint demo bench e2e crds clean distclean
+.PHONY: venv deps system-deps test lint demo demo-lakecore bench e2e crds clean distclean
 
 venv: $(PY)
 
@@ -61,7 +61,13 @@ lint: deps
 	$(VENV)/bin/mypy lakecore sparkjobs operator/lakeoperator tests/support
 	$(VENV)/bin/lint-imports
 
-demo: deps
+# The seed scenarios of examples/demo on the local launcher, with a ZooKeeper of their own when
+# system-deps could install it (DIR=path keeps the work directory there; default: a temporary one).
+demo: deps system-deps
+	$(PY) -m lakeoperator.demo $(DIR)
+
+# The table format alone (lakecore, no Spark) and the Spark jobs alone, as before the operator.
+demo-lakecore: deps
 	$(PY) -m lakecore.demo
 	$(PY) -m sparkjobs.demo
 

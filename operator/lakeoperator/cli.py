@@ -1,5 +1,5 @@
 """The `weir` command: lakecore's table commands, the local launcher (`run`, `get`, `describe`) and
-`weir operator` (lakeoperator.main: the operator on a cluster).
+`weir operator` (lakeoperator.main: the operator on a cluster), and `weir demo` (lakeoperator.demo).
 
 `weir run -f DIR` reconciles the manifests in DIR on this machine (lakeoperator.local) until every
 batch writer is done; `weir get [KIND] [NAME]` and `weir describe KIND NAME` show the status it keeps,
@@ -115,6 +115,20 @@ def describe(kind: Annotated[str, typer.Argument(help="laketable|lt, lakewriter|
     out.print(json.dumps({"spec": r.body.get("spec"), "status": r.body.get("status")}, indent=2))
     for e in r.events or ():
         out.print(f"{e['lastTimestamp']}  {e['type']:<7} {e['reason']:<16} {e['message']} (x{e['count']})")
+
+
+@app.command("demo")
+def demo(directory: Annotated[str | None, typer.Argument(help="Work directory (default: a temporary one).")]
+         = None,
+         size: Annotated[str, typer.Option(help="full or small (less data, quicker).")] = "full",
+         storage_lock: Annotated[bool, typer.Option(help="Lock on storage even when ZooKeeper could run.")]
+         = False) -> None:
+    """Run the seed scenarios of examples/demo on this machine (what `make demo` runs): three streams
+    stitching one table with a compaction, and a long delete stopped from outside and restarted."""
+    from lakeoperator.demo import main as demo_main
+
+    raise typer.Exit(demo_main([*([directory] if directory else []), "--size", size,
+                                *(["--storage-lock"] if storage_lock else [])]))
 
 
 def _operator() -> None:

@@ -1,0 +1,130 @@
+"""`make demo` (python -m lakeoperator.demo DIR --size small) runs the seed scenarios of examples/demo
+on the local launcher with its own ZooKeeper, and what it leaves in DIR is right: the stitched table is
+the join of each stream's latest values (and was compacted), the long delete lost a conflict decided
+from outside, was restarted and succeeded, the erased orders are gone and every other ingested order is
+there, and the timeline picture was written. Every Weir object of examples/demo parses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from lakecore import Table
+from lakeoperator.specs import parse_lake_table, parse_lake_writer, parse_table_service
+from tests.support.fixtures import require_spark, require_zookeeper
+
+pytestmark = pytest.mark.timeout(600)   # the module's demo run is set up in its first test
+ROOT = Path(__file__).resolve().parents[2]
+STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "region"),
+           "status": ("firmware", "healthy")}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_spark()
+    require_zookeeper()
+    work = tmp_path_factory.mktemp("demo")
+    home = tmp_path_factory.mktemp("home")
+    env = {**os.environ, "HOME": str(home), "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+    log = work / "demo.log"
+    with open(log, "w") as out:
+        demo = subprocess.Popen([sys.executable, "-m", "lakeoperator.demo", str(work), "--size", "small"],
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            code = demo.wait(timeout=420)
+        except subprocess.TimeoutExpired:
+            demo.terminate()   # like Ctrl-C: the demo stops its drivers and its ZooKeeper
+            code = demo.wait(timeout=60)
+    output = log.read_text()
+    assert code == 0, output[-5000:]
+    assert "conflict decided from outside" in output
+    return work
+
+
+def writer_status(work: Path, name: str) -> dict[str, Any]:
+    body = json.loads((work / "state" / "resources" / "LakeWriter" / f"default.{name}.json").read_text())
+    return {"status": body["body"]["status"], "events": body["events"]}
+
+
+@pytest.mark.spark
+@pytest.mark.zookeeper
+@pytest.mark.slow
+def test_the_stitched_table_is_the_join_of_each_streams_latest_values(demo: Path) -> None:
+    expected: dict[str, dict[str, Any]] = {}
+    for stream, columns in STREAMS.items():
+        latest: dict[str, dict[str, Any]] = {}
+        for f in sorted((demo / "input" / stream).glob("*.json")):
+            for line in f.read_text().splitlines():
+                row = json.loads(line)
+                if row["device"] not in latest or latest[row["device"]][f"{stream}_ts"] < row[f"{stream}_ts"]:
+                    latest[row["device"]] = row
+        for device, row in latest.items():
+            expected.setdefault(device, {"device": device}).update(
+                {c: row[c] for c in (*columns, f"{stream}_ts")})
+    wide = ["device", *[c for s, cs in STREAMS.items() for c in (*cs, f"{s}_ts")]]
+    expected_rows = [{c: expected[d].get(c) for c in wide} for d in sorted(expected)]
+    table = Table.open(str(demo / "lake" / "devices"))
+    got = sorted(table.read().to_pylist(), key=lambda r: str(r["device"]))
+    assert [{c: r[c] for c in wide} for r in got] == expected_rows
+    assert table.config.lock.provider == "zookeeper"
+    assert [i.action for i in table.timeline().completed] .count("compaction") == 1
+
+
+@pytest.mark.spark
+@pytest.mark.zookeeper
+@pytest.mark.slow
+def test_the_delete_is_stopped_from_outside_restarted_and_the_data_ends_right(demo: Path) -> None:
+    erase = writer_status(demo, "orders-erase")
+    conflict = erase["status"]["lastConflict"]
+    assert conflict["role"] == "Lost" and conflict["decidedBy"] == "weir-operator", conflict
+    assert [h["cause"] for h in erase["status"]["history"]] == ["conflict", "success"]
+    assert erase["status"]["phase"] == "Succeeded"
+    assert "ConflictLost" in [e["reason"] for e in erase["events"]]
+    table = Table.open(str(demo / "lake" / "orders"))
+    assert (demo / "lake" / "orders" / ".weir" / "aborted" / conflict["instant"]).exists()
+    winner = table.timeline().find(conflict["other"])
+    assert winner is not None and winner.is_completed
+    assert table.commit_metadata(winner).extra.get("weir.writer") == "default/orders-ingest"
+    assert writer_status(demo, "orders-ingest")["status"]["phase"] == "Suspended"
+
+    erased = set(pq.read_table(demo / "input" / "erasures").column("order_id").to_pylist())
+    ingested = {r["order_id"]: r for f in sorted((demo / "input" / "orders").glob("round-*.parquet"))
+                for r in pq.read_table(f).to_pylist()}
+    got = {r["order_id"]: r for r in table.read().to_pylist()}
+    assert erased & set(ingested), "the erasure request names orders the table held"
+    assert not erased & set(got)
+    assert got == {i: r for i, r in ingested.items() if i not in erased}
+
+
+@pytest.mark.spark
+@pytest.mark.zookeeper
+@pytest.mark.slow
+def test_the_demo_writes_the_timeline_picture(demo: Path) -> None:
+    picture = demo / "timeline-orders.html"
+    assert picture.exists() and picture.stat().st_size > 0
+
+
+def test_every_weir_object_of_examples_demo_parses() -> None:
+    parsers = {"LakeTable": parse_lake_table, "LakeWriter": parse_lake_writer,
+               "TableService": parse_table_service}
+    seen = []
+    for scenario in ("stitch", "delete"):
+        folder = ROOT / "examples" / "demo" / scenario
+        assert (folder / "README.md").exists()
+        for path in sorted(folder.glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                assert doc["apiVersion"] == "weir.dev/v1alpha1", path
+                parsers[doc["kind"]](doc)
+                seen.append((scenario, doc["kind"]))
+    assert seen.count(("stitch", "LakeWriter")) == 3 and ("stitch", "TableService") in seen
+    assert seen.count(("delete", "LakeWriter")) == 2
