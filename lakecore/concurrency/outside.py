@@ -82,8 +82,11 @@ class OutsideConflict:
     def describe(self) -> str:
         groups = ", ".join(f"{f} in {p or '(unpartitioned)'}" for p, f in sorted(self.file_groups)[:3])
         more = f" and {len(self.file_groups) - 3} more" if len(self.file_groups) > 3 else ""
-        state = f"completed at {self.winner_completed}" if self.winner_completed else "is still writing"
-        return f"write {self.loser} conflicts with the older write {self.winner} ({state}) on {groups}{more}"
+        if self.winner_completed:   # older or not, it committed since the loser started
+            other = f"write {self.winner}, completed at {self.winner_completed} after it started,"
+        else:
+            other = f"the older write {self.winner} (still writing)"
+        return f"write {self.loser} conflicts with {other} on {groups}{more}"
 
 
 def held_groups(storage: Storage, instant_time: str) -> dict[FileGroup, HeldGroup]:

@@ -253,7 +253,7 @@ class Supervisor:
         if table.mode == "optimistic" and writes:
             for conflict in find_outside_conflicts(opened.storage, "optimistic", table.heartbeat,
                                                    timeline=timeline, now=now, writes=writes):
-                decision = self._decide(opened, table, conflict, writers)
+                decision = self._decide(opened, table, conflict, writers, store)
                 if decision is not None:
                     decisions.append(decision)
         self._follow_up(opened, table, pending)
@@ -310,13 +310,16 @@ class Supervisor:
         return opened.writers
 
     def _decide(self, opened: _Open, table: WatchedTable, conflict: OutsideConflict,
-                writers: Mapping[str, str]) -> Decision | None:
+                writers: Mapping[str, str], store: Any) -> Decision | None:
         key = (table.key, conflict.loser)
         with self._guard:
             if key in self._pending and self._pending[key].aborted_at is not None:
                 return None
+        winner_writer = writers.get(conflict.winner)
+        if winner_writer is None and conflict.winner_completed:   # left the registry: its commit names it
+            winner_writer = _committed_writer(store, conflict.winner)
         conflict = replace(conflict, loser_writer=writers.get(conflict.loser),
-                           winner_writer=writers.get(conflict.winner))   # named in the proof of death
+                           winner_writer=winner_writer)   # both named in the proof of death
         decision = Decision(table, conflict, conflict.loser_writer, conflict.winner_writer,
                             self.clock(), bytes_named(opened.storage, conflict.loser))
         if not self.sink.record(decision):
@@ -470,6 +473,19 @@ def with_current_instant(status: Mapping[str, Any], instant: str | None,
         if all(isinstance(v, int) for v in lock.values()):
             new["currentInstantLock"] = lock
     return None if new == dict(status) else new
+
+
+def _committed_writer(store: Any, instant_time: str) -> str | None:
+    """The LakeWriter a completed write's commit names (`--extra writer=...`), or None."""
+    try:
+        timeline = store.load()
+        found = timeline.find(instant_time)
+        done = found is not None and found.is_completed
+        writer = store.metadata(found).extra.get("writer") if done else None
+    except Exception as exc:  # advisory: the decision does not need the name
+        log.debug("could not read the writer of %s: %s", instant_time, exc)
+        return None
+    return str(writer) if writer else None
 
 
 def conflict_events(decision: Decision, applied: bool) -> list[tuple[str | None, str, str, str]]:
