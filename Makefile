@@ -69,7 +69,6 @@ demo: deps system-deps
 # The table format alone (lakecore, no Spark) and the Spark jobs alone, as before the operator.
 demo-lakecore: deps
 	$(PY) -m lakecore.demo
-	$(PY) -m sparkjobs.demo
 
 # After editing crds/*.yaml: the chart's copies and the reference page follow (tests check both).
 crds: deps
