@@ -66,7 +66,7 @@ lint: deps
 demo: deps system-deps
 	$(PY) -m lakeoperator.demo $(DIR)
 
-# The table format alone (lakecore, no Spark) and the Spark jobs alone, as before the operator.
+# The table format alone (lakecore, no Spark): three streams stitched into one table, compaction, time travel.
 demo-lakecore: deps
 	$(PY) -m lakecore.demo
 
