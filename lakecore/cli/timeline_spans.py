@@ -38,6 +38,7 @@ from lakecore.timeline import (
     parse_file_name,
     to_epoch_ms,
 )
+from lakecore.timeline.metadata import writer_of
 from lakecore.write.heartbeat import ABORTED_DIR, read_aborted, read_last_beat
 
 Outcome = Literal["completed", "pending", "aborted", "rolled_back"]
@@ -45,7 +46,6 @@ WRITE_LANE_UNNAMED = "(unnamed writer)"        # a completed write whose commit 
 # pending or taken back, and named neither by the registry on storage nor by its proof of death
 WRITE_LANE_UNKNOWN = "(writer not recorded)"
 SERVICE_LANES = ("compaction", "clustering", "clean", "rollback", "savepoint", "restore")
-WRITER_KEYS = ("writer", "weir.writer")  # the operator's --extra writer=ns/name; the stream's own key
 MAX_SPANS = 2000
 
 
@@ -97,14 +97,6 @@ class TimelineFacts:
     archived_boundary_ms: int | None = None
     archival: str | None = None          # what archival did, said on the archival lane
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def writer_of(extra: Mapping[str, Any]) -> str | None:
-    for key in WRITER_KEYS:
-        value = extra.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
 
 
 def read_facts(table: Table, *, now: int | None = None, max_spans: int = MAX_SPANS,

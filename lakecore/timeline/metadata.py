@@ -97,3 +97,15 @@ class CommitMetadata:
                 f"past it and writers refuse it: run `weir table repair {table} --run` to move the file "
                 "into .weir/quarantine/ and roll its write back (its data is lost unless you restore "
                 "the file from a backup instead)") from exc
+
+
+WRITER_KEYS = ("writer", "weir.writer")  # the operator's --extra writer=ns/name; a streaming writer's own key
+
+
+def writer_of(extra: Mapping[str, Any]) -> str | None:
+    """Who made a commit, from its metadata's extra fields (None when it does not say)."""
+    for key in WRITER_KEYS:
+        value = extra.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None

@@ -41,6 +41,7 @@ from lakecore.concurrency.outside import (
     find_outside_conflicts,
     live_writes,
 )
+from lakecore.timeline.metadata import writer_of
 from lakecore.write.heartbeat import HeartbeatConfig
 from lakecore.write.markers import bytes_named
 from lakeoperator.specs import parse_lake_table
@@ -481,7 +482,7 @@ def _committed_writer(store: Any, instant_time: str) -> str | None:
         timeline = store.load()
         found = timeline.find(instant_time)
         done = found is not None and found.is_completed
-        writer = store.metadata(found).extra.get("writer") if done else None
+        writer = writer_of(store.metadata(found).extra) if done else None
     except Exception as exc:  # advisory: the decision does not need the name
         log.debug("could not read the writer of %s: %s", instant_time, exc)
         return None

@@ -43,10 +43,11 @@ def writer_resource(state: StateDir, name: str, submission: str) -> None:
                          "status": {"phase": "Running", "submissionId": submission}}, None, []))
 
 
-def start_write(t: Table, connect: str, writer: str, ids: list[int], tag: str) -> tuple[WriteJob, list[Any]]:
+def start_write(t: Table, connect: str, writer: str, ids: list[int], tag: str,
+                extra: dict[str, Any] | None = None) -> tuple[WriteJob, list[Any]]:
     options = WriterOptions(heartbeat=HB, registry=ZooKeeperWriterRegistry(connect), writer_name=writer,
                             inline_archival=None, abort_zookeeper=connect, abort_check_s=600)
-    job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options)
+    job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options, extra=extra)
     data = pa.table({"id": pa.array(ids, pa.int64()), "ts": [1] * len(ids), "v": [tag] * len(ids)})
     stats = [s for g in route(conform(data, t.config, "upsert").rows, t.config)
              for s in write_file_group(job.context(), g)]
@@ -143,6 +144,37 @@ def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
     assert rolled
     assert {r["v"] for r in Table.open(t.uri).read().to_pylist()} == {"older"}
     launcher.close()
+
+
+def test_a_winner_that_committed_already_is_named_by_its_commit(
+        zookeeper_server: ZooKeeperServer, tmp_path: Path) -> None:
+    """A write that completed into the loser's file groups since the loser started has left the writer
+    registry: the decision, the loser's Event and its proof of death name it from its commit (a
+    streaming writer's `weir.writer`), not as a writer the operator does not run."""
+    connect = zookeeper_server.connect_string
+    t = Table.create(str(tmp_path / "orders"), schema=SCHEMA, record_key="id",
+                     lock=LockSpec("zookeeper", connect=connect, path="/weir-named"))
+    state = StateDir(tmp_path / "state")
+    writer_resource(state, "erase", "erase-1-aaaaaaaa")
+    writer_resource(state, "ingest", "ingest-1-bbbbbbbb")
+    shared = keys_in_bucket(1, 4)
+    slow, _ = start_write(t, connect, "default/erase", shared[:2], "erase")
+    fast, fast_stats = start_write(t, connect, "default/ingest", shared[2:], "ingest",
+                                   extra={"weir.writer": "default/ingest"})
+    fast.commit(fast_stats)
+    supervisor = Supervisor(LocalSink(state, LocalLauncher(tmp_path / "pods"), lambda: datetime.now(UTC)),
+                            grace_s=60, abort_flag=zookeeper_abort_flag)
+    supervisor.watch(WatchedTable("default", "orders", t.uri, "optimistic", HB, zookeeper=connect))
+    (decision,) = supervisor.run_once()
+    assert (decision.loser, decision.winner_writer) == (slow.instant.requested_time, "default/ingest")
+    assert "completed at" in decision.conflict.describe() and "older" not in decision.conflict.describe()
+    record = read_aborted(t.storage, slow.instant.requested_time)
+    assert record is not None and record["other_writer"] == "default/ingest"
+    r = state.load("LakeWriter", "default", "erase")
+    (lost,) = [e for e in (r.events if r else None) or [] if e["reason"] == "ConflictLost"]
+    assert "(default/ingest)" in lost["message"] and "does not run" not in lost["message"]
+    slow.abort()
+    supervisor.close()
 
 
 def test_supervision_goes_on_across_a_zookeeper_restart(
