@@ -82,32 +82,34 @@ class TimedLock:
         self._who = ""
 
     def acquire(self, timeout: float | None = None) -> None:
-        self.inner.acquire(timeout)
-
-    def release(self) -> None:
-        self.inner.release()
-
-    def is_held(self) -> bool:
-        return bool(self.inner.is_held())
-
-    def __enter__(self) -> TimedLock:
+        # lakecore wraps the table's lock (TableLock) and calls acquire/release, never the context
+        # manager: the timing lives here (before, it sat in __enter__/__exit__ and measured nothing)
         frame, self._who = sys._getframe(1), "other"
         while frame is not None:
             if frame.f_code.co_name in _STEPS:
                 self._who = frame.f_code.co_name
             frame = frame.f_back
         t0 = time.perf_counter()
-        self.inner.acquire()
+        self.inner.acquire(timeout)
         self._t = [t0, time.perf_counter()]
-        return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def release(self) -> None:
         self._t.append(time.perf_counter())
         self.inner.release()
         self._t.append(time.perf_counter())
         self.spans.append((self._t[0], self._t[1], self._t[2], self._t[3]))
         self.held_by[self._who] = self.held_by.get(self._who, 0.0) + self._t[2] - self._t[1]
+
+    def is_held(self) -> bool:
+        return bool(self.inner.is_held())
+
+    def __enter__(self) -> TimedLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
 
 
 def tiny(rng: np.random.Generator, n: int, ts: int) -> pa.Table:
