@@ -53,6 +53,7 @@ from rich.table import Table as RichTable
 
 from lakecore import Table
 from lakecore.cli.timeline_html import write_timeline_html
+from lakecore.timeline.metadata import writer_of as committed_writer
 from lakeoperator.launch.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, load_manifests, local_settings, rows
 
@@ -226,8 +227,8 @@ class Progress:
 
 
 def writer_of(extra: Any) -> str:
-    extra = extra or {}
-    return str(extra.get("writer") or extra.get("weir.writer") or "a table service")
+    """Who made a commit (lakecore's reading of its extra fields); services name no writer."""
+    return committed_writer(extra or {}) or "a table service"
 
 
 def describe_conflict(name: str, c: dict[str, Any]) -> str:

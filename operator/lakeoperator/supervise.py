@@ -41,6 +41,7 @@ from lakecore.concurrency.outside import (
     find_outside_conflicts,
     live_writes,
 )
+from lakecore.timeline import Timeline, TimelineStore
 from lakecore.timeline.metadata import writer_of
 from lakecore.write.heartbeat import HeartbeatConfig
 from lakecore.write.markers import bytes_named
@@ -254,7 +255,7 @@ class Supervisor:
         if table.mode == "optimistic" and writes:
             for conflict in find_outside_conflicts(opened.storage, "optimistic", table.heartbeat,
                                                    timeline=timeline, now=now, writes=writes):
-                decision = self._decide(opened, table, conflict, writers, store)
+                decision = self._decide(opened, table, conflict, writers, store, timeline)
                 if decision is not None:
                     decisions.append(decision)
         self._follow_up(opened, table, pending)
@@ -311,14 +312,14 @@ class Supervisor:
         return opened.writers
 
     def _decide(self, opened: _Open, table: WatchedTable, conflict: OutsideConflict,
-                writers: Mapping[str, str], store: Any) -> Decision | None:
+                writers: Mapping[str, str], store: TimelineStore, timeline: Timeline) -> Decision | None:
         key = (table.key, conflict.loser)
         with self._guard:
             if key in self._pending and self._pending[key].aborted_at is not None:
                 return None
         winner_writer = writers.get(conflict.winner)
         if winner_writer is None and conflict.winner_completed:   # left the registry: its commit names it
-            winner_writer = _committed_writer(store, conflict.winner)
+            winner_writer = _committed_writer(store, timeline, conflict.winner)
         conflict = replace(conflict, loser_writer=writers.get(conflict.loser),
                            winner_writer=winner_writer)   # both named in the proof of death
         decision = Decision(table, conflict, conflict.loser_writer, conflict.winner_writer,
@@ -476,17 +477,16 @@ def with_current_instant(status: Mapping[str, Any], instant: str | None,
     return None if new == dict(status) else new
 
 
-def _committed_writer(store: Any, instant_time: str) -> str | None:
+def _committed_writer(store: TimelineStore, timeline: Timeline, instant_time: str) -> str | None:
     """The LakeWriter a completed write's commit names (`--extra writer=...`), or None."""
+    found = timeline.find(instant_time)   # the scan's timeline: the winner completed before it was read
+    if found is None or not found.is_completed:
+        return None
     try:
-        timeline = store.load()
-        found = timeline.find(instant_time)
-        done = found is not None and found.is_completed
-        writer = writer_of(store.metadata(found).extra) if done else None
+        return writer_of(store.metadata(found).extra)
     except Exception as exc:  # advisory: the decision does not need the name
         log.debug("could not read the writer of %s: %s", instant_time, exc)
         return None
-    return str(writer) if writer else None
 
 
 def conflict_events(decision: Decision, applied: bool) -> list[tuple[str | None, str, str, str]]:
