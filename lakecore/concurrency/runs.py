@@ -166,12 +166,7 @@ class ServiceRun:
         """Claim `key` (the caller holds the table lock). ServiceRunning when a live run holds it."""
         ensure_held(lock, f"claiming {what}")
         now = now_ms() if now is None else now
-        current = live_run(storage, key, now, heartbeat)
-        if current is not None:
-            raise ServiceRunning(f"{what} is already running: {current.describe()}, since "
-                                 f"{current.started}; wait for it to finish (or, if that process is gone, "
-                                 f"retry after its heartbeat expires, {heartbeat.timeout_ms} ms after its "
-                                 "last beat)")
+        cls.ensure_free(storage, key, what, heartbeat, now=now)
         tried = attempts(storage, key)
         attempt = (tried[-1] if tried else 0) + 1
         claim = Claim(key, attempt, uuid.uuid4().hex, what, socket.gethostname(), os.getpid(), now,
@@ -184,6 +179,18 @@ class ServiceRun:
         run = cls(storage, claim, heartbeat)
         run.heartbeat.start()
         return run
+
+    @staticmethod
+    def ensure_free(storage: Storage, key: str, what: str, heartbeat: HeartbeatConfig, *,
+                    now: int | None = None) -> None:
+        """ServiceRunning when a live run holds `key`. `claim` decides under the lock; callers may ask
+        before taking it, so that a busy service costs other writers no wait on the lock."""
+        current = live_run(storage, key, now_ms() if now is None else now, heartbeat)
+        if current is not None:
+            raise ServiceRunning(f"{what} is already running: {current.describe()}, since "
+                                 f"{current.started}; wait for it to finish (or, if that process is gone, "
+                                 f"retry after its heartbeat expires, {heartbeat.timeout_ms} ms after its "
+                                 "last beat)")
 
     def owns(self) -> bool:
         """Whether this run still owns its key: the newest attempt is ours and our heartbeat is not

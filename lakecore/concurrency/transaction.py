@@ -40,7 +40,14 @@ from lakecore.concurrency.schema_conflict import (
     resolve_schema,
 )
 from lakecore.config import TableConfig, schema_from_json, schema_to_json
-from lakecore.errors import CorruptTimeline, InvalidInput, InvalidInstantState, SchemaConflict, WriteConflict
+from lakecore.errors import (
+    CorruptTimeline,
+    InvalidInput,
+    InvalidInstantState,
+    SchemaConflict,
+    SchemaMismatch,
+    WriteConflict,
+)
 from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -162,38 +169,55 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
     """Complete the instant under the lock after the conflict check; on a conflict, roll it back and
     raise WriteConflict (nothing of the write is visible). `alive`: the writer's own liveness check
     (e.g. Heartbeat.check), run under the lock right before completing: a writer that lost its
-    heartbeat while waiting for the lock must not complete an instant others may be rolling back."""
+    heartbeat while waiting for the lock must not complete an instant others may be rolling back.
+
+    Every writer waits on the lock, so what can happen before it does: the completed file's bytes
+    are written and synced ahead (for the schema the write commits unless a concurrent write changed
+    the table's meanwhile, which the lock re-decides), leaving the lock a link; the link's directory
+    entry is synced after the release and before this returns. A writer that acts on our completion
+    before that sync completes an instant in the same directory, and syncing that directory makes our
+    entry durable too: nothing durable can depend on a completion a power loss could take back."""
     store = TimelineStore(txn.storage)
     base_groups = frozenset((s.partition, s.file_id) for s in stats if s.kind == "base")
     conflicts: list[Conflict] = []
     refused: SchemaConflict | None = None
     groups = frozenset((s.partition, s.file_id) for s in stats)
-    with lock:
-        timeline = store.load()
-        current = timeline.find(txn.instant.requested_time)
-        if current is None or current.state is not State.INFLIGHT or \
-                txn.instant.requested_time in claimed_by_rollbacks(store, timeline) or \
-                is_aborted(txn.storage, txn.instant.requested_time):
-            raise InvalidInstantState(f"instant {txn.instant.requested_time} is no longer inflight "
-                                      f"({current}) or was marked aborted; it was rolled back (its heartbeat "
-                                      "had expired?): rerun the write")
-        if alive is not None:
-            alive()
-        try:
-            schema = _decide_schema(txn, store, timeline)
-        except SchemaConflict as exc:
-            refused = exc
-        if refused is None:
-            conflicts = _conflicts(txn, timeline, store, groups, base_groups)
-        if refused is None and not conflicts:
-            recorded = dict(extra or {})
-            if txn.scope is not None:
-                recorded["overwrite"] = txn.scope.to_json()
-            meta = CommitMetadata(txn.operation, tuple(stats), schema_to_json(schema), recorded,
-                                  table=recorded_config(txn.config))
-            completion = next_instant_time(clock(), timeline.newest_time())
-            ensure_held(lock, f"completing instant {txn.instant.requested_time}")
-            done = store.complete(txn.instant, completion, meta)
+    recorded = dict(extra or {})
+    if txn.scope is not None:
+        recorded["overwrite"] = txn.scope.to_json()
+    guess = _schema_guess(txn)
+    ahead = store.stage_completion(_metadata(txn, stats, guess, recorded)) if guess is not None else None
+    published = False
+    try:
+        with lock:
+            timeline = store.load()
+            current = timeline.find(txn.instant.requested_time)
+            if current is None or current.state is not State.INFLIGHT or \
+                    txn.instant.requested_time in claimed_by_rollbacks(store, timeline) or \
+                    is_aborted(txn.storage, txn.instant.requested_time):
+                raise InvalidInstantState(f"instant {txn.instant.requested_time} is no longer inflight "
+                                          f"({current}) or was marked aborted; it was rolled back (its "
+                                          "heartbeat had expired?): rerun the write")
+            if alive is not None:
+                alive()
+            try:
+                schema = _decide_schema(txn, store, timeline)
+            except SchemaConflict as exc:
+                refused = exc
+            if refused is None:
+                conflicts = _conflicts(txn, timeline, store, groups, base_groups)
+            if refused is None and not conflicts:
+                meta = _metadata(txn, stats, schema, recorded)
+                staged = ahead if guess is not None and schema_to_json(guess) == meta.schema else None
+                completion = next_instant_time(clock(), timeline.newest_time())
+                ensure_held(lock, f"completing instant {txn.instant.requested_time}")
+                done = store.complete(txn.instant, completion, meta, staged=staged, sync=staged is None)
+                published = staged is not None
+    finally:
+        if ahead is not None and not published:
+            ahead.discard()
+    if published and ahead is not None:
+        ahead.sync()  # durable before anyone is told (see above)
     if refused is not None or conflicts:
         rollback_write(txn.storage, lock, txn.instant, clock=clock)
         if refused is not None:
@@ -205,6 +229,26 @@ def commit_write(txn: WriteTransaction, stats: Sequence[WriteStat], *, extra: di
         log.warning("write %s completed, but deleting its markers failed (%s); they are inert (only "
                     "pending instants' markers are read)", txn.instant.requested_time, exc)
     return done
+
+
+def _metadata(txn: WriteTransaction, stats: Sequence[WriteStat], schema: pa.Schema,
+              recorded: dict[str, Any]) -> CommitMetadata:
+    return CommitMetadata(txn.operation, tuple(stats), schema_to_json(schema), recorded,
+                          table=recorded_config(txn.config))
+
+
+def _schema_guess(txn: WriteTransaction) -> pa.Schema | None:
+    """The schema the commit will decide if nobody changed the table's since the write started (the
+    common case), to write the completed file ahead of the lock; None if the write itself is refused."""
+    at_start = txn.schema_at_start or txn.config.schema
+    writer = complete_writer_schema(at_start, txn.config.schema)
+    try:
+        decision = resolve_schema(at_start, at_start, writer)
+    except (SchemaConflict, SchemaMismatch):
+        return None
+    if decision.case == 5 and evolution_problems(at_start, writer):
+        return None
+    return decision.schema
 
 
 def recorded_config(config: TableConfig) -> dict[str, Any]:

@@ -11,6 +11,17 @@ Failure behaviour, which is the point of this module:
 - Session SUSPENDED or LOST while held: `is_held()` is False from that moment on (a state listener
   flips it; the lock does not come back even if the session does), and `release()` does not raise;
   it deletes the lock node once ZooKeeper is reachable again, if the session survived.
+- `is_held()` (asked right before a commit point) answers without a round trip within a short lease
+  after ZooKeeper last proved the node ours, and asks ZooKeeper (`exists` on the node) after that.
+  Why the lease is sound: ZooKeeper expires a session only after a whole session timeout without
+  hearing from the client, and the client hears of a broken connection after two thirds of it (the
+  listener above). So while the session is unchanged, the listener silent and less than LEASE_S (far
+  below any session timeout a server negotiates) has passed since a request that proved the node
+  ours was sent, the node exists. The clock counts time the process was stopped or the machine slept
+  (CLOCK_BOOTTIME), the pauses that could otherwise outlive a session unseen. Only someone deleting
+  the lock node by hand goes unseen for up to LEASE_S: never delete a live holder's lock node.
+  Acquiring needs no extra round trip either: kazoo's recipe created our node and saw it first in
+  this very session, continuously connected (the listener counts every other state).
 - No call waits unbounded: kazoo's `Lock.acquire` runs on a helper thread and every other call has a
   timeout.
 """
@@ -54,6 +65,15 @@ log = logging.getLogger(__name__)
 
 # How long past its timeout an acquire may take before it is declared stalled (ZooKeeper went away).
 STALL_GRACE_S = 1.0
+# How long after ZooKeeper proved the lock node ours `is_held()` answers without asking again (see
+# above; capped at a tenth of the session timeout asked for).
+LEASE_S = 1.0
+_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def _now() -> float:
+    """Seconds on a clock that keeps counting while the process is stopped or the machine sleeps."""
+    return time.clock_gettime(_BOOTTIME) if _BOOTTIME is not None else time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -99,11 +119,12 @@ class ZooKeeperLockConfig:
         return cls(connect, table_lock_key(table_uri), **options)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Hold:
     client: Any = field(repr=False)
     path: str
     session: int
+    proven_at: float  # _now() when a request that proved the node ours (in this session) was sent
 
 
 class _Stalled(Exception):
@@ -159,8 +180,10 @@ class ZooKeeperLock(GuardedLock):
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._hold: _Hold | None = None
         self._lost = False
+        self._troubles = 0  # connection states other than CONNECTED heard while listening
         self._listening: Any = None
         self._path_ready = False
+        self._lease_s = min(LEASE_S, config.session_timeout_s / 10)
 
     @property
     def spec(self) -> LockSpec:
@@ -196,6 +219,7 @@ class ZooKeeperLock(GuardedLock):
             recipe = KazooLock(client, self.path, identifier=self._owner)
             recipe.assured_path = self._path_ready  # the recipe creates the path when this is False
             failure: BaseException | None = None
+            started, troubles, session_before = _now(), self._troubles, session_of(client)
             try:
                 got = _Attempt(recipe, max(0.0, deadline - time.monotonic())).run()
             except (KazooLockTimeout, _Stalled):
@@ -209,9 +233,12 @@ class ZooKeeperLock(GuardedLock):
                 self._lost = False  # from here on, any connection trouble means the lock is lost
                 node = f"{self.path}/{recipe.node}"
                 session = session_of(client)
-                if session is not None and self._owns(client, node, session):
+                # created and seen first in one session, connected all along: ours as of `started`
+                quiet = self._troubles == troubles and session is not None and session == session_before
+                proven = started if quiet and _now() - started < self._lease_s else _now()
+                if session is not None and (proven == started or self._owns(client, node, session)):
                     self._path_ready = True
-                    return _Hold(client, node, session)
+                    return _Hold(client, node, session, proven)
                 forget(client, node)
                 failure = LockUnavailable("the ZooKeeper session dropped as the lock was acquired")
             elif failure is None:
@@ -249,7 +276,13 @@ class ZooKeeperLock(GuardedLock):
         hold = self._hold
         if hold is None or self._lost or session_of(hold.client) != hold.session:
             return False
-        return self._owns(hold.client, hold.path, hold.session)
+        asked = _now()
+        if asked - hold.proven_at < self._lease_s:
+            return True
+        if not self._owns(hold.client, hold.path, hold.session):
+            return False
+        hold.proven_at = asked
+        return True
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -257,6 +290,7 @@ class ZooKeeperLock(GuardedLock):
         # Called on kazoo's connection thread: must not block.
         if state != KazooState.CONNECTED:
             self._lost = True
+            self._troubles += 1
 
     def _listen(self, client: Any) -> None:
         self._lost = False

@@ -150,6 +150,7 @@ def run_archival(storage: Storage, lock: Lock, policy: ArchivalPolicy | None = N
     store = TimelineStore(storage)
     if dry_run:
         return plan_archival(store.load(), store.metadata, policy)
+    ServiceRun.ensure_free(storage, ARCHIVAL, "archival", heartbeat)  # busy: no wait on the lock
     with lock:
         run = ServiceRun.claim(storage, lock, ARCHIVAL, "archival", heartbeat)
     with run:
@@ -177,11 +178,13 @@ def _run_claimed(storage: Storage, store: TimelineStore, lock: Lock, policy: Arc
         if current:
             ensure_held(lock, "committing an archival")
             history.commit(manifest)
-            _finish_deletions(storage, manifest.boundary)
-            history.collect_garbage(manifest, previous.version)
     if not current:
         _discard(history, manifest, previous)
         return None
+    # after the lock (writers wait on it): loads ignore the active files of archived instants, readers
+    # meeting a collected history file reload, and a crash here is finished by the next archival
+    _finish_deletions(storage, manifest.boundary)
+    history.collect_garbage(manifest, previous.version)
     levels: dict[int, int] = {}
     for f in manifest.files:
         levels[f.level] = levels.get(f.level, 0) + 1

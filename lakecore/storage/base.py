@@ -70,5 +70,47 @@ class Storage(Protocol):
         ...
 
 
+class Staged(Protocol):
+    """A file's bytes written ahead of its name (`stage`): invisible until `publish` creates it."""
+
+    def publish(self, path: str, *, sync: bool = True) -> None:
+        """Atomically create `path` with the staged bytes (errors.AlreadyExists when it exists).
+        `sync=False` leaves making the new directory entry durable to `sync()`: a caller that must
+        keep a critical section short publishes inside it and syncs after."""
+        ...
+
+    def sync(self) -> None:
+        """Make the published entry durable (nothing to do where a finished create is durable)."""
+        ...
+
+    def discard(self) -> None:
+        """Drop staged bytes that were not published (a published file stays)."""
+        ...
+
+
+class _WriteOnPublish:
+    """Staging for stores without a cheap way to write ahead: the whole create happens at publish."""
+
+    def __init__(self, storage: Storage, data: bytes) -> None:
+        self._storage, self._data = storage, data
+
+    def publish(self, path: str, *, sync: bool = True) -> None:
+        self._storage.write_if_absent(path, self._data)
+
+    def sync(self) -> None:
+        pass
+
+    def discard(self) -> None:
+        pass
+
+
+def stage(storage: Storage, directory: str, data: bytes) -> Staged:
+    """`data` written (and made durable) ahead, to be published under a name inside `directory` chosen
+    later: local disk writes and syncs a hidden temp file there now, so publishing is a link; other
+    stores create the whole file when it is published."""
+    ahead = getattr(storage, "stage", None)
+    return ahead(directory, data) if ahead is not None else _WriteOnPublish(storage, data)
+
+
 def join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))

@@ -125,6 +125,11 @@ class LocalStorage:
             os.unlink(tmp)
         if durable:
             self._sync_dir(os.path.dirname(target))
+    def stage(self, directory: str, data: bytes) -> _Staged:
+        """A durable temp file in `directory` holding `data`, published by hard-linking it (base.stage)."""
+        target_dir = self._abs(directory)
+        return _Staged(self, self._temp_beside(f"{target_dir}/x", data, durable=True))
+
     def exists(self, path: str) -> bool:
         return os.path.exists(self._abs(path))
 
@@ -183,3 +188,34 @@ class LocalStorage:
 
     def arrow(self) -> tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), self._root
+
+
+class _Staged:
+    def __init__(self, storage: LocalStorage, tmp: str) -> None:
+        self._storage, self._tmp = storage, tmp
+        self._published: str | None = None
+
+    def publish(self, path: str, *, sync: bool = True) -> None:
+        if self._published is not None:
+            raise AlreadyExists(f"staged bytes were already published as {self._published}")
+        target = self._storage._abs(path)
+        if os.path.dirname(target) != os.path.dirname(self._tmp):
+            raise ValueError(f"{path} is not in the directory its bytes were staged in")
+        try:
+            os.link(self._tmp, target)
+        except FileExistsError:
+            raise AlreadyExists(f"{path} already exists") from None
+        self._published = target
+        self.discard()
+        if sync:
+            self.sync()
+
+    def sync(self) -> None:
+        if self._published is not None:
+            self._storage._sync_dir(os.path.dirname(self._published))
+
+    def discard(self) -> None:
+        try:
+            os.unlink(self._tmp)
+        except FileNotFoundError:
+            pass

@@ -406,8 +406,28 @@ class Table:
 
 
 def _read_config(storage: Storage) -> TableConfig:
+    return _parse_config(storage, _config_bytes(storage))
+
+
+_parsed_configs: dict[str, tuple[bytes, TableConfig]] = {}  # the last table.json parsed, per table
+
+
+def _parse_config(storage: Storage, raw: bytes) -> TableConfig:
+    """table.json parsed (and validated); the last parse per table is kept, so a lock that re-reads
+    table.json after every acquire (TableLock) pays a read, not a parse, while it is unchanged."""
+    hit = _parsed_configs.get(storage.uri)
+    if hit is not None and hit[0] == raw:
+        return hit[1]
+    config = TableConfig.loads(raw, source=f"{storage.uri}/{CONFIG_PATH}", table=storage.uri)
+    if len(_parsed_configs) > 1000:
+        _parsed_configs.clear()
+    _parsed_configs[storage.uri] = (raw, config)
+    return config
+
+
+def _config_bytes(storage: Storage) -> bytes:
     try:
-        raw = storage.read(CONFIG_PATH)
+        return storage.read(CONFIG_PATH)
     except (FileNotFoundError, NotADirectoryError):
         if storage.list_names(TIMELINE_DIR):
             raise TableNotFound(f"{storage.uri} has a timeline but no {CONFIG_PATH} (it was lost); "
@@ -415,7 +435,6 @@ def _read_config(storage: Storage) -> TableConfig:
                                 "--run`") from None
         raise TableNotFound(f"no table at {storage.uri} (no {CONFIG_PATH}); check the URI, or create one "
                             "with `weir table create`") from None
-    return TableConfig.loads(raw, source=f"{storage.uri}/{CONFIG_PATH}", table=storage.uri)
 
 
 def _spec_to_record(lock: Lock | LockSpec | None, uri: str) -> LockSpec:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import AlreadyExists, CorruptMetadata, CorruptTimeline, InvalidInstantState
-from lakecore.storage import Storage
+from lakecore.storage import Staged, Storage, stage
 from lakecore.timeline.history import Archived, Manifest, archived_files, files_of, instants_of, latest_slices
 from lakecore.timeline.history_store import (
     TIMELINE_DIR,
@@ -132,12 +132,24 @@ class TimelineStore:
         self.storage.write_if_absent(self._path(inflight.file_name), b"", durable=False)
         return inflight
 
-    def complete(self, instant: Instant, completion_time: str, metadata: CommitMetadata) -> Instant:
+    def stage_completion(self, metadata: CommitMetadata) -> Staged:
+        """A completed instant file's bytes written ahead of the lock (its name, which holds the
+        completion time, is drawn under it): `complete(..., staged=)` then only links it."""
+        return stage(self.storage, TIMELINE_DIR, metadata.dumps())
+
+    def complete(self, instant: Instant, completion_time: str, metadata: CommitMetadata, *,
+                 staged: Staged | None = None, sync: bool = True) -> Instant:
+        """Create the completed instant file (the commit point), from `metadata` or from the bytes
+        `staged` for it (stage_completion). `sync=False` (staged only): the caller calls
+        `staged.sync()` before it reports the commit durable (after releasing the lock)."""
         if instant.state is not State.INFLIGHT:
             raise InvalidInstantState(f"{instant} is not inflight; only inflight instants complete")
         done = Instant(instant.requested_time, instant.action, State.COMPLETED, completion_time)
         try:
-            self.storage.write_if_absent(self._path(done.file_name), metadata.dumps())
+            if staged is not None:
+                staged.publish(self._path(done.file_name), sync=sync)
+            else:
+                self.storage.write_if_absent(self._path(done.file_name), metadata.dumps())
         except AlreadyExists:
             raise InvalidInstantState(f"{done} is already completed") from None
         _remember(self.storage.uri, done.file_name, metadata)

@@ -105,8 +105,10 @@ def check(table: Table, entries: list[dict], batch_of: Callable[[str], pa.Table]
         if theirs is not None:
             continue  # it completed: it held a marker there, or its commit wrote there
         path = os.path.join(table.uri, ".weir", "aborted", e["other"])
-        try:  # when the proof of death became visible (its "at" is taken before it is written)
-            visible = os.stat(path).st_mtime_ns // 1_000_000
+        try:  # when the proof of death became visible (its "at" is taken before it is written): the
+            # inode's change time, set when its temp file was linked into place and unlinked; its
+            # mtime is when the temp file was written, before the fsync that precedes the link
+            visible = os.stat(path).st_ctime_ns // 1_000_000
             with open(path) as fh:
                 by = json.load(fh)["by"]
         except FileNotFoundError:

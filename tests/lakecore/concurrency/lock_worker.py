@@ -3,6 +3,8 @@
     count <options-json> <table> <counter-file> <n> <go-file>   print "ready", wait for go-file, then n
                                                                 times: under the lock, read-sleep-write
     hold  <options-json> <table>                                acquire, print "held", sleep until killed
+    ask   <options-json> <table>                                acquire, print "held", then for each line
+                                                                read: print "held" or "lost" (is_held())
     try   <options-json> <table> <timeout>                      acquire within timeout: print "acquired"
                                                                 (and release) or "timeout"
 
@@ -38,6 +40,12 @@ def main(argv: list[str]) -> int:
         print("held", flush=True)
         time.sleep(600)
         return 1
+    if mode == "ask":
+        lock.acquire()
+        print("held", flush=True)
+        for _ in sys.stdin:
+            print("held" if lock.is_held() else "lost", flush=True)
+        return 0
     if mode == "try":
         try:
             lock.acquire(timeout=float(argv[3]))

@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kazoo.client import KazooClient
 
+from lakecore.concurrency import zookeeper_lock as zookeeper_lock_module
 from lakecore.concurrency.locks import LockUnavailable, ensure_held
 from lakecore.concurrency.zookeeper import close_shared_clients, shared_clients, table_lock_key, znode_name
 from lakecore.concurrency.zookeeper_lock import ZooKeeperLock, zookeeper_lock
@@ -86,6 +87,69 @@ def test_a_sigkilled_holder_frees_the_lock_after_its_session_timeout(
                 holder.kill()
     assert contender.is_held()
     assert 1.0 < waited < 6.0  # ZooKeeper expired the dead session (2 s), nothing earlier or much later
+
+
+def test_a_holder_stopped_past_its_session_is_told_it_lost_the_lock(
+    zookeeper_server: ZooKeeperServer, locks: list[ZooKeeperLock], tmp_path: Path,
+) -> None:
+    """is_held() answers from a short lease after ZooKeeper proved the node ours: a process stopped
+    (SIGSTOP, a long GC pause) for longer than its session, while another took the lock, must hear on
+    waking that it lost it, before it could complete anything."""
+    options = {"provider": "zookeeper", "connect": zookeeper_server.connect_string, "key": "orders",
+               "base_path": base_path(), "session_timeout_s": 2.0}
+    command = [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "ask", json.dumps(options),
+               str(tmp_path / "table")]
+    with subprocess.Popen(command, cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+            assert holder.stdout.readline().strip() == "held"
+            os.kill(holder.pid, signal.SIGSTOP)
+            contender = zookeeper_lock(zookeeper_server.connect_string, "orders",
+                                       base_path=options["base_path"])
+            locks.append(contender)
+            contender.acquire(timeout=15)  # ZooKeeper expired the stopped holder's session
+            os.kill(holder.pid, signal.SIGCONT)
+            holder.stdin.write("\n")  # asked the moment it wakes
+            holder.stdin.flush()
+            assert holder.stdout.readline().strip() == "lost"
+            assert contender.is_held()
+        finally:
+            if holder.poll() is None:
+                holder.kill()
+
+
+def test_is_held_trusts_a_proof_of_the_node_only_for_its_short_lease(
+    zookeeper_server: ZooKeeperServer, locks: list[ZooKeeperLock], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Within LEASE_S of the request that proved the node ours, is_held() answers without a round trip;
+    after it, it asks ZooKeeper. A node deleted behind the holder's back (by hand: nothing else deletes a
+    live session's node) is seen once the lease has run out."""
+    lock = zookeeper_lock(zookeeper_server.connect_string, "orders", base_path=base_path())
+    locks.append(lock)
+    offset = [0.0]
+    real_now = zookeeper_lock_module._now
+    monkeypatch.setattr(zookeeper_lock_module, "_now", lambda: real_now() + offset[0])
+    lock.acquire(timeout=5)
+    assert lock.is_held()
+    offset[0] += zookeeper_lock_module.LEASE_S + 0.1
+    assert lock.is_held()  # asked ZooKeeper: still ours, and that proof starts a new lease
+    client = KazooClient(hosts=zookeeper_server.connect_string)
+    client.start(timeout=10)
+    try:
+        client.delete(lock._hold.path)  # type: ignore[union-attr]
+    finally:
+        client.stop()
+        client.close()
+    assert lock.is_held()  # within the lease: not asked (the documented limit)
+    offset[0] += zookeeper_lock_module.LEASE_S + 0.1
+    assert not lock.is_held()
+    with pytest.raises(LockError, match="lost the table lock"):
+        ensure_held(lock, "completing instant 20261122101500123")
+    lock.release()
 
 
 def test_stopping_zookeeper_loses_the_lock_and_a_restart_brings_it_back(

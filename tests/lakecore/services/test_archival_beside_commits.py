@@ -144,3 +144,25 @@ def test_a_savepoint_taken_meanwhile_stops_the_archival(table, monkeypatch):
     monkeypatch.undo()
     result = fresh.archive(POLICY)  # the next archival stops at the savepoint
     assert result is not None and result.archived == 1
+
+
+def test_a_writer_finds_a_running_archival_without_waiting_on_the_lock(table, monkeypatch):
+    """Writers archive inline after their commits: while one archives, the others learn it from its
+    live claim, before taking the table lock every writer waits on."""
+    from lakecore.concurrency.runs import ServiceRun
+    from lakecore.services.archive import ARCHIVAL, DEFAULT_HEARTBEAT, run_archival
+
+    with table.lock:
+        running = ServiceRun.claim(table.storage, table.lock, ARCHIVAL, "archival", DEFAULT_HEARTBEAT)
+    taken: list[bool] = []
+    real_acquire = table.lock.acquire
+    monkeypatch.setattr(table.lock, "acquire",
+                        lambda timeout=None: (taken.append(True), real_acquire(timeout)))
+    try:
+        with pytest.raises(ServiceRunning, match="archival is already running"):
+            run_archival(table.storage, table.lock, POLICY)
+        assert taken == []
+    finally:
+        running.release()
+    monkeypatch.undo()
+    assert run_archival(table.storage, table.lock, POLICY) is not None  # free again: it archives

@@ -16,7 +16,8 @@ from lakecore.timeline import TimelineStore
 @pytest.fixture
 def trace(monkeypatch):
     """Every fsync (by the path of its fd) and every link/rename (by target), in order."""
-    events: list[tuple[str, str]] = []
+    events = _Trace()
+    linked = events.linked
     real_fsync, real_link, real_replace = os.fsync, os.link, os.replace
 
     def fsync(fd):
@@ -26,6 +27,7 @@ def trace(monkeypatch):
     def link(src, dst, *a, **kw):
         real_link(src, dst, *a, **kw)
         events.append(("link", os.path.abspath(dst)))
+        linked[os.path.abspath(dst)] = os.path.abspath(src)
 
     def replace(src, dst, *a, **kw):
         real_replace(src, dst, *a, **kw)
@@ -35,6 +37,14 @@ def trace(monkeypatch):
     monkeypatch.setattr(os, "link", link)
     monkeypatch.setattr(os, "replace", replace)
     return events
+
+
+class _Trace(list):
+    """(kind, path) events in order, and which temp file was linked to each link target."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linked: dict[str, str] = {}
 
 
 def _rows(n: int, start: int = 0) -> pa.Table:
@@ -58,9 +68,9 @@ def _check_commit(table: Table, events: list[tuple[str, str]], instant, *, new_p
     if new_partitions:  # new partition directories: their entries in the table root are durable too
         first_data = min(before.index(("fsync", os.path.join(root, s.path))) for s in meta.write_stats)
         assert ("fsync", root) in before[first_data:]
-    # the instant file's own bytes were synced (as its temp file) right before the link
-    assert any(kind == "fsync" and TMP_MARK in p and p.startswith(os.path.dirname(done))
-               for kind, p in before[-3:])
+    # the instant file's own bytes were synced (as the temp file linked into place) before the link
+    source = events.linked[done]
+    assert TMP_MARK in source and ("fsync", source) in before
     # and the directory entry of the completed instant is synced after the link
     assert ("fsync", os.path.dirname(done)) in events[commit_at + 1:]
     # what nothing reads after a power loss is not synced (it would cost every commit dearly)
