@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +133,38 @@ class _Stalled(Exception):
     """The recipe did not return within its timeout plus grace (ZooKeeper stopped answering)."""
 
 
+class _Helpers:
+    """Daemon threads that run lock attempts, kept between acquisitions: starting a thread per acquire
+    costs milliseconds on a busy machine, on the path every writer waits on. Daemons, so an attempt
+    stuck in a dead ZooKeeper never holds up the interpreter's exit; a new one is started whenever
+    every kept thread is busy (one stuck attempt never delays the next)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0
+        self._guard = threading.Lock()
+
+    def run(self, job: Callable[[], None]) -> None:
+        with self._guard:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._serve, name="weir-zookeeper-lock", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._guard:
+                if self._idle >= 4:  # enough kept
+                    return
+                self._idle += 1
+
+
+_helpers = _Helpers()
+
+
 class _Attempt:
     """One run of kazoo's blocking `Lock.acquire`, on a helper thread so the caller's deadline holds."""
 
@@ -144,7 +178,7 @@ class _Attempt:
         self._error: BaseException | None = None
 
     def run(self) -> bool:
-        threading.Thread(target=self._work, name="weir-zookeeper-lock", daemon=True).start()
+        _helpers.run(self._work)
         if not self._done.wait(self._timeout + STALL_GRACE_S):
             with self._guard:
                 if not self._done.is_set():
