@@ -83,15 +83,20 @@ def test_sigkill_at_random_moments_of_a_write_loop(tmp_path):
     rng = random.Random(11)
     next_batch = 1
     # at least 6 kills; more (up to 14) while fewer than 4 writes landed: a child needs ~0.5-1 s to start
-    # on a busy machine, so some kills land before its first commit
+    # (far more on a loaded machine), so some kills land before its first commit; from the 7th on, the
+    # kill waits for the child's first commit, then comes at a random moment after it
     for round_ in range(14):
         if round_ >= 6 and len(Table.open(t.uri).timeline().completed) > 3:
             break
         proc = child(t.uri, "loop", str(next_batch))
-        time.sleep(rng.uniform(0.3, 1.5) + (0.5 if round_ >= 6 else 0.0))
+        first = ""
+        if round_ >= 6:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()  # its first write landed (or it died: "")
+        time.sleep(rng.uniform(0.3, 1.5))
         proc.kill()
         out, _ = proc.communicate(timeout=30)
-        next_batch += len(out.split()) + 1
+        next_batch += len((first + out).split()) + 1
         again = reopen(t.uri)
         assert actual(again) == expected(again)
         for pending in again.timeline().pending:
