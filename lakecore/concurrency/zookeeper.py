@@ -35,7 +35,16 @@ from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    AuthFailedError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl
@@ -256,12 +265,28 @@ def session_of(client: Any) -> int | None:
     return int(client_id[0]) if client_id else None
 
 
-def forget(client: Any, path: str) -> None:
-    """Delete a node whenever the client can: kazoo queues the request while it reconnects."""
+def forget(client: Any, path: str, *, tries: int = 5) -> None:
+    """Delete a node whenever the client can, without waiting: kazoo queues the request while it
+    reconnects, and a request that was on the wire when the connection broke (ConnectionLoss: it
+    may or may not have run) is sent again, so that a session surviving the outage does not keep the
+    node (a lock node would be held by nobody, for as long as this process lives)."""
     try:
-        client.delete_async(path)
+        result = client.delete_async(path)
     except Exception as exc:  # the client is closed: its session, and so the node, is going away anyway
         log.debug("deleting %s later failed: %s", path, exc)
+        return
+
+    def done(outcome: Any) -> None:  # on kazoo's callback thread: must not block
+        error = outcome.exception
+        if error is None or isinstance(error, NoNodeError | SessionExpiredError | ConnectionClosedError):
+            return  # deleted, or gone with its session
+        if tries > 1 and isinstance(error, ConnectionLoss):
+            forget(client, path, tries=tries - 1)
+        else:
+            log.warning("could not delete ZooKeeper node %s (%s: %s); it goes when this process's session "
+                        "ends", path, type(error).__name__, error)
+
+    result.rawlink(done)
 
 
 # -- access: ACLs and refusals ---------------------------------------------------------------------
