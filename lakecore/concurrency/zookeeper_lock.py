@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError
+from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
 from kazoo.exceptions import LockTimeout as KazooLockTimeout
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
@@ -296,11 +296,16 @@ class ZooKeeperLock(GuardedLock):
         self._unlisten()
         if hold is None:
             return
-        # Sent, not waited for: ZooKeeper deletes the node whether or not we wait for its reply (the
-        # next waiter hears it from ZooKeeper, not from us), kazoo sends it once reconnected if the
-        # connection is down, and this session's later requests (our next acquire) queue behind it.
-        # A process that exits first closes its session (shared clients stop at exit), which deletes
-        # the node too; one killed first frees it after its session timeout, as a killed holder does.
+        # Waited for: once release() returns the lock is free, even if this process ends abruptly
+        # right after (not waiting left the node to its session timeout when one did: os._exit)
+        if not self._lost and hold.client.connected:
+            try:
+                hold.client.delete_async(hold.path).get(timeout=self.config.connection_timeout_s)
+                return
+            except NoNodeError:
+                return
+            except Exception as exc:  # connection trouble: fall back to deleting once reconnected
+                log.debug("releasing %s: %s; deleting it once reconnected", self.describe(), exc)
         forget(hold.client, hold.path)
 
     def _still_held(self) -> bool:

@@ -3,6 +3,8 @@
     count <options-json> <table> <counter-file> <n> <go-file>   print "ready", wait for go-file, then n
                                                                 times: under the lock, read-sleep-write
     hold  <options-json> <table>                                acquire, print "held", sleep until killed
+    drop  <options-json> <table>                                acquire, release, then end at once
+                                                                (os._exit: no exit hooks, no session close)
     ask   <options-json> <table>                                acquire, print "held", then for each line
                                                                 read: print "held" or "lost" (is_held())
     try   <options-json> <table> <timeout>                      acquire within timeout: print "acquired"
@@ -40,6 +42,10 @@ def main(argv: list[str]) -> int:
         print("held", flush=True)
         time.sleep(600)
         return 1
+    if mode == "drop":
+        lock.acquire()
+        lock.release()
+        os._exit(0)
     if mode == "ask":
         lock.acquire()
         print("held", flush=True)

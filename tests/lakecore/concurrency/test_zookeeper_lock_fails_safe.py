@@ -89,6 +89,22 @@ def test_a_sigkilled_holder_frees_the_lock_after_its_session_timeout(
     assert 1.0 < waited < 6.0  # ZooKeeper expired the dead session (2 s), nothing earlier or much later
 
 
+def test_a_released_lock_is_free_even_if_its_process_ends_abruptly_right_after(
+    zookeeper_server: ZooKeeperServer, locks: list[ZooKeeperLock], tmp_path: Path,
+) -> None:
+    """release() returns once ZooKeeper deleted the node: a writer that ends without closing its session
+    (os._exit, a SIGKILL just after its commit) never leaves the lock to its session timeout."""
+    options = {"provider": "zookeeper", "connect": zookeeper_server.connect_string, "key": "orders",
+               "base_path": base_path(), "session_timeout_s": 20.0}
+    for _ in range(3):
+        subprocess.run([sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "drop",
+                        json.dumps(options), str(tmp_path / "table")], cwd=REPO_ROOT, check=True, timeout=60)
+        contender = zookeeper_lock(zookeeper_server.connect_string, "orders", base_path=options["base_path"])
+        locks.append(contender)
+        contender.acquire(timeout=5)  # not 20 s
+        contender.release()
+
+
 def test_a_holder_stopped_past_its_session_is_told_it_lost_the_lock(
     zookeeper_server: ZooKeeperServer, locks: list[ZooKeeperLock], tmp_path: Path,
 ) -> None:
