@@ -8,7 +8,9 @@ log files only).
 
 Each repetition runs the floor and lakecore back to back in this process (same data, same codec,
 warm page cache for both), so the ratios compare like with like. Peak RSS of lakecore's
-write + upsert + read is measured in a fresh child process (`--rss-child`).
+write + upsert + read is measured in a fresh child process (`--rss-child`), as the child's own
+high-water mark (VmHWM): its `ru_maxrss` would report the parent's peak, which Linux carries over
+into a process started by fork/vfork + exec.
 """
 
 from __future__ import annotations
@@ -76,15 +78,27 @@ def one_rep(work: str, base: pa.Table, ups: pa.Table) -> dict[str, float]:
     return r
 
 
+def peak_rss_kb() -> int:
+    """This process's peak resident set (VmHWM; ru_maxrss where /proc is absent)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def rss_child(rows: int, upsert: int) -> None:
     base, ups = datagen().base_and_upsert(rows, upsert)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = peak_rss_kb()
     with tempfile.TemporaryDirectory() as d:
         t = lakecore_table(os.path.join(d, "lake"), base.schema)
         t.bulk_insert(base)
         t.upsert(ups)
         t.read()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_kb()
     print(json.dumps({"peak_rss_mb": peak / 1024, "rss_after_datagen_mb": before / 1024}))
 
 
