@@ -55,6 +55,7 @@ Output
 from lakecore.merge.changes import conform
 from lakecore.merge.engine import merge, merge_to_base, precombine
 from lakecore.merge.errors import InvalidChanges, InvalidMergeSpec
+from lakecore.merge.keys import unique as unique_keys
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, GroupSpec, MergeSpec, group_op_column
 
 __all__ = [
@@ -70,4 +71,5 @@ __all__ = [
     "merge",
     "merge_to_base",
     "precombine",
+    "unique_keys",
 ]

@@ -13,11 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakecore.merge.assemble import Output, assemble
 from lakecore.merge.changes import BoolArray, Changes, read_changes
-from lakecore.merge.keys import key_codes, probe
+from lakecore.merge.keys import key_codes, probe, unique
 from lakecore.merge.rows import NO_ROW, RowSpace
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, MergeSpec
 from lakecore.merge.winners import combine, reduce
@@ -135,10 +134,7 @@ def _copy(base: Changes, rows: BoolArray, spec: MergeSpec, output: Output) -> pa
 
 
 def _unique_keys(batch: pa.Table, spec: MergeSpec) -> bool:
-    if len(spec.key) == 1:
-        return bool(pc.count_distinct(batch.column(spec.key[0])).as_py() == batch.num_rows)
-    _, n_keys = key_codes([batch.column(k) for k in spec.key])
-    return n_keys == batch.num_rows
+    return unique([batch.column(k) for k in spec.key])
 
 
 def merge_to_base(

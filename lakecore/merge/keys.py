@@ -19,6 +19,10 @@ IntArray = npt.NDArray[np.int64]
 
 # Mixed-radix codes stay below this so that `code * radix + digit` cannot overflow int64.
 _CODE_LIMIT = 1 << 62
+# Integer keys spanning up to this many times the rows are marked in a bitmap (one byte per value
+# of the span) rather than hashed: keys hashed into buckets span the whole key range, several
+# times wider than one bucket's rows.
+_BITMAP_SPAN = 32
 
 
 def key_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[IntArray, int]:
@@ -36,6 +40,38 @@ def key_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[IntArray, int]:
     if len(columns) > 1:
         codes, size = _encode(pa.chunked_array([codes]))
     return codes, size
+
+
+def unique(columns: Sequence[pa.ChunkedArray]) -> bool:
+    """Whether no two rows have the same key (a null key counts as no key: False if there is one).
+
+    Integers not much sparser than the rows are marked in a bitmap, a few array passes; other
+    keys are hashed.
+    """
+    n_rows = len(columns[0])
+    if any(c.null_count for c in columns):
+        return False
+    if n_rows <= 1:
+        return True
+    if len(columns) == 1:
+        marked = _unique_dense(columns[0])
+        if marked is not None:
+            return marked
+        return bool(pc.count_distinct(columns[0]).as_py() == n_rows)
+    _, n_keys = key_codes(columns)
+    return n_keys == n_rows
+
+
+def _unique_dense(column: pa.ChunkedArray) -> bool | None:
+    if not _addressable(column.type):
+        return None
+    values = np.asarray(column.to_numpy(), dtype=np.int64)
+    low, high = int(values.min()), int(values.max())
+    if high - low >= _BITMAP_SPAN * len(values):
+        return None
+    seen = np.zeros(high - low + 1, dtype=np.bool_)
+    seen[values - low] = True
+    return int(np.count_nonzero(seen)) == len(values)
 
 
 def probe(columns: Sequence[pa.ChunkedArray], keys: Sequence[pa.Array]) -> IntArray:
@@ -76,20 +112,30 @@ def _probe_dense(column: pa.ChunkedArray, keys: pa.Array) -> IntArray | None:
     """`probe` by direct addressing, for integer keys spanning a range not much wider than the rows.
 
     A lookup table indexed by key value costs a few array passes where hashing the rows costs
-    several times more; sparse keys (span far above the row count) fall back to hashing.
+    several times more. A wider span (keys of one bucket spread over the whole key range) marks
+    the keys in a bitmap instead, one byte per value, and hashes only the rows it hits; sparse
+    keys (span far above the row count) fall back to hashing every row.
     """
-    if not _addressable(column.type) or len(keys) == 0:
+    if not _addressable(column.type) or len(keys) == 0 or column.null_count:
         return None
     wanted = np.asarray(keys.to_numpy(), dtype=np.int64)
     low, high = int(wanted.min()), int(wanted.max())
     span = high - low + 1
-    if span > 4 * (len(column) + len(wanted)) or len(wanted) >= 1 << 31:
+    if span > _BITMAP_SPAN * (len(column) + len(wanted)) or len(wanted) >= 1 << 31:
         return None
+    rows = np.asarray(column.to_numpy(), dtype=np.int64)
+    inside = (rows >= low) & (rows <= high)
+    if span > 4 * (len(column) + len(wanted)):
+        marked = np.zeros(span, dtype=np.bool_)
+        marked[wanted - low] = True
+        hits = np.flatnonzero(inside)
+        hits = hits[marked[rows[hits] - low]]
+        found: IntArray = np.full(len(rows), -1, dtype=np.int64)
+        found[hits] = _positions(pc.index_in(pa.array(rows[hits]), value_set=pa.array(wanted)))
+        return found
     # int32 positions: half the table, so more of it stays in cache during the random lookups.
     table = np.full(span + 1, -1, dtype=np.int32)  # the extra slot answers for out-of-range rows
     table[wanted - low] = np.arange(len(wanted), dtype=np.int32)
-    rows = np.asarray(column.to_numpy(), dtype=np.int64)
-    inside = (rows >= low) & (rows <= high)
     result: IntArray = table[np.where(inside, rows - low, span)].astype(np.int64)
     return result
 

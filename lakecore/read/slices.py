@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from lakecore.config import COMMIT_TIME, OP, TableConfig
 from lakecore.formats import read_files
 from lakecore.layout import FileSlice
-from lakecore.merge import GroupSpec, MergeSpec, conform, merge, merge_to_base
+from lakecore.merge import GroupSpec, MergeSpec, conform, merge, merge_to_base, unique_keys
 from lakecore.read.spec import file_schema, merge_spec, op_columns
 from lakecore.storage import Storage
 
@@ -62,9 +62,24 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
             base = base.filter(pc.equal(base.column(OP), 0))
         return conform(base, schema)  # a file older than a column reads it as null
     spec = projected_spec(merge_spec(config), columns)
+    first_unique = fs.base is not None or _unique_first_log(tables, config)
     if keep_deletes:
-        return merge_to_base(tables, spec, schema, first_unique=fs.base is not None)
-    return merge(tables, spec, schema, first_unique=fs.base is not None)
+        return merge_to_base(tables, spec, schema, first_unique=first_unique)
+    return merge(tables, spec, schema, first_unique=first_unique)
+
+
+def _unique_first_log(tables: Sequence[pa.Table], config: TableConfig) -> bool:
+    """Whether a base-less slice's oldest log has one row per key, so the merge can take it as its
+    base: only the later logs are folded, and its rows that no later one touches are copied as
+    they are. A write precombines its rows, so its log usually qualifies (a key restated in
+    several rows, as a column-group delete can be, does not); the check costs far less than
+    folding the log's rows."""
+    if not tables:
+        return False
+    first = tables[0]
+    if any(k not in first.column_names for k in config.record_key):
+        return False  # the merge refuses it with the reason
+    return unique_keys([first.column(k) for k in config.record_key])
 
 
 def file_names(fs: FileSlice, commit_times: pa.ChunkedArray | pa.Array) -> pa.Array:

@@ -58,11 +58,20 @@ def partitions(rows: pa.Table, config: TableConfig) -> list[pa.Table]:
     if len(paths) == 1:
         return [rows]
     part = codes // config.buckets
-    order = np.argsort(part, kind="stable")
+    order = _group_order(part)
     counts = np.bincount(part, minlength=len(paths))
     taken = rows.take(pa.array(order))
     starts = np.r_[0, np.cumsum(counts)[:-1]]
     return [taken.slice(int(a), int(n)) for a, n in zip(starts, counts, strict=True) if n]
+
+
+def _group_order(codes: np.ndarray) -> np.ndarray:
+    """Row positions grouped by code, each group in row order (a stable argsort). Codes below 2**16
+    (a few partitions times the buckets: nearly always) sort as uint16, which numpy radix-sorts in
+    one linear pass instead of a comparison sort of int64s, about a tenth of the time."""
+    if len(codes) and int(codes.min()) >= 0 and int(codes.max()) < 1 << 16:
+        return np.argsort(codes.astype(np.uint16), kind="stable")
+    return np.argsort(codes, kind="stable")
 
 
 def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> list[FileGroupRows]:
@@ -70,7 +79,7 @@ def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> lis
     if rows.num_rows == 0:
         return []
     codes, paths = file_group_codes(rows, config)
-    order = np.argsort(codes, kind="stable")
+    order = _group_order(codes)
     ordered = codes[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     stops = np.r_[starts[1:], len(ordered)]

@@ -49,3 +49,33 @@ def test_probe_finds_each_row_key_among_the_distinct_keys(
 
 def _type(i: int) -> pa.DataType:
     return [pa.int64(), pa.string(), pa.bool_()][i]
+
+
+_spread = st.sampled_from([1, 7, 1_000, 1 << 40])  # dense, bitmap-wide and sparse integer spans
+
+
+@settings(max_examples=100, deadline=None)
+@given(_tuples, _spread)
+def test_keys_are_unique_iff_no_two_rows_share_one(rows: list[tuple[int, str, bool]], spread: int) -> None:
+    for width in (1, 2, 3):
+        keyed = [(r[0] * spread, *r[1:width]) for r in rows]
+        columns = [pa.chunked_array([pa.array([r[i] for r in keyed], _type(i))]) for i in range(width)]
+        assert keys.unique(columns) == (len(set(keyed)) == len(keyed))
+    strings = pa.chunked_array([pa.array([r[1] for r in rows])])
+    assert keys.unique([strings]) == (len({r[1] for r in rows}) == len(rows))
+
+
+def test_a_null_key_is_never_unique() -> None:
+    assert not keys.unique([pa.chunked_array([pa.array([1, None], pa.int64())])])
+
+
+@settings(max_examples=100, deadline=None)
+@given(_tuples, _tuples, _spread)
+def test_probe_finds_integer_keys_however_widely_spread(
+    rows: list[tuple[int, str, bool]], wanted: list[tuple[int, str, bool]], spread: int
+) -> None:
+    distinct = list(dict.fromkeys(w[0] * spread for w in wanted))
+    found = probe([pa.chunked_array([pa.array([r[0] * spread for r in rows], pa.int64())])],
+                  [pa.array(distinct, pa.int64())])
+    expected = [distinct.index(r[0] * spread) if r[0] * spread in distinct else -1 for r in rows]
+    assert found.tolist() == expected
