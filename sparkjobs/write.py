@@ -257,7 +257,7 @@ def _check_schema(df: DataFrame, config: TableConfig, operation: Operation) -> N
     """Raise what conform would raise for the DataFrame's rows (missing or unknown columns, wrong
     types) before any instant exists."""
     try:
-        arrow = to_arrow_schema(df.schema)
+        arrow = to_arrow_schema(df.schema, timezone="UTC")  # timestamps: the instant, whatever the zone
     except TypeError as exc:
         raise InvalidInput(f"the DataFrame has a column type Arrow cannot carry: {exc}") from exc
     conform(arrow.empty_table(), config, operation)
