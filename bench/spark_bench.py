@@ -7,8 +7,9 @@ DataFrames cached in memory before timing. Floors, in the same session and run:
   write:  df.write.parquet of the same DataFrame (Spark's native writer, same codec)
   read:   spark.read.parquet(...) of those files into Spark's noop sink (every column materialized)
 Measured: write_dataframe bulk insert of the 1M rows and the upsert of 100k into a merge-on-read
-table (4 buckets), a compaction run by sparkjobs.services.compact, and
-spark.read.format("weir").load(...) into the noop sink after the upsert and after the compaction.
+table (4 buckets; a new table, so format 2: buckets from Spark's own hash() in the JVM), a compaction
+run by sparkjobs.services.compact, and spark.read.format("weir").load(...) into the noop sink after
+the upsert and after the compaction.
 Prints one JSON document; ratios are lakecore-on-Spark / Spark floor.
 """
 
@@ -58,6 +59,7 @@ def main() -> None:
             "floor_write_1m", "floor_write_100k", "floor_read", "bulk_insert_1m", "upsert_100k",
             "read_after_upsert", "compaction", "read_after_compaction")}
         rows: dict[str, int] = {}
+        info: dict[str, str] = {}
 
         def one_rep(root: str) -> dict[str, float]:
             took = {"floor_write_1m": timed(lambda: base_df.write.parquet(f"{root}/floor1m"))[0],
@@ -72,6 +74,7 @@ def main() -> None:
             took["compaction"] = timed(lambda: compact(spark, t))[0]
             took["read_after_compaction"] = timed(lambda: scan(weir.load(t.uri)))[0]
             rows["table"] = weir.load(t.uri).count()
+            info["bucket_hash"] = str(t.config.bucket_hash)
             return took
 
         for rep in range(a.reps):
@@ -81,7 +84,8 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
         med = {k: round(median(v), 3) for k, v in times.items()}
         out = {
-            "seconds": med, "rows": rows, "reps": a.reps, "cores": os.cpu_count(),
+            "seconds": med, "rows": rows, "reps": a.reps, "cores": os.cpu_count(), **info,
+            "loadavg": os.getloadavg(),
             "ratios": {
                 "bulk_insert_1m / floor_write_1m": round(med["bulk_insert_1m"] / med["floor_write_1m"], 2),
                 "upsert_100k / floor_write_100k": round(med["upsert_100k"] / med["floor_write_100k"], 2),
