@@ -273,10 +273,17 @@ def default_merge_mode(ordering_field: str | None, column_groups: Sequence[Colum
     return "event_time" if ordering_field else "commit_time"
 
 
-def _default_bucket_hash(c: TableConfig) -> BucketHash:
-    from lakecore.layout.murmur3 import supports
+def murmur3_key_type(t: pa.DataType) -> bool:
+    """Whether a record key of stored type `t` has a Spark Murmur3 counterpart (layout.murmur3): bool,
+    int8-int64, string, binary, date32, timestamp, decimal128; not unsigned integers or times."""
+    return (pa.types.is_boolean(t) or t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+            or pa.types.is_date32(t) or pa.types.is_timestamp(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+            or pa.types.is_decimal128(t))
 
-    if c.format_version < 2 or not all(n in c.schema.names and supports(c.schema.field(n).type)
+
+def _default_bucket_hash(c: TableConfig) -> BucketHash:
+    if c.format_version < 2 or not all(n in c.schema.names and murmur3_key_type(c.schema.field(n).type)
                                        for n in c.record_key):
         return "weir_v1"
     return "spark_murmur3"
@@ -325,13 +332,11 @@ def _validate(c: TableConfig) -> None:
     if c.bucket_hash not in get_args(BucketHash):
         raise bad(f"bucket_hash must be one of {get_args(BucketHash)}, got {c.bucket_hash!r}")
     if c.bucket_hash == "spark_murmur3":
-        from lakecore.layout.murmur3 import supports
-
         if c.format_version < 2:
             raise bad(f"bucket_hash 'spark_murmur3' needs table format 2, the table.json says "
                       f"{c.format_version}; a format-1 table keeps bucket_hash 'weir_v1'")
         odd = [f"{n} ({c.schema.field(n).type})" for n in c.record_key
-               if not supports(c.schema.field(n).type)]
+               if not murmur3_key_type(c.schema.field(n).type)]
         if odd:
             raise bad(f"record key column(s) {', '.join(odd)} have no Spark Murmur3 hash; use bucket_hash "
                       "'weir_v1', or a key of bool, int8-int64, string, binary, date32, timestamp or decimal")

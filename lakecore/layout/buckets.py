@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.layout import murmur3
+
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _P = np.uint64(0x100000001B3)
@@ -91,8 +93,6 @@ def table_bucket_of(columns: Sequence[pa.ChunkedArray | pa.Array], buckets: int,
                     bucket_hash: str) -> np.ndarray:
     """Bucket of every row (int32) under the table's `bucket_hash` ("weir_v1" or "spark_murmur3")."""
     if bucket_hash == "spark_murmur3":
-        from lakecore.layout import murmur3
-
         return murmur3.bucket_of(columns, buckets)
     if bucket_hash != "weir_v1":
         raise ValueError(f"unknown bucket_hash {bucket_hash!r}")

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lakecore.config import murmur3_key_type
 from lakecore.errors import UnsupportedType
 
 NAME = "spark_murmur3"
@@ -46,10 +47,7 @@ _MICROS_PER = {"s": 1_000_000, "ms": 1_000, "us": 1}
 
 def supports(t: pa.DataType) -> bool:
     """Whether a record key of stored type `t` has a Spark Murmur3 counterpart."""
-    return (pa.types.is_boolean(t) or t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
-            or pa.types.is_date32(t) or pa.types.is_timestamp(t) or pa.types.is_string(t)
-            or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
-            or pa.types.is_decimal128(t))
+    return murmur3_key_type(t)
 
 
 _CHUNK = 1 << 16  # rows hashed at a time: the scratch arrays stay in the CPU cache, nothing is allocated
