@@ -209,15 +209,18 @@ def _tokens(n: int) -> list[int]:
 def _as_stored(df: DataFrame, name: str, config: TableConfig) -> Column:
     """Column `name` in the Spark type of the table's stored type, so Spark hashes a row's key as
     lakecore will hash the stored row (a value that does not fit becomes null here; the task's
-    conform then refuses it with the lakecore error)."""
+    conform then refuses it with the lakecore error). A partition field of a type Spark has no
+    counterpart for (unsigned, time of day) stays as it is: it only groups rows, it is not hashed."""
     stored = config.schema.field(name).type
     current = df.schema[name].dataType
+    wanted: DataType | None
     if pa.types.is_timestamp(stored):  # hashed as microseconds, whatever the unit (layout.murmur3)
-        timestamp = isinstance(current, TimestampType | TimestampNTZType)
-        wanted: DataType = current if timestamp else TimestampType()
+        wanted = current if isinstance(current, TimestampType | TimestampNTZType) else TimestampType()
+    elif pa.types.is_decimal128(stored):
+        wanted = DecimalType(stored.precision, stored.scale)
     else:
-        wanted = _SPARK_TYPES.get(stored) or DecimalType(stored.precision, stored.scale)
-    return col(name) if current == wanted else col(name).try_cast(wanted)
+        wanted = _SPARK_TYPES.get(stored)
+    return col(name) if wanted is None or current == wanted else col(name).try_cast(wanted)
 
 
 _SPARK_TYPES: dict[pa.DataType, DataType] = {

@@ -73,17 +73,21 @@ def test_spark_puts_every_key_where_lakecore_does(spark, tmp_path, fmt):
 
 def test_keys_are_hashed_as_stored_not_as_spark_holds_them(spark, tmp_path):
     # Spark holds longs and microsecond timestamps; the table stores int32 and millisecond timestamps
+    # (and partitions by an unsigned byte, which Spark has no type for: Spark holds shorts)
     from sparkjobs.write import write_dataframe
 
-    schema = pa.schema([("k", pa.int32()), ("at", pa.timestamp("ms", "UTC")), ("v", pa.string())])
+    schema = pa.schema([("k", pa.int32()), ("at", pa.timestamp("ms", "UTC")), ("p", pa.uint8()),
+                        ("v", pa.string())])
     start = datetime(2024, 5, 1, tzinfo=UTC)
     n = 300
     rows = pa.table({"k": pa.array([i % 50 - 25 for i in range(n)], pa.int64()),
                      "at": pa.array([start + timedelta(seconds=37 * i) for i in range(n)],
                                     pa.timestamp("us", "UTC")),
+                     "p": pa.array([i % 3 for i in range(n)], pa.int16()),
                      "v": [str(i) for i in range(n)]})
     by_spark, by_lakecore = (Table.create(str(tmp_path / name), schema=schema, record_key=["k", "at"],
-                                          buckets=5) for name in ("spark", "lakecore"))
+                                          partition_fields=["p"], buckets=5)
+                             for name in ("spark", "lakecore"))
     assert by_spark.config.bucket_hash == "spark_murmur3"
     result = write_dataframe(spark.createDataFrame(rows), by_spark, "upsert", parallelism=2)
     by_lakecore.upsert(rows)
