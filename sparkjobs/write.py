@@ -128,12 +128,27 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
                 raise cause from exc
         finally:
             spark.sparkContext.removeJobTag(tag)
-        stats = [WriteStat.from_json(d) for r in rows for d in json.loads(r["stats"])]
+        by_task = [[WriteStat.from_json(d) for d in json.loads(r["stats"])] for r in rows]
+        _check_whole_groups(by_task)
+        stats = [s for task in by_task for s in task]
         emptied = job.replaced_without_rows((s.partition, s.file_id) for s in stats)
         if emptied:  # an overwrite's groups without rows: small empty files, written here
             ctx = job.context(write_token="driver-0-0")
             stats += [s for g in emptied for s in write_file_group(ctx, g)]
         return job.commit(stats, reconcile=True)
+
+
+def _check_whole_groups(by_task: list[list[WriteStat]]) -> None:
+    """Every file group must come from one task (the shuffle's promise); two tasks writing one group
+    would mean Spark's routing and lakecore's disagree: refuse the commit (the write is rolled back)."""
+    owner: dict[tuple[str, str], int] = {}
+    for task, stats in enumerate(by_task):
+        for s in stats:
+            if owner.setdefault((s.partition, s.file_id), task) != task:
+                raise RuntimeError(
+                    f"two Spark tasks wrote file group {s.partition!r}/{s.file_id} in one write: Spark's "
+                    "bucket routing disagrees with lakecore's for this table (a bug: please report it with "
+                    "the table's record-key types); the write was rolled back, nothing is visible")
 
 
 def _cancelling(spark: Any, tag: str, then: Callable[[dict[str, Any]], None] | None
