@@ -50,7 +50,7 @@ def supports(t: pa.DataType) -> bool:
     return murmur3_key_type(t)
 
 
-_CHUNK = 1 << 16  # rows hashed at a time: the scratch arrays stay in the CPU cache, nothing is allocated
+_CHUNK = 1 << 16  # rows hashed at a time: the arrays a chunk works on stay in the CPU cache
 
 
 # The mixing steps work in place on uint32 arrays (`t` is scratch of the same length): numpy's
