@@ -1,14 +1,18 @@
 """The Spark jobs vs Spark's own Parquet writer and reader on the same DataFrames, one local session.
 
-    python bench/spark_bench.py [--reps N]
+    python bench/spark_bench.py [--reps N] [--format 1]
 
 Data: the peers' generator (1M base rows, an upsert of 100k rows, half of them updates), as Spark
 DataFrames cached in memory before timing. Floors, in the same session and run:
   write:  df.write.parquet of the same DataFrame (Spark's native writer, same codec)
   read:   spark.read.parquet(...) of those files into Spark's noop sink (every column materialized)
 Measured: write_dataframe bulk insert of the 1M rows and the upsert of 100k into a merge-on-read
-table (4 buckets), a compaction run by sparkjobs.services.compact, and
-spark.read.format("weir").load(...) into the noop sink after the upsert and after the compaction.
+table (4 buckets; a new table, so format 2: buckets from Spark's own hash() in the JVM), a compaction
+run by sparkjobs.services.compact, and spark.read.format("weir").load(...) into the noop sink after
+the upsert and after the compaction.
+`--format 1` writes a format-1 table instead (table.json rewritten as an older lakecore made it:
+bucket hash "weir_v1", which Spark cannot compute, so the write finds file groups through an Arrow
+UDF): the route every write took before format 2.
 Prints one JSON document; ratios are lakecore-on-Spark / Spark floor.
 """
 
@@ -36,9 +40,19 @@ def scan(df: object) -> None:
     df.write.format("noop").mode("overwrite").save()  # type: ignore[attr-defined]
 
 
+def as_format_1(t: Table) -> Table:
+    """The table as a format-1 lakecore would have made it (no bucket_hash: the weir_v1 hash)."""
+    obj = json.loads(t.storage.read(".weir/table.json"))
+    obj["format_version"] = 1
+    del obj["bucket_hash"]
+    t.storage.write(".weir/table.json", json.dumps(obj).encode())
+    return Table.open(t.uri)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--format", type=int, choices=(1, 2), default=2)
     a = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -58,6 +72,7 @@ def main() -> None:
             "floor_write_1m", "floor_write_100k", "floor_read", "bulk_insert_1m", "upsert_100k",
             "read_after_upsert", "compaction", "read_after_compaction")}
         rows: dict[str, int] = {}
+        info: dict[str, str] = {}
 
         def one_rep(root: str) -> dict[str, float]:
             took = {"floor_write_1m": timed(lambda: base_df.write.parquet(f"{root}/floor1m"))[0],
@@ -65,6 +80,8 @@ def main() -> None:
                     "floor_read": timed(lambda: scan(spark.read.parquet(f"{root}/floor1m")))[0]}
             t = Table.create(f"{root}/table", schema=base.schema, record_key="key", ordering_field="ts",
                              buckets=4, compression=CODEC)
+            if a.format == 1:
+                t = as_format_1(t)
             weir = spark.read.format("weir")
             took["bulk_insert_1m"] = timed(lambda: write_dataframe(base_df, t, "bulk_insert"))[0]
             took["upsert_100k"] = timed(lambda: write_dataframe(upsert_df, t, "upsert"))[0]
@@ -72,6 +89,7 @@ def main() -> None:
             took["compaction"] = timed(lambda: compact(spark, t))[0]
             took["read_after_compaction"] = timed(lambda: scan(weir.load(t.uri)))[0]
             rows["table"] = weir.load(t.uri).count()
+            info["bucket_hash"] = str(t.config.bucket_hash)
             return took
 
         for rep in range(a.reps):
@@ -81,7 +99,8 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
         med = {k: round(median(v), 3) for k, v in times.items()}
         out = {
-            "seconds": med, "rows": rows, "reps": a.reps, "cores": os.cpu_count(),
+            "seconds": med, "rows": rows, "reps": a.reps, "cores": os.cpu_count(), **info,
+            "loadavg": os.getloadavg(),
             "ratios": {
                 "bulk_insert_1m / floor_write_1m": round(med["bulk_insert_1m"] / med["floor_write_1m"], 2),
                 "upsert_100k / floor_write_100k": round(med["upsert_100k"] / med["floor_write_100k"], 2),

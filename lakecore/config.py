@@ -17,12 +17,16 @@ import pyarrow as pa
 
 from lakecore.errors import CorruptMetadata, InvalidTableConfig, UnsupportedTableVersion, UnsupportedType
 
-FORMAT_VERSION = 1
+# 2: table.json records `bucket_hash`; new tables hash record keys with Spark's Murmur3 (layout.murmur3).
+# Format-1 tables (no `bucket_hash`) keep the format-1 hash (layout.buckets) for ever.
+FORMAT_VERSION = 2
 
 TableType = Literal["merge_on_read", "copy_on_write"]
 MergeMode = Literal["commit_time", "event_time", "partial_update"]
 ConcurrencyMode = Literal["single_writer", "optimistic", "non_blocking"]
 LockProvider = Literal["storage", "zookeeper", "in_process"]
+# the function from record key to bucket (part of the on-disk format: fixed when the table is created)
+BucketHash = Literal["weir_v1", "spark_murmur3"]
 
 # Meta columns. Stored in files: commit time (every file), op (log files), per-group ordering values
 # (partial-update tables). Derived on read: record key, partition path, file name.
@@ -148,8 +152,13 @@ class TableConfig:
     # the lock every writer takes; table.json files written before it was recorded mean "storage"
     lock: LockSpec = LockSpec()
     format_version: int = FORMAT_VERSION
+    # None: chosen at create, "spark_murmur3" when every record-key type has Spark's Murmur3 counterpart
+    # (so Spark jobs compute buckets in the JVM), else "weir_v1"; format-1 tables are all "weir_v1"
+    bucket_hash: BucketHash | None = None
 
     def __post_init__(self) -> None:
+        if self.bucket_hash is None:
+            object.__setattr__(self, "bucket_hash", _default_bucket_hash(self))
         _validate(self)
 
     # -- derived views ---------------------------------------------------------------------
@@ -204,6 +213,7 @@ class TableConfig:
             "concurrency_mode": self.concurrency_mode,
             "tombstone_retention_hours": self.tombstone_retention_hours,
             "lock": self.lock.to_json(),
+            "bucket_hash": self.bucket_hash,
             "schema": schema_to_json(self.schema),
         }
 
@@ -238,6 +248,7 @@ class TableConfig:
                 tombstone_retention_hours=obj.get("tombstone_retention_hours"),
                 lock=LockSpec.from_json(obj.get("lock") or {"provider": "storage"}),
                 format_version=version,
+                bucket_hash=obj.get("bucket_hash", "weir_v1"),  # format 1 recorded none: its one hash
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptMetadata(f"table.json is missing or has a malformed field ({exc!r}); {fix}") from exc
@@ -260,6 +271,22 @@ def default_merge_mode(ordering_field: str | None, column_groups: Sequence[Colum
     if column_groups:
         return "partial_update"
     return "event_time" if ordering_field else "commit_time"
+
+
+def murmur3_key_type(t: pa.DataType) -> bool:
+    """Whether a record key of stored type `t` has a Spark Murmur3 counterpart (layout.murmur3): bool,
+    int8-int64, string, binary, date32, timestamp, decimal128; not unsigned integers or times."""
+    return (pa.types.is_boolean(t) or t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+            or pa.types.is_date32(t) or pa.types.is_timestamp(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+            or pa.types.is_decimal128(t))
+
+
+def _default_bucket_hash(c: TableConfig) -> BucketHash:
+    if c.format_version < 2 or not all(n in c.schema.names and murmur3_key_type(c.schema.field(n).type)
+                                       for n in c.record_key):
+        return "weir_v1"
+    return "spark_murmur3"
 
 
 def _validate(c: TableConfig) -> None:
@@ -302,6 +329,17 @@ def _validate(c: TableConfig) -> None:
                 raise bad(f"{role} column {n!r} has type {t}; use a string, integer, date or timestamp")
     if set(c.record_key) & set(c.partition_fields):
         raise bad("a column cannot be both record key and partition field")
+    if c.bucket_hash not in get_args(BucketHash):
+        raise bad(f"bucket_hash must be one of {get_args(BucketHash)}, got {c.bucket_hash!r}")
+    if c.bucket_hash == "spark_murmur3":
+        if c.format_version < 2:
+            raise bad(f"bucket_hash 'spark_murmur3' needs table format 2, the table.json says "
+                      f"{c.format_version}; a format-1 table keeps bucket_hash 'weir_v1'")
+        odd = [f"{n} ({c.schema.field(n).type})" for n in c.record_key
+               if not murmur3_key_type(c.schema.field(n).type)]
+        if odd:
+            raise bad(f"record key column(s) {', '.join(odd)} have no Spark Murmur3 hash; use bucket_hash "
+                      "'weir_v1', or a key of bool, int8-int64, string, binary, date32, timestamp or decimal")
     if c.merge_mode == "event_time" and not c.ordering_field:
         raise bad("merge_mode 'event_time' needs an ordering_field")
     if c.merge_mode == "commit_time" and c.ordering_field:

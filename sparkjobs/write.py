@@ -2,9 +2,12 @@
 
     driver    Table.open -> check the DataFrame's schema against the table (bad input fails here,
               before any instant) -> WriteJob.start (instant, heartbeat, markers)
-    stage 1   a column naming each row's file group (partition path, bucket), from an Arrow UDF
-              that sees only the record key and partition fields
-    shuffle   repartition by file group: every file group lands whole in one task
+    shuffle   repartition by file group: every file group lands whole in one task. A format-2 table
+              hashes record keys with Spark's own Murmur3 (`bucket_hash` "spark_murmur3",
+              lakecore.layout.murmur3), so the JVM computes each row's bucket, pmod(hash(keys),
+              buckets), on the keys cast to their stored types; a format-1 table ("weir_v1") first
+              gets a column naming each row's file group from an Arrow UDF over the record key and
+              partition fields (its hash exists in Python only)
     stage 2   each task: conform its rows (types, null keys, meta columns), precombine per partition,
               write one file per file group through lakecore (markers, early conflict checks),
               return the write stats as JSON rows
@@ -50,14 +53,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame
-from pyspark.sql.functions import arrow_udf, col, substring_index
+from pyspark.sql.functions import array, arrow_udf, col, element_at, lit, pmod, substring_index
+from pyspark.sql.functions import hash as spark_hash
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StringType
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from lakecore import Table, WriteJob, WriteResult, WriterOptions
 from lakecore import errors as lakecore_errors
 from lakecore.config import TableConfig
-from lakecore.errors import EarlyConflict, InvalidInput, LakecoreError
+from lakecore.errors import EarlyConflict, InvalidInput, LakecoreError, SchemaMismatch
+from lakecore.layout import murmur3, partition_path
 from lakecore.timeline import WriteStat
 from lakecore.write import (
     Operation,
@@ -91,12 +109,9 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
     options = options or table.options
     tag = f"weir-write-{uuid.uuid4().hex[:12]}"
     options = replace(options, on_abort=_cancelling(spark, tag, options.on_abort))
-    # only the key and partition columns travel to Python to find each row's file group
-    grouped = df.withColumn(FILE_GROUP_COLUMN, _file_group(config))
-    touched = _partitions(grouped) if operation == "insert_overwrite" else None
+    routed, touched = _route(df, config, n, operation)
     with WriteJob.start(table.storage, config, table.lock, operation, options, extra=extra,
                         partitions=touched) as job:
-        routed = grouped.repartition(n, FILE_GROUP_COLUMN)
         written = routed.mapInArrow(_write(job.context(), operation), "stats string")
         spark.sparkContext.addJobTag(tag)
         try:
@@ -113,12 +128,27 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
                 raise cause from exc
         finally:
             spark.sparkContext.removeJobTag(tag)
-        stats = [WriteStat.from_json(d) for r in rows for d in json.loads(r["stats"])]
+        by_task = [[WriteStat.from_json(d) for d in json.loads(r["stats"])] for r in rows]
+        _check_whole_groups(by_task)
+        stats = [s for task in by_task for s in task]
         emptied = job.replaced_without_rows((s.partition, s.file_id) for s in stats)
         if emptied:  # an overwrite's groups without rows: small empty files, written here
             ctx = job.context(write_token="driver-0-0")
             stats += [s for g in emptied for s in write_file_group(ctx, g)]
         return job.commit(stats, reconcile=True)
+
+
+def _check_whole_groups(by_task: list[list[WriteStat]]) -> None:
+    """Every file group must come from one task (the shuffle's promise); two tasks writing one group
+    would mean Spark's routing and lakecore's disagree: refuse the commit (the write is rolled back)."""
+    owner: dict[tuple[str, str], int] = {}
+    for task, stats in enumerate(by_task):
+        for s in stats:
+            if owner.setdefault((s.partition, s.file_id), task) != task:
+                raise RuntimeError(
+                    f"two Spark tasks wrote file group {s.partition!r}/{s.file_id} in one write: Spark's "
+                    "bucket routing disagrees with lakecore's for this table (a bug: please report it with "
+                    "the table's record-key types); the write was rolled back, nothing is visible")
 
 
 def _cancelling(spark: Any, tag: str, then: Callable[[dict[str, Any]], None] | None
@@ -155,6 +185,85 @@ def _await_tasks_ended(sc: Any, tag: str, timeout_s: float = _TASKS_END_S) -> No
         time.sleep(0.05)
 
 
+def _route(df: DataFrame, config: TableConfig, n: int, operation: Operation
+           ) -> tuple[DataFrame, list[str] | None]:
+    """The rows repartitioned so that every file group lands whole in one of `n` tasks, and for
+    insert_overwrite the partition paths they touch (None for other operations)."""
+    if config.bucket_hash != "spark_murmur3":  # a format-1 table: its hash exists in Python only
+        grouped = df.withColumn(FILE_GROUP_COLUMN, _file_group(config))
+        touched = _partitions(grouped) if operation == "insert_overwrite" else None
+        return grouped.repartition(n, FILE_GROUP_COLUMN), touched
+    # Spark's own hash() is the table's bucket hash: the JVM routes, no row goes to Python for it
+    keys = [_as_stored(df, c, config) for c in config.record_key]
+    bucket = pmod(spark_hash(*keys), lit(config.buckets))
+    touched = _touched_partitions(df, config) if operation == "insert_overwrite" else None
+    if config.partition_fields:
+        parts = [_as_stored(df, c, config) for c in config.partition_fields]
+        return df.repartition(n, *parts, bucket), touched
+    # one partition: bucket b goes to task b mod n (a hash of the bucket alone could put 3 of 4
+    # buckets in one of 2 tasks), through an int per task that Spark's hash partitioning sends there
+    tokens = _tokens(n)
+    task = element_at(array(*[lit(t) for t in tokens]), (bucket % lit(n)) + lit(1))
+    return df.repartition(n, task), touched
+
+
+def _tokens(n: int) -> list[int]:
+    """For each task i in [0, n), an int32 that Spark's repartition(n, <that int>) sends to task i
+    (HashPartitioning: pmod(hash(value), n), the Murmur3 lakecore computes too)."""
+    found: dict[int, int] = {}
+    start = 0
+    while len(found) < n:
+        candidates = np.arange(start, start + 4 * n + 64, dtype=np.int32)
+        of = murmur3.bucket_of([pa.array(candidates)], n) if n > 1 else np.zeros(len(candidates), np.int32)
+        for value, task in zip(candidates.tolist(), of.tolist(), strict=True):
+            found.setdefault(task, value)
+        start += len(candidates)
+    return [found[i] for i in range(n)]
+
+
+def _as_stored(df: DataFrame, name: str, config: TableConfig) -> Column:
+    """Column `name` in the Spark type of the table's stored type, so Spark hashes a row's key as
+    lakecore will hash the stored row (a value that does not fit becomes null here; the task's
+    conform then refuses it with the lakecore error). A partition field of a type Spark has no
+    counterpart for (unsigned, time of day) stays as it is: it only groups rows, it is not hashed."""
+    stored = config.schema.field(name).type
+    current = df.schema[name].dataType
+    wanted: DataType | None
+    if pa.types.is_timestamp(stored):  # hashed as microseconds, whatever the unit (layout.murmur3)
+        wanted = current if isinstance(current, TimestampType | TimestampNTZType) else TimestampType()
+    elif pa.types.is_decimal128(stored):
+        wanted = DecimalType(stored.precision, stored.scale)
+    else:
+        wanted = _SPARK_TYPES.get(stored)
+    return col(name) if wanted is None or current == wanted else col(name).try_cast(wanted)
+
+
+_SPARK_TYPES: dict[pa.DataType, DataType] = {
+    pa.bool_(): BooleanType(), pa.int8(): ByteType(), pa.int16(): ShortType(), pa.int32(): IntegerType(),
+    pa.int64(): LongType(), pa.string(): StringType(), pa.large_string(): StringType(),
+    pa.binary(): BinaryType(), pa.large_binary(): BinaryType(), pa.date32(): DateType(),
+}
+
+
+def _touched_partitions(df: DataFrame, config: TableConfig) -> list[str]:
+    """The partition paths of the rows, from their distinct partition values (computed in the
+    driver with lakecore's partition_path, on the values converted to the stored types)."""
+    if not config.partition_fields:
+        return [] if df.isEmpty() else [""]
+    fields = config.partition_fields
+    values = df.select(*[col(f) for f in fields]).distinct().toArrow()
+    columns = []
+    for f in fields:
+        stored = config.schema.field(f).type
+        try:
+            columns.append(values.column(f).cast(stored, safe=True).to_pylist())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SchemaMismatch(f"partition field {f!r} cannot be converted to {stored} without loss "
+                                 f"({exc}); fix the values") from None
+    return sorted({partition_path(fields, row) for row in zip(*columns, strict=True)
+                   if all(v is not None for v in row)})  # null partition values: the tasks refuse them
+
+
 def _partitions(grouped: DataFrame) -> list[str]:
     """The partition paths of the rows (the part of the file-group column before its last '|';
     partition paths percent-encode their values, so they hold no '|')."""
@@ -166,7 +275,7 @@ def _check_schema(df: DataFrame, config: TableConfig, operation: Operation) -> N
     """Raise what conform would raise for the DataFrame's rows (missing or unknown columns, wrong
     types) before any instant exists."""
     try:
-        arrow = to_arrow_schema(df.schema)
+        arrow = to_arrow_schema(df.schema, timezone="UTC")  # timestamps: the instant, whatever the zone
     except TypeError as exc:
         raise InvalidInput(f"the DataFrame has a column type Arrow cannot carry: {exc}") from exc
     conform(arrow.empty_table(), config, operation)
@@ -200,7 +309,9 @@ def _write(ctx: WriteContext, operation: Operation) -> ArrowFn:
         if not received or not any(b.num_rows for b in received):
             return  # a task whose shuffle partition got no file group
         table = pa.Table.from_batches(received)
-        rows = conform(table.drop_columns([FILE_GROUP_COLUMN]), ctx_.config, operation).rows
+        if FILE_GROUP_COLUMN in table.column_names:  # a format-1 table's routing column
+            table = table.drop_columns([FILE_GROUP_COLUMN])
+        rows = conform(table, ctx_.config, operation).rows
         stats: list[dict[str, Any]] = []
         try:
             for group in combine_and_route(rows, ctx_.config, operation):

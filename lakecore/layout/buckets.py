@@ -1,4 +1,6 @@
-"""The bucket function: record key -> bucket in [0, N). Part of the on-disk format; never change it.
+"""The bucket function of format-1 tables (`bucket_hash` "weir_v1"): record key -> bucket in [0, N).
+Part of the on-disk format; never change it. Format-2 tables hash with Spark's Murmur3 instead
+(`layout.murmur3`); `table_bucket_of` picks the one a table.json names.
 
 Deterministic across processes, machines and Python versions (no `hash()`), and vectorized: integer
 keys go through splitmix64, strings through a polynomial hash over their bytes computed with numpy
@@ -12,6 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from lakecore.layout import murmur3
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -83,3 +87,13 @@ def bucket_of(columns: Sequence[pa.ChunkedArray | pa.Array], buckets: int) -> np
     if buckets == 1:
         return np.zeros(len(columns[0]), dtype=np.int32)
     return (key_hash(columns) % np.uint64(buckets)).astype(np.int32)
+
+
+def table_bucket_of(columns: Sequence[pa.ChunkedArray | pa.Array], buckets: int,
+                    bucket_hash: str) -> np.ndarray:
+    """Bucket of every row (int32) under the table's `bucket_hash` ("weir_v1" or "spark_murmur3")."""
+    if bucket_hash == "spark_murmur3":
+        return murmur3.bucket_of(columns, buckets)
+    if bucket_hash != "weir_v1":
+        raise ValueError(f"unknown bucket_hash {bucket_hash!r}")
+    return bucket_of(columns, buckets)

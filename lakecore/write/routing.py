@@ -1,8 +1,9 @@
 """Routing: which file group each record goes to (bucket index within its partition).
 
 A record's file group is (partition path, bucket file id), where the bucket comes from the record key
-through `layout.buckets`. Vectorized: partition values are dictionary-encoded, combined with the
-bucket into one integer per row, and rows are split by a single stable argsort.
+through the table's bucket hash (`layout.buckets` or `layout.murmur3`). Vectorized: partition values
+are dictionary-encoded, combined with the bucket into one integer per row, and rows are split by a
+single stable argsort.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pyarrow.compute as pc
 
 from lakecore.config import TableConfig
 from lakecore.layout import bucket_file_id, partition_path
-from lakecore.layout.buckets import bucket_of
+from lakecore.layout.buckets import table_bucket_of
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class FileGroupRows:
 def file_group_codes(rows: pa.Table, config: TableConfig) -> tuple[np.ndarray, list[str]]:
     """(code per row, partition path per partition code); code = partition code * buckets + bucket."""
     n = rows.num_rows
-    buckets = bucket_of([rows.column(c) for c in config.record_key], config.buckets).astype(np.int64)
+    keys = [rows.column(c) for c in config.record_key]
+    buckets = table_bucket_of(keys, config.buckets, config.bucket_hash or "weir_v1").astype(np.int64)
     if not config.partition_fields:
         return buckets, [""]
     part = np.zeros(n, dtype=np.int64)

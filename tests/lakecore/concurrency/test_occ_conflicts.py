@@ -8,7 +8,7 @@ from lakecore import Table
 from lakecore.concurrency import begin_write, commit_write
 from lakecore.errors import WriteConflict
 from lakecore.layout import bucket_file_id
-from lakecore.layout.buckets import bucket_of
+from lakecore.layout.murmur3 import bucket_of  # the hash of new tables
 from lakecore.write import conform, route, write_file_group
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])

@@ -18,7 +18,7 @@ import pytest
 import lakecore.concurrency.transaction as tx
 from lakecore import Table
 from lakecore.errors import WriteConflict
-from lakecore.layout.buckets import bucket_of
+from lakecore.layout.murmur3 import bucket_of  # the hash of new tables
 from lakecore.services import CompactionStrategy, schedule_compaction
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("ts", pa.int64()), ("v", pa.string())])

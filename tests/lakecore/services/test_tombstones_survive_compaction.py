@@ -1,6 +1,9 @@
 """A compacted base keeps deleted keys as tombstones, so a late, older event still loses to the delete;
 with a tombstone retention, rewrites drop tombstones older than it (and only those)."""
 
+import pyarrow as pa
+
+from lakecore.layout.buckets import table_bucket_of
 from tests.lakecore.services.conftest import compact, create, keys, rows, snapshot
 
 
@@ -39,7 +42,10 @@ def test_tombstones_older_than_the_retention_are_purged_by_compaction_and_cluste
     from lakecore.services import ClusteringStrategy, run_compaction, schedule_compaction
 
     t = create(str(tmp_path / "t"), "event_time", tombstone_retention_hours=24)
-    t.upsert(rows([1, 2, 3], 5))
+    # keys 2 and 4 share a file group, key 1 has the other one
+    groups = table_bucket_of([pa.array([1, 2, 4], pa.int64())], 2, str(t.config.bucket_hash)).tolist()
+    assert groups[1] == groups[2] != groups[0]
+    t.upsert(rows([1, 2, 4], 5))
     t.delete(keys([1], 10))
     fresh = compact(t)  # the delete is seconds old: within 24 h, its tombstone stays
     assert sum(s.deletes for s in t.commit_metadata(fresh).write_stats) == 1
@@ -50,10 +56,10 @@ def test_tombstones_older_than_the_retention_are_purged_by_compaction_and_cluste
     late = run_compaction(t.storage, t.config, t.lock, plan)
     stats = t.commit_metadata(late).write_stats
     assert [s.deletes for s in stats] == [0] and sum(s.records for s in stats) == 1
-    assert [r["id"] for r in snapshot(t)] == [3]
+    assert [r["id"] for r in snapshot(t)] == [4]
     t.upsert(rows([1, 2], 7))  # both older than their deletes: only the purged one comes back
-    assert [(r["id"], r["ts"]) for r in snapshot(t)] == [(2, 7), (3, 5)]
-    t.delete(keys([3], 20))
+    assert [(r["id"], r["ts"]) for r in snapshot(t)] == [(2, 7), (4, 5)]
+    t.delete(keys([4], 20))
     done = t.cluster(ClusteringStrategy("all"))
     assert done is not None and sum(s.deletes for s in t.commit_metadata(done).write_stats) == 1  # young
 
