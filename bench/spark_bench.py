@@ -9,7 +9,8 @@ DataFrames cached in memory before timing. Floors, in the same session and run:
 Measured: write_dataframe bulk insert of the 1M rows and the upsert of 100k into a merge-on-read
 table (4 buckets; a new table, so format 2: buckets from Spark's own hash() in the JVM), a compaction
 run by sparkjobs.services.compact, and spark.read.format("weir").load(...) into the noop sink after
-the upsert and after the compaction.
+the upsert and after the compaction. Each read figure (the floor's too) is the median of three reads
+in a row (`read_time`); the reported figure per measure is the median over `--reps` repetitions.
 `--format 1` writes a format-1 table instead (table.json rewritten as an older lakecore made it:
 bucket hash "weir_v1", which Spark cannot compute, so the write finds file groups through an Arrow
 UDF): the route every write took before format 2.
@@ -24,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,6 +49,13 @@ def as_format_1(t: Table) -> Table:
     del obj["bucket_hash"]
     t.storage.write(".weir/table.json", json.dumps(obj).encode())
     return Table.open(t.uri)
+
+
+def read_time(read: Any, times: int = 3) -> float:
+    """A read's time: the median of `times` reads in a row (the floor's and lakecore's alike). One read
+    alone mostly measures what the first query after a write pays once (Python workers and JIT warming
+    up, caches), by a different amount for the JVM's reader and the Python data source."""
+    return median([timed(read)[0] for _ in range(times)])
 
 
 def main() -> None:
@@ -77,7 +86,7 @@ def main() -> None:
         def one_rep(root: str) -> dict[str, float]:
             took = {"floor_write_1m": timed(lambda: base_df.write.parquet(f"{root}/floor1m"))[0],
                     "floor_write_100k": timed(lambda: upsert_df.write.parquet(f"{root}/floor100k"))[0],
-                    "floor_read": timed(lambda: scan(spark.read.parquet(f"{root}/floor1m")))[0]}
+                    "floor_read": read_time(lambda: scan(spark.read.parquet(f"{root}/floor1m")))}
             t = Table.create(f"{root}/table", schema=base.schema, record_key="key", ordering_field="ts",
                              buckets=4, compression=CODEC)
             if a.format == 1:
@@ -85,9 +94,9 @@ def main() -> None:
             weir = spark.read.format("weir")
             took["bulk_insert_1m"] = timed(lambda: write_dataframe(base_df, t, "bulk_insert"))[0]
             took["upsert_100k"] = timed(lambda: write_dataframe(upsert_df, t, "upsert"))[0]
-            took["read_after_upsert"] = timed(lambda: scan(weir.load(t.uri)))[0]
+            took["read_after_upsert"] = read_time(lambda: scan(weir.load(t.uri)))
             took["compaction"] = timed(lambda: compact(spark, t))[0]
-            took["read_after_compaction"] = timed(lambda: scan(weir.load(t.uri)))[0]
+            took["read_after_compaction"] = read_time(lambda: scan(weir.load(t.uri)))
             rows["table"] = weir.load(t.uri).count()
             info["bucket_hash"] = str(t.config.bucket_hash)
             return took
