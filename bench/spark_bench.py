@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import datagen, median, timed
 
 from lakecore import Table
+from tests.support.formats import as_format_1
 
 CODEC = "zstd"
 
@@ -40,15 +41,6 @@ CODEC = "zstd"
 def scan(df: object) -> None:
     """Materialize every row and column, write nothing (Spark's noop sink)."""
     df.write.format("noop").mode("overwrite").save()  # type: ignore[attr-defined]
-
-
-def as_format_1(t: Table) -> Table:
-    """The table as a format-1 lakecore would have made it (no bucket_hash: the weir_v1 hash)."""
-    obj = json.loads(t.storage.read(".weir/table.json"))
-    obj["format_version"] = 1
-    del obj["bucket_hash"]
-    t.storage.write(".weir/table.json", json.dumps(obj).encode())
-    return Table.open(t.uri)
 
 
 def read_time(read: Any, times: int = 3) -> float:

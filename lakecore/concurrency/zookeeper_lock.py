@@ -269,8 +269,11 @@ class ZooKeeperLock(GuardedLock):
                 session = session_of(client)
                 # created and seen first in one session, connected all along: ours as of `started`
                 quiet = self._troubles == troubles and session is not None and session == session_before
-                proven = started if quiet and _now() - started < self._lease_s else _now()
-                if session is not None and (proven == started or self._owns(client, node, session)):
+                proven: float | None = started if quiet and _now() - started < self._lease_s else None
+                if proven is None and session is not None:  # ask ZooKeeper
+                    asked = _now()
+                    proven = asked if self._owns(client, node, session) else None
+                if proven is not None and session is not None:
                     self._path_ready = True
                     return _Hold(client, node, session, proven)
                 forget(client, node)

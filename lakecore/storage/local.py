@@ -94,8 +94,11 @@ class LocalStorage:
     # -- reads and writes ------------------------------------------------------------------------
 
     def _temp_beside(self, target: str, data: bytes, durable: bool) -> str:
-        self._ensure_dir(os.path.dirname(target), durable)
-        tmp = f"{os.path.dirname(target)}/{TMP_MARK}{uuid.uuid4().hex}"
+        return self._temp_in(os.path.dirname(target), data, durable)
+
+    def _temp_in(self, directory: str, data: bytes, durable: bool) -> str:
+        self._ensure_dir(directory, durable)
+        tmp = f"{directory}/{TMP_MARK}{uuid.uuid4().hex}"
         with open(tmp, "wb") as fh:
             fh.write(data)
             if durable and self._fsync and data:  # an empty file has no data: its entry is synced after
@@ -127,8 +130,7 @@ class LocalStorage:
             self._sync_dir(os.path.dirname(target))
     def stage(self, directory: str, data: bytes) -> _Staged:
         """A durable temp file in `directory` holding `data`, published by hard-linking it (base.stage)."""
-        target_dir = self._abs(directory)
-        return _Staged(self, self._temp_beside(f"{target_dir}/x", data, durable=True))
+        return _Staged(self, self._temp_in(self._abs(directory), data, durable=True))
 
     def exists(self, path: str) -> bool:
         return os.path.exists(self._abs(path))

@@ -5,7 +5,6 @@ in, and each file group is written whole by one task (one file per file group an
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -14,6 +13,7 @@ import pytest
 
 from lakecore import Table
 from lakecore.layout import parse_data_file_name
+from tests.support.formats import as_format_1
 
 pytestmark = pytest.mark.spark
 
@@ -42,14 +42,6 @@ def placement(t: Table, key: list[str]) -> list[tuple]:
 def one_file_per_group(t: Table, instant) -> bool:
     stats = Table.open(t.uri).commit_metadata(instant).write_stats
     return max(Counter((s.partition, s.file_id) for s in stats).values()) == 1
-
-
-def as_format_1(t: Table) -> Table:
-    obj = json.loads(t.storage.read(".weir/table.json"))
-    obj["format_version"] = 1
-    del obj["bucket_hash"]
-    t.storage.write(".weir/table.json", json.dumps(obj).encode())
-    return Table.open(t.uri)
 
 
 @pytest.mark.parametrize("fmt", [1, 2])

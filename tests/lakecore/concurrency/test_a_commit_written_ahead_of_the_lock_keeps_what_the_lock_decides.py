@@ -22,7 +22,7 @@ from lakecore.write import conform, route, write_file_group
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
 
-def _write_files(table: Table, txn, rows: pa.Table) -> list:
+def _write_files(txn, rows: pa.Table) -> list:
     conformed = conform(rows, txn.config, txn.operation).rows
     return [s for g in route(conformed, txn.config) for s in write_file_group(txn.context(), g)]
 
@@ -37,7 +37,7 @@ def test_a_column_added_while_a_write_ran_stays_in_the_table(tmp_path):
                          concurrency_mode="non_blocking")
     # our write begins on the two-column table ...
     txn = begin_write(table.storage, table.config, table.lock, "upsert")
-    stats = _write_files(table, txn, pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
+    stats = _write_files(txn, pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
     # ... another writer adds a nullable column and commits before ours does
     Table.open(uri, options=WriterOptions(evolve_schema=True)).upsert(
         pa.table({"id": pa.array([3], pa.int64()), "v": ["c"], "score": [0.5]}))
@@ -59,7 +59,7 @@ def test_an_unchanged_schema_commits_the_bytes_written_ahead(tmp_path, monkeypat
     uri = str(tmp_path / "t")
     table = Table.create(uri, schema=SCHEMA, record_key="id", buckets=2, table_type="merge_on_read")
     txn = begin_write(table.storage, table.config, table.lock, "upsert")
-    stats = _write_files(table, txn, pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]}))
+    stats = _write_files(txn, pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]}))
     ahead: list[str] = []     # temp files in the timeline directory when the commit took the lock
     linked: dict[str, str] = {}
     real_acquire, real_link = table.lock.acquire, os.link
@@ -88,7 +88,7 @@ def test_a_write_that_loses_its_conflict_leaves_no_bytes_written_ahead(tmp_path,
                          concurrency_mode="optimistic")
     Table.open(uri).bulk_insert(pa.table({"id": pa.array([1], pa.int64()), "v": ["base"]}))
     txn = begin_write(table.storage, table.config, table.lock, "upsert", need_view=True)
-    stats = _write_files(table, txn, pa.table({"id": pa.array([1], pa.int64()), "v": ["ours"]}))
+    stats = _write_files(txn, pa.table({"id": pa.array([1], pa.int64()), "v": ["ours"]}))
     Table.open(uri).upsert(pa.table({"id": pa.array([1], pa.int64()), "v": ["theirs"]}))
     if table_type == "merge_on_read":  # log writes conflict with base writers only: make theirs one
         Table.open(uri).compact()

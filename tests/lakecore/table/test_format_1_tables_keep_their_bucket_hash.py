@@ -14,6 +14,7 @@ from lakecore import Table
 from lakecore.config import FORMAT_VERSION, META_COLUMNS, TableConfig
 from lakecore.errors import InvalidTableConfig, UnsupportedTableVersion
 from lakecore.layout import bucket_file_id, buckets, murmur3, parse_data_file_name
+from tests.support.formats import as_format_1
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64())])
 CONFIG = ".weir/table.json"
@@ -30,15 +31,6 @@ def file_ids_by_key(t: Table) -> dict[tuple[int, str], str]:
     files = [parse_data_file_name(f.rsplit("/", 1)[-1]) for f in read["_weir_file_name"].to_pylist()]
     return {(i, n): f.file_id for i, n, f in zip(read["id"].to_pylist(), read["name"].to_pylist(), files,
                                                  strict=True) if f is not None}
-
-
-def as_format_1(t: Table) -> Table:
-    """Rewrite table.json as a format-1 lakecore wrote it (no bucket_hash)."""
-    obj = json.loads(t.storage.read(CONFIG))
-    obj["format_version"] = 1
-    del obj["bucket_hash"]
-    t.storage.write(CONFIG, json.dumps(obj).encode())
-    return Table.open(t.uri)
 
 
 def expected(keys: dict[tuple[int, str], str], bucket_of) -> dict[tuple[int, str], str]:
