@@ -47,6 +47,7 @@ from lakecore.timeline.history import (
     deleted_of,
     files_of,
     history_rows,
+    latest_slices,
 )
 from lakecore.timeline.history_store import TIMELINE_DIR, HistoryMoved, HistoryStore
 from lakecore.write.heartbeat import HeartbeatConfig
@@ -167,7 +168,7 @@ def _run_claimed(storage: Storage, store: TimelineStore, lock: Lock, policy: Arc
         return None
     previous = timeline.archived.manifest
     try:
-        manifest = _archive(store, history, timeline, plan.instants, policy)
+        manifest, live = _archive(store, history, timeline, plan.instants, policy)
     except (FileNotFoundError, HistoryMoved):
         return None  # an undo removed an instant being archived, or another archival merged its files
     with lock:
@@ -188,9 +189,8 @@ def _run_claimed(storage: Storage, store: TimelineStore, lock: Lock, policy: Arc
     levels: dict[int, int] = {}
     for f in manifest.files:
         levels[f.level] = levels.get(f.level, 0) + 1
-    live = history.summary(manifest.version).files
     return ArchivalResult(len(plan.instants), manifest.version, manifest.boundary,
-                          dict(sorted(levels.items())), len(live))
+                          dict(sorted(levels.items())), latest_slices(live).num_rows)
 
 
 def _discard(history: HistoryStore, written: Manifest, previous: Manifest) -> None:
@@ -207,7 +207,8 @@ def _discard(history: HistoryStore, written: Manifest, previous: Manifest) -> No
 
 
 def _archive(store: TimelineStore, history: HistoryStore, timeline: Timeline,
-             instants: tuple[Instant, ...], policy: ArchivalPolicy) -> Manifest:
+             instants: tuple[Instant, ...], policy: ArchivalPolicy) -> tuple[Manifest, pa.Table]:
+    """The new version's manifest (written, not yet committed) and its live files."""
     entries = [(i, store.metadata(i), _plan_body(store, i)) for i in instants]
     rows = history_rows(entries)
     previous = timeline.archived.manifest
@@ -219,7 +220,7 @@ def _archive(store: TimelineStore, history: HistoryStore, timeline: Timeline,
         if i.action in WRITE_ACTIONS and meta.schema:
             schema = meta.schema
     files = _merge_levels(history, (*previous.files, added), policy.fanout)
-    return Manifest(version, files, history.write_live(version, live), schema)
+    return Manifest(version, files, history.write_live(version, live), schema), live
 
 
 def _plan_body(store: TimelineStore, instant: Instant) -> bytes:

@@ -14,8 +14,9 @@ of a point, the latest slice of every file group, paths deleted by cleans. I/O i
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -121,23 +122,51 @@ class Manifest:
                 "archived since (or restore the manifest from a backup)") from exc
 
 
-@dataclass(frozen=True)
 class Archived:
     """What the active timeline carries of its archived past: the manifest, the files of the latest
     slices as of the boundary (all a view at or after it needs) and, for clean and the next archival,
-    every live file (Arrow, LIVE_SCHEMA: superseded slices a clean has not deleted yet too)."""
+    every live file (Arrow, LIVE_SCHEMA: superseded slices a clean has not deleted yet too).
 
-    manifest: Manifest = field(default_factory=Manifest)
-    files: tuple[ArchivedFile, ...] = ()
-    bound: str | None = None  # set on views as of a point inside the archived range
-    live: pa.Table | None = field(default=None, compare=False, repr=False)
+    A loaded timeline's live files are read from the history when first asked for (`read_live`), once:
+    most who load a timeline (every writer's begin and commit, under the table lock) need only the
+    manifest, and a multi-writer table gets a new history version from every archival. A value, like
+    the rest of a timeline: nothing here changes after it was first read."""
+
+    def __init__(self, manifest: Manifest | None = None, files: tuple[ArchivedFile, ...] = (), *,
+                 bound: str | None = None, live: pa.Table | None = None,
+                 read_live: Callable[[], pa.Table] | None = None) -> None:
+        self.manifest = manifest if manifest is not None else Manifest()
+        self.bound = bound  # set on views as of a point inside the archived range
+        self._files: tuple[ArchivedFile, ...] | None = None if read_live is not None else files
+        self._live = live
+        self._read_live = read_live
+        self._guard = threading.Lock()
+
+    @property
+    def live(self) -> pa.Table | None:
+        if self._read_live is not None and self._live is None:
+            with self._guard:
+                if self._live is None:
+                    self._live = self._read_live()
+        return self._live
+
+    @property
+    def files(self) -> tuple[ArchivedFile, ...]:
+        if self._files is None:
+            live = self.live
+            with self._guard:
+                if self._files is None:
+                    self._files = archived_files(latest_slices(live)) if live is not None else ()
+        return self._files
 
     def every_file(self) -> tuple[ArchivedFile, ...]:
         """All live files of archived instants (as values: for clean, which may delete any of them)."""
-        return archived_files(self.live) if self.live is not None else self.files
+        live = self.live
+        return archived_files(live) if live is not None else self.files
 
     def live_table(self) -> pa.Table:
-        return self.live if self.live is not None else live_table(self.files)
+        live = self.live
+        return live if live is not None else live_table(self.files)
 
     @property
     def boundary(self) -> str:
@@ -150,6 +179,24 @@ class Archived:
     @property
     def first(self) -> str:
         return self.manifest.first
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Archived):
+            return NotImplemented
+        return (self.manifest, self.bound, self.files) == (other.manifest, other.bound, other.files)
+
+    def __hash__(self) -> int:
+        return hash((self.manifest.version, self.bound))
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled as read (tasks get what the driver loaded)
+        return {"manifest": self.manifest, "bound": self.bound, "files": self.files, "live": self.live}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["manifest"], state["files"], bound=state["bound"],  # type: ignore[misc]
+                      live=state["live"])
+
+    def __repr__(self) -> str:
+        return f"Archived(version={self.manifest.version}, boundary={self.boundary!r}, bound={self.bound!r})"
 
 
 EMPTY = Archived()

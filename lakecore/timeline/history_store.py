@@ -41,8 +41,6 @@ from lakecore.timeline.history import (
     Archived,
     HistoryFile,
     Manifest,
-    archived_files,
-    latest_slices,
 )
 
 QUERY_COLUMNS = ["requested_time", "completion_time", "action", "files", "deleted"]
@@ -89,7 +87,8 @@ class HistoryStore:
         return self.summary(v).manifest
 
     def summary(self, version: int) -> Archived:
-        """The manifest and live files of a version (cached: they never change)."""
+        """The manifest of a version, with its live files read when first asked for (cached: they never
+        change)."""
         if version == 0:
             return Archived()
         uri = self.storage.uri
@@ -103,12 +102,14 @@ class HistoryStore:
         except FileNotFoundError:
             raise HistoryMoved(path) from None
         manifest = Manifest.loads(data, source=path, table=uri)
-        live = self._read(manifest.live, None) if manifest.live else LIVE_SCHEMA.empty_table()
-        out = Archived(manifest, archived_files(latest_slices(live)), live=live)
+        out = Archived(manifest, read_live=lambda: self._live_of(manifest))
         with _lock:
             if uri not in _summaries or _summaries[uri][0] < version:
                 _summaries[uri] = (version, out)
         return out
+
+    def _live_of(self, manifest: Manifest) -> pa.Table:
+        return self._read(manifest.live, None) if manifest.live else LIVE_SCHEMA.empty_table()
 
     def rows(self, manifest: Manifest, columns: Sequence[str] = QUERY_COLUMNS, *,
              keep: Callable[[HistoryFile], bool] = lambda f: True) -> pa.Table:
