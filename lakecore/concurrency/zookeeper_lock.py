@@ -1,4 +1,4 @@
-"""The ZooKeeper table lock: kazoo's Lock recipe under `<base_path>/<znode name of the key>`.
+"""The ZooKeeper table lock: kazoo's lock recipe, under `<base_path>/<znode name of the key>`.
 
 Owns the lock's config and the lock; the kazoo clients it runs on (one per connect string, shared
 with the writer registry) are `zookeeper.py`'s. Must not decide what the lock protects
@@ -20,30 +20,33 @@ Failure behaviour, which is the point of this module:
   ours was sent, the node exists. The clock counts time the process was stopped or the machine slept
   (CLOCK_BOOTTIME), the pauses that could otherwise outlive a session unseen. Only someone deleting
   the lock node by hand goes unseen for up to LEASE_S: never delete a live holder's lock node.
-  Acquiring needs no extra round trip either: kazoo's recipe created our node and saw it first in
-  this very session, continuously connected (the listener counts every other state).
-- No call waits unbounded: kazoo's `Lock.acquire` runs on a helper thread and every other call has a
-  timeout.
+  Acquiring needs no extra round trip either: we created our node and saw it first in this very
+  session, continuously connected (the listener counts every other state).
+- No call waits unbounded: every request has the caller's deadline (plus STALL_GRACE_S when
+  ZooKeeper stops answering).
+
+The recipe: an ephemeral sequential node `<uuid>__lock__<sequence>` under the lock path; the
+contender with the lowest sequence holds the lock, every other one watches the contender just below
+it. These are kazoo's node names and its rule, so this lock and kazoo's `Lock` (older Weir versions)
+exclude each other. It runs in the caller's thread and sends the create and the children listing
+together: an uncontended acquire is one round trip, and a hand-over one watch event and one listing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import queue
+import re
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
-from kazoo.exceptions import LockTimeout as KazooLockTimeout
+from kazoo.exceptions import AuthFailedError, ConnectionLoss, KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
-from kazoo.recipe.lock import Lock as KazooLock
 
 from lakecore.concurrency.locks import GuardedLock, LockUnavailable, backoff_s
 from lakecore.concurrency.zookeeper import (
@@ -129,78 +132,36 @@ class _Hold:
     proven_at: float  # _now() when a request that proved the node ours (in this session) was sent
 
 
-class _Stalled(Exception):
-    """The recipe did not return within its timeout plus grace (ZooKeeper stopped answering)."""
+# kazoo's Lock recipe names its nodes `<uuid hex>__lock__<10-digit sequence>` and waits behind the
+# contender with the next lower sequence; this lock takes the same nodes the same way, so processes
+# on kazoo's recipe (older Weir versions) and on this one exclude each other on one lock path.
+NODE_MARK = "__lock__"
+_CONTENDER = re.compile(r"(?:__lock__)(-?\d{10})$")
 
 
-class _Helpers:
-    """Daemon threads that run lock attempts, kept between acquisitions: starting a thread per acquire
-    costs milliseconds on a busy machine, on the path every writer waits on. Daemons, so an attempt
-    stuck in a dead ZooKeeper never holds up the interpreter's exit; a new one is started whenever
-    every kept thread is busy (one stuck attempt never delays the next)."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._idle = 0
-        self._guard = threading.Lock()
-
-    def run(self, job: Callable[[], None]) -> None:
-        with self._guard:
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1
-        self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._serve, name="weir-zookeeper-lock", daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            self._jobs.get()()
-            with self._guard:
-                if self._idle >= 4:  # enough kept
-                    return
-                self._idle += 1
+class _NodeVanished(KazooException):
+    """Our contender node is not among the lock's children (its session went): contend afresh."""
 
 
-_helpers = _Helpers()
+def predecessor(children: list[str], name: str) -> str | None:
+    """The contender `name` waits behind (kazoo's rule: the highest sequence below ours), None when it
+    holds the lock; _NodeVanished when `name` is not among `children`."""
+    mine = name[-10:]
+    best: tuple[str, str] | None = None
+    found = False
+    for child in children:
+        found = found or child == name
+        match = _CONTENDER.search(child)
+        if match is not None and match.group(1) < mine and (best is None or match.group(1) > best[0]):
+            best = (match.group(1), child)
+    if not found:
+        raise _NodeVanished(f"lock node {name} vanished while contending")
+    return best[1] if best is not None else None
 
 
-class _Attempt:
-    """One run of kazoo's blocking `Lock.acquire`, on a helper thread so the caller's deadline holds."""
-
-    def __init__(self, recipe: Any, timeout: float) -> None:
-        self._recipe = recipe
-        self._timeout = timeout
-        self._done = threading.Event()
-        self._guard = threading.Lock()
-        self._abandoned = False
-        self._got = False
-        self._error: BaseException | None = None
-
-    def run(self) -> bool:
-        _helpers.run(self._work)
-        if not self._done.wait(self._timeout + STALL_GRACE_S):
-            with self._guard:
-                if not self._done.is_set():
-                    self._abandoned = True
-                    self._recipe.cancel()
-                    raise _Stalled()
-        if self._error is not None:
-            raise self._error
-        return self._got
-
-    def _work(self) -> None:
-        got, error = False, None
-        try:
-            got = bool(self._recipe.acquire(timeout=self._timeout))
-        except BaseException as exc:  # handed to the caller's thread
-            error = exc
-        with self._guard:
-            self._got, self._error = got, error
-            self._done.set()
-            abandoned = self._abandoned
-        if abandoned and got:  # nobody is waiting for this lock any more
-            forget(self._recipe.client, f"{self._recipe.path}/{self._recipe.node}")
+def _wait(result: Any, deadline: float) -> Any:
+    """A kazoo async result by `deadline` (KazooTimeoutError after it: ZooKeeper stopped answering)."""
+    return result.get(timeout=max(0.0, deadline - time.monotonic()) + STALL_GRACE_S)
 
 
 class ZooKeeperLock(GuardedLock):
@@ -217,6 +178,7 @@ class ZooKeeperLock(GuardedLock):
         self._troubles = 0  # connection states other than CONNECTED heard while listening
         self._listening: Any = None
         self._path_ready = False
+        self._waking: threading.Event | None = None  # set while waiting behind another contender
         self._lease_s = min(LEASE_S, config.session_timeout_s / 10)
 
     @property
@@ -248,24 +210,23 @@ class ZooKeeperLock(GuardedLock):
         cfg = self.config
         attempt = 0
         while True:
-            if not self._path_ready:  # the recipe creates the lock path, with our ACL, under a shared base
-                ensure_shared_base(client, self.path.rsplit("/", 1)[0] or "/", cfg.connection_timeout_s)
-            recipe = KazooLock(client, self.path, identifier=self._owner)
-            recipe.assured_path = self._path_ready  # the recipe creates the path when this is False
             failure: BaseException | None = None
             started, troubles, session_before = _now(), self._troubles, session_of(client)
             try:
-                got = _Attempt(recipe, max(0.0, deadline - time.monotonic())).run()
-            except (KazooLockTimeout, _Stalled):
-                got = False
+                if not self._path_ready:  # the lock path, with our ACL, under a shared base
+                    ensure_shared_base(client, self.path.rsplit("/", 1)[0] or "/", cfg.connection_timeout_s)
+                    _wait(client.ensure_path_async(self.path), deadline)
+                    self._path_ready = True
+                node = self._race(client, deadline)
             except (NoAuthError, AuthFailedError) as exc:
                 raise access_denied(client, self.path, "taking the lock", exc) from exc
-            except (KazooException, KazooTimeoutError) as exc:
+            except KazooTimeoutError:  # ZooKeeper stopped answering within the deadline
+                node = None
+            except KazooException as exc:
                 self._path_ready = False  # e.g. someone removed the lock path: create it again
-                got, failure = False, exc
-            if got:
+                node, failure = None, exc
+            if node is not None:
                 self._lost = False  # from here on, any connection trouble means the lock is lost
-                node = f"{self.path}/{recipe.node}"
                 session = session_of(client)
                 # created and seen first in one session, connected all along: ours as of `started`
                 quiet = self._troubles == troubles and session is not None and session == session_before
@@ -274,7 +235,6 @@ class ZooKeeperLock(GuardedLock):
                     asked = _now()
                     proven = asked if self._owns(client, node, session) else None
                 if proven is not None and session is not None:
-                    self._path_ready = True
                     return _Hold(client, node, session, proven)
                 forget(client, node)
                 failure = LockUnavailable("the ZooKeeper session dropped as the lock was acquired")
@@ -293,6 +253,54 @@ class ZooKeeperLock(GuardedLock):
             time.sleep(min(backoff_s(attempt, initial_s=cfg.retry_initial_s, cap_s=cfg.retry_max_s), left))
             attempt += 1
             wait_connected(client, max(0.0, deadline - time.monotonic()))
+
+    def _race(self, client: Any, deadline: float) -> str | None:
+        """One contention, in the caller's thread: create our sequential node and list the contenders
+        in one round trip (ZooKeeper answers a session's requests in order, so the listing holds our
+        node), then wait behind our predecessor until we are first. Returns our node's path, or None
+        at the deadline. Leaves no node behind when it does not return one: a node whose creation
+        outcome is unknown (the connection broke, or the deadline passed, with the create on the
+        wire) is deleted as soon as its name is known."""
+        created = client.create_async(f"{self.path}/{uuid.uuid4().hex}{NODE_MARK}", self._owner.encode(),
+                                      ephemeral=True, sequence=True)
+        listed = client.get_children_async(self.path)
+        node: str | None = None
+        try:
+            node = str(_wait(created, deadline))
+            name = node.rsplit("/", 1)[1]
+            children = _wait(listed, deadline)
+            while True:
+                ahead = predecessor(children, name)
+                if ahead is None:
+                    return node
+                woken = threading.Event()
+                self._waking = woken  # connection trouble wakes us too (_on_state): look again
+                if _wait(client.exists_async(f"{self.path}/{ahead}", watch=lambda _, w=woken: w.set()),
+                         deadline) is not None and not woken.wait(max(0.0, deadline - time.monotonic())):
+                    self._give_up(client, created, node)
+                    return None
+                children = _wait(client.get_children_async(self.path), deadline)
+        except BaseException:
+            self._give_up(client, created, node)
+            raise
+        finally:
+            self._waking = None
+
+    @staticmethod
+    def _give_up(client: Any, created: Any, node: str | None) -> None:
+        """Delete our contender node, now or once its creation is answered."""
+        if node is not None:
+            forget(client, node)
+            return
+
+        def answered(outcome: Any) -> None:  # on kazoo's callback thread: must not block
+            if outcome.exception is None:
+                forget(client, outcome.value)
+            elif isinstance(outcome.exception, ConnectionLoss):
+                log.warning("a lock node's creation was cut off by a connection loss; if it was created it "
+                            "is deleted with this process's ZooKeeper session")
+
+        created.rawlink(answered)
 
     def _give(self) -> None:
         hold, self._hold = self._hold, None
@@ -330,6 +338,9 @@ class ZooKeeperLock(GuardedLock):
         if state != KazooState.CONNECTED:
             self._lost = True
             self._troubles += 1
+            waking = self._waking
+            if waking is not None:
+                waking.set()
 
     def _listen(self, client: Any) -> None:
         self._lost = False
