@@ -24,6 +24,11 @@
    `--rounds` pairs in ABBA order (1,4 then 4,1 then 1,4 ...), so drift hits both sides alike,
    and judges the median of the per-round ratios; every round's figures are in the JSON.
 
+   Also reported per run: the cores the ZooKeeper server and nothing (idle) used meanwhile. Two
+   variants say what is this machine's and what is the shared table's: `--lock storage` (the table's
+   storage lock, no ZooKeeper) and `--separate-tables` (each writer writes a table of its own: the same
+   work with nothing shared, what 4 writers can reach on these cores at all).
+
 Starts its own ZooKeeper (tests/support/zookeeper.py) in a temp dir and stops it at the end.
 Prints one JSON document; a short summary goes to stderr.
 """
@@ -241,6 +246,22 @@ def batch_keys(run: int, writer: int, n: int, rows: int) -> tuple[np.ndarray, np
     return rng.integers(0, KEY_SPACE, rows), rng.integers(0, 2**62, rows)
 
 
+def proc_cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) process `pid` has used so far; 0 without one."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_idle_s() -> float:
+    """Seconds all CPUs of this machine have spent idle since boot (idle + iowait, /proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
+
+
 def writer_main(uri: str, connect: str, run: int, writer: int, upserts: int, rows: int,
                 ready: Any, go: Any, results: Any) -> None:
     from lakecore import Table
@@ -255,7 +276,8 @@ def writer_main(uri: str, connect: str, run: int, writer: int, upserts: int, row
         for n in range(upserts):
             keys, ts = batch_keys(run, writer, n, rows)
             batches.append(payload.set_column(0, "key", pa.array(keys)).set_column(1, "ts", pa.array(ts)))
-        lock = zookeeper_lock(connect, table_lock_key(uri))
+        lock: Any = (zookeeper_lock(connect, table_lock_key(uri)) if connect
+                     else Table.open(uri).lock.inner)  # the storage lock the table records
         with lock:  # connect the session before the clock starts
             pass
         timed = TimedLock(lock)
@@ -276,21 +298,23 @@ def writer_main(uri: str, connect: str, run: int, writer: int, upserts: int, row
                      "cpu_s": time.process_time() - cpu, "median_write_s": median(per_write),
                      "lock_acquire_s": sum(t[1] - t[0] for t in timed.spans),
                      "lock_held_s": sum(t[2] - t[1] for t in timed.spans), "held_by": timed.held_by})
-        lock.close()
+        if hasattr(lock, "close"):
+            lock.close()
         close_shared_clients()
     except BaseException as exc:
         results.put({"writer": writer, "error": f"{type(exc).__name__}: {exc}"})
         raise
 
 
-def verify_nbcc(uri: str, run: int, writers: int, upserts: int, rows: int) -> dict[str, Any]:
+def verify_nbcc(uri: str, run: int, writers: range, upserts: int, rows: int) -> dict[str, Any]:
+    """The table at `uri` holds exactly what `writers` wrote, each key at its newest version."""
     from lakecore import Table
 
     table = Table.open(uri)
     t0 = time.perf_counter()
     result = table.read(columns=["key", "ts"])
     read_s = time.perf_counter() - t0
-    keys, ts = zip(*(batch_keys(run, w, n, rows) for w in range(writers) for n in range(upserts)),
+    keys, ts = zip(*(batch_keys(run, w, n, rows) for w in writers for n in range(upserts)),
                    strict=True)
     written = pa.table({"key": np.concatenate(keys), "ts": np.concatenate(ts)})
     expected = written.group_by("key").aggregate([("ts", "max")])
@@ -302,34 +326,42 @@ def verify_nbcc(uri: str, run: int, writers: int, upserts: int, rows: int) -> di
     timeline = table.timeline()
     every = (*table.archived_instants(), *timeline.completed)  # writers archive inline
     writes = [i for i in every if i.action == "deltacommit"]
-    assert len(writes) == writers * upserts, (len(writes), writers * upserts)
+    assert len(writes) == len(writers) * upserts, (len(writes), len(writers) * upserts)
     assert not timeline.pending, timeline.pending
     return {"distinct_keys": result.num_rows, "completed_writes": len(writes),
             "archived_instants": timeline.archived.count,
             "verify_read_s": round(read_s, 2)}
 
 
-def nbcc_run(work: str, connect: str, run: int, writers: int, upserts: int, rows: int) -> dict[str, Any]:
+def nbcc_run(work: str, connect: str, run: int, writers: int, upserts: int, rows: int,
+             zookeeper_pid: int | None, separate: bool = False) -> dict[str, Any]:
+    """`connect` "": the writers take the table's storage lock instead of ZooKeeper's. `separate`: each
+    writer writes a table of its own (the same work with nothing shared: this machine's own limit)."""
     from lakecore import Table
-
-    uri = os.path.join(work, f"nbcc-{run}-{writers}")
     from lakecore.config import LockSpec
 
-    Table.create(uri, schema=tiny(np.random.default_rng(0), 1, 0).schema, record_key="key",
-                 ordering_field="ts", table_type="merge_on_read", concurrency_mode="non_blocking",
-                 buckets=16, lock=LockSpec("zookeeper", connect=connect))
+    uris = [os.path.join(work, f"nbcc-{run}-{writers}" + (f"-{w}" if separate else ""))
+            for w in range(writers if separate else 1)]
+    spec = LockSpec("zookeeper", connect=connect) if connect else LockSpec("storage")
+    for uri in uris:
+        Table.create(uri, schema=tiny(np.random.default_rng(0), 1, 0).schema, record_key="key",
+                     ordering_field="ts", table_type="merge_on_read", concurrency_mode="non_blocking",
+                     buckets=16, lock=spec)
     ctx = mp.get_context("spawn")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    procs = [ctx.Process(target=writer_main, args=(uri, connect, run, w, upserts, rows, ready, go, results))
+    procs = [ctx.Process(target=writer_main,
+                         args=(uris[w % len(uris)], connect, run, w, upserts, rows, ready, go, results))
              for w in range(writers)]
     for p in procs:
         p.start()
     try:
         for _ in procs:
             ready.get(timeout=120)
+        zookeeper_cpu, idle = proc_cpu_s(zookeeper_pid), machine_idle_s()
         started = time.monotonic()
         go.set()
         outs = [results.get(timeout=600) for _ in procs]
+        zookeeper_cpu, idle = proc_cpu_s(zookeeper_pid) - zookeeper_cpu, machine_idle_s() - idle
         wall = max(o.get("done", started) for o in outs) - started
         first_done = min(o.get("done", started) for o in outs) - started
     finally:
@@ -344,13 +376,18 @@ def nbcc_run(work: str, connect: str, run: int, writers: int, upserts: int, rows
     committed = sum(o["rows"] for o in outs)
     conflicts = sum(o["conflicts"] for o in outs)
     assert conflicts == 0, f"{conflicts} conflicts under non-blocking concurrency"
-    checked = verify_nbcc(uri, run, writers, upserts, rows)
+    checks = [verify_nbcc(uri, run, range(writers) if len(uris) == 1 else range(i, i + 1), upserts, rows)
+              for i, uri in enumerate(uris)]
+    checked = {k: sum(c[k] for c in checks) for k in checks[0]}
     return {"writers": writers, "upserts_per_writer": upserts, "rows_per_upsert": rows,
             "rows_committed": committed, "wall_s": round(wall, 2), "rows_per_s": round(committed / wall),
             "first_writer_done_s": round(first_done, 2),
             "conflicts": conflicts, "median_write_s": round(median([o["median_write_s"] for o in outs]), 4),
             "writer_cpu_s": round(sum(o["cpu_s"] for o in outs), 2),
             "writer_cores_used": round(sum(o["cpu_s"] for o in outs) / wall, 2),
+            # the rest of the machine meanwhile (read a moment after the last writer was done)
+            "zookeeper_cores_used": round(zookeeper_cpu / wall, 2),
+            "idle_cores": round(idle / wall, 2),
             "lock_acquire_s_per_writer": round(median([o["lock_acquire_s"] for o in outs]), 2),
             "lock_wait_share": round(median([o["lock_acquire_s"] / wall for o in outs]), 3),
             "lock_held_s_per_writer": round(median([o["lock_held_s"] for o in outs]), 2),
@@ -359,7 +396,7 @@ def nbcc_run(work: str, connect: str, run: int, writers: int, upserts: int, rows
             **checked}
 
 
-def nbcc_rounds(work: str, connect: str, a: argparse.Namespace) -> dict[str, Any]:
+def nbcc_rounds(work: str, connect: str, a: argparse.Namespace, zookeeper_pid: int | None) -> dict[str, Any]:
     """`a.rounds` rounds of one run per writer count, alternating the order (ABBA); the ratio of the
     most writers vs 1 writer per round, and the median over rounds (the figure the bar judges)."""
     counts = [int(k) for k in a.writers.split(",")]
@@ -368,10 +405,12 @@ def nbcc_rounds(work: str, connect: str, a: argparse.Namespace) -> dict[str, Any
         runs = {}
         for k in (counts if r % 2 == 0 else counts[::-1]):
             run += 1
-            runs[k] = nbcc_run(work, connect, run, k, a.upserts, a.rows)
+            runs[k] = nbcc_run(work, connect, run, k, a.upserts, a.rows, zookeeper_pid, a.separate_tables)
         rounds.append(runs)
     many = max(counts)
-    out: dict[str, Any] = {"cpus": os.cpu_count(), "rounds": [list(r.values()) for r in rounds]}
+    out: dict[str, Any] = {"cpus": os.cpu_count(), "lock": "zookeeper" if connect else "storage",
+                           "tables": "one per writer" if a.separate_tables else "one shared",
+                           "rounds": [list(r.values()) for r in rounds]}
     if 1 in counts and many != 1:
         ratios = [r[many]["rows_per_s"] / r[1]["rows_per_s"] for r in rounds]
         # writers are CPU-bound: K writers cannot beat (cores / cores one writer keeps busy), unless
@@ -411,6 +450,10 @@ def main() -> None:
     ap.add_argument("--upserts", type=int, default=80)
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=3, help="ABBA-ordered pairs of NBCC runs")
+    ap.add_argument("--lock", choices=("zookeeper", "storage"), default="zookeeper",
+                    help="the NBCC writers' table lock (storage: files on the table's disk, no ZooKeeper)")
+    ap.add_argument("--separate-tables", action="store_true",
+                    help="each NBCC writer writes its own table: the same work with nothing shared")
     ap.add_argument("--skip-critical", action="store_true")
     ap.add_argument("--skip-nbcc", action="store_true")
     a = ap.parse_args()
@@ -426,7 +469,8 @@ def main() -> None:
             if not a.skip_critical:
                 out["critical_section"] = critical_section(work, server.connect_string, a.instants, a.commits)
             if not a.skip_nbcc:
-                out["nbcc_throughput"] = nbcc_rounds(work, server.connect_string, a)
+                connect = server.connect_string if a.lock == "zookeeper" else ""
+                out["nbcc_throughput"] = nbcc_rounds(work, connect, a, server.pid)
         finally:
             from lakecore.concurrency.zookeeper import close_shared_clients
 
