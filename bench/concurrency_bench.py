@@ -396,18 +396,28 @@ def nbcc_run(work: str, connect: str, run: int, writers: int, upserts: int, rows
             **checked}
 
 
+def rows_per_cpu_s(run: dict[str, Any]) -> float:
+    return float(run["rows_committed"] / run["writer_cpu_s"])
+
+
 def nbcc_rounds(work: str, connect: str, a: argparse.Namespace, zookeeper_pid: int | None) -> dict[str, Any]:
     """`a.rounds` rounds of one run per writer count, alternating the order (ABBA); the ratio of the
     most writers vs 1 writer per round, and the median over rounds (the figure the bar judges)."""
     counts = [int(k) for k in a.writers.split(",")]
+    many = max(counts)
+    alone: list[dict[str, Any]] = []  # --machine-limit: `many` writers, each on a table of its own
     rounds, run = [], 0
     for r in range(a.rounds):
         runs = {}
-        for k in (counts if r % 2 == 0 else counts[::-1]):
+        order: list[int | str] = [*counts, "alone"] if a.machine_limit else [*counts]
+        for k in (order if r % 2 == 0 else order[::-1]):
             run += 1
-            runs[k] = nbcc_run(work, connect, run, k, a.upserts, a.rows, zookeeper_pid, a.separate_tables)
+            if k == "alone":
+                alone.append(nbcc_run(work, connect, run, many, a.upserts, a.rows, zookeeper_pid, True))
+            else:
+                runs[int(k)] = nbcc_run(work, connect, run, int(k), a.upserts, a.rows, zookeeper_pid,
+                                        a.separate_tables)
         rounds.append(runs)
-    many = max(counts)
     out: dict[str, Any] = {"cpus": os.cpu_count(), "lock": "zookeeper" if connect else "storage",
                            "tables": "one per writer" if a.separate_tables else "one shared",
                            "rounds": [list(r.values()) for r in rounds]}
@@ -436,6 +446,21 @@ def nbcc_rounds(work: str, connect: str, a: argparse.Namespace, zookeeper_pid: i
             "lock_wait_share_bar": WAIT_SHARE_BAR,
             "met": {"throughput": of_ceiling >= CEILING_BAR,
                     "efficiency": median(efficiency) >= EFFICIENCY_BAR, "lock_wait": share <= WAIT_SHARE_BAR}}
+        if alone:
+            # what `many` writers reach on this machine with nothing shared (no table, no lock queue),
+            # in the same rounds: the part of the ceiling no change to sharing can win back
+            per_cpu = [rows_per_cpu_s(x) / rows_per_cpu_s(r[1]) for x, r in zip(alone, rounds, strict=True)]
+            limit = [x["rows_per_s"] / r[1]["rows_per_s"] / c for x, r, c in zip(alone, rounds, ceilings,
+                                                                                   strict=True)]
+            out["machine_limit"] = {
+                "runs": alone,
+                "ratio_of_cpu_ceiling_per_round": [round(x, 3) for x in limit],
+                "ratio_of_cpu_ceiling": round(median(limit), 3),
+                "rows_per_cpu_second_vs_1_writer": round(median(per_cpu), 3),
+                "lock_wait_share": round(median([x["lock_wait_share"] for x in alone]), 3),
+                f"shared_vs_alone_{many}_writers_rows_per_s": round(median(
+                    [r[many]["rows_per_s"] / x["rows_per_s"] for x, r in zip(alone, rounds, strict=True)]),
+                    3)}
     return out
 
 
@@ -454,6 +479,8 @@ def main() -> None:
                     help="the NBCC writers' table lock (storage: files on the table's disk, no ZooKeeper)")
     ap.add_argument("--separate-tables", action="store_true",
                     help="each NBCC writer writes its own table: the same work with nothing shared")
+    ap.add_argument("--machine-limit", action="store_true",
+                    help="each round also runs the most writers each on a table of its own")
     ap.add_argument("--skip-critical", action="store_true")
     ap.add_argument("--skip-nbcc", action="store_true")
     a = ap.parse_args()
@@ -492,6 +519,9 @@ def main() -> None:
                  if "ratio_4_vs_1" in nb else ""), file=sys.stderr)
         if "targets" in nb:
             print(f"issue 13 targets: {json.dumps(nb['targets'])}", file=sys.stderr)
+        if "machine_limit" in nb:
+            limit = {k: v for k, v in nb["machine_limit"].items() if k != "runs"}
+            print(f"nothing shared: {json.dumps(limit)}", file=sys.stderr)
 
 
 if __name__ == "__main__":
