@@ -40,6 +40,7 @@ from lakeoperator.specs import (
 from lakeoperator.status import (
     TableInfo,
     invalid_spec_status,
+    location_changed_status,
     paused_status,
     read_service_status,
     read_writer_status,
@@ -102,6 +103,9 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
         return admitted
     ref, spec, _ = admitted
     old = body.get("status")
+    if (old or {}).get("location") not in (None, spec.location):  # where no API server rule refused it
+        status = location_changed_status(ref, old or {}, spec.location, now)
+        return Outcome(status, done=True, events=(("Warning", "LocationChanged", status["lastError"]),))
     options = _options(spec, storage_options)
     error = observed = None
     try:
@@ -120,7 +124,7 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
             info = _table_info(spec, options)
         except Exception as exc:
             error = _storage_error(spec, exc)
-    status = table_status(ref, plan, old, now, info=info, error=error)
+    status = table_status(ref, plan, old, now, info=info, error=error, location=spec.location)
     events = (("Warning", "StorageError", error),) if error else \
         (("Normal", "Created", f"created table at {spec.location}"),) if plan.action == TableAction.CREATE \
         else ()
@@ -270,7 +274,13 @@ def _table_not_ready(table_body: Mapping[str, Any] | None) -> str | None:
     table = ObjectRef.from_body(table_body)
     status = table_body.get("status") or {}
     phase = status.get("phase")
-    if phase == "Ready" or not table.managed:
+    if not table.managed:
+        return None
+    location, recorded = (table_body.get("spec") or {}).get("location"), status.get("location")
+    if recorded not in (None, location):  # also before the table's own pass refuses the change
+        return (f"waiting for LakeTable {table.name}: its spec.location changed from {recorded} to "
+                f"{location}, which is refused (`kubectl describe lt` says why)")
+    if phase == "Ready":
         return None
     conditions = status.get("conditions") or ()
     ready: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})

@@ -241,9 +241,11 @@ class TableInfo:
 
 
 def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None, now: datetime, *,
-                 info: TableInfo | None = None, error: str | None = None) -> dict[str, Any]:
+                 info: TableInfo | None = None, error: str | None = None,
+                 location: str | None = None) -> dict[str, Any]:
     """The LakeTable status after carrying out `plan` (info: the table as read after; error: the action
-    failed, with a message that ends in a remedy)."""
+    failed, with a message that ends in a remedy; location: the table's URI, recorded once it was
+    created or adopted there)."""
     refused = plan.action == TableAction.REFUSE
     if refused:
         reason, message = "ConfigMismatch", "; ".join(m.message for m in plan.refused)
@@ -270,7 +272,23 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
         "latestInstantTime": timestamp(i.latest_instant_time) if i.latest_instant_time else None,
         "pendingCompactions": i.pending_compactions, "activeWriters": i.active_writers,
         "lastError": message if phase == "Failed" else None,
+        **({"location": location} if location is not None and info is not None else {}),
     })
+
+
+def location_changed_status(ref: ObjectRef, old: Mapping[str, Any], location: str, now: datetime
+                            ) -> dict[str, Any]:
+    """The LakeTable status when spec.location no longer names the table recorded in status.location:
+    nothing is touched at either location until spec.location names it again."""
+    recorded = str(old.get("location"))
+    reason = "LocationChanged"
+    message = (f"spec.location changed from {recorded} to {location}; a table does not move: set "
+               f"spec.location back to {recorded} (to use {location}, create a new LakeTable and copy "
+               "the data)")
+    conditions = (Condition("Ready", "False", reason, message), Condition("Progressing", "False", reason, ""),
+                  Condition("Degraded", "True", reason, message), _paused(ref),
+                  *kstatus_conditions(reconciling=False, stalled=True, reason=reason, message=message))
+    return _with(old, ref, now, conditions, {"phase": "Failed", "lastError": message})
 
 
 # -- reading back ------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Created on disk (Ready); a second resource on the same location with the same identity adopts it; one
 with another record key is refused (Failed, ConfigMismatch, an Event) and the table is untouched; an
-identity change of a Ready table is refused the same way. Deleting with `Retain` (the default) is
+identity change of a Ready table is refused the same way, and so is a new location (LocationChanged:
+nothing is created there, the table's writers wait). Deleting with `Retain` (the default) is
 immediate and keeps the data; with `Delete` the operator's finalizer holds the resource while a
 LakeWriter refers to the table (Event DeletionWaiting), then deletes the data. `weir.dev/paused`
 stops reconciliation (ReconciliationPaused); `weir.dev/managed: "false"` detaches a table (its finalizer
@@ -81,6 +82,24 @@ def test_create_adopt_refuse_and_delete_by_policy(kube_api: KubeApi, tmp_path: P
     wait_until(lambda: condition(client, "orders", "Ready").get("reason") == "ConfigMismatch")
     assert Table.open(str(location)).config.record_key == ("id",)   # untouched
     client.patch(weir_path("LakeTable", "orders"), {"spec": {"recordKey": ["id"]}})
+    wait_until(lambda: status(client, "orders").get("phase") == "Ready")
+    assert status(client, "orders")["location"] == str(location)
+
+    # a table does not move: a new location is refused (CEL refuses it on a real API server; the
+    # emulator has no CEL), nothing is created there, and a writer of the table waits
+    moved = tmp_path / "lake" / "orders-moved"
+    client.patch(weir_path("LakeTable", "orders"), {"spec": {"location": str(moved)}})
+    wait_until(lambda: condition(client, "orders", "Ready").get("reason") == "LocationChanged")
+    assert status(client, "orders")["phase"] == "Failed"
+    assert str(location) in status(client, "orders")["lastError"]
+    wait_until(lambda: "LocationChanged" in reasons(client, "orders"))
+    client.create(weir_path("LakeWriter"), batch_writer(tmp_path, name="orders-early"))
+    wait_until(lambda: "spec.location changed" in " ".join(
+        c.get("message") or "" for c in (client.get(weir_path("LakeWriter", "orders-early")).get("status")
+                                         or {}).get("conditions") or ()))
+    assert not moved.exists() and status(client, "orders")["location"] == str(location)
+    client.delete(weir_path("LakeWriter", "orders-early"))
+    client.patch(weir_path("LakeTable", "orders"), {"spec": {"location": str(location)}})
     wait_until(lambda: status(client, "orders").get("phase") == "Ready")
 
     # Retain (the default): no finalizer, deleted at once, the data stays
