@@ -1,9 +1,16 @@
 """What every job entry point shares: parse the contract's argv, run, print one JSON line, exit with
-a code the operator's restart policy understands (sparkjobs.contract.EXIT_*)."""
+a code the operator's restart policy understands (sparkjobs.contract.EXIT_*).
+
+The JSON line is also the container's termination message (Kubernetes' `terminationMessagePath`,
+/dev/termination-log, where the kubelet provides it; `WEIR_TERMINATION_LOG` names another file for
+runners that cannot): the operator reads it from the pod's status, e.g. the instant a service run
+completed, without reading logs."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -81,6 +88,32 @@ def _error(exc: BaseException) -> dict[str, Any]:
     return {"error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
 
 
+TERMINATION_LOG = "/dev/termination-log"
+TERMINATION_LOG_ENV = "WEIR_TERMINATION_LOG"
+MESSAGE_BYTES = 4096  # what Kubernetes keeps of a termination message
+
+
 def _say(code: int, payload: dict[str, Any]) -> int:
-    print(json.dumps(payload), flush=True)
+    line = json.dumps(payload)
+    print(line, flush=True)
+    _terminate_with(line)
     return code
+
+
+def _terminate_with(message: str) -> None:
+    """Write the termination message, if this process runs where one is read (never creates
+    /dev/termination-log outside a container: only an existing one is written)."""
+    path = os.environ.get(TERMINATION_LOG_ENV) or None
+    if path is None and os.path.exists(TERMINATION_LOG):
+        path = TERMINATION_LOG
+    if path is None:
+        return
+    if len(message) > MESSAGE_BYTES:  # still JSON: what the operator reads, the error cut to fit
+        payload = json.loads(message)
+        kept = {k: payload[k] for k in ("outcome", "service", "instant") if k in payload}
+        message = json.dumps({**kept, "error": str(payload.get("error", ""))[:600]})  # ASCII: <= 6 B/char
+    try:
+        with open(path, "w", encoding="ascii") as f:
+            f.write(message)
+    except OSError as exc:  # the outcome is in the log too
+        print(f"could not write the termination message to {path}: {exc}", file=sys.stderr, flush=True)

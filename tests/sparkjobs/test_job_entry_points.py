@@ -20,9 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 
 
-def run_job(args, tmp_path, module="sparkjobs.batch_write") -> tuple[int, dict]:
+def run_job(args, tmp_path, module="sparkjobs.batch_write", **env_extra: str) -> tuple[int, dict]:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1"}
+           "SPARK_LOCAL_IP": "127.0.0.1", **env_extra}
     proc = subprocess.run([sys.executable, "-m", module, *args.to_argv()], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=240)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -179,3 +179,21 @@ def test_a_service_job_exits_busy_while_another_run_holds_the_service(tmp_path):
     assert code == EXIT_BUSY and out["outcome"] == "busy" and "ServiceRunning" in out["error"], out
     code, out = run_service(TableServiceArgs(table=t.uri, service="archival"), tmp_path)
     assert code == EXIT_OK, out
+
+
+def test_the_outcome_line_is_also_the_termination_message(tmp_path, monkeypatch):
+    """What the operator reads from the pod's status (a service run's instant): the same JSON line,
+    cut to Kubernetes' 4096 bytes and still JSON when an error is long."""
+    message = tmp_path / "termination-log"
+    code, out = run_job(TableServiceArgs(table=str(tmp_path / "nope"), service="clean"), tmp_path,
+                        module="sparkjobs.table_service", WEIR_TERMINATION_LOG=str(message))
+    assert code == EXIT_BAD_INPUT and json.loads(message.read_text()) == out
+
+    from sparkjobs import entry
+
+    monkeypatch.setenv(entry.TERMINATION_LOG_ENV, str(message))
+    long = json.dumps({"outcome": "failed", "error": "x\u00e9" * 5000, "instant": None, "other": [1] * 900})
+    entry._terminate_with(long)
+    cut = message.read_bytes()
+    assert len(cut) <= entry.MESSAGE_BYTES
+    assert json.loads(cut)["outcome"] == "failed" and json.loads(cut)["error"].startswith("x\u00e9x")

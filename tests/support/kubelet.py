@@ -244,6 +244,10 @@ class ProcessKubelet:
             return
         argv = [*container.get("command", []), *container.get("args", [])]
         log_path = self.log_dir / f"{namespace}_{name}.log"
+        # the container's terminationMessagePath, which a process cannot have at /dev/termination-log
+        message_path = self.log_dir / f"{namespace}_{name}.termination-log"
+        message_path.write_bytes(b"")
+        env.setdefault("WEIR_TERMINATION_LOG", str(message_path))
         self.api.call(lambda: self.api.handler.pod_logs.__setitem__((namespace, name), log_path))
         grace = pod["spec"].get("terminationGracePeriodSeconds")
         with self._lock:
@@ -304,6 +308,7 @@ class ProcessKubelet:
             return
         exit_code = 128 - code if code < 0 else code  # killed by signal N -> 128+N, as containers report
         reason = running.forced_reason or ("Completed" if exit_code == 0 else "Error")
+        message = _termination_message(container, message_path, log_path, exit_code)
         self._status(
             pod,
             {
@@ -320,6 +325,7 @@ class ProcessKubelet:
                                 "reason": reason,
                                 "startedAt": started,
                                 "finishedAt": _now(),
+                                **({"message": message} if message else {}),
                             }
                         },
                     )
@@ -389,3 +395,22 @@ class ProcessKubelet:
         except subprocess.TimeoutExpired:
             self._signal(pod, signal.SIGKILL)
             pod.process.wait()
+
+
+def _termination_message(container: dict[str, Any], message_path: Path, log_path: Path,
+                         exit_code: int) -> str:
+    """What a kubelet reports as the terminated container's message: the termination message file (up to
+    4096 bytes), or with terminationMessagePolicy FallbackToLogsOnError and a failed container whose
+    file is empty, the end of its log (up to 80 lines, 2048 bytes)."""
+    try:
+        message = message_path.read_bytes()[:4096].decode("utf-8", "replace")
+    except OSError:
+        message = ""
+    fallback = container.get("terminationMessagePolicy") == "FallbackToLogsOnError"
+    if not message and exit_code != 0 and fallback:
+        try:
+            tail = log_path.read_bytes()[-2048:]
+        except OSError:
+            tail = b""
+        message = b"\n".join(tail.splitlines()[-80:]).decode("utf-8", "replace")
+    return message

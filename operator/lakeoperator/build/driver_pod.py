@@ -186,6 +186,9 @@ def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: s
         "env": env,
         "resources": {"requests": {"cpu": str(spark.driver.cores), "memory": memory},
                       "limits": {"memory": memory}},
+        # the job writes its JSON outcome as the termination message (sparkjobs.entry); a driver that
+        # died before writing one reports the end of its log instead
+        "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     pod: dict[str, Any] = {
         "apiVersion": "v1", "kind": "Pod",

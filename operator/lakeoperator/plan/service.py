@@ -13,6 +13,7 @@ active run in status BEFORE creating its pod (named after the run id), so a re-r
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -126,6 +127,17 @@ def trim_history(history: tuple[RunRecord, ...], successful_limit: int,
     return tuple(kept), dropped
 
 
+def reported_instant(message: str | None) -> str | None:
+    """The instant a run completed, from its pod's termination message (the job's JSON outcome line,
+    sparkjobs.entry); None when nothing was due or the message says nothing readable."""
+    try:
+        outcome = json.loads(message) if message else None
+    except ValueError:
+        return None
+    instant = outcome.get("instant") if isinstance(outcome, dict) else None
+    return instant if isinstance(instant, str) and instant else None
+
+
 def plan_service(ref: ObjectRef, spec: TableServiceSpec, observed: ServiceObserved,
                  now: datetime) -> ServicePlan:
     """The next step of one TableService (concurrencyPolicy Forbid: never two runs at once)."""
@@ -144,7 +156,7 @@ def plan_service(ref: ObjectRef, spec: TableServiceSpec, observed: ServiceObserv
         cause = classify_exit(pod.exit_code, pod.reason)
         finished = RunRecord(id=active.id, started_at=active.started_at, finished_at=now,
                              outcome=cause, exit_code=pod.exit_code,
-                             scheduled_at=active.scheduled_at)
+                             scheduled_at=active.scheduled_at, instant=reported_instant(pod.message))
         history, active = (*history, finished), None
     history, dropped = trim_history(history, spec.successful_runs_history_limit,
                                     spec.failed_runs_history_limit)

@@ -134,6 +134,7 @@ class DriverObservation:
     started_at: datetime | None = None   # the container's running-since
     ready: bool = False
     created_at: datetime | None = None   # metadata.creationTimestamp
+    message: str | None = None           # the terminated container's message (the job's JSON outcome)
 
 
 # the label a driver (or service run) pod carries: the submission (run) id it executes; builders set it
@@ -162,7 +163,8 @@ def observe_pod(pod: Mapping[str, Any]) -> DriverObservation:
         waiting_reason=waiting.get("reason"),
         started_at=datetime.fromisoformat(started) if started else None,
         ready=bool(main.get("ready")),
-        created_at=datetime.fromisoformat(created) if created else None)
+        created_at=datetime.fromisoformat(created) if created else None,
+        message=terminated.get("message") or None)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """A TableService under the real operator, its run a real Spark job run by the process kubelet: a
 compaction with `trigger: afterDeltaCommits: 2` starts nothing after one delta commit, runs once after
-the second (status.lastRun success, a completed compaction on the timeline, the rows unchanged), then
+the second (status.lastRun success with the compaction's instant, read from the job's termination
+message, a completed compaction on the timeline, the rows unchanged), then
 waits for two more; suspended, it starts nothing however many commits come; resumed, it runs on the
 commits that came meanwhile; deleting it removes its run's pod."""
 
@@ -34,9 +35,13 @@ def upsert(cluster: Cluster, ids: range, ts: int) -> None:
     Table.open(str(cluster.work / "lake" / "orders")).upsert(pa.Table.from_pylist(rows, schema=SCHEMA))
 
 
-def compactions(cluster: Cluster) -> int:
+def compaction_times(cluster: Cluster) -> list[str]:
     timeline = Table.open(str(cluster.work / "lake" / "orders")).timeline()
-    return [i.action for i in timeline.completed].count("compaction")
+    return [i.requested_time for i in timeline.completed if i.action == "compaction"]
+
+
+def compactions(cluster: Cluster) -> int:
+    return len(compaction_times(cluster))
 
 
 def test_a_compaction_runs_once_per_two_delta_commits_and_not_while_suspended(cluster: Cluster) -> None:
@@ -53,6 +58,8 @@ def test_a_compaction_runs_once_per_two_delta_commits_and_not_while_suspended(cl
                                lambda s: (s.get("lastRun") or {}).get("outcome") == "success", timeout=180)
     assert len(done["status"]["history"]) == 1 and not done["status"].get("activeRun")
     assert compactions(cluster) == 1
+    # the run's instant, from the job's termination message
+    assert done["status"]["lastRun"]["instant"] == compaction_times(cluster)[0]
     rows = Table.open(str(cluster.work / "lake" / "orders")).read().sort_by("id").to_pylist()
     ts = [1] * 5 + [2] * 10
     assert rows == [{"id": i, "amount": i * ts[i], "ts": ts[i]} for i in range(15)]
@@ -75,6 +82,7 @@ def test_a_compaction_runs_once_per_two_delta_commits_and_not_while_suspended(cl
                                   timeout=180)
     assert [r["outcome"] for r in resumed["status"]["history"]] == ["success", "success"]
     assert compactions(cluster) == 2
+    assert [r["instant"] for r in resumed["status"]["history"]] == compaction_times(cluster)
 
     cluster.client.delete(weir_path("TableService", "orders-compact"))
     deadline = time.monotonic() + 30
