@@ -1,7 +1,8 @@
 """`weir run -f crds/examples/local/` on this machine: the LakeTable is created, both writers' Spark jobs
 run as local processes (spark-submit, local[1]) and fill their column groups of one wide table, the
-compaction service runs once two delta commits are there, and `weir get` / `weir describe` show what
-happened. The table then equals the join of the two inputs."""
+compaction service runs once two delta commits are there (its lastRun names its instant, from the
+job's termination message), and `weir get` / `weir describe` show what happened. The table then
+equals the join of the two inputs."""
 
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ def test_the_local_examples_run_end_to_end(tmp_path):
     assert {r["name"]: r["detail"] for r in listed}["customers-compaction"] == "success", listed
     timeline = Table.open(str(tmp_path / "lake" / "customers")).timeline()
     assert [i.action for i in timeline.completed].count("compaction") == 1
+    compaction = next(i for i in timeline.completed if i.action == "compaction")
+    service = json.loads(weir("describe", "lts", "customers-compaction", "--json", cwd=tmp_path).stdout)
+    assert service["resource"]["status"]["lastRun"]["instant"] == compaction.requested_time  # its message
     described = json.loads(weir("describe", "lw", "customers-profile", "--json", cwd=tmp_path).stdout)
     assert any(e["reason"] == "Submitted" for e in described["events"])
     assert described["resource"]["status"]["submissionId"]

@@ -88,6 +88,9 @@ class LocalLauncher:
             return
         log_path = self.state / "logs" / ns / f"{name}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        message = self._message_path(ns, name)  # the container's termination message (sparkjobs.entry)
+        message.unlink(missing_ok=True)
+        env.setdefault("WEIR_TERMINATION_LOG", str(message))
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(argv, env=env, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
@@ -152,11 +155,20 @@ class LocalLauncher:
         terminated: dict[str, Any] = {"reason": reason, "finishedAt": _now()}
         if code is not None:
             terminated["exitCode"] = code
+        try:  # what a kubelet keeps of it: 4096 bytes
+            message = self._message_path(ns, name).read_bytes()[:4096].decode("utf-8", "replace")
+        except OSError:
+            message = ""
+        if message:
+            terminated["message"] = message
         body["status"] = {**body["status"], "phase": "Succeeded" if code == 0 else "Failed",
                           **({"reason": reason} if code is None else {}),
                           "containerStatuses": [{"name": name_, "ready": False,
                                                  "state": {"terminated": terminated}}]}
         self._save(body)
+
+    def _message_path(self, namespace: str, name: str) -> Path:
+        return self.state / "logs" / namespace / f"{name}.termination-log"
 
     def _env(self, specs: list[dict[str, Any]]) -> dict[str, str]:
         env = dict(self.base_env)
