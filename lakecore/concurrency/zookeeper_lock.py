@@ -146,7 +146,7 @@ class _NodeVanished(KazooException):
 def predecessor(children: list[str], name: str) -> str | None:
     """The contender `name` waits behind (kazoo's rule: the highest sequence below ours), None when it
     holds the lock; _NodeVanished when `name` is not among `children`."""
-    mine = name[-10:]
+    mine = name.split(NODE_MARK, 1)[1]  # what follows the mark, as kazoo takes it (even a negative one)
     best: tuple[str, str] | None = None
     found = False
     for child in children:
