@@ -93,7 +93,11 @@ def describe_conflict(exc: BaseException) -> dict[str, Any]:
 
     if isinstance(exc, EarlyConflict):
         return {"early": True, **exc.report()}
-    return {"early": False, "instant": getattr(exc, "instant", ""), "message": str(exc)}
+    conflicts = getattr(exc, "conflicts", ())
+    groups = sorted({g for c in conflicts for g in c.file_groups})
+    return {"early": False, "instant": getattr(exc, "instant", ""),
+            **({"other": max(c.theirs for c in conflicts)} if conflicts else {}),
+            "file_groups": [[p, f] for p, f in groups[:100]], "message": str(exc)}
 
 
 def main(argv: list[str] | None = None) -> int:

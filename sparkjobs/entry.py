@@ -89,6 +89,9 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 TERMINATION_LOG = "/dev/termination-log"
+# what the operator reads of an outcome (a service run's instant, a lost conflict's other instant)
+_READ_BY_THE_OPERATOR = ("outcome", "service", "instant", "early", "other", "aborted_by", "bytes_written",
+                         "file_groups")
 TERMINATION_LOG_ENV = "WEIR_TERMINATION_LOG"
 MESSAGE_BYTES = 4096  # what Kubernetes keeps of a termination message
 
@@ -108,10 +111,15 @@ def _terminate_with(message: str) -> None:
         path = TERMINATION_LOG
     if path is None:
         return
-    if len(message) > MESSAGE_BYTES:  # still JSON: what the operator reads, the error cut to fit
+    if len(message) > MESSAGE_BYTES:  # still JSON: what the operator reads, the rest cut to fit
         payload = json.loads(message)
-        kept = {k: payload[k] for k in ("outcome", "service", "instant") if k in payload}
-        message = json.dumps({**kept, "error": str(payload.get("error", ""))[:600]})  # ASCII: <= 6 B/char
+        kept = {k: payload[k] for k in _READ_BY_THE_OPERATOR if k in payload}
+        if isinstance(kept.get("file_groups"), list):
+            kept["file_groups"] = kept["file_groups"][:20]
+        for text in ("error", "message"):
+            if text in payload:
+                kept[text] = str(payload[text])[:300]  # ASCII JSON: at most 6 bytes a character
+        message = json.dumps(kept)
     try:
         with open(path, "w", encoding="ascii") as f:
             f.write(message)

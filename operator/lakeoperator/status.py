@@ -174,7 +174,14 @@ def writer_status(ref: ObjectRef, plan: WriterPlan, old: Mapping[str, Any] | Non
                                          for h in history):
         history.append(attempt_json(plan.finished))
     a = plan.attempts
+    conflict: dict[str, Any] = {}
+    current = (old or {}).get("lastConflict") or {}
+    if plan.conflict is not None and any(current.get(k) != plan.conflict.get(k)
+                                         for k in ("role", "instant", "other")):
+        conflict = {"lastConflict": {**plan.conflict, "at": timestamp(now),
+                                     **({"submission": plan.submission_id} if plan.submission_id else {})}}
     return _with(old, ref, now, writer_conditions(ref, plan), {
+        **conflict,
         "phase": plan.phase.value,
         "attempts": {"total": a.total, "failures": a.failures, "infraFailures": a.infra_failures,
                      "conflicts": a.conflicts},

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
@@ -211,6 +212,7 @@ class WriterPlan:
     requeue_after: float | None = None      # seconds until the next plan is due (timeouts, backoff)
     adopt_spec: bool = False                # record the current spec as the one the writer runs
     refused_change: str | None = None       # why the spec's latest change is not applied (Degraded)
+    conflict: Mapping[str, Any] | None = None  # a conflict the job found itself: status.lastConflict
 
 
 def submission_id(ref: ObjectRef, attempt: int) -> str:
@@ -309,10 +311,12 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
         cause = classify_exit(d.exit_code, d.reason)
         if o.lost_conflict and cause != Cause.SUCCESS:
             cause = Cause.CONFLICT   # stopped from outside: however it ended, it lost a conflict
-        return _ended(spec, o, now, cause, d.exit_code, d.started_at, _exit_reason(cause, d),
-                      f"the driver ended with exit code {d.exit_code}"
-                      + (f" ({d.reason})" if d.reason else ""),
-                      delete=False, adopt=adopt)
+        ended = _ended(spec, o, now, cause, d.exit_code, d.started_at, _exit_reason(cause, d),
+                       f"the driver ended with exit code {d.exit_code}"
+                       + (f" ({d.reason})" if d.reason else ""),
+                       delete=False, adopt=adopt)
+        found = reported_conflict(d.message) if cause == Cause.CONFLICT and not o.lost_conflict else None
+        return replace(ended, conflict=found) if found is not None else ended
     if d.phase == "Unknown":    # the kubelet stopped reporting: the node is gone or cut off
         return _ended(spec, o, now, Cause.INFRASTRUCTURE, None, d.started_at, "NodeLost",
                       "the driver's node stopped reporting (pod phase Unknown)", delete=True, adopt=adopt)
@@ -348,6 +352,28 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
                    message=f"driver of submission {o.submission_id} is {d.phase}"
                            + (f" ({d.waiting_reason})" if d.waiting_reason else ""),
                    requeue_after=(deadline - now).total_seconds())
+
+
+def reported_conflict(message: str | None) -> dict[str, Any] | None:
+    """The lastConflict entry for a conflict the job found itself (at its commit, or by its own early
+    check), from its termination message (the JSON outcome line, sparkjobs.batch_write); None when the
+    message is not a conflict outcome."""
+    try:
+        outcome = json.loads(message) if message else None
+    except ValueError:
+        return None
+    if not isinstance(outcome, dict) or outcome.get("outcome") != "conflict" or not outcome.get("instant"):
+        return None
+    groups = [f"{g[0]}/{g[1]}" if g[0] else str(g[1]) for g in outcome.get("file_groups") or ()
+              if isinstance(g, list) and len(g) == 2]
+    entry = {"role": "Lost", "instant": str(outcome["instant"]), "other": outcome.get("other"),
+             "decidedBy": outcome.get("aborted_by") or SELF_DETECTED, "fileGroups": groups[:100],
+             "bytesWritten": outcome.get("bytes_written")}
+    return {k: v for k, v in entry.items() if v not in (None, "")}
+
+
+# lastConflict.decidedBy of a conflict the writer's job found itself
+SELF_DETECTED = "writer"
 
 
 def _exit_reason(cause: Cause, d: DriverObservation) -> str:
