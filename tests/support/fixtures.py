@@ -7,6 +7,7 @@ instead of skipping it: CI must run everything.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -51,6 +52,18 @@ def _hermetic_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         for name in AWS_VARIABLES:
             patch.delenv(name, raising=False)
         yield home
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_shared_zookeeper_clients_across_modules() -> Iterator[None]:
+    """Close the ZooKeeper clients lakecore shares per connect string after each test module. A kazoo
+    client's connection thread draws from the global `random` on every loop turn (ping jitter), and a
+    client left connected by one module would do so while a later module's Hypothesis strategies draw
+    (which Hypothesis reports as a strategy using `random`)."""
+    yield
+    if "lakecore.concurrency.zookeeper" in sys.modules:
+        from lakecore.concurrency.zookeeper import close_shared_clients
+        close_shared_clients()
 
 
 @pytest.fixture(scope="session")
