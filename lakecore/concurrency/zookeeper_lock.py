@@ -136,7 +136,7 @@ class _Hold:
 # contender with the next lower sequence; this lock takes the same nodes the same way, so processes
 # on kazoo's recipe (older Weir versions) and on this one exclude each other on one lock path.
 NODE_MARK = "__lock__"
-_CONTENDER = re.compile(r"(?:__lock__)(-?\d{10})$")
+_CONTENDER = re.compile(r"__lock__(-?\d{10})$")
 
 
 class _NodeVanished(KazooException):

@@ -13,13 +13,12 @@ active run in status BEFORE creating its pod (named after the run id), so a re-r
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from croniter import croniter
 
-from lakeoperator.plan.writer import Cause, DriverObservation, classify_exit
+from lakeoperator.plan.writer import Cause, DriverObservation, classify_exit, job_outcome
 from lakeoperator.specs import ObjectRef, ServiceTriggerSpec, TableServiceSpec
 
 # a trigger is evaluated again this often (commits are not events the operator watches), and a skipped
@@ -130,11 +129,7 @@ def trim_history(history: tuple[RunRecord, ...], successful_limit: int,
 def reported_instant(message: str | None) -> str | None:
     """The instant a run completed, from its pod's termination message (the job's JSON outcome line,
     sparkjobs.entry); None when nothing was due or the message says nothing readable."""
-    try:
-        outcome = json.loads(message) if message else None
-    except ValueError:
-        return None
-    instant = outcome.get("instant") if isinstance(outcome, dict) else None
+    instant = (job_outcome(message) or {}).get("instant")
     return instant if isinstance(instant, str) and instant else None
 
 

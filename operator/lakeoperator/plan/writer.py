@@ -354,15 +354,22 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
                    requeue_after=(deadline - now).total_seconds())
 
 
-def reported_conflict(message: str | None) -> dict[str, Any] | None:
-    """The lastConflict entry for a conflict the job found itself (at its commit, or by its own early
-    check), from its termination message (the JSON outcome line, sparkjobs.batch_write); None when the
-    message is not a conflict outcome."""
+def job_outcome(message: str | None) -> dict[str, Any] | None:
+    """A driver's termination message as the job's JSON outcome line (sparkjobs.entry); None when it
+    has none or it is not one."""
     try:
         outcome = json.loads(message) if message else None
     except ValueError:
         return None
-    if not isinstance(outcome, dict) or outcome.get("outcome") != "conflict" or not outcome.get("instant"):
+    return outcome if isinstance(outcome, dict) else None
+
+
+def reported_conflict(message: str | None) -> dict[str, Any] | None:
+    """The lastConflict entry for a conflict the job found itself (at its commit, or by its own early
+    check), from its termination message (the JSON outcome line, sparkjobs.batch_write); None when the
+    message is not a conflict outcome."""
+    outcome = job_outcome(message)
+    if outcome is None or outcome.get("outcome") != "conflict" or not outcome.get("instant"):
         return None
     groups = [f"{g[0]}/{g[1]}" if g[0] else str(g[1]) for g in outcome.get("file_groups") or ()
               if isinstance(g, list) and len(g) == 2]
