@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from lakecore.concurrency.locks import Lock, ensure_held
+from lakecore.concurrency.processes import process_gone, process_space
 from lakecore.errors import AlreadyExists, ServiceRunning
 from lakecore.storage import Storage, join
 from lakecore.timeline import now_ms
@@ -68,25 +69,7 @@ class Claim:
 
     def process_gone(self) -> bool:
         """Its process surely ended: it ran in this machine's boot and PID namespace, and its pid is free."""
-        if not self.process or self.process != process_space() or self.host != socket.gethostname():
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:  # exists, owned by someone else
-            return False
-        return False
-
-
-def process_space() -> str:
-    """An id of this boot and PID namespace (Linux); "" where it cannot be told."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
-    except OSError:
-        return ""
+        return process_gone(self.host, self.process, self.pid)
 
 
 def _dir(key: str) -> str:

@@ -12,6 +12,9 @@ Expiry compares no clocks across hosts: a contender breaks a lock only after it 
 generation unchanged for the holder's whole lease on its own monotonic clock, and a holder stops
 trusting its lock `lease_s` after it started creating it (so before any contender can break it,
 clock rates aside). A holder that outlives its lease loses the lock (`is_held()` turns False).
+One exception, which needs no clock: a holder that ran on this machine, in this PID namespace, and
+whose process is gone (killed, crashed) is broken at once (processes.py), so a crashed local
+writer does not make the next one wait out its lease.
 
 Needs atomic `write_if_absent`; storage without it is refused at the first acquire (`LockUnsupported`).
 """
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lakecore.concurrency.locks import GuardedLock, LockUnsupported, backoff_s
+from lakecore.concurrency.processes import process_gone, process_space
 from lakecore.config import LockSpec
 from lakecore.errors import (
     AlreadyExists,
@@ -59,10 +63,18 @@ class Generation:
     owner: str = ""
     token: str = ""
     lease_s: float = 0.0
+    host: str = ""      # where the holder runs, its pid there and its process space (processes.py):
+    pid: int = 0        # what tells that a holder on this machine is gone; "" / 0 in older files,
+    process: str = ""   # whose holders wait out their lease as before
 
     def encode(self) -> bytes:
         return json.dumps({"state": self.state, "owner": self.owner, "token": self.token,
-                           "lease_s": self.lease_s, "written_at": time.time()}).encode()
+                           "lease_s": self.lease_s, "written_at": time.time(), "host": self.host,
+                           "pid": self.pid, "process": self.process}).encode()
+
+    def holder_gone(self) -> bool:
+        """Held by a process of this machine and PID namespace that no longer runs."""
+        return self.state == "held" and process_gone(self.host, self.process, self.pid)
 
     @classmethod
     def decode(cls, number: int, raw: bytes) -> Generation:
@@ -72,7 +84,8 @@ class Generation:
             lease = float(body.get("lease_s", 0.0))
             if state not in ("held", "free") or not lease >= 0:
                 raise ValueError(state)
-            return cls(number, state, str(body.get("owner", "")), str(body.get("token", "")), lease)
+            return cls(number, state, str(body.get("owner", "")), str(body.get("token", "")), lease,
+                       str(body.get("host", "")), int(body.get("pid", 0)), str(body.get("process", "")))
         except (ValueError, TypeError, KeyError, AttributeError):
             # Unreadable: a holder that cannot be identified, broken like a stale one after a default lease.
             return cls(number, "held", "unknown (unreadable lock file)", raw.hex()[:32], 60.0)
@@ -89,13 +102,15 @@ def generations(names: list[str]) -> list[int]:
 Step = Literal["create", "wait"]
 
 
-def next_step(newest: Generation | None, seen_since: float | None, now: float) -> Step:
+def next_step(newest: Generation | None, seen_since: float | None, now: float, *,
+              holder_gone: bool = False) -> Step:
     """Pure: create the next generation when the lock is free or stale, else wait.
 
     `seen_since` is when this contender first saw `newest` (its own monotonic clock); a held
-    generation is stale once it stayed the newest for its whole lease from then on.
+    generation is stale once it stayed the newest for its whole lease from then on, or at once when
+    its holder's process is known to be gone (`holder_gone`).
     """
-    if newest is None or newest.state == "free":
+    if newest is None or newest.state == "free" or holder_gone:
         return "create"
     if seen_since is not None and now - seen_since >= newest.lease_s:
         return "create"
@@ -118,7 +133,8 @@ class StorageLock(GuardedLock):
         self._expiry = expiry_s
         self._poll = (poll_initial_s, poll_max_s)
         self._clock = clock
-        self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._host, self._pid, self._process = socket.gethostname(), os.getpid(), process_space()
+        self._owner = f"{self._host}:{self._pid}:{uuid.uuid4().hex[:12]}"
         self._held: Generation | None = None
         self._trust_until = 0.0
 
@@ -165,9 +181,14 @@ class StorageLock(GuardedLock):
             key = None if newest is None else (newest.number, newest.token)
             if key != seen:
                 seen, seen_since = key, now
-            if next_step(newest, seen_since, now) == "create":
+            gone = newest is not None and newest.holder_gone()
+            if next_step(newest, seen_since, now, holder_gone=gone) == "create":
+                if gone and newest is not None:
+                    log.info("%s: breaking the lock of %s, whose process is gone", self.describe(),
+                             newest.owner)
                 number = 1 if newest is None else newest.number + 1
-                mine = Generation(number, "held", self._owner, uuid.uuid4().hex, self._expiry)
+                mine = Generation(number, "held", self._owner, uuid.uuid4().hex, self._expiry, self._host,
+                                  self._pid, self._process)
                 started = self._clock()
                 if self._create(mine) and self._settle(mine):
                     self._held, self._trust_until = mine, started + self._expiry * (1 - _SAFETY)
@@ -177,8 +198,9 @@ class StorageLock(GuardedLock):
             if time.monotonic() >= deadline:
                 holder = newest.owner if newest is not None else "nobody"
                 raise LockTimeout(f"{self.describe()} held by {holder} for more than {timeout:.1f}s; retry "
-                                  "later (a holder that died loses it after its lease of "
-                                  f"{newest.lease_s if newest else 0:.0f}s)")
+                                  "later (a holder that died on another machine or container loses it "
+                                  f"after its lease of {newest.lease_s if newest else 0:.0f}s; one that "
+                                  "died on this machine, at once)")
             time.sleep(min(backoff_s(attempt, initial_s=self._poll[0], cap_s=self._poll[1]),
                            max(0.0, deadline - time.monotonic())))
             attempt += 1

@@ -1,6 +1,6 @@
-"""The storage lock breaks a lock only once its holder's lease ran out on the breaker's own clock, breaks
-it with one conditional create (so two breakers never both win), and refuses storage that cannot create
-a file atomically."""
+"""The storage lock breaks a lock only once its holder's lease ran out on the breaker's own clock, or
+at once when the holder ran on this machine and its process is gone; it breaks it with one conditional
+create (so two breakers never both win), and refuses storage that cannot create a file atomically."""
 
 from __future__ import annotations
 
@@ -165,6 +165,55 @@ def test_a_dead_holder_whose_clock_ran_ahead_is_broken_after_its_lease(tmp_path:
     lock.release()
 
 
+def test_a_killed_holder_on_this_machine_is_broken_without_waiting_out_its_lease(tmp_path: Path) -> None:
+    table = tmp_path / "table"
+    holder = _hold_in_process(table, {"provider": "storage", "expiry_s": 600}, 0)
+    storage = open_storage(str(table))
+    assert isinstance(in_thread(lambda: StorageLock(storage).acquire(timeout=0.3)), LockTimeout)  # alive
+    holder.kill()
+    holder.communicate()
+    lock = StorageLock(storage)
+    lock.acquire(timeout=10)  # not its 600 s lease
+    assert lock.is_held()
+    lock.release()
+
+
+def _gone_pid() -> int:
+    """A pid no process has now (one this test started and reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize("where", ["another host", "another PID namespace or boot",
+                                   "no process space recorded", "its process still runs"])
+def test_a_holder_that_may_still_run_waits_out_its_lease(tmp_path: Path, where: str) -> None:
+    import socket
+
+    from lakecore.concurrency.processes import process_space
+    from lakecore.concurrency.storage_lock import Generation, path_of
+
+    storage = open_storage(str(tmp_path / "table"))
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        host, pid, space = socket.gethostname(), _gone_pid(), process_space()
+        if where == "another host":
+            host = f"not-{host}"
+        elif where == "another PID namespace or boot":
+            space = "another-boot/pid:[4026531836]"
+        elif where == "no process space recorded":
+            space = ""
+        else:
+            pid = sleeper.pid
+        storage.write_if_absent(path_of(1), Generation(1, "held", f"{host}:{pid}:x", "t1", 600.0, host, pid,
+                                                       space).encode())
+        assert isinstance(in_thread(lambda: StorageLock(storage).acquire(timeout=0.5)), LockTimeout)
+        assert [f.path for f in storage.list_tree(".weir/locks")] == [path_of(1)]  # nothing broken
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_breaking_is_decided_on_the_contenders_own_clock_alone() -> None:
     from lakecore.concurrency.storage_lock import Generation, next_step
 
@@ -176,6 +225,8 @@ def test_breaking_is_decided_on_the_contenders_own_clock_alone() -> None:
     unreadable = Generation.decode(8, b"\x00garbage")
     assert unreadable.state == "held" and unreadable.lease_s == 60.0  # broken only after a default lease
     assert Generation.decode(7, held.encode()) == held
+    assert next_step(held, 100.0, 100.0, holder_gone=True) == "create"  # its process is gone: no lease
+    assert not held.holder_gone()  # a file without a process space (an older one) is never judged
 
 
 def test_storage_without_atomic_create_is_refused(tmp_path: Path) -> None:

@@ -1,0 +1,37 @@
+"""Whether a process recorded on storage (a lock holder, a service run) has surely ended.
+
+A record names its host, its pid and its process space: this boot and PID namespace. Only a record
+made in the same process space as ours can be judged, by asking the kernel for its pid; anything
+else (another host, another container, another boot, a record without a process space) counts as
+alive, and the caller falls back on leases and heartbeats. A reused pid reads as alive: the safe
+direction.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+
+def process_space() -> str:
+    """An id of this boot and PID namespace (Linux); "" where it cannot be told."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return ""
+
+
+def process_gone(host: str, process: str, pid: int) -> bool:
+    """The process `pid` that recorded `host` and `process` (its process_space()) surely ended: it
+    ran in this machine's boot and PID namespace, and no process has its pid now."""
+    if not process or pid <= 0 or process != process_space() or host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
