@@ -12,15 +12,23 @@ from __future__ import annotations
 import os
 import socket
 
+_known: tuple[int, str] | None = None  # (pid, its process space): asked again after a fork
+
 
 def process_space() -> str:
     """An id of this boot and PID namespace (Linux); "" where it cannot be told."""
+    global _known
+    known = _known
+    if known is not None and known[0] == os.getpid():
+        return known[1]
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()
-        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+        space = f"{boot}/{os.readlink('/proc/self/ns/pid')}"
     except OSError:
-        return ""
+        space = ""
+    _known = (os.getpid(), space)
+    return space
 
 
 def process_gone(host: str, process: str, pid: int) -> bool:
