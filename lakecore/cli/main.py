@@ -332,9 +332,10 @@ def timeline(uri: Uri,
 @table_app.command("describe")
 @friendly
 def describe(uri: Uri, as_json: JsonFlag = False) -> None:
-    """Show the table's configuration and size."""
+    """Show the table's configuration and size, and what goes on at it now: who holds its lock, the
+    pending instants with their writers' last heartbeats, the service runs."""
     t = Table.open(uri)
-    info = t.describe()
+    info = {**t.describe(), "activity": t.activity()}
     if as_json:
         emit_json(info)
         return
@@ -351,9 +352,36 @@ def describe(uri: Uri, as_json: JsonFlag = False) -> None:
         out.print(f"  {label:<17} {value}")
     for g in cfg["column_groups"]:
         out.print(f"  group {g['name']:<11} {', '.join(g['columns'])} (ordered by {g['ordering_field']})")
+    _print_activity(info["activity"])
     out.print("  schema")
     for f in schema_to_json(t.schema):
         out.print(f"    {f['name']:<20} {f['type']}{'' if f['nullable'] else ' not null'}")
+
+
+def _print_activity(now: dict[str, Any]) -> None:
+    lock = now["lock"]
+    if lock["provider"] == "storage" and lock["state"] == "held":
+        gone = "; its process is gone, the next writer breaks it" if lock["holder_gone"] else ""
+        said = f"storage, held by {lock['holder']} (lease {lock['lease_s']:.0f} s{gone})"
+    elif lock["provider"] == "storage":
+        said = "storage, free"
+    elif lock["provider"] == "zookeeper":
+        said = f"zookeeper at {lock['connect']}{lock['path'] or ''}"
+    else:
+        said = lock["provider"]
+    out.print(f"  {'lock':<17} {said}")
+    for p in now["pending"]:
+        if p["kind"] == "write":
+            state = "aborted" if p["aborted"] else "alive" if p["alive"] else \
+                "dead (the next write rolls it back)"
+            doing = f"last sign of life {p['last_sign_of_life_s_ago']} s ago: {state}"
+        else:
+            run = p["run"]
+            doing = f"run by pid {run['pid']} on {run['host']} (attempt {run['attempt']})" if run else \
+                "not running"
+        out.print(f"  {'pending':<17} {p['instant']} {p['action']} {p['state']}, {doing}")
+    for r in now["running"]:
+        out.print(f"  {'running':<17} {r['what']}, pid {r['pid']} on {r['host']} (attempt {r['attempt']})")
 
 
 @table_app.command("compact")

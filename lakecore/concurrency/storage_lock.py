@@ -99,6 +99,18 @@ def generations(names: list[str]) -> list[int]:
     return sorted(int(n) for n in names if len(n) == _DIGITS and n.isdigit())
 
 
+def newest_generation(storage: Storage) -> Generation | None:
+    """The newest generation of the table's storage lock, read; None when there is none yet."""
+    while True:
+        numbers = generations(storage.list_names(DIRECTORY))
+        if not numbers:
+            return None
+        try:
+            return Generation.decode(numbers[-1], storage.read(path_of(numbers[-1])))
+        except FileNotFoundError:
+            continue  # deleted by a newer holder after we listed it: a newer one exists
+
+
 Step = Literal["create", "wait"]
 
 
@@ -147,15 +159,7 @@ class StorageLock(GuardedLock):
         return generations(self._storage.list_names(DIRECTORY))
 
     def _newest(self) -> Generation | None:
-        """The newest generation, read; None when there is none yet."""
-        while True:
-            numbers = self._numbers()
-            if not numbers:
-                return None
-            try:
-                return Generation.decode(numbers[-1], self._storage.read(path_of(numbers[-1])))
-            except FileNotFoundError:
-                continue  # deleted by a newer holder after we listed it: a newer one exists
+        return newest_generation(self._storage)
 
     def _create(self, generation: Generation) -> bool:
         """Create `generation` if absent; whether we did."""

@@ -24,6 +24,7 @@ from lakecore.concurrency import (
     view_for_services,
     view_of,
 )
+from lakecore.concurrency.activity import activity
 from lakecore.config import (
     ColumnGroup,
     ConcurrencyMode,
@@ -83,6 +84,7 @@ from lakecore.timeline import (
     Instant,
     Timeline,
     TimelineStore,
+    now_ms,
     parse_point_in_time,
 )
 from lakecore.write import (
@@ -400,6 +402,13 @@ class Table:
             "files": len(files),
             "bytes": sum(f.bytes for f in files),
         }
+
+    def activity(self) -> dict[str, Any]:
+        """What goes on at the table now: its lock (a storage lock: free, or held by whom), each pending
+        instant with its writer's last sign of life or its service's run, and live archival runs
+        (judged with this table's heartbeat settings; see concurrency/activity.py)."""
+        return activity(self.storage, self.config.lock, self.timeline(), now_ms(),
+                        heartbeat=self.options.heartbeat)
 
     def __repr__(self) -> str:
         return f"Table({self.config.name!r} at {self.uri!r}, {self.config.table_type})"
