@@ -145,8 +145,7 @@ class StorageLock(GuardedLock):
         self._expiry = expiry_s
         self._poll = (poll_initial_s, poll_max_s)
         self._clock = clock
-        self._host, self._pid, self._process = socket.gethostname(), os.getpid(), process_space()
-        self._owner = f"{self._host}:{self._pid}:{uuid.uuid4().hex[:12]}"
+        self._id = uuid.uuid4().hex[:12]
         self._held: Generation | None = None
         self._trust_until = 0.0
 
@@ -191,8 +190,7 @@ class StorageLock(GuardedLock):
                     log.info("%s: breaking the lock of %s, whose process is gone", self.describe(),
                              newest.owner)
                 number = 1 if newest is None else newest.number + 1
-                mine = Generation(number, "held", self._owner, uuid.uuid4().hex, self._expiry, self._host,
-                                  self._pid, self._process)
+                mine = self._generation(number)
                 started = self._clock()
                 if self._create(mine) and self._settle(mine):
                     self._held, self._trust_until = mine, started + self._expiry * (1 - _SAFETY)
@@ -208,6 +206,14 @@ class StorageLock(GuardedLock):
             time.sleep(min(backoff_s(attempt, initial_s=self._poll[0], cap_s=self._poll[1]),
                            max(0.0, deadline - time.monotonic())))
             attempt += 1
+
+    def _generation(self, number: int) -> Generation:
+        """A held generation of ours, naming the process that takes the lock now (asked at each take: a
+        lock object that crossed a fork or a pickle must not name the process that made it, which may
+        end while this one holds the lock)."""
+        host, pid = socket.gethostname(), os.getpid()
+        return Generation(number, "held", f"{host}:{pid}:{self._id}", uuid.uuid4().hex, self._expiry,
+                          host, pid, process_space())
 
     def _settle(self, mine: Generation) -> bool:
         """After creating `mine`: make sure it is the newest (a generation number can be created again

@@ -178,6 +178,36 @@ def test_a_killed_holder_on_this_machine_is_broken_without_waiting_out_its_lease
     lock.release()
 
 
+_FORKED_HOLDER = """
+import os, sys, time
+from lakecore.concurrency import StorageLock
+from lakecore.storage import open_storage
+lock = StorageLock(open_storage(sys.argv[1]))  # made here; this process ends at once
+if os.fork() == 0:
+    parent = os.getppid()
+    while os.getppid() == parent:  # until the maker has ended
+        time.sleep(0.01)
+    lock.acquire(timeout=10)
+    print(os.getpid(), flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_lock_object_that_crossed_a_fork_names_the_process_holding_it(tmp_path: Path) -> None:
+    table = tmp_path / "table"
+    maker = subprocess.Popen([sys.executable, "-c", _FORKED_HOLDER, str(table)], cwd=REPO_ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert maker.stdout is not None
+    holder = int(maker.stdout.readline())  # the fork's pid, printed once it holds the lock
+    try:
+        assert maker.wait(timeout=30) == 0  # the process that made the lock object has ended
+        error = in_thread(lambda: StorageLock(open_storage(str(table))).acquire(timeout=0.5))
+        assert isinstance(error, LockTimeout), "a live holder's lock was broken: it named its maker's pid"
+    finally:
+        os.kill(holder, 9)
+        maker.communicate(timeout=30)  # the fork held the pipes open: closed now
+
+
 def _gone_pid() -> int:
     """A pid no process has now (one this test started and reaped)."""
     child = subprocess.Popen([sys.executable, "-c", "pass"])
