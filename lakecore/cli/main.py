@@ -361,7 +361,8 @@ def describe(uri: Uri, as_json: JsonFlag = False) -> None:
 def _print_activity(now: dict[str, Any]) -> None:
     lock = now["lock"]
     if lock["provider"] == "storage" and lock["state"] == "held":
-        gone = "; its process is gone, the next writer breaks it" if lock["holder_gone"] else ""
+        gone = "" if not lock["holder_gone"] else "; its process is gone, the next writer breaks it" \
+            if lock["breaks_at_once"] else "; its process is gone, it frees after its lease"
         said = f"storage, held by {lock['holder']} (lease {lock['lease_s']:.0f} s{gone})"
     elif lock["provider"] == "storage":
         said = "storage, free"

@@ -58,7 +58,7 @@ def _lock(storage: Storage, spec: LockSpec) -> dict[str, Any]:
     if newest is None or newest.state == "free":
         return {"provider": "storage", "state": "free"}
     return {"provider": "storage", "state": "held", "holder": newest.owner, "lease_s": newest.lease_s,
-            "holder_gone": newest.holder_gone()}
+            "holder_gone": newest.holder_gone(), "breaks_at_once": newest.breaks_at_once(storage)}
 
 
 def _run(claim: Claim | None) -> dict[str, Any] | None:

@@ -40,6 +40,6 @@ def process_gone(host: str, process: str, pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except OSError:  # exists, owned by someone else
+    except (OSError, OverflowError, ValueError):  # exists (owned by someone else), or no pid at all
         return False
     return False

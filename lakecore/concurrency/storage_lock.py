@@ -12,9 +12,12 @@ Expiry compares no clocks across hosts: a contender breaks a lock only after it 
 generation unchanged for the holder's whole lease on its own monotonic clock, and a holder stops
 trusting its lock `lease_s` after it started creating it (so before any contender can break it,
 clock rates aside). A holder that outlives its lease loses the lock (`is_held()` turns False).
-One exception, which needs no clock: a holder that ran on this machine, in this PID namespace, and
-whose process is gone (killed, crashed) is broken at once (processes.py), so a crashed local
-writer does not make the next one wait out its lease.
+One exception, which needs no clock: on storage where a process's writes cannot land after it ended
+(local files: `writes_may_land_after_exit` False), a holder that ran on this machine, in this PID
+namespace, and whose process is gone (killed, crashed) is broken at once (processes.py), so a crashed
+local writer does not make the next one wait out its lease. On an object store a killed holder's last
+request (its commit, say) may still be on its way and land later: there the lease covers it. A holder
+trusts its lock only in the process that took it (a fork inherits a held lock object, not the lock).
 
 Needs atomic `write_if_absent`; storage without it is refused at the first acquire (`LockUnsupported`).
 """
@@ -76,6 +79,11 @@ class Generation:
         """Held by a process of this machine and PID namespace that no longer runs."""
         return self.state == "held" and process_gone(self.host, self.process, self.pid)
 
+    def breaks_at_once(self, storage: Storage) -> bool:
+        """Whether a contender breaks it now, without its lease: its holder is gone (holder_gone) and
+        none of that process's writes can still land on `storage`."""
+        return not getattr(storage, "writes_may_land_after_exit", True) and self.holder_gone()
+
     @classmethod
     def decode(cls, number: int, raw: bytes) -> Generation:
         try:
@@ -86,7 +94,7 @@ class Generation:
                 raise ValueError(state)
             return cls(number, state, str(body.get("owner", "")), str(body.get("token", "")), lease,
                        str(body.get("host", "")), int(body.get("pid", 0)), str(body.get("process", "")))
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
             # Unreadable: a holder that cannot be identified, broken like a stale one after a default lease.
             return cls(number, "held", "unknown (unreadable lock file)", raw.hex()[:32], 60.0)
 
@@ -184,7 +192,7 @@ class StorageLock(GuardedLock):
             key = None if newest is None else (newest.number, newest.token)
             if key != seen:
                 seen, seen_since = key, now
-            gone = newest is not None and newest.holder_gone()
+            gone = newest is not None and newest.breaks_at_once(self._storage)
             if next_step(newest, seen_since, now, holder_gone=gone) == "create":
                 if gone and newest is not None:
                     log.info("%s: breaking the lock of %s, whose process is gone", self.describe(),
@@ -229,8 +237,8 @@ class StorageLock(GuardedLock):
 
     def _give(self) -> None:
         held, self._held = self._held, None
-        if held is None:
-            return
+        if held is None or held.pid != os.getpid():
+            return  # a fork's copy of a held lock object frees nothing: the lock is its maker's
         try:
             # Free is the next generation; if it exists, our lock was broken and is someone else's now.
             self._create(Generation(held.number + 1, "free"))
@@ -241,8 +249,8 @@ class StorageLock(GuardedLock):
 
     def _still_held(self) -> bool:
         held = self._held
-        if held is None or self._clock() >= self._trust_until:
-            return False
+        if held is None or self._clock() >= self._trust_until or held.pid != os.getpid():
+            return False  # (a fork's copy of a held lock object: the lock is its maker's)
         try:
             numbers = self._numbers()
         except (StorageError, OSError):  # cannot tell, so the caller must not act as the holder

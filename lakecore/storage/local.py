@@ -33,6 +33,11 @@ def fsync_default() -> bool:
 
 
 class LocalStorage:
+    # Every change is a system call on this machine: once a process has ended, none of its writes is
+    # still on its way (the storage lock breaks a dead local holder at once only on such storage; an
+    # object store may still apply a request a killed process had already sent).
+    writes_may_land_after_exit = False
+
     def __init__(self, root: str, *, fsync: bool | None = None) -> None:
         self._root = os.path.abspath(root)
         self._fsync = fsync_default() if fsync is None else fsync

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -193,19 +196,80 @@ if os.fork() == 0:
 """
 
 
-def test_a_lock_object_that_crossed_a_fork_names_the_process_holding_it(tmp_path: Path) -> None:
-    table = tmp_path / "table"
-    maker = subprocess.Popen([sys.executable, "-c", _FORKED_HOLDER, str(table)], cwd=REPO_ROOT,
+@contextmanager
+def _forking(script: str, table: Path) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """Run `script` on `table`; its fork's first line starts with the fork's pid. Yields the script's
+    process and that line's words; kills the fork afterwards (it held the pipes open)."""
+    maker = subprocess.Popen([sys.executable, "-c", script, str(table)], cwd=REPO_ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert maker.stdout is not None
-    holder = int(maker.stdout.readline())  # the fork's pid, printed once it holds the lock
+    words = maker.stdout.readline().split()
     try:
+        yield maker, words
+    finally:
+        if words:
+            os.kill(int(words[0]), 9)
+        maker.communicate(timeout=30)
+
+
+def test_a_lock_object_that_crossed_a_fork_names_the_process_holding_it(tmp_path: Path) -> None:
+    table = tmp_path / "table"
+    with _forking(_FORKED_HOLDER, table) as (maker, _):  # the fork prints once it holds the lock
         assert maker.wait(timeout=30) == 0  # the process that made the lock object has ended
         error = in_thread(lambda: StorageLock(open_storage(str(table))).acquire(timeout=0.5))
         assert isinstance(error, LockTimeout), "a live holder's lock was broken: it named its maker's pid"
-    finally:
-        os.kill(holder, 9)
-        maker.communicate(timeout=30)  # the fork held the pipes open: closed now
+
+
+_HELD_THEN_FORKED = """
+import os, sys, time
+from lakecore.concurrency import StorageLock
+from lakecore.storage import open_storage
+lock = StorageLock(open_storage(sys.argv[1]))
+lock.acquire()
+if os.fork() == 0:
+    parent = os.getppid()
+    while os.getppid() == parent:  # until the holder has ended without releasing
+        time.sleep(0.01)
+    print(os.getpid(), lock.is_held(), flush=True)
+    lock.release()  # must free nothing: the lock was the holder's
+    print("released", flush=True)
+    time.sleep(600)
+os._exit(0)
+"""
+
+
+def test_a_fork_of_a_holder_neither_holds_nor_frees_its_lock(tmp_path: Path) -> None:
+    from lakecore.concurrency.storage_lock import newest_generation
+
+    table = tmp_path / "table"
+    with _forking(_HELD_THEN_FORKED, table) as (maker, (_, held_there)):
+        assert held_there == "False", "a fork of the holder believes it holds the lock"
+        assert maker.stdout is not None and maker.stdout.readline().strip() == "released"
+        newest = newest_generation(open_storage(str(table)))
+        assert newest is not None and newest.state == "held" and newest.pid == maker.pid  # nothing freed
+
+
+@pytest.mark.s3
+def test_on_an_object_store_a_killed_holder_waits_out_its_lease(s3_server: Any, tmp_path: Path) -> None:
+    """A killed process's last request may still be on its way to an object store and land later (a
+    commit, say): there a contender gives it the lease even when the holder is known to be gone."""
+    from lakecore.concurrency.storage_lock import newest_generation
+
+    bucket = f"weir-{os.urandom(6).hex()}"
+    s3_server.client().create_bucket(Bucket=bucket)
+    uri, options = f"s3://{bucket}/table", s3_server.s3fs_options()
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold",
+         json.dumps({"provider": "storage", "expiry_s": 600, "storage_options": options}), uri],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "held", holder.communicate(timeout=30)
+    holder.kill()
+    holder.communicate()
+    storage = open_storage(uri, options)
+    newest = newest_generation(storage)
+    assert newest is not None and newest.holder_gone() and not newest.breaks_at_once(storage)
+    assert isinstance(in_thread(lambda: StorageLock(storage).acquire(timeout=1.0)), LockTimeout)
 
 
 def _gone_pid() -> int:
@@ -218,8 +282,6 @@ def _gone_pid() -> int:
 @pytest.mark.parametrize("where", ["another host", "another PID namespace or boot",
                                    "no process space recorded", "its process still runs"])
 def test_a_holder_that_may_still_run_waits_out_its_lease(tmp_path: Path, where: str) -> None:
-    import socket
-
     from lakecore.concurrency.processes import process_space
     from lakecore.concurrency.storage_lock import Generation, path_of
 
@@ -257,6 +319,11 @@ def test_breaking_is_decided_on_the_contenders_own_clock_alone() -> None:
     assert Generation.decode(7, held.encode()) == held
     assert next_step(held, 100.0, 100.0, holder_gone=True) == "create"  # its process is gone: no lease
     assert not held.holder_gone()  # a file without a process space (an older one) is never judged
+    huge = Generation.decode(9, b'{"state": "held", "lease_s": 5, "pid": 1e400}')
+    assert huge.owner.startswith("unknown") and huge.lease_s == 60.0  # unreadable, not a crash
+    from lakecore.concurrency.processes import process_gone, process_space
+
+    assert not process_gone(socket.gethostname(), process_space(), 2**40)  # no such pid: not judged
 
 
 def test_storage_without_atomic_create_is_refused(tmp_path: Path) -> None:
