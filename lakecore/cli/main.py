@@ -361,9 +361,11 @@ def describe(uri: Uri, as_json: JsonFlag = False) -> None:
 def _print_activity(now: dict[str, Any]) -> None:
     lock = now["lock"]
     if lock["provider"] == "storage" and lock["state"] == "held":
-        gone = "" if not lock["holder_gone"] else "; its process is gone, the next writer breaks it" \
-            if lock["breaks_at_once"] else "; its process is gone, it frees after its lease"
-        said = f"storage, held by {lock['holder']} (lease {lock['lease_s']:.0f} s{gone})"
+        said = f"storage, held by {lock['holder']} (lease {lock['lease_s']:.0f} s"
+        if lock["holder_gone"]:
+            after = "the next writer breaks it" if lock["breaks_at_once"] else "it frees after its lease"
+            said += f"; its process is gone, {after}"
+        said += ")"
     elif lock["provider"] == "storage":
         said = "storage, free"
     elif lock["provider"] == "zookeeper":

@@ -21,9 +21,13 @@ from lakecore.concurrency.storage_lock import newest_generation
 from lakecore.config import LockSpec
 from lakecore.storage import Storage
 from lakecore.timeline import Timeline, TimelineStore
-from lakecore.write.heartbeat import HeartbeatConfig, is_aborted, is_expired, last_sign_of_life
-
-DEFAULT_HEARTBEAT = HeartbeatConfig()
+from lakecore.write.heartbeat import (
+    DEFAULT_HEARTBEAT,
+    HeartbeatConfig,
+    is_aborted,
+    is_expired,
+    last_sign_of_life,
+)
 
 
 def activity(storage: Storage, lock: LockSpec, timeline: Timeline, now: int, *,

@@ -107,10 +107,15 @@ def generations(names: list[str]) -> list[int]:
     return sorted(int(n) for n in names if len(n) == _DIGITS and n.isdigit())
 
 
+def numbers_of(storage: Storage) -> list[int]:
+    """The generation numbers on `storage`, ascending."""
+    return generations(storage.list_names(DIRECTORY))
+
+
 def newest_generation(storage: Storage) -> Generation | None:
     """The newest generation of the table's storage lock, read; None when there is none yet."""
     while True:
-        numbers = generations(storage.list_names(DIRECTORY))
+        numbers = numbers_of(storage)
         if not numbers:
             return None
         try:
@@ -123,14 +128,14 @@ Step = Literal["create", "wait"]
 
 
 def next_step(newest: Generation | None, seen_since: float | None, now: float, *,
-              holder_gone: bool = False) -> Step:
+              at_once: bool = False) -> Step:
     """Pure: create the next generation when the lock is free or stale, else wait.
 
     `seen_since` is when this contender first saw `newest` (its own monotonic clock); a held
     generation is stale once it stayed the newest for its whole lease from then on, or at once when
-    its holder's process is known to be gone (`holder_gone`).
+    it may be broken without its lease (`at_once`: Generation.breaks_at_once).
     """
-    if newest is None or newest.state == "free" or holder_gone:
+    if newest is None or newest.state == "free" or at_once:
         return "create"
     if seen_since is not None and now - seen_since >= newest.lease_s:
         return "create"
@@ -163,7 +168,7 @@ class StorageLock(GuardedLock):
     # -- reading the chain ------------------------------------------------------------------
 
     def _numbers(self) -> list[int]:
-        return generations(self._storage.list_names(DIRECTORY))
+        return numbers_of(self._storage)
 
     def _newest(self) -> Generation | None:
         return newest_generation(self._storage)
@@ -192,9 +197,9 @@ class StorageLock(GuardedLock):
             key = None if newest is None else (newest.number, newest.token)
             if key != seen:
                 seen, seen_since = key, now
-            gone = newest is not None and newest.breaks_at_once(self._storage)
-            if next_step(newest, seen_since, now, holder_gone=gone) == "create":
-                if gone and newest is not None:
+            at_once = newest is not None and newest.breaks_at_once(self._storage)
+            if next_step(newest, seen_since, now, at_once=at_once) == "create":
+                if at_once and newest is not None:
                     log.info("%s: breaking the lock of %s, whose process is gone", self.describe(),
                              newest.owner)
                 number = 1 if newest is None else newest.number + 1
@@ -208,9 +213,9 @@ class StorageLock(GuardedLock):
             if time.monotonic() >= deadline:
                 holder = newest.owner if newest is not None else "nobody"
                 raise LockTimeout(f"{self.describe()} held by {holder} for more than {timeout:.1f}s; retry "
-                                  "later (a holder that died on another machine or container loses it "
-                                  f"after its lease of {newest.lease_s if newest else 0:.0f}s; one that "
-                                  "died on this machine, at once)")
+                                  f"later (a holder that died loses it after its lease of "
+                                  f"{newest.lease_s if newest else 0:.0f}s, or at once when it ran on this "
+                                  "machine and the table is on local files)")
             time.sleep(min(backoff_s(attempt, initial_s=self._poll[0], cap_s=self._poll[1]),
                            max(0.0, deadline - time.monotonic())))
             attempt += 1

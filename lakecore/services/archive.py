@@ -50,11 +50,10 @@ from lakecore.timeline.history import (
     latest_slices,
 )
 from lakecore.timeline.history_store import TIMELINE_DIR, HistoryMoved, HistoryStore
-from lakecore.write.heartbeat import HeartbeatConfig
+from lakecore.write.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig
 
 Clock = Callable[[], int]
 log = logging.getLogger(__name__)
-DEFAULT_HEARTBEAT = HeartbeatConfig()
 
 
 @dataclass(frozen=True)

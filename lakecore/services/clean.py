@@ -45,12 +45,17 @@ from lakecore.timeline import (
     next_instant_time,
     now_ms,
 )
-from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life, prune_aborted
+from lakecore.write.heartbeat import (
+    DEFAULT_HEARTBEAT,
+    HeartbeatConfig,
+    is_expired,
+    last_sign_of_life,
+    prune_aborted,
+)
 
 Clock = Callable[[], int]
 ACTION: Action = "clean"
 DEFAULT_POLICY = CleanPolicy()
-DEFAULT_HEARTBEAT = HeartbeatConfig()
 ABORTED_RETENTION_MS = 7 * 24 * 3600 * 1000  # proofs of death of finished instants kept a week
 
 

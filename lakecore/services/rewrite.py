@@ -40,11 +40,10 @@ from lakecore.timeline import (
     pending_overwrite,
 )
 from lakecore.write import delete_markers, delete_unreported, list_markers
-from lakecore.write.heartbeat import HeartbeatConfig, is_aborted
+from lakecore.write.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_aborted
 
 Clock = Callable[[], int]
 T = TypeVar("T")
-DEFAULT_HEARTBEAT = HeartbeatConfig()
 
 
 class Plan(Protocol):

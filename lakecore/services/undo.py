@@ -51,12 +51,11 @@ from lakecore.timeline import (
     parse_file_name,
     pending_overwrite,
 )
-from lakecore.write.heartbeat import HeartbeatConfig, is_expired, last_sign_of_life
+from lakecore.write.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_expired, last_sign_of_life
 from lakecore.write.markers import delete_markers
 
 Clock = Callable[[], int]
 UndoAction = Literal["rollback", "restore"]
-DEFAULT_HEARTBEAT = HeartbeatConfig()
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,9 @@ class HeartbeatConfig:
         return round(self.interval_s * self.tolerable_misses * 1000)
 
 
+DEFAULT_HEARTBEAT = HeartbeatConfig()  # every writer's and service's, unless told otherwise
+
+
 # -- the rule ----------------------------------------------------------------------------------
 
 

@@ -317,7 +317,7 @@ def test_breaking_is_decided_on_the_contenders_own_clock_alone() -> None:
     unreadable = Generation.decode(8, b"\x00garbage")
     assert unreadable.state == "held" and unreadable.lease_s == 60.0  # broken only after a default lease
     assert Generation.decode(7, held.encode()) == held
-    assert next_step(held, 100.0, 100.0, holder_gone=True) == "create"  # its process is gone: no lease
+    assert next_step(held, 100.0, 100.0, at_once=True) == "create"  # its holder is gone: no lease
     assert not held.holder_gone()  # a file without a process space (an older one) is never judged
     huge = Generation.decode(9, b'{"state": "held", "lease_s": 5, "pid": 1e400}')
     assert huge.owner.startswith("unknown") and huge.lease_s == 60.0  # unreadable, not a crash
