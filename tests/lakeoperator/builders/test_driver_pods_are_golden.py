@@ -2,7 +2,7 @@
 argv under spark-submit, the pod is owned by its resource and named after the submission, executors
 get the table's labels, an owner reference to the driver and the Secret by reference only.
 
-Regenerate after an intended change: WEIR_UPDATE_GOLDEN=1 pytest tests/lakeoperator/build"""
+Regenerate after an intended change: WEIR_UPDATE_GOLDEN=1 pytest tests/lakeoperator/builders"""
 
 from __future__ import annotations
 
