@@ -15,7 +15,13 @@ from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
-from lakecore.errors import CorruptMetadata, InvalidTableConfig, UnsupportedTableVersion, UnsupportedType
+from lakecore.errors import (
+    CorruptMetadata,
+    InvalidTableConfig,
+    SchemaConflict,
+    UnsupportedTableVersion,
+    UnsupportedType,
+)
 
 # 2: table.json records `bucket_hash`; new tables hash record keys with Spark's Murmur3 (layout.murmur3).
 # Format-1 tables (no `bucket_hash`) keep the format-1 hash (layout.buckets) for ever.
@@ -194,6 +200,60 @@ class TableConfig:
 
     def with_lock(self, lock: LockSpec) -> TableConfig:
         return replace(self, lock=lock)
+
+    def with_committed_schema(self, committed: pa.Schema) -> TableConfig:
+        """This config (table.json's) with the schema the newest write committed: its columns, then the
+        columns only table.json has (added by `with_added_columns` since; rows written before read null).
+        SchemaConflict when a column-group table gained columns this config does not place in a group:
+        the config was read before they were added."""
+        unplaced = [n for n in committed.names if n not in self.schema.names]
+        if unplaced and self.column_groups:
+            raise SchemaConflict(f"table {self.name!r} gained column(s) {unplaced} since this handle read "
+                                 "its configuration; open the table again (Table.open) and rerun")
+        known = set(committed.names)
+        added = [f for f in self.schema if f.name not in known]
+        return self.with_schema(pa.schema([*committed, *added], metadata=committed.metadata))
+
+    def with_added_columns(self, fields: Sequence[pa.Field], groups: Mapping[str, str]) -> TableConfig:
+        """The config after adding the nullable `fields` (schema evolution without a write); on a
+        column-group table `groups` names each new column's group (column -> group), which it joins: every
+        data column belongs to exactly one group, and a column never changes group. A field the schema
+        has with the same type and nullability is left as it is (adding twice is a no-op)."""
+        def bad(msg: str) -> InvalidTableConfig:
+            return InvalidTableConfig(f"table {self.name!r}: {msg}")
+
+        if groups and not self.column_groups:
+            raise bad("the table has no column groups; add the columns without naming groups")
+        new = []
+        for f in fields:
+            if f.name not in self.schema.names:
+                if not f.nullable:
+                    raise bad(f"new column {f.name!r} must be nullable: rows written before it have no value")
+                new.append(f)
+                continue
+            have = self.schema.field(f.name)
+            if (have.type, have.nullable) != (f.type, f.nullable):
+                raise bad(f"column {f.name!r} exists as {have.type}{'' if have.nullable else ' not null'}; "
+                          "columns are never retyped: add a column with another name")
+            if f.name in groups and groups[f.name] != _group_of(self, f.name):
+                raise bad(f"column {f.name!r} is in group {_group_of(self, f.name)!r}, and a column never "
+                          "moves to another group")
+        names = [f.name for f in new]
+        schema = pa.schema([*self.schema, *new], metadata=self.schema.metadata)
+        if not self.column_groups:
+            return self.with_schema(schema)
+        known = [g.name for g in self.column_groups]
+        ungrouped = [n for n in names if n not in groups]
+        if ungrouped:
+            raise bad(f"new column(s) {ungrouped} name no column group, and every data column of a "
+                      f"column-group table belongs to exactly one: name one of {known} for each")
+        unknown = sorted({groups[n] for n in names if groups[n] not in known})
+        if unknown:
+            raise bad(f"there is no column group {', '.join(map(repr, unknown))}; the groups are {known} "
+                      "(groups never change: another grouping needs a new table)")
+        joined = tuple(replace(g, columns=(*g.columns, *(n for n in names if groups[n] == g.name)))
+                       for g in self.column_groups)
+        return replace(self, schema=schema, column_groups=joined)
 
     # -- JSON ------------------------------------------------------------------------------
 
@@ -395,6 +455,10 @@ def _validate_groups(c: TableConfig, bad: Any) -> None:
     ungrouped = [n for n in c.data_columns if n not in seen and n not in shared]
     if ungrouped:
         raise bad(f"columns {ungrouped} belong to no column group; add each to exactly one group")
+
+
+def _group_of(c: TableConfig, column: str) -> str | None:
+    return next((g.name for g in c.column_groups if column in g.columns), None)
 
 
 def normalize_groups(groups: Sequence[ColumnGroup]) -> tuple[ColumnGroup, ...]:
