@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
@@ -432,29 +433,51 @@ def _validate_groups(c: TableConfig, bad: Any) -> None:
         raise bad("partial_update takes one ordering_field per column group, not a table-wide one")
     if not c.column_groups:
         raise bad("merge_mode 'partial_update' needs column_groups")
-    seen: dict[str, str] = {}
     group_names = [g.name for g in c.column_groups]
     if len(set(group_names)) != len(group_names):
         raise bad(f"duplicate column group names {group_names}")
-    shared = set(c.shared_ordering_fields())
     for g in c.column_groups:
         if not _NAME.match(g.name) or "__" in g.name:
             raise bad(f"column group name {g.name!r} must be letters, digits, '_', '.', '-' without '__'")
         _check_orderable(c, g.ordering_field, bad)
+    problem = column_group_problem(c.schema.names, c.record_key, c.partition_fields, c.column_groups)
+    if problem:
+        raise bad(problem)
+
+
+def column_group_problem(columns: Sequence[str], record_key: Sequence[str], partition_fields: Sequence[str],
+                         groups: Sequence[ColumnGroup]) -> str | None:
+    """Why `groups` cannot group a table of `columns` (None: they can). The data columns (all but the
+    record key and partition fields) each belong to exactly one group: listed in its columns, or its
+    own ordering field (normalize_groups adds it); an ordering field several groups share belongs to
+    none. The operator checks a LakeTable spec with this, as table creation does."""
+    groups = normalize_groups(groups)
+    fixed = {*record_key, *partition_fields}
+    data = [n for n in columns if n not in fixed]
+    owners = Counter(g.ordering_field for g in groups)
+    shared = {f for f, n in owners.items() if n > 1}
+    seen: dict[str, str] = {}
+    for g in groups:
         if not g.columns:
-            raise bad(f"column group {g.name!r} has no columns")
+            return f"column group {g.name!r} has no columns; list the data columns it owns"
         for col in g.columns:
-            if col not in c.data_columns:
-                raise bad(f"column group {g.name!r} lists {col!r}, which is not a data column "
-                          f"(record key and partition fields belong to every group)")
+            if col not in columns:
+                return f"column group {g.name!r} lists {col!r}, which is not in the schema; add it or drop it"
+            if col not in data:
+                return (f"column group {g.name!r} lists {col!r}, a record key or partition field, which "
+                        "every group carries already; drop it from the group (and order no group by it)")
             if col in seen:
-                raise bad(f"column {col!r} is in groups {seen[col]!r} and {g.name!r}; a column has one owner")
+                return (f"column {col!r} is in groups {seen[col]!r} and {g.name!r} (a group's ordering field "
+                        "is in its group); a column belongs to one group: drop it from the other")
             if col in shared:
-                raise bad(f"ordering field {col!r} is shared by several groups, so no group may list it")
+                return (f"ordering field {col!r} is shared by several groups, so no group may list it; "
+                        f"drop it from group {g.name!r}")
             seen[col] = g.name
-    ungrouped = [n for n in c.data_columns if n not in seen and n not in shared]
+    ungrouped = [n for n in data if n not in seen and n not in shared]
     if ungrouped:
-        raise bad(f"columns {ungrouped} belong to no column group; add each to exactly one group")
+        return (f"column(s) {ungrouped} belong to no column group, and every data column belongs to exactly "
+                "one; add each to one group's columns")
+    return None
 
 
 def _group_of(c: TableConfig, column: str) -> str | None:
