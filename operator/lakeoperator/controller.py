@@ -13,7 +13,9 @@ workers at once; a key notified while it is being reconciled runs once more afte
 notifications for one key is one pass; a delayed requeue is replaced by an earlier one, never doubled.
 
 Owns: the queue, the per-kind pass (finalizer of a LakeTable with deletionPolicy Delete, the writer's
-applied spec kept in status.appliedSpec, a table's dependents re-queued when it changes), metrics.
+applied spec kept in status.appliedSpec, a table's dependents re-queued when it changes — not when only
+its timeline's fields did), a table's pass queued at once on a commit (one the supervisor's scan sees,
+or a writer's attempt that ended) besides its periodic refresh, metrics.
 Must not decide what to do (plan/) or build objects (build/); talks to the API only through kube.py.
 """
 
@@ -42,8 +44,15 @@ from lakeoperator.reconcile import (
     reconcile_writer,
 )
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
-from lakeoperator.status import invalid_spec_status, lost_conflict, parse_timestamp
+from lakeoperator.status import (
+    TIMELINE_FIELDS,
+    ended_attempts,
+    invalid_spec_status,
+    lost_conflict,
+    parse_timestamp,
+)
 from lakeoperator.supervise import (
+    CommitsSeen,
     CurrentInstants,
     Decision,
     Supervisor,
@@ -161,6 +170,7 @@ class Controller:
         self._tasks: list[asyncio.Task[None]] = []
         self._table_of: dict[Key, str] = {}      # writer/service key -> the LakeTable it refers to
         self._phase_of: dict[Key, str] = {}
+        self._table_seen: dict[Key, Any] = {}    # LakeTable key -> its last event, timeline fields left out
         self._errors: Tally[Key] = Tally()
         self._last_event: dict[Key, tuple[str, str, str]] = {}
         self.supervisor: Supervisor | None = None
@@ -179,6 +189,7 @@ class Controller:
             self._table_of.pop(key, None)
             self._phase_of.pop(key, None)
             self._last_event.pop(key, None)
+            self._table_seen.pop(key, None)
             if self.queue is not None:
                 self.queue.forget(key)
             return
@@ -186,11 +197,16 @@ class Controller:
             ref = ((body.get("spec") or {}).get("tableRef") or {}).get("name")
             if ref:
                 self._table_of[key] = str(ref)
+            self._add(key)
+            return
+        seen = _apart_from_timeline(body)
+        if self._table_seen.get(key) == seen:   # only what a commit changes: written by the pass that
+            return                               # derived it, read by no writer (services: the commit's)
+        self._table_seen[key] = seen
         self._add(key)
-        if kind == "LakeTable":   # its writers and services may wait on it (missing, now created)
-            for dependent, table in list(self._table_of.items()):
-                if table == key[2] and dependent[1] == key[1]:
-                    self._add(dependent)
+        for dependent, table in list(self._table_of.items()):   # they may wait on it (missing, now created)
+            if table == key[2] and dependent[1] == key[1]:
+                self._add(dependent)
 
     def notify_pod(self, pod: Mapping[str, Any]) -> None:
         """A driver pod changed: reconcile the writer or service that owns it."""
@@ -211,10 +227,15 @@ class Controller:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._add, key)
 
-    def notify_services_threadsafe(self, namespace: str, table: str) -> None:
-        """Re-evaluate the table's TableServices' triggers now (from the supervisor's thread: a commit)."""
+    def notify_commit_threadsafe(self, namespace: str, table: str) -> None:
+        """A commit on the table (from the supervisor's thread, or a writer's attempt that ended): derive
+        its status again and re-evaluate its TableServices' triggers now, not at their periodic refresh."""
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._services_of, namespace, table)
+            self._loop.call_soon_threadsafe(self._committed, namespace, table)
+
+    def _committed(self, namespace: str, table: str) -> None:
+        self._add(("LakeTable", namespace, table))
+        self._services_of(namespace, table)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -481,7 +502,10 @@ class Controller:
         if outcome.status != old:
             self.kube.replace_status(body, outcome.status)
             table = str(((body.get("spec") or {}).get("tableRef") or {}).get("name") or key[2])
-            for cause in _ended(kind, old, outcome.status):
+            ended = ended_attempts(kind, old, outcome.status)
+            if ended and kind == "LakeWriter":   # its commit, if any, shows in the table's status now
+                self.notify_commit_threadsafe(namespace, table)
+            for cause in ended:
                 if cause != "success":
                     self.metrics.record_restart(kind, namespace, table, cause)
                 if cause == "conflict" and (marker := parse_timestamp(
@@ -526,12 +550,23 @@ def _applied(status: Mapping[str, Any]) -> dict[str, Any] | None:
     return applied if isinstance(applied, dict) else None
 
 
-def _ended(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Causes of the attempts (writers) or runs (services) that ended between two statuses."""
-    field = "submissionId" if kind == "LakeWriter" else "id"
-    cause = "cause" if kind == "LakeWriter" else "outcome"
-    seen = {h.get(field) for h in old.get("history") or ()}
-    return [str(h.get(cause)) for h in new.get("history") or () if h.get(field) not in seen]
+def _apart_from_timeline(table: Mapping[str, Any]) -> Any:
+    """A LakeTable body (as plain values) without its resourceVersion and the status fields a commit
+    changes: equal for two events means the second only refreshed what the table's timeline says."""
+    body = _plain(table)
+    for name in ("resourceVersion", "managedFields"):
+        body.get("metadata", {}).pop(name, None)
+    for name in TIMELINE_FIELDS:
+        (body.get("status") or {}).pop(name, None)
+    return body
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def delete_table_data(location: str, storage_options: dict[str, Any] | None = None) -> None:
@@ -560,7 +595,7 @@ class KubeSink:
         self.kube = controller.kube
         self.metrics = controller.metrics
         self._current = CurrentInstants()
-        self._completed: dict[tuple[str, str], str | None] = {}   # table -> its newest completed instant
+        self._commits = CommitsSeen()
 
     def _update(self, writer: str | None,
                 change: Callable[[Mapping[str, Any]], dict[str, Any] | None]) -> None:
@@ -631,9 +666,8 @@ class KubeSink:
     def observed(self, report: TableReport) -> None:
         table = report.table
         self.metrics.table_scans.inc()
-        if table.key in self._completed and self._completed[table.key] != report.last_completed:
-            self.controller.notify_services_threadsafe(*table.key)   # a commit: triggers may be due now
-        self._completed[table.key] = report.last_completed
+        if self._commits.new_commit(report):
+            self.controller.notify_commit_threadsafe(*table.key)
         self.metrics.live_writes.labels(table.namespace, table.name).set(len(report.writes))
         for w in report.writes:
             if (where := split_writer(report.writers.get(w.instant))) is not None:

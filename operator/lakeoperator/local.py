@@ -37,8 +37,9 @@ from lakeoperator.reconcile import (
     reconcile_writer,
 )
 from lakeoperator.specs import SpecError
-from lakeoperator.status import lost_conflict
+from lakeoperator.status import ended_attempts, lost_conflict
 from lakeoperator.supervise import (
+    CommitsSeen,
     CurrentInstants,
     Decision,
     Supervisor,
@@ -214,6 +215,8 @@ class LocalSink:
     def __init__(self, state: StateDir, launcher: LocalLauncher, clock: Callable[[], datetime]) -> None:
         self.state, self.launcher, self.clock = state, launcher, clock
         self._current = CurrentInstants()
+        self._commits = CommitsSeen()
+        self.committed: set[tuple[str, str]] = set()   # tables a scan saw a commit on: status due
 
     def _update(self, writer: str | None, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
         where = split_writer(writer)
@@ -257,6 +260,8 @@ class LocalSink:
                         f"write {decision.loser} still ran after its abort: its driver was stopped")
 
     def observed(self, report: TableReport) -> None:
+        if self._commits.new_commit(report):
+            self.committed.add(report.table.key)
         for writer, instant, info in self._current.changes(report):
             self._update(writer, partial(with_current_instant, instant=instant, info=info))
             self._current.shown(writer, instant)
@@ -265,7 +270,9 @@ class LocalSink:
 @dataclass
 class Runner:
     """One reconcile loop over a state directory; with `supervise`, the Ready tables' live writes are
-    scanned once per step (supervise.py: conflicts decided from outside, dead writes rolled back)."""
+    scanned once per step (supervise.py: conflicts decided from outside, dead writes rolled back). A
+    table a scan saw a commit on, or one of whose writers' attempts ended, has its status derived again
+    at the end of the step, so it never lags behind its writers'."""
 
     state: StateDir
     launcher: LocalLauncher
@@ -274,11 +281,13 @@ class Runner:
     supervise: bool = True
     conflict_grace_s: float = 10.0
     supervisor: Supervisor | None = field(default=None, init=False)
+    sink: LocalSink = field(init=False)
+    _due: set[tuple[str, str]] = field(default_factory=set, init=False)   # tables whose writer ended
 
     def __post_init__(self) -> None:
+        self.sink = LocalSink(self.state, self.launcher, self.clock)
         if self.supervise:
-            self.supervisor = Supervisor(LocalSink(self.state, self.launcher, self.clock),
-                                         grace_s=self.conflict_grace_s, clock=self.clock,
+            self.supervisor = Supervisor(self.sink, grace_s=self.conflict_grace_s, clock=self.clock,
                                          abort_flag=_zookeeper_abort_flag)
 
     def step(self) -> tuple[bool, float]:
@@ -309,6 +318,7 @@ class Runner:
                                        self.launcher, now, self.settings), now, waits)
         if self.supervisor is not None:
             self.supervisor.run_once()
+        self._refresh_tables()
         writers_done = all(_writer_done(r.body) for r in self.state.all("LakeWriter"))
         services_idle = all(not (r.body.get("status") or {}).get("activeRun")
                             for r in self.state.all("TableService"))
@@ -329,11 +339,28 @@ class Runner:
         except SpecError:
             self.supervisor.forget(r.key[1], r.key[2])
 
+    def _refresh_tables(self) -> None:
+        """Derive again, after the step's writers and scan, the status of each table a commit was seen on
+        or a writer's attempt ended for (the step's table pass came before): what `weir get` shows is
+        the table as it is now. Written only when it changed."""
+        due, self._due, self.sink.committed = self._due | self.sink.committed, set(), set()
+        for namespace, name in sorted(due):
+            r = self.state.load("LakeTable", namespace, name)
+            if r is None:
+                continue
+            now = self.clock()
+            outcome = reconcile_table(r.body, now)
+            if outcome.status != (r.body.get("status") or {}):
+                _record(r, outcome, now)
+                self.state.save(r)
+
     def _reconcile(self, r: Resource, fn: Callable[[], Outcome], now: datetime, waits: list[float]) -> None:
         try:
             outcome = fn()
         except SpecError as exc:  # the core turns these into status; this is a last resort
             outcome = Outcome(r.body.get("status") or {}, events=(("Warning", "InvalidSpec", str(exc)),))
+        if r.kind == "LakeWriter" and ended_attempts(r.kind, r.body.get("status") or {}, outcome.status):
+            self._due.add((r.key[1], _ref(r.body)))   # its commit, if any, shows in the table's status now
         _record(r, outcome, now)
         self.state.save(r)
         if outcome.requeue_after is not None:

@@ -239,7 +239,9 @@ def service_status(ref: ObjectRef, plan: ServicePlan, old: Mapping[str, Any] | N
 
 @dataclass(frozen=True)
 class TableInfo:
-    """What lakecore reports about a ready table (read side)."""
+    """What lakecore reports about a ready table (read side). `latest_instant`: the latest completed
+    instant by completion time (Timeline.last_completed), so with concurrent writers an older instant
+    that completes after a younger one is the latest; `latest_instant_time` never goes back."""
 
     latest_instant: str | None = None
     latest_instant_time: datetime | None = None
@@ -281,6 +283,10 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
         "lastError": message if phase == "Failed" else None,
         **({"location": location} if location is not None and info is not None else {}),
     })
+
+
+# the LakeTable status fields derived from its timeline (TableInfo): a commit changes them, nothing else
+TIMELINE_FIELDS = ("latestInstant", "latestInstantTime", "pendingCompactions", "activeWriters")
 
 
 def location_changed_status(ref: ObjectRef, old: Mapping[str, Any], location: str, now: datetime
@@ -373,6 +379,14 @@ def paused_status(ref: ObjectRef, old: Mapping[str, Any] | None, now: datetime) 
     status["conditions"] = sorted([*kept, *mine], key=lambda c: CONDITION_TYPES.index(c["type"])
                                   if c.get("type") in CONDITION_TYPES else len(CONDITION_TYPES))
     return status
+
+
+def ended_attempts(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Causes of the attempts (writers) or runs (services) that ended between two statuses."""
+    field = "submissionId" if kind == "LakeWriter" else "id"
+    cause = "cause" if kind == "LakeWriter" else "outcome"
+    seen = {h.get(field) for h in old.get("history") or ()}
+    return [str(h.get(cause)) for h in new.get("history") or () if h.get(field) not in seen]
 
 
 def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any] | None:

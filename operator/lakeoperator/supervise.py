@@ -7,7 +7,9 @@ launcher does the same on its processes). Each watched table is scanned every `p
 supervisor's thread (lakecore reads are blocking):
 
 1. the timeline and the live writes with the file groups their markers hold
-   (lakecore.concurrency.outside), the registered writers (who writes which instant);
+   (lakecore.concurrency.outside), the registered writers (who writes which instant); reported to
+   `sink.observed` (writers' current instants, and a commit, `CommitsSeen`: the table's status and its
+   services' triggers are due at once, not at their periodic refresh);
 2. for every conflict (loser = the younger write, the rules of the commit check): the decision goes to
    both writers' status FIRST (`sink.record`; an operator that dies after it finds the decision there,
    and the loser already dead, so it never decides twice), then the loser's proof of death under the
@@ -101,7 +103,7 @@ class TableReport:
     writers: Mapping[str, str]      # instant -> "namespace/name"
     scanned_at_ms: int
     infos: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # instant -> registry info
-    last_completed: str | None = None   # the newest completed instant (a table service's trigger counts them)
+    last_completed: str | None = None   # the latest completed instant by completion time (latestInstant)
 
 
 class SupervisorSink(Protocol):
@@ -248,9 +250,9 @@ class Supervisor:
         writes = live_writes(opened.storage, timeline, table.heartbeat, now)
         pending = {i.requested_time for i in timeline.pending}
         writers = self._writers(opened, table, bool(pending))
-        done = timeline.completed
+        last = timeline.last_completed()
         self.sink.observed(TableReport(table, tuple(writes), writers, now, opened.infos if writers else {},
-                                       done[-1].requested_time if done else None))
+                                       last.requested_time if last else None))
         decisions: list[Decision] = []
         if table.mode == "optimistic" and writes:
             for conflict in find_outside_conflicts(opened.storage, "optimistic", table.heartbeat,
@@ -532,6 +534,23 @@ class CurrentInstants:
         self._shown[writer] = instant
 
 
+class CommitsSeen:
+    """The latest completed instant each table's last scan saw, to tell a scan that sees a commit (the
+    table's status and its services' triggers are due). Shared by the sinks."""
+
+    def __init__(self) -> None:
+        self._latest: dict[TableKey, str | None] = {}
+
+    def new_commit(self, report: TableReport) -> bool:
+        """Whether the table's latest completed instant changed since its last scan (every commit changes
+        it: completion times only grow). Also at a table's first scan: a commit may have landed since
+        its status was derived."""
+        key = report.table.key
+        seen = key in self._latest and self._latest[key] == report.last_completed
+        self._latest[key] = report.last_completed
+        return not seen
+
+
 def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mapping[str, Any] | None,
                   zookeeper_credentials: Any = None) -> WatchedTable:
     """What the supervisor needs of a LakeTable (SpecError when its spec is invalid)."""
@@ -559,6 +578,7 @@ def zookeeper_abort_flag(table: WatchedTable, table_uri: str, instant: str,
 
 __all__ = [
     "DECIDED_BY",
+    "CommitsSeen",
     "CurrentInstants",
     "Decision",
     "Supervisor",
