@@ -16,7 +16,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps test lint demo demo-lakecore bench e2e crds clean distclean
+.PHONY: venv deps system-deps test lint demo demo-lakecore bench e2e crds crds-check clean distclean
 
 venv: $(PY)
 
@@ -74,6 +74,12 @@ demo-lakecore: deps
 crds: deps
 	cp crds/weir.dev_*.yaml charts/weir/files/crds/
 	PYTHONPATH=operator $(PY) -m lakeoperator.crd_docs > docs/crds.md
+
+# The API server's own CRD validation (structural schema, defaults against their rules, CEL compile and
+# cost limits), from k8s.io/apiextensions-apiserver: needs Go and the Go module proxy. COSTS=1 prints each
+# rule's estimated cost.
+crds-check:
+	cd tests/crds/apiserver && go run . $(addprefix ../../../,$(wildcard crds/weir.dev_*.yaml))
 
 $(BENCH_STAMP): $(DEPS_STAMP)
 	$(PIP) install -q -e '.[bench]'

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
-from lakecore.errors import CorruptMetadata, InvalidTableConfig, UnsupportedTableVersion, UnsupportedType
+from lakecore.errors import (
+    CorruptMetadata,
+    InvalidTableConfig,
+    SchemaConflict,
+    UnsupportedTableVersion,
+    UnsupportedType,
+)
 
 # 2: table.json records `bucket_hash`; new tables hash record keys with Spark's Murmur3 (layout.murmur3).
 # Format-1 tables (no `bucket_hash`) keep the format-1 hash (layout.buckets) for ever.
@@ -195,6 +202,60 @@ class TableConfig:
     def with_lock(self, lock: LockSpec) -> TableConfig:
         return replace(self, lock=lock)
 
+    def with_committed_schema(self, committed: pa.Schema) -> TableConfig:
+        """This config (table.json's) with the schema the newest write committed: its columns, then the
+        columns only table.json has (added by `with_added_columns` since; rows written before read null).
+        SchemaConflict when a column-group table gained columns this config does not place in a group:
+        the config was read before they were added."""
+        unplaced = [n for n in committed.names if n not in self.schema.names]
+        if unplaced and self.column_groups:
+            raise SchemaConflict(f"table {self.name!r} gained column(s) {unplaced} since this handle read "
+                                 "its configuration; open the table again (Table.open) and rerun")
+        known = set(committed.names)
+        added = [f for f in self.schema if f.name not in known]
+        return self.with_schema(pa.schema([*committed, *added], metadata=committed.metadata))
+
+    def with_added_columns(self, fields: Sequence[pa.Field], groups: Mapping[str, str]) -> TableConfig:
+        """The config after adding the nullable `fields` (schema evolution without a write); on a
+        column-group table `groups` names each new column's group (column -> group), which it joins: every
+        data column belongs to exactly one group, and a column never changes group. A field the schema
+        has with the same type and nullability is left as it is (adding twice is a no-op)."""
+        def bad(msg: str) -> InvalidTableConfig:
+            return InvalidTableConfig(f"table {self.name!r}: {msg}")
+
+        if groups and not self.column_groups:
+            raise bad("the table has no column groups; add the columns without naming groups")
+        new = []
+        for f in fields:
+            if f.name not in self.schema.names:
+                if not f.nullable:
+                    raise bad(f"new column {f.name!r} must be nullable: rows written before it have no value")
+                new.append(f)
+                continue
+            have = self.schema.field(f.name)
+            if (have.type, have.nullable) != (f.type, f.nullable):
+                raise bad(f"column {f.name!r} exists as {have.type}{'' if have.nullable else ' not null'}; "
+                          "columns are never retyped: add a column with another name")
+            if f.name in groups and groups[f.name] != _group_of(self, f.name):
+                raise bad(f"column {f.name!r} is in group {_group_of(self, f.name)!r}, and a column never "
+                          "moves to another group")
+        names = [f.name for f in new]
+        schema = pa.schema([*self.schema, *new], metadata=self.schema.metadata)
+        if not self.column_groups:
+            return self.with_schema(schema)
+        known = [g.name for g in self.column_groups]
+        ungrouped = [n for n in names if n not in groups]
+        if ungrouped:
+            raise bad(f"new column(s) {ungrouped} name no column group, and every data column of a "
+                      f"column-group table belongs to exactly one: name one of {known} for each")
+        unknown = sorted({groups[n] for n in names if groups[n] not in known})
+        if unknown:
+            raise bad(f"there is no column group {', '.join(map(repr, unknown))}; the groups are {known} "
+                      "(groups never change: another grouping needs a new table)")
+        joined = tuple(replace(g, columns=(*g.columns, *(n for n in names if groups[n] == g.name)))
+                       for g in self.column_groups)
+        return replace(self, schema=schema, column_groups=joined)
+
     # -- JSON ------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -372,29 +433,55 @@ def _validate_groups(c: TableConfig, bad: Any) -> None:
         raise bad("partial_update takes one ordering_field per column group, not a table-wide one")
     if not c.column_groups:
         raise bad("merge_mode 'partial_update' needs column_groups")
-    seen: dict[str, str] = {}
     group_names = [g.name for g in c.column_groups]
     if len(set(group_names)) != len(group_names):
         raise bad(f"duplicate column group names {group_names}")
-    shared = set(c.shared_ordering_fields())
     for g in c.column_groups:
         if not _NAME.match(g.name) or "__" in g.name:
             raise bad(f"column group name {g.name!r} must be letters, digits, '_', '.', '-' without '__'")
         _check_orderable(c, g.ordering_field, bad)
+    problem = column_group_problem(c.schema.names, c.record_key, c.partition_fields, c.column_groups)
+    if problem:
+        raise bad(problem)
+
+
+def column_group_problem(columns: Sequence[str], record_key: Sequence[str], partition_fields: Sequence[str],
+                         groups: Sequence[ColumnGroup]) -> str | None:
+    """Why `groups` cannot group a table of `columns` (None: they can). The data columns (all but the
+    record key and partition fields) each belong to exactly one group: listed in its columns, or its
+    own ordering field (normalize_groups adds it); an ordering field several groups share belongs to
+    none. The operator checks a LakeTable spec with this, as table creation does."""
+    groups = normalize_groups(groups)
+    fixed = {*record_key, *partition_fields}
+    data = [n for n in columns if n not in fixed]
+    owners = Counter(g.ordering_field for g in groups)
+    shared = {f for f, n in owners.items() if n > 1}
+    seen: dict[str, str] = {}
+    for g in groups:
         if not g.columns:
-            raise bad(f"column group {g.name!r} has no columns")
+            return f"column group {g.name!r} has no columns; list the data columns it owns"
         for col in g.columns:
-            if col not in c.data_columns:
-                raise bad(f"column group {g.name!r} lists {col!r}, which is not a data column "
-                          f"(record key and partition fields belong to every group)")
+            if col not in columns:
+                return f"column group {g.name!r} lists {col!r}, which is not in the schema; add it or drop it"
+            if col not in data:
+                return (f"column group {g.name!r} lists {col!r}, a record key or partition field, which "
+                        "every group carries already; drop it from the group (and order no group by it)")
             if col in seen:
-                raise bad(f"column {col!r} is in groups {seen[col]!r} and {g.name!r}; a column has one owner")
+                return (f"column {col!r} is in groups {seen[col]!r} and {g.name!r} (a group's ordering field "
+                        "is in its group); a column belongs to one group: drop it from the other")
             if col in shared:
-                raise bad(f"ordering field {col!r} is shared by several groups, so no group may list it")
+                return (f"ordering field {col!r} is shared by several groups, so no group may list it; "
+                        f"drop it from group {g.name!r}")
             seen[col] = g.name
-    ungrouped = [n for n in c.data_columns if n not in seen and n not in shared]
+    ungrouped = [n for n in data if n not in seen and n not in shared]
     if ungrouped:
-        raise bad(f"columns {ungrouped} belong to no column group; add each to exactly one group")
+        return (f"column(s) {ungrouped} belong to no column group, and every data column belongs to exactly "
+                "one; add each to one group's columns")
+    return None
+
+
+def _group_of(c: TableConfig, column: str) -> str | None:
+    return next((g.name for g in c.column_groups if column in g.columns), None)
 
 
 def normalize_groups(groups: Sequence[ColumnGroup]) -> tuple[ColumnGroup, ...]:

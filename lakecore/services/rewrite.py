@@ -124,7 +124,7 @@ def schema_as_of_plan(store: TimelineStore, timeline: Timeline, config: TableCon
     """The config with the table schema recorded before P: it covers every column of the planned
     files even when the caller's config is stale."""
     recorded = store.latest_schema(timeline.as_of(plan_instant))
-    return config.with_schema(schema_from_json(recorded)) if recorded else config
+    return config.with_committed_schema(schema_from_json(recorded)) if recorded else config
 
 
 def resume(storage: Storage, store: TimelineStore, config: TableConfig, instant_time: str, action: Action,

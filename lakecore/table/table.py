@@ -18,6 +18,7 @@ from lakecore.concurrency import (
     Lock,
     TableLock,
     check_lock,
+    ensure_held,
     lock_for_spec,
     rollback_write,
     spec_of,
@@ -157,12 +158,27 @@ class Table:
         """Open the table at `uri` with the lock its table.json records. An explicit `lock` (a lock, or a
         LockSpec whose ZooKeeper path may be left out) must be that lock: else LockProviderMismatch."""
         storage = open_storage(uri, storage_options)
-        config = _read_config(storage)
-        store = TimelineStore(storage)
-        current = store.latest_schema(store.load())  # the schema evolves through commits
-        if current:
-            config = config.with_schema(schema_from_json(current))
-        return cls(storage, config, lock=lock, options=options)
+        return cls(storage, _current_config(storage), lock=lock, options=options)
+
+    def add_columns(self, columns: pa.Schema | Sequence[pa.Field], *, groups: Mapping[str, str] | None = None,
+                    timeout: float | None = None) -> pa.Schema:
+        """Add nullable columns to the table without a write (rows written before read them as null). On a
+        column-group table `groups` names each new column's group (column -> group name): it joins that
+        group, whose writers carry it from then on; a column never changes group. A column the table has
+        with the same type is left as it is. Recorded in table.json under the table lock; writers that
+        opened the table before see the columns when they open it again. Returns the table's schema."""
+        fields = list(columns)
+        self.lock.acquire(timeout)
+        try:
+            current = _current_config(self.storage)
+            evolved = current.with_added_columns(fields, dict(groups or {}))
+            if evolved != current:
+                ensure_held(self.lock, "adding columns to table.json")
+                self.storage.write(CONFIG_PATH, evolved.dumps())
+        finally:
+            self.lock.release()
+        self.config = evolved
+        return evolved.schema
 
     def set_lock_provider(self, lock: Lock | LockSpec, *, timeout: float | None = None) -> LockSpec:
         """Record another lock provider in table.json, holding the table's current lock and the new one,
@@ -238,7 +254,10 @@ class Table:
                               table_schema=self.config.schema)
         committed = self._store.metadata(result.instant).schema
         if committed:
-            self.config = self.config.with_schema(schema_from_json(committed))
+            schema = schema_from_json(committed)
+            # a column-group table that gained columns meanwhile: their groups are in table.json
+            stale = self.config.column_groups and not set(schema.names) <= set(self.config.schema.names)
+            self.config = (_read_config(self.storage) if stale else self.config).with_committed_schema(schema)
         return result
 
     def rollback(self, instant_time: str, *, dry_run: bool = True, force: bool = False,
@@ -416,6 +435,15 @@ class Table:
 
 def _read_config(storage: Storage) -> TableConfig:
     return _parse_config(storage, _config_bytes(storage))
+
+
+def _current_config(storage: Storage) -> TableConfig:
+    """table.json with the schema the newest write committed (the schema evolves through commits; columns
+    added with add_columns are in table.json until a write commits them too)."""
+    config = _read_config(storage)
+    store = TimelineStore(storage)
+    committed = store.latest_schema(store.load())
+    return config.with_committed_schema(schema_from_json(committed)) if committed else config
 
 
 _parsed_configs: dict[str, tuple[bytes, TableConfig]] = {}  # the last table.json parsed, per table

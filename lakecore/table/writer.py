@@ -41,7 +41,14 @@ from lakecore.concurrency.locks import lock_times
 from lakecore.concurrency.schema_conflict import complete_writer_schema
 from lakecore.concurrency.writers import Registration, WriterRegistry, launch_info, writer_info
 from lakecore.config import TableConfig
-from lakecore.errors import EarlyConflict, InvalidInstantState, ServiceRunning, WriteAborted, WriteConflict
+from lakecore.errors import (
+    EarlyConflict,
+    InvalidInstantState,
+    SchemaConflict,
+    ServiceRunning,
+    WriteAborted,
+    WriteConflict,
+)
 from lakecore.services import (
     ArchivalPolicy,
     CleanPending,
@@ -187,7 +194,8 @@ def _in_table_schema(txn: WriteTransaction) -> WriteTransaction:
     full = complete_writer_schema(txn.schema_at_start, txn.config.schema)
     if full.names == txn.config.schema.names:
         return txn
-    return replace(txn, config=txn.config.with_schema(full))
+    # a column-group table's columns each need their group, which only a fresh config knows
+    return replace(txn, config=txn.config.with_committed_schema(full))
 
 
 class WriteJob:
@@ -224,8 +232,13 @@ class WriteJob:
         for insert_overwrite, the partition paths its input touches (the ones it replaces)."""
         options = options or WriterOptions()
         need_view = config.table_type == "copy_on_write" or operation == "bulk_insert"
-        txn = _in_table_schema(begin_write(storage, config, lock, operation, need_view=need_view,
-                                           table_schema=table_schema, partitions=partitions))
+        txn = begin_write(storage, config, lock, operation, need_view=need_view, table_schema=table_schema,
+                          partitions=partitions)
+        try:
+            txn = _in_table_schema(txn)
+        except SchemaConflict:
+            _abandon(storage, lock, txn)
+            raise
         job = cls(txn, lock, options, extra)
         job.heartbeat.start()
         try:

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from lakeoperator.build.driver_pod import PodSettings, build_service_pod, build_writer_pod, child_name
 from lakeoperator.launch import Launcher
 from lakeoperator.plan.service import ServiceAction, plan_service
-from lakeoperator.plan.table import TableAction, plan_table
+from lakeoperator.plan.table import TableAction, TablePlan, columns_to_add, plan_table
 from lakeoperator.plan.writer import Action, WriterPhase, classify_change, observe_pod, plan_writer
 from lakeoperator.specs import (
     LakeTableSpec,
@@ -117,17 +117,20 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
         status = table_status(ref, plan, old, now)
         return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
     info = None
+    added: list[str] = []
     if error is None:
         try:
             if plan.action == TableAction.CREATE:
                 _create_table(ref, spec, options)
+            elif plan.action == TableAction.EVOLVE:
+                added = _add_columns(spec, plan, options)
             info = _table_info(spec, options)
         except Exception as exc:
             error = _storage_error(spec, exc)
     status = table_status(ref, plan, old, now, info=info, error=error, location=spec.location)
     events = (("Warning", "StorageError", error),) if error else \
         (("Normal", "Created", f"created table at {spec.location}"),) if plan.action == TableAction.CREATE \
-        else ()
+        else (("Normal", "Evolved", f"added column(s) {', '.join(added)} to the table"),) if added else ()
     return Outcome(status, requeue_after=30.0 if error else 60.0, events=events)
 
 
@@ -172,6 +175,18 @@ def _create_table(ref: ObjectRef, spec: LakeTableSpec, options: dict[str, Any] |
                  buckets=spec.buckets, concurrency_mode=spec.concurrency.mode,
                  tombstone_retention_hours=spec.tombstone_retention_hours, name=ref.name, lock=lock,
                  storage_options=options)
+
+
+def _add_columns(spec: LakeTableSpec, plan: TablePlan, options: dict[str, Any] | None = None) -> list[str]:
+    """Add the spec's new columns to the table (each into its column group); their names."""
+    from lakecore import Table
+    from lakecore.config import schema_from_json
+
+    columns, groups = columns_to_add(plan)
+    if columns:
+        table = Table.open(spec.location, storage_options=options)
+        table.add_columns(schema_from_json(columns), groups=groups)
+    return [c["name"] for c in columns]
 
 
 def _table_info(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> TableInfo:

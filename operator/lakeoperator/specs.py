@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from croniter import croniter
 
+from lakecore.config import ColumnGroup, column_group_problem
 from sparkjobs.contract import OPERATIONS, PUBLIC_STORAGE_OPTIONS, SERVICES
 
 PAUSED_ANNOTATION = "weir.dev/paused"
@@ -405,6 +406,11 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
     if ordering_field is not None and groups:
         raise SpecError(f.at("columnGroups"), "and orderingField are exclusive: one ordering field for the "
                         "table, or one per column group; drop one")
+    problem = column_group_problem(names, record_key, partition_fields,
+                                   [ColumnGroup(g.name, g.columns, g.ordering_field) for g in groups]) \
+        if groups else None
+    if problem:  # as lakecore checks a table (the CRD's rules say the same where an API server runs them)
+        raise SpecError(f.at("columnGroups"), problem)
     table_type = f.enum("tableType", TableType, "merge_on_read")
     concurrency = _parse_concurrency(f.sub("concurrency", ("mode", "earlyDetection")))
     lock = _parse_lock(f.sub("lock", ("provider", "zookeeper")))

@@ -72,6 +72,14 @@ def evaluate(kind: str, schema: Mapping[str, Any], new: Any, old: Any = None) ->
     return out
 
 
+def evaluate_default(schema: Mapping[str, Any]) -> list[Outcome]:
+    """The rules of a node and of the nodes under it on the node's `default`, as the API server checks a
+    CRD's defaults: the value as written (its nested defaults NOT applied), as both self and oldSelf."""
+    out: list[Outcome] = []
+    _walk("default", schema, schema["default"], schema["default"], "", "", out)
+    return out
+
+
 def violations(outcomes: list[Outcome]) -> list[Outcome]:
     return [o for o in outcomes if not o.passed]
 

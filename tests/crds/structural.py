@@ -4,7 +4,8 @@ The structural-schema rules Kubernetes enforces on create: every node typed, `it
 `properties` and `additionalProperties` not together, no `$ref`, no `uniqueItems: true`, no
 `additionalProperties: false`, the root's `metadata` only `type: object` (not even a description),
 `required` names declared properties, list-type maps keyed by required or defaulted fields,
-defaults valid against their own node, transition rules only where old and new values can be
+defaults valid against their own node and its rules (as written: the API server does not apply nested
+defaults to a default before it checks it), transition rules only where old and new values can be
 correlated (no atomic/set list above them). Weir adds: a description on every node, no free-form
 nodes, rules that call only functions Kubernetes offers, and size bounds (maxItems, maxProperties,
 maxLength) on everything in spec, so the API server's CEL cost estimate stays within its limits.
@@ -19,6 +20,7 @@ from typing import Any
 import celpy
 
 from lakeoperator.crd_schema import apply_defaults, validation_errors
+from tests.crds.cel import evaluate_default
 
 KEYWORDS = frozenset({
     "type", "format", "description", "title", "default", "example", "externalDocs", "enum", "nullable",
@@ -147,6 +149,10 @@ def _node(s: Mapping[str, Any], path: str, out: list[str], *, in_spec: bool, cor
         errors = validation_errors(s, apply_defaults(s, s["default"]))
         if errors:
             out.append(f"{where}: default {s['default']!r} is invalid: {errors}")
+        failed = [o.rule.message for o in evaluate_default(s) if not o.passed]
+        if failed:
+            out.append(f"{where}: default {s['default']!r} fails {failed}: the API server checks a default "
+                       "as written, without its nested defaults; spell out the fields the rules read")
     if in_spec:
         bounds = {"array": "maxItems", "string": "maxLength"}
         bound = bounds.get(str(kind)) or ("maxProperties" if "additionalProperties" in s else None)

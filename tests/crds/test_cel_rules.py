@@ -38,6 +38,18 @@ GROUPED: dict[str, Any] = {
                      {"name": "gb", "orderingField": "b_ts", "columns": ["b"]}],
 }
 COLS = BASE["LakeTable"]["schema"]
+GROUP_A, GROUP_B = GROUPED["columnGroups"]
+NOTE = {"name": "note", "type": "string"}
+
+
+def groups(a: list[str], b: list[str], *, extra: tuple[dict[str, Any], ...] = (), a_order: str = "a_ts",
+           b_order: str = "b_ts") -> dict[str, Any]:
+    """GROUPED with ga listing `a` and gb listing `b` (ordered by a_order, b_order), schema + `extra`."""
+    return {"schema": [*GROUPED["schema"], *extra],
+            "columnGroups": [{"name": "ga", "orderingField": a_order, "columns": a},
+                             {"name": "gb", "orderingField": b_order, "columns": b}]}
+
+
 ZK = {"provider": "zookeeper", "zookeeper": {"connect": "zk:2181/weir"}}
 
 
@@ -99,11 +111,39 @@ CASES = [
     table("column groups", GROUPED),
     table("column groups and an ordering field", GROUPED, {"orderingField": "a_ts"},
           violates=("set orderingField (one event-time order",)),
-    table("group ordering field not in the schema",
-          _merge(GROUPED, {"columnGroups": [{"name": "ga", "orderingField": "zz", "columns": ["a"]}]}),
+    table("group ordering field not in the schema", groups(["a", "a_ts"], ["b"], a_order="zz"),
           violates=("every column group's orderingField must be a column",)),
+    table("a group listing its own ordering field", groups(["a", "a_ts"], ["b"])),
+    table("an ordering field two groups share, in no group",
+          groups(["a", "a_ts"], ["b", "b_ts"], extra=({"name": "ts", "type": "int64"},), a_order="ts",
+                 b_order="ts")),
+    table("an ordering field two groups share, listed by one",
+          groups(["a", "a_ts", "ts"], ["b", "b_ts"], extra=({"name": "ts", "type": "int64"},), a_order="ts",
+                 b_order="ts"),
+          violates=("a column group lists another group's orderingField",)),
+    table("a group listing a column not in the schema", groups(["a", "zz"], ["b"]),
+          violates=("a column group lists a column that is not in schema",)),
+    table("a group listing the record key", groups(["a", "id"], ["b"]),
+          violates=("a column group lists a recordKey or partitionFields column",)),
+    table("a group listing a partition field",
+          groups(["a"], ["b", "day"], extra=({"name": "day", "type": "date32"},)),
+          {"partitionFields": ["day"]},
+          violates=("a column group lists a recordKey or partitionFields column",)),
+    table("a column in two groups", groups(["a"], ["b", "a"]),
+          violates=("a column is listed in two column groups",)),
+    table("a group listing another group's ordering field", groups(["a"], ["b", "a_ts"]),
+          violates=("a column group lists another group's orderingField",)),
+    table("a data column in no group", groups(["a"], ["b"], extra=(NOTE,)),
+          violates=("a data column (a schema column not in recordKey or partitionFields) is in no",)),
+    table("a partition field in no group",
+          groups(["a"], ["b"], extra=({"name": "day", "type": "date32"},)), {"partitionFields": ["day"]}),
+    table("a group ordered by the record key", groups(["a", "a_ts"], ["b"], a_order="id"),
+          violates=("a column group's own orderingField belongs to the group",)),
+    table("groups sharing the record key as ordering field", groups(["a", "a_ts"], ["b", "b_ts"],
+                                                                     a_order="id", b_order="id")),
     table("group name with a double underscore",
-          _merge(GROUPED, {"columnGroups": [{"name": "g__a", "orderingField": "a_ts", "columns": ["a"]}]}),
+          _merge(GROUPED, {"columnGroups": [{"name": "g__a", "orderingField": "a_ts", "columns": ["a"]},
+                                             GROUP_B]}),
           violates=("a column group name must not contain",)),
     table("record key not in the schema", {"recordKey": ["nope"]},
           violates=("every recordKey column must be a column",)),
@@ -166,17 +206,37 @@ CASES = [
     table("ordering field removed", old=({"orderingField": "ts"},), violates=("orderingField is immutable",)),
     table("column groups added", GROUPED, old=({"schema": GROUPED["schema"]},),
           violates=("columnGroups are immutable",)),
-    table("a column group removed", _merge(GROUPED, {"columnGroups": GROUPED["columnGroups"][:1]}),
-          old=(GROUPED,), violates=("columnGroups are immutable",)),
+    table("a column group removed", _merge(GROUPED, {"columnGroups": [GROUP_A]}), old=(GROUPED,),
+          violates=("columnGroups are immutable",
+                    "a data column (a schema column not in recordKey or partitionFields) is in no")),
     table("a column group renamed",
-          _merge(GROUPED, {"columnGroups": [GROUPED["columnGroups"][0],
+          _merge(GROUPED, {"columnGroups": [GROUP_A,
                                              {"name": "gc", "orderingField": "b_ts", "columns": ["b"]}]}),
           old=(GROUPED,), violates=("columnGroups are immutable",)),
     table("a column group's ordering field changed",
-          _merge(GROUPED, {"columnGroups": [GROUPED["columnGroups"][0],
-                                             {"name": "gb", "orderingField": "a_ts", "columns": ["b"]}]}),
+          _merge(GROUPED, {"columnGroups": [
+              GROUP_A, {"name": "gb", "orderingField": "a_ts", "columns": ["b", "b_ts"]}]}),
           old=(GROUPED,), violates=("a column group's orderingField is immutable",)),
     table("lock changed to zookeeper", {"lock": ZK}, old=()),
+    # -- LakeTable: column groups of an existing table --------------------------------------------
+    table("a nullable column added to a group", groups(["a", "note"], ["b"], extra=(NOTE,)), old=(GROUPED,)),
+    table("a nullable column added in no group", groups(["a"], ["b"], extra=(NOTE,)), old=(GROUPED,),
+          violates=("a data column (a schema column not in recordKey or partitionFields) is in no",)),
+    table("a non-nullable column added to a group",
+          groups(["a", "note"], ["b"], extra=({**NOTE, "nullable": False},)), old=(GROUPED,),
+          violates=("a column added after creation must be nullable",)),
+    table("a column moved to another group", groups(["note"], ["b", "a"], extra=(NOTE,)),
+          old=(groups(["a", "note"], ["b"], extra=(NOTE,)),),
+          violates=("a column never leaves its column group",)),
+    table("a column dropped from its group", groups(["a"], ["b"], extra=(NOTE,)),
+          old=(groups(["a", "note"], ["b"], extra=(NOTE,)),),
+          violates=("a column never leaves its column group",
+                    "a data column (a schema column not in recordKey or partitionFields) is in no")),
+    table("a column dropped from its group and the schema", groups(["a"], ["b"]),
+          old=(groups(["a", "note"], ["b"], extra=(NOTE,)),),
+          violates=("a column never leaves its column group", "columns cannot be removed from schema")),
+    table("a group's own ordering field no longer listed", groups(["a"], ["b"]),
+          old=(groups(["a", "a_ts"], ["b"]),)),
     # -- LakeWriter -----------------------------------------------------------------------------
     writer("minimal"),
     writer("streaming with an interval", {"mode": "streaming", "trigger": {"intervalSeconds": 5}}),
@@ -248,6 +308,11 @@ def test_rule_verdicts(case: Case) -> None:
     assert [o for o in outcomes if o.error] == []
     rejected = sorted({o.rule.message for o in outcomes if not o.passed})
     assert rejected == sorted({_rule_named(case.kind, part).message for part in case.violates})
+
+
+def test_a_column_listed_twice_in_one_group_is_refused_by_the_schema() -> None:
+    twice = body("LakeTable", groups(["a", "a"], ["b"]))
+    assert any("duplicate" in e.lower() for e in validation_errors(schema("LakeTable"), twice))
 
 
 def test_transition_rules_do_not_run_on_create() -> None:

@@ -53,6 +53,7 @@ BROKEN: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = {
     "a node without a description": ("buckets", lambda n: n.pop("description")),
     "properties with additionalProperties": ("", lambda n: n.update(additionalProperties={"type": "string"})),
     "a default that breaks its own schema": ("buckets", lambda n: n.update(default=0)),
+    "a default that fails a rule unless its nested defaults apply": ("lock", lambda n: n.update(default={})),
     "a transition rule under an atomic list": (
         "recordKey.items", lambda n: n.update({RULES: [{"rule": "self == oldSelf", "message": "m"}]})),
     "an unbounded string in spec": ("location", lambda n: n.pop("maxLength")),

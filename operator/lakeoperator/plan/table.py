@@ -2,7 +2,12 @@
 
 Owns: `desired_config` (a LakeTableSpec in table.json's shape, the part a spec decides), `compare_config`
 (desired vs the config lakecore reports for an existing table -> mismatches, each evolvable or refused),
-`plan_table`, `refused_changes` (a spec update that changes identity fields), `deletion_action`.
+`plan_table`, `columns_to_add` (what an evolution adds, and to which column groups), `refused_changes` (a
+spec update that changes identity fields), `deletion_action`.
+
+Schema evolution: a new column is nullable; on a column-group table the spec lists it in one group's
+columns in the same edit (specs.py refuses a column in no group, as lakecore does). Groups never change
+otherwise: a column never leaves its group nor joins one it was not in.
 
 Must not: import lakecore or touch storage: the handler reads table.json with lakecore's read-side API and
 passes it in as a plain dict (`TableConfig.to_json()`), and carries out the plan.
@@ -28,7 +33,7 @@ COMPARED_KEYS = ("table_type", "record_key", "partition_fields", "ordering_field
 class TableAction(enum.StrEnum):
     CREATE = "create"    # no table at spec.location: create it from desired_config
     ADOPT = "adopt"      # a table is there and matches: manage it as it is
-    EVOLVE = "evolve"    # it matches but for evolvable mismatches: add the columns / set the lock
+    EVOLVE = "evolve"    # it matches but for evolvable mismatches: add the columns (to their groups) / lock
     REFUSE = "refuse"    # it differs in what cannot change: touch nothing, report the mismatches
 
 
@@ -92,7 +97,9 @@ def compare_config(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> t
     out: list[Mismatch] = []
     for key in COMPARED_KEYS:
         if key == "schema":
-            out += _compare_schema(desired["schema"], observed.get("schema") or [])
+            out += _compare_schema(desired["schema"], observed.get("schema") or [], desired["column_groups"])
+        elif key == "column_groups" and desired.get(key) and observed.get(key):
+            out += _compare_groups(desired[key], observed[key], observed.get("schema") or [])
         elif key == "lock":
             if not _same_lock(desired["lock"], observed.get("lock") or {"provider": "storage"}):
                 out.append(Mismatch("lock", desired["lock"], observed.get("lock"), "evolvable",
@@ -131,8 +138,35 @@ def _same_lock(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
     return desired.get("path") is None or desired.get("path") == observed.get("path")
 
 
-def _compare_schema(desired: list[Mapping[str, Any]], observed: list[Mapping[str, Any]]) -> list[Mismatch]:
+def _compare_groups(desired: list[Mapping[str, Any]], observed: list[Mapping[str, Any]],
+                    observed_schema: list[Mapping[str, Any]]) -> list[Mismatch]:
+    """The same groups (names, ordering fields) owning the same columns of the table; a group may list
+    columns new to the table (added with the schema)."""
+    shape = {g["name"]: g["ordering_field"] for g in desired}
+    if shape != {g["name"]: g["ordering_field"] for g in observed}:
+        return [Mismatch("column_groups", desired, observed, "refused", "the table at this location has "
+                         f"column_groups {observed!r}, the spec {desired!r}, and groups cannot change; fix "
+                         "the spec to match, or point spec.location at a new table")]
+    existing = {c["name"] for c in observed_schema}
+    wanted = {g["name"]: set(g["columns"]) for g in desired}
     out = []
+    for g in observed:
+        name, have = g["name"], set(g["columns"])
+        out += [Mismatch(f"column_groups.{name}", sorted(wanted[name]), sorted(have), "refused",
+                         f"column {c!r} is in column group {name!r} in the table but not in the spec, and a "
+                         "column never leaves its group; put it back in that group's columns")
+                for c in sorted(have - wanted[name])]
+        out += [Mismatch(f"column_groups.{name}", sorted(wanted[name]), sorted(have), "refused",
+                         f"column {c!r} of the table is in column group {name!r} in the spec but not in the "
+                         "table, and a column never joins another group; take it out of that group")
+                for c in sorted(wanted[name] - have) if c in existing]
+    return out
+
+
+def _compare_schema(desired: list[Mapping[str, Any]], observed: list[Mapping[str, Any]],
+                    groups: list[Mapping[str, Any]]) -> list[Mismatch]:
+    out = []
+    group_of = {c: g["name"] for g in groups for c in g["columns"]}
     have = {c["name"]: c for c in observed}
     want = {c["name"]: c for c in desired}
     for name, col in have.items():
@@ -144,8 +178,9 @@ def _compare_schema(desired: list[Mapping[str, Any]], observed: list[Mapping[str
         old = have.get(name)
         if old is None:
             if col.get("nullable", True):
+                into = f" to column group {group_of[name]!r}" if name in group_of else ""
                 out.append(Mismatch(f"schema.{name}", col, None, "evolvable",
-                                    f"column {name!r} is new: the operator adds it (nullable)"))
+                                    f"column {name!r} is new: the operator adds it (nullable){into}"))
             else:
                 out.append(Mismatch(f"schema.{name}", col, None, "refused", f"new column {name!r} is not "
                                     "nullable, and existing rows have no value for it; make it nullable"))
@@ -176,18 +211,28 @@ def plan_table(spec: LakeTableSpec, observed_config: Mapping[str, Any] | None) -
     return TablePlan(TableAction.EVOLVE if mismatches else TableAction.ADOPT, mismatches, desired)
 
 
-# spec fields that name the table's identity: never changed by an update
-IMMUTABLE = ("location", "record_key", "partition_fields", "table_type", "buckets", "ordering_field",
-             "column_groups")
+def columns_to_add(plan: TablePlan) -> tuple[list[Mapping[str, Any]], dict[str, str]]:
+    """The columns an EVOLVE plan adds (table.json's form) and the column group each joins (by name)."""
+    added = [m.desired for m in plan.mismatches
+             if m.field.startswith("schema.") and m.observed is None and m.severity == "evolvable"]
+    names = {c["name"] for c in added}
+    groups = {c: g["name"] for g in (plan.desired or {}).get("column_groups", ()) for c in g["columns"]
+              if c in names}
+    return added, groups
+
+
+# spec fields that name the table's identity: never changed by an update (column groups: see above)
+IMMUTABLE = ("location", "record_key", "partition_fields", "table_type", "buckets", "ordering_field")
 
 
 def refused_changes(old: LakeTableSpec, new: LakeTableSpec) -> tuple[str, ...]:
     """Why an update of a LakeTable's spec cannot be applied (empty: it can). Columns may be added
-    (nullable), never removed or retyped; the identity fields never change."""
+    (nullable, each into a column group on a column-group table), never removed or retyped; the identity
+    fields never change."""
     reasons = [f"spec.{_camel(name)} is immutable; revert it (a different table needs a new LakeTable)"
                for name in IMMUTABLE if getattr(old, name) != getattr(new, name)]
     reasons += [m.message for m in compare_config(desired_config(new), desired_config(old))
-                if m.field.startswith("schema.") and m.severity == "refused"]
+                if m.field.startswith(("schema.", "column_groups")) and m.severity == "refused"]
     return tuple(reasons)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from lakeoperator.plan.table import (
     TableAction,
+    columns_to_add,
     deletion_action,
     desired_config,
     plan_table,
@@ -131,3 +132,37 @@ def test_spec_updates_of_identity_fields_are_refused(change: dict[str, Any], ref
 def test_deletion_deletes_data_only_when_asked_and_managed(policy: str, managed: bool, action: str) -> None:
     ref = ObjectRef("lake", "orders", "u", 1, managed=managed)
     assert deletion_action(table(deletionPolicy=policy), ref) == action
+
+
+GROUPED = {"schema": [{"name": "id", "type": "int64", "nullable": False}, {"name": "a", "type": "string"},
+                      {"name": "a_ts", "type": "int64"}, {"name": "b", "type": "string"},
+                      {"name": "b_ts", "type": "int64"}],
+           "partitionFields": [],
+           "columnGroups": [{"name": "ga", "orderingField": "a_ts", "columns": ["a"]},
+                            {"name": "gb", "orderingField": "b_ts", "columns": ["b"]}]}
+NOTE = {"name": "note", "type": "string"}
+
+
+def grouped(a: list[str], b: list[str], *extra: dict[str, Any]) -> LakeTableSpec:
+    return table(**{**GROUPED, "schema": [*GROUPED["schema"], *extra],
+                    "columnGroups": [{"name": "ga", "orderingField": "a_ts", "columns": a},
+                                     {"name": "gb", "orderingField": "b_ts", "columns": b}]})
+
+
+def test_a_new_column_joins_its_group_and_an_evolution_adds_it_there() -> None:
+    new = grouped(["a", "note"], ["b"], NOTE)
+    assert refused_changes(grouped(["a"], ["b"]), new) == ()
+    plan = plan_table(new, desired_config(grouped(["a"], ["b"])))
+    assert plan.action is TableAction.EVOLVE
+    assert [m.message for m in plan.mismatches] == [
+        "column 'note' is new: the operator adds it (nullable) to column group 'ga'"]
+    assert columns_to_add(plan) == ([{"name": "note", "nullable": True, "type": "string"}], {"note": "ga"})
+
+
+def test_a_column_never_leaves_its_group_nor_joins_another() -> None:
+    reasons = refused_changes(grouped(["a", "note"], ["b"], NOTE), grouped(["a"], ["b", "note"], NOTE))
+    assert reasons == (
+        "column 'note' is in column group 'ga' in the table but not in the spec, and a column never leaves "
+        "its group; put it back in that group's columns",
+        "column 'note' of the table is in column group 'gb' in the spec but not in the table, and a column "
+        "never joins another group; take it out of that group")
