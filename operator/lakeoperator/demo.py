@@ -55,7 +55,8 @@ from lakecore import Table
 from lakecore.cli.timeline_html import write_timeline_html
 from lakecore.timeline.metadata import writer_of as committed_writer
 from lakeoperator.launch.zookeeper import ZooKeeperServer, zookeeper_missing_reason
-from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, load_manifests, local_settings, rows
+from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, local_settings, rows
+from lakeoperator.manifests import load_manifests
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "demo"
 SCENARIOS = ("stitch", "delete")
