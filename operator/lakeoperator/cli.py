@@ -84,8 +84,8 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
                    "waiting": [{"kind": v.kind, "namespace": v.namespace, "name": v.name,
                                 "standing": v.standing.value, "reason": v.reason, "message": v.message}
                                for v in verdicts if v.standing in WAITS_FOR_A_CHANGE]})
-    if interrupted:
-        raise typer.Exit(130)
+    if interrupted:   # the way to end --follow; a run stopped before it was over is not a success
+        raise typer.Exit(0 if follow else 130)
     origins = {key: f"{o.file}:{o.line}" for key, o in loaded.origins.items()}
     if not done and timeout and not follow:
         going = ", ".join(v.label for v in verdicts if v.standing == Standing.GOING)

@@ -6,24 +6,10 @@ it is. No Spark runs here: none of these writers can submit a driver."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from typer.testing import CliRunner
+from tests.lakeoperator.local_run import TABLE, weir_run
 
-from lakeoperator.cli import app
-
-TABLE = """apiVersion: weir.dev/v1alpha1
-kind: LakeTable
-metadata:
-  name: people
-spec:
-  location: lake/people
-  schema:
-    - {name: id, type: int64}
-    - {name: name, type: string}
-  recordKey: [id]
-"""
 WRITER = """apiVersion: weir.dev/v1alpha1
 kind: LakeWriter
 metadata:
@@ -37,16 +23,7 @@ TIMEOUT = "20"   # a run that never ends (what these folders did) fails the test
 
 
 def run(work: Path, *files: tuple[str, str]) -> tuple[int, str, str]:
-    (work / "m").mkdir()
-    for name, text in files:
-        (work / "m" / name).write_text(text)
-    before = Path.cwd()
-    os.chdir(work)
-    try:
-        result = CliRunner().invoke(app, ["run", "-f", "m", "--timeout", TIMEOUT])
-    finally:
-        os.chdir(before)
-    return result.exit_code, result.stdout, result.stderr
+    return weir_run(work, dict(files), "--timeout", TIMEOUT)
 
 
 def writer(name: str, table: str = "people", extra: str = SOURCE) -> str:

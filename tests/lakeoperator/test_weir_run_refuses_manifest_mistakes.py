@@ -6,42 +6,11 @@ column and what is expected; the exit code is 1 and no state directory is writte
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from lakeoperator.cli import app
-
-TABLE = """apiVersion: weir.dev/v1alpha1
-kind: LakeTable
-metadata:
-  name: people
-spec:
-  location: lake/people
-  schema:
-    - {name: id, type: int64}
-  recordKey: [id]
-"""
-
-
-def run(work: Path, *args: str) -> tuple[int, str, str]:
-    before = Path.cwd()
-    os.chdir(work)
-    try:
-        result = CliRunner().invoke(app, ["run", "-f", "m", *args])
-    finally:
-        os.chdir(before)
-    return result.exit_code, result.stdout, result.stderr
-
-
-def folder(tmp_path: Path, **files: str) -> Path:
-    (tmp_path / "m").mkdir()
-    for name, text in files.items():
-        (tmp_path / "m" / name).write_text(text)
-    return tmp_path
-
+from tests.lakeoperator.local_run import TABLE, weir_run
 
 MISTAKES = [
     pytest.param(TABLE.replace("kind: LakeTable", "kind: LakeTabel"),
@@ -58,7 +27,7 @@ MISTAKES = [
                  'm/a.yaml:2:7: document 1: no matches for kind "LakeTabel" in version "v1" (did you mean '
                  "LakeTable?)", id="misspelled kind in another group"),
     pytest.param(TABLE.replace("    - {name: id, type: int64}", "    - {name: id, type: int64"),
-                 "m/a.yaml:9:12: document 1 is not valid YAML: expected ',' or '}', but got ':' (while "
+                 "m/a.yaml:9:7: document 1 is not valid YAML: expected ',' or '}', but got '{' (while "
                  "parsing a flow mapping from line 8); fix the file; nothing was applied",
                  id="yaml syntax"),
     pytest.param("- a\n- list\n", "m/a.yaml:1: document 1 is a list, not a Kubernetes object",
@@ -69,7 +38,7 @@ MISTAKES = [
     pytest.param(TABLE.replace("  name: people\n", "  labels: {}\n"),
                  "m/a.yaml:4:3: document 1: LakeTable has no metadata.name; give it one", id="no name"),
     pytest.param(f"{TABLE}---\n{TABLE}",
-                 "m/a.yaml:11: document 2: LakeTable default/people is already defined at m/a.yaml:1: "
+                 "m/a.yaml:12: document 2: LakeTable default/people is already defined at m/a.yaml:1: "
                  "document 1; define each object once", id="twice"),
 ]
 
@@ -77,8 +46,8 @@ MISTAKES = [
 @pytest.mark.parametrize(("text", "expected"), MISTAKES)
 def test_a_manifest_mistake_is_one_line_and_nothing_is_applied(tmp_path: Path, text: str,
                                                                expected: str) -> None:
-    work = folder(tmp_path, **{"a.yaml": text})
-    code, out, err = run(work)
+    work = tmp_path
+    code, out, err = weir_run(work, {"a.yaml": text})
     assert code == 1, out + err
     assert err.startswith(f"error: {expected}"), err
     assert err.count("\n") == 1 and "unexpected" not in err and "report it" not in err
@@ -86,9 +55,9 @@ def test_a_manifest_mistake_is_one_line_and_nothing_is_applied(tmp_path: Path, t
 
 
 def test_every_mistake_of_a_folder_is_listed_and_none_applied(tmp_path: Path) -> None:
-    work = folder(tmp_path, **{"a.yaml": TABLE.replace("LakeTable", "LakeWritr"),
-                               "b.yaml": "kind: [unclosed\n", "c.yaml": TABLE})
-    code, _, err = run(work)
+    work = tmp_path
+    code, _, err = weir_run(work, {"a.yaml": TABLE.replace("LakeTable", "LakeWritr"),
+                                   "b.yaml": "kind: [unclosed\n", "c.yaml": TABLE})
     assert code == 1
     lines = err.splitlines()
     assert lines[0] == "error: 2 mistakes in the manifests of m; nothing was applied:", err
@@ -100,8 +69,7 @@ def test_every_mistake_of_a_folder_is_listed_and_none_applied(tmp_path: Path) ->
 def test_objects_of_other_apis_are_skipped_with_a_note(tmp_path: Path) -> None:
     other = ("apiVersion: v1\nkind: Secret\nmetadata: {name: s3-credentials}\n---\n"
              "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n")
-    work = folder(tmp_path, **{"a.yaml": TABLE, "b.yaml": other})
-    code, out, err = run(work)
+    code, out, err = weir_run(tmp_path, {"a.yaml": TABLE, "b.yaml": other})
     assert code == 0, out + err
     assert "note: m/b.yaml:1: document 1: Secret s3-credentials (v1) skipped: weir run runs only Weir's " \
            "objects, this one is for the cluster; a Secret the Weir objects refer to is read from " \
@@ -111,8 +79,7 @@ def test_objects_of_other_apis_are_skipped_with_a_note(tmp_path: Path) -> None:
 
 
 def test_a_folder_without_weir_objects_is_refused(tmp_path: Path) -> None:
-    work = folder(tmp_path, **{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
-    code, _, err = run(work)
+    code, _, err = weir_run(tmp_path, {"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
     assert code == 1
     assert "error: m holds no LakeTable, LakeWriter or TableService (weir.dev/v1alpha1); nothing to " \
            "run" in err
