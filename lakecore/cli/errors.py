@@ -2,8 +2,9 @@
 
 Pure: an exception (and the table URI the command was given) in, the line out. lakecore errors
 already end with a remedy; the expected OS and Arrow errors (a missing or unreadable file, a data
-file of the table that is gone or damaged) get one here. Anything else is a bug: the line says to
-rerun with --debug for the traceback.
+file of the table that is gone or damaged) get one here; a `CommandError` (what other packages' commands
+raise for their users' mistakes: a manifest, a run that cannot finish) is printed as it is worded.
+Anything else is a bug: the line says to rerun with --debug for the traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import LakecoreError
+
+
+class CommandError(Exception):
+    """A command cannot do what it was asked, worded for its user: each line of the message says what is
+    wrong and what to do (several lines when there are several mistakes)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,8 @@ def describe(exc: BaseException, uri: str | None = None) -> CliError:
         "`weir table check URI` lists what is missing or damaged"
     if isinstance(exc, LakecoreError):
         return CliError(kind, with_table(one_line(str(exc)), uri), exc.retryable)
+    if isinstance(exc, CommandError):
+        return CliError(kind, "\n".join(line.rstrip() for line in str(exc).splitlines() if line.strip()))
     if isinstance(exc, PermissionError):
         where = exc.filename or _first_line(exc)
         return CliError(kind, f"permission denied: {where}; give this user access to it (read for "

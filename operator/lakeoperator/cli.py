@@ -1,8 +1,9 @@
 """The `weir` command: lakecore's table commands, the local launcher (`run`, `get`, `describe`) and
 `weir operator` (lakeoperator.main: the operator on a cluster), and `weir demo` (lakeoperator.demo).
 
-`weir run -f DIR` reconciles the manifests in DIR on this machine (lakeoperator.local) until every
-batch writer is done; `weir get [KIND] [NAME]` and `weir describe KIND NAME` show the status it keeps,
+`weir run -f DIR` reconciles the manifests in DIR on this machine (lakeoperator.local) until nothing is
+going any more (every batch writer done, the rest waiting for a change to a manifest: run_verdict.py);
+`weir get [KIND] [NAME]` and `weir describe KIND NAME` show the status it keeps,
 as kubectl would for the same resources on a cluster. The commands share lakecore's error handling:
 one line with a remedy, `--debug` for the traceback.
 """
@@ -16,18 +17,20 @@ from typing import Annotated
 import typer
 from rich.table import Table as RichTable
 
-from lakecore.cli.main import app, emit_json, friendly, out
+from lakecore.cli.main import app, emit_json, err, friendly, out
 from lakeoperator.local import (
     LocalLauncher,
     ManifestError,
     Runner,
     StateDir,
     apply,
-    load_manifests,
     local_settings,
     resolve_kind,
+    row,
     rows,
 )
+from lakeoperator.manifests import read_manifests
+from lakeoperator.run_verdict import WAITS_FOR_A_CHANGE, RunFailed, Standing, closing_error, progress_lines
 
 DEFAULT_STATE = ".weir-run"
 StateOpt = Annotated[str, typer.Option("--state", help="Where `weir run` keeps status, pods and logs.")]
@@ -36,44 +39,61 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 
 @app.command("run")
 @friendly
-def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directory of manifests.")],
+def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directory (or file) of manifests.")],
         state: StateOpt = DEFAULT_STATE,
         follow: Annotated[bool, typer.Option(help="Keep going after every batch writer is done.")] = False,
         timeout: Annotated[float, typer.Option(help="Give up after this many seconds (0: never).")] = 0.0,
         secrets_dir: Annotated[str | None, typer.Option(help="Secrets as DIR/<secret>/<key> files.")] = None,
         as_json: JsonOpt = False) -> None:
     """Run the LakeTables, LakeWriters and TableServices of a directory on this machine: tables created,
-    writers' and services' Spark jobs run as local processes, status kept in --state."""
+    writers' and services' Spark jobs run as local processes, status kept in --state. Ends when nothing
+    is going any more: exit 0 when every resource got where its spec says, 1 naming each one that cannot
+    go on until its manifest changes (an invalid spec, a missing table, a failed writer)."""
     from datetime import UTC, datetime
 
-    manifests = load_manifests(directory)
+    loaded = read_manifests(directory)   # every mistake refused before anything is applied
+    for note in loaded.notes:
+        err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
     store = StateDir(state)
-    apply(store, manifests, datetime.now(UTC))
+    apply(store, list(loaded.resources), datetime.now(UTC))
     settings, substitute, env = local_settings()
     launcher = LocalLauncher(Path(state) / "pods-state", secrets_dir=secrets_dir, substitute=substitute,
                              base_env=env)
     runner = Runner(store, launcher, settings)
-    seen: dict[tuple[str, str, str], str] = {}
+    seen: dict[tuple[str, str, str], list[str]] = {}
 
     def progress() -> None:
-        for row in rows(store):
-            key = (row["kind"], row["namespace"], row["name"])
-            line = f"{row['kind']}/{row['name']}: {row['phase']} {row['detail']}".rstrip()
-            if seen.get(key) != line and not as_json:
-                out.print(line)
-            seen[key] = line
+        for r in store.all():
+            shown = row(r)
+            lines = progress_lines(f"{r.kind}/{r.key[2]}", shown["phase"], shown["detail"], r.body)
+            if seen.get(r.key) != lines and not as_json:
+                for line in lines:
+                    out.print(line, soft_wrap=True, markup=False, highlight=False)
+            seen[r.key] = lines
 
+    interrupted = False
     try:
         done = runner.run(until_done=not follow, timeout_s=timeout or None, on_step=progress)
     except KeyboardInterrupt:
-        done = False
+        done, interrupted = False, True
     finally:
         launcher.close()
+    verdicts = runner.verdicts()
     if as_json:
-        emit_json({"done": done, "resources": list(rows(store))})
+        emit_json({"done": done, "resources": list(rows(store)),
+                   "waiting": [{"kind": v.kind, "namespace": v.namespace, "name": v.name,
+                                "standing": v.standing.value, "reason": v.reason, "message": v.message}
+                               for v in verdicts if v.standing in WAITS_FOR_A_CHANGE]})
+    if interrupted:   # the way to end --follow; a run stopped before it was over is not a success
+        raise typer.Exit(0 if follow else 130)
+    origins = {key: f"{o.file}:{o.line}" for key, o in loaded.origins.items()}
     if not done and timeout and not follow:
-        raise ManifestError(f"not done after {timeout:g}s; `weir get --state {state}` shows where each "
-                            "resource is, `weir describe` why")
+        going = ", ".join(v.label for v in verdicts if v.standing == Standing.GOING)
+        raise RunFailed(f"not done after {timeout:g}s ({going} still going); `weir get --state {state}` "
+                        "shows where each resource is, `weir describe` why")
+    closing = closing_error(verdicts, origins)
+    if closing is not None:
+        raise RunFailed(closing)
 
 
 KindArg = Annotated[str | None, typer.Argument(help="laketable|lt, lakewriter|lw, tableservice|lts")]

@@ -1,6 +1,7 @@
 """`make demo` (`weir demo [DIR]`, `python -m lakeoperator.demo [DIR]`): the seed scenarios of
 `examples/demo/` run on the local launcher — the same reconcile core, supervisor and local driver
-processes as `weir run` — with progress on the terminal, then what came out.
+processes as `weir run` — with progress on the terminal (demo_progress.py: phases, commits, each writer's
+stage while its driver starts and writes, a line at least every 10 s), then what came out.
 
 1. `stitch`: three streaming LakeWriters fill the column groups of one wide table under non-blocking
    concurrency (partial updates, events out of order), then a compaction TableService runs after their
@@ -27,7 +28,8 @@ ZooKeeper when it can: with Java and the Debian package's jar, a ZooKeeper serve
 locks, writer registry and abort flags; otherwise (or with --storage-lock) the storage lock, and the
 demo says so. Everything
 stays in the work directory (a temporary one unless DIR is given) for `weir get` / `weir describe` /
-`weir table ...`; the last lines print those commands.
+`weir table ...`; the last lines print those commands, as they run from where the demo was started
+(the virtualenv's weir: `.venv/bin/weir` under `make demo`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -53,9 +56,10 @@ from rich.table import Table as RichTable
 
 from lakecore import Table
 from lakecore.cli.timeline_html import write_timeline_html
-from lakecore.timeline.metadata import writer_of as committed_writer
+from lakeoperator.demo_progress import CONFLICT_EVENTS, Progress, writer_of
 from lakeoperator.launch.zookeeper import ZooKeeperServer, zookeeper_missing_reason
-from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, load_manifests, local_settings, rows
+from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, local_settings
+from lakeoperator.manifests import load_manifests
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "demo"
 SCENARIOS = ("stitch", "delete")
@@ -64,7 +68,6 @@ STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "regio
 SITES = ("eu-paris", "eu-berlin", "eu-madrid", "us-austin", "us-boston", "ap-tokyo")
 FIRMWARE = ("1.3.0", "1.4.2", "1.5.0")
 STEP_S = 0.2   # at most this long between two reconcile steps (each scans the tables once)
-CONFLICT_EVENTS = ("ConflictLost", "ConflictWon", "ConflictVoid", "LoserStopped", "BackingOff")
 
 
 @dataclass(frozen=True)
@@ -168,75 +171,6 @@ def erasure_request(work: Path, first: pa.Table, size: Size) -> set[int]:
     ids = sorted(present) + list(archived)
     pq.write_table(pa.table({"order_id": pa.array(ids, pa.int64())}), folder / "request.parquet")
     return present
-
-
-# -- progress ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Progress:
-    """Prints what changes: each resource's phase, each table's commits, each conflict decision, the
-    writers' Events about conflicts and restarts."""
-
-    console: Console
-    state: StateDir
-    tables: dict[str, str] = field(default_factory=dict)           # LakeTable name -> location
-    _phases: dict[tuple[str, str], str] = field(default_factory=dict)
-    _commits: dict[str, int] = field(default_factory=dict)
-    _conflicts: dict[str, str] = field(default_factory=dict)
-    _events: dict[str, int] = field(default_factory=dict)
-    started: float = field(default_factory=time.monotonic)
-
-    def say(self, text: str) -> None:
-        self.console.print(f"[dim]{time.monotonic() - self.started:6.1f}s[/dim] {text}")
-
-    def update(self) -> None:
-        for row in rows(self.state):
-            key = (row["kind"], row["name"])
-            detail = "" if row["kind"] == "LakeTable" else row["detail"]   # its commits are shown below
-            line = f"{row['phase']} {detail}".rstrip()
-            if self._phases.get(key) != line:
-                self._phases[key] = line
-                self.say(f"{row['kind']}/[bold]{row['name']}[/bold]: {line}")
-        for name, location in self.tables.items():
-            self._new_commits(name, location)
-        for r in self.state.all("LakeWriter"):
-            name = r.key[2]
-            conflict = (r.body.get("status") or {}).get("lastConflict") or {}
-            if conflict.get("role") == "Lost" and self._conflicts.get(name) != conflict.get("instant"):
-                self._conflicts[name] = str(conflict.get("instant"))
-                self.say("[bold red]conflict decided from outside[/bold red]: "
-                         f"{describe_conflict(name, conflict)}")
-            events = r.events or []
-            for e in events[self._events.get(name, 0):]:
-                if e["reason"] in CONFLICT_EVENTS or e["type"] == "Warning":
-                    self.say(f"  event {name}: [yellow]{e['reason']}[/yellow] {e['message']}")
-            self._events[name] = len(events)
-
-    def _new_commits(self, name: str, location: str) -> None:
-        try:
-            table = Table.open(location)
-            completed = table.timeline().completed
-        except Exception:  # not created yet
-            return
-        for inst in completed[self._commits.get(name, 0):]:
-            meta = table.commit_metadata(inst)
-            self.say(f"  {name}: {inst.action} {inst.requested_time} [green]committed[/green] "
-                     f"{meta.operation} {meta.records} records by {writer_of(meta.extra)}")
-        self._commits[name] = len(completed)
-
-
-def writer_of(extra: Any) -> str:
-    """Who made a commit (lakecore's reading of its extra fields); services name no writer."""
-    return committed_writer(extra or {}) or "a table service"
-
-
-def describe_conflict(name: str, c: dict[str, Any]) -> str:
-    groups = ", ".join(f"{g}" for g in c.get("fileGroups") or [])
-    by = f" by {c['otherWriter']}" if c.get("otherWriter") else " (completed)"
-    return (f"loser {name} (write {c.get('instant')}, submission {c.get('submission')}, "
-            f"{c.get('bytesWritten', 0):,} bytes written) — winner write {c.get('other')}{by}; "
-            f"file groups {groups}; decided by {c.get('decidedBy')}")
 
 
 # -- the scenarios -------------------------------------------------------------------------------
@@ -513,14 +447,29 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
     console.rule("[bold]Look around[/bold]")
     for p in pictures:
         console.print(f"timeline picture: {p}\n  open it: xdg-open {p}   (or: chromium {p})")
-    console.print(f"weir get --state {state.path}")
-    console.print(f"weir describe lw orders-erase --state {state.path}")
-    for location in progress.tables.values():
-        console.print(f"weir table read {location}   weir table describe {location}   "
-                      f"weir table timeline {location}")
+    weir = weir_command()
+    commands = [f"{weir} get --state {state.path}", f"{weir} describe lw orders-erase --state {state.path}",
+                *(f"{weir} table {verb} {location}" for location in progress.tables.values()
+                  for verb in ("read", "describe", "timeline"))]
+    for command in commands:
+        console.print(command, soft_wrap=True, markup=False, highlight=False)
     console.print(f"logs of the Spark drivers: {state.path / 'pods-state' / 'logs'}")
     console.print(f"[bold]{'All checks passed' if ok else 'Some checks FAILED'}[/bold]")
     return ok
+
+
+def weir_command(cwd: Path | None = None) -> str:
+    """`weir` as a shell started where the demo was runs it: the one beside this interpreter (the
+    virtualenv's: `make demo` prints .venv/bin/weir), relative to `cwd` when it lies under it; plain
+    `weir` when that is the one PATH finds, or when there is none beside the interpreter."""
+    beside = Path(sys.executable).parent / "weir"
+    found = shutil.which("weir")
+    if not beside.exists() or (found is not None and Path(found).resolve() == beside.resolve()):
+        return "weir"
+    try:
+        return str(beside.relative_to(cwd or Path.cwd()))
+    except ValueError:
+        return str(beside)
 
 
 def report(console: Console, scenario: Stitch | Delete, state: StateDir) -> bool:

@@ -1,11 +1,11 @@
 """`weir run -f DIR`: the operator's reconcile core over manifests on disk, with no Kubernetes.
 
-Reads every LakeTable, LakeWriter and TableService in the YAML files of a directory, reconciles them
+Takes the LakeTables, LakeWriters and TableServices manifests.py read from a directory, reconciles them
 with the same core the kopf handlers use (reconcile.py), launches their Spark jobs as local processes
 (launch/local.py) and keeps what `kubectl` would show — status, the spec each writer runs, Events — in
 a state directory, one JSON file per resource, so `weir get` / `weir describe` read it and a restarted
 `weir run` carries on where the last one stopped. Relative paths in the manifests are relative to the
-directory `weir run` is started in.
+directory `weir run` is started in. The loop ends when nothing is going any more (run_verdict.py).
 
 Must not hold decisions of its own: what to do is the planners'; this module only loops, persists and
 reports.
@@ -25,10 +25,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lakeoperator.build.driver_pod import PodSettings, child_name
 from lakeoperator.launch.local import LocalLauncher
+from lakeoperator.manifests import KINDS, ManifestError
 from lakeoperator.reconcile import (
     Outcome,
     conflict_winner_running,
@@ -36,6 +35,7 @@ from lakeoperator.reconcile import (
     reconcile_table,
     reconcile_writer,
 )
+from lakeoperator.run_verdict import Verdict, judge_all, over
 from lakeoperator.specs import SpecError
 from lakeoperator.status import ended_attempts, lost_conflict
 from lakeoperator.supervise import (
@@ -56,16 +56,11 @@ from lakeoperator.supervise import (
     zookeeper_abort_flag as _zookeeper_abort_flag,
 )
 
-KINDS = ("LakeTable", "LakeWriter", "TableService")
 SHORT = {"lt": "LakeTable", "laketable": "LakeTable", "laketables": "LakeTable", "lw": "LakeWriter",
          "lakewriter": "LakeWriter", "lakewriters": "LakeWriter", "lts": "TableService",
          "tableservice": "TableService", "tableservices": "TableService"}
 EVENTS_KEPT = 50
 IMAGE_JOBS_DIR = "/opt/weir/sparkjobs"
-
-
-class ManifestError(ValueError):
-    """A manifest file cannot be read as Weir resources."""
 
 
 @dataclass
@@ -82,29 +77,6 @@ class Resource:
     def key(self) -> tuple[str, str, str]:
         meta = self.body["metadata"]
         return self.kind, str(meta.get("namespace") or "default"), str(meta["name"])
-
-
-def load_manifests(directory: str | Path) -> list[dict[str, Any]]:
-    """Every Weir resource in the *.yaml / *.yml files of `directory` (sorted by file name)."""
-    found = []
-    files = sorted([*Path(directory).glob("*.yaml"), *Path(directory).glob("*.yml")])
-    if not files:
-        raise ManifestError(f"no *.yaml files in {directory}; point -f at a directory of LakeTable, "
-                            "LakeWriter and TableService manifests (e.g. crds/examples/local)")
-    for path in files:
-        try:
-            docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-        except yaml.YAMLError as exc:
-            raise ManifestError(f"{path} is not valid YAML ({exc}); fix the file") from None
-        for doc in docs:
-            if not isinstance(doc, dict) or doc.get("kind") not in KINDS:
-                continue  # other kinds (Secrets, ConfigMaps) are the cluster's business
-            if doc.get("apiVersion") != "weir.dev/v1alpha1" or not (doc.get("metadata") or {}).get("name"):
-                raise ManifestError(f"{path}: a {doc.get('kind')} needs apiVersion weir.dev/v1alpha1 and "
-                                    "metadata.name; fix the manifest")
-            doc["metadata"].setdefault("namespace", "default")
-            found.append(doc)
-    return found
 
 
 class StateDir:
@@ -291,7 +263,8 @@ class Runner:
                                          abort_flag=_zookeeper_abort_flag)
 
     def step(self) -> tuple[bool, float]:
-        """Reconcile every resource once. Returns (all batch work done, seconds until the next step)."""
+        """Reconcile every resource once. Returns (nothing is going any more: every resource is done,
+        paused, or waits for a change to a manifest; seconds until the next step)."""
         now = self.clock()
         tables = {(r.key[1], r.key[2]): r for r in self.state.all("LakeTable")}
         waits: list[float] = []
@@ -319,10 +292,11 @@ class Runner:
         if self.supervisor is not None:
             self.supervisor.run_once()
         self._refresh_tables()
-        writers_done = all(_writer_done(r.body) for r in self.state.all("LakeWriter"))
-        services_idle = all(not (r.body.get("status") or {}).get("activeRun")
-                            for r in self.state.all("TableService"))
-        return writers_done and services_idle, min([1.0, *waits])
+        return over(self.verdicts()), min([1.0, *waits])
+
+    def verdicts(self) -> list[Verdict]:
+        """Where each resource stands (run_verdict.py): the run is over when none is going."""
+        return judge_all(r.body for r in self.state.all())
 
     def _watch(self, r: Resource) -> None:
         """Supervise a Ready table (its ZooKeeper credentials, if any, are this process's environment)."""
@@ -368,8 +342,9 @@ class Runner:
 
     def run(self, *, until_done: bool = True, timeout_s: float | None = None,
             on_step: Callable[[], None] | None = None) -> bool:
-        """Loop until every batch writer has finished and no service run is active (or forever without
-        `until_done`), or the timeout. True when done."""
+        """Loop until nothing is going any more (every batch writer has finished, no service run is active,
+        the rest waits for a change to its manifest: `verdicts()` says which), or forever without
+        `until_done`, or the timeout. True when over."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             done, wait = self.step()
@@ -394,32 +369,27 @@ def _source_location(body: dict[str, Any], tables: dict[tuple[str, str], Resourc
     return str((t.body.get("spec") or {}).get("location")) if t else None
 
 
-def _writer_done(body: dict[str, Any]) -> bool:
-    phase = (body.get("status") or {}).get("phase")
-    streaming = (body.get("spec") or {}).get("mode") == "streaming"
-    available_now = bool(((body.get("spec") or {}).get("trigger") or {}).get("availableNow"))
-    if streaming and not available_now:
-        return True  # runs until stopped: it does not hold `weir run` open
-    return phase in ("Succeeded", "Failed", "Aborted", "Suspended")
-
-
 def rows(state: StateDir, kind: str | None = None, name: str | None = None) -> Iterator[dict[str, str]]:
     """What `weir get` prints: one row per resource."""
     for r in state.all(kind):
-        if name and r.key[2] != name:
-            continue
-        s = r.body.get("status") or {}
-        spec = r.body.get("spec") or {}
-        if r.kind == "LakeTable":
-            detail = str(s.get("latestInstant") or "")
-        elif r.kind == "LakeWriter":
-            detail = f"attempts={(s.get('attempts') or {}).get('total', 0)}"
-        else:
-            detail = str((s.get("lastRun") or {}).get("outcome") or "")
-        yield {"kind": r.kind, "namespace": r.key[1], "name": r.key[2],
-               "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled") or "Pending"),
-               "table": str((spec.get("tableRef") or {}).get("name") or spec.get("location") or ""),
-               "detail": detail}
+        if not name or r.key[2] == name:
+            yield row(r)
+
+
+def row(r: Resource) -> dict[str, str]:
+    """One resource's row of `weir get` (and of `weir run`'s progress)."""
+    s = r.body.get("status") or {}
+    spec = r.body.get("spec") or {}
+    if r.kind == "LakeTable":
+        detail = str(s.get("latestInstant") or "")
+    elif r.kind == "LakeWriter":
+        detail = f"attempts={(s.get('attempts') or {}).get('total', 0)}"
+    else:
+        detail = str((s.get("lastRun") or {}).get("outcome") or "")
+    return {"kind": r.kind, "namespace": r.key[1], "name": r.key[2],
+            "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled") or "Pending"),
+            "table": str((spec.get("tableRef") or {}).get("name") or spec.get("location") or ""),
+            "detail": detail}
 
 
 def resolve_kind(text: str | None) -> str | None:

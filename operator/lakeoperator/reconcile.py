@@ -79,7 +79,11 @@ def _admit(body: Mapping[str, Any], now: datetime, parse: Callable[[Mapping[str,
             if table_body is None:
                 raise SpecError("tableRef.name", f"no LakeTable {table_ref(spec)!r} in namespace "
                                 f"{ref.namespace}; create it, or fix the reference")
-            table = parse_lake_table(table_body)
+            try:
+                table = parse_lake_table(table_body)
+            except SpecError as exc:   # the table's mistake, reported as such: fixing the table fixes this
+                raise SpecError("tableRef.name", f"LakeTable {table_ref(spec)!r} has an invalid spec "
+                                f"({exc}); fix the LakeTable") from None
     except SpecError as exc:
         return _invalid(ref, exc, old, now, applied)
     return ref, spec, table

@@ -2,12 +2,16 @@
 on the local launcher with its own ZooKeeper, and what it leaves in DIR is right: the stitched table is
 the join of each stream's latest values (and was compacted), the long delete lost a conflict decided
 from outside, was restarted and succeeded, the erased orders are gone and every other ingested order is
-there, and the timeline picture was written. Every Weir object of examples/demo parses."""
+there, and the timeline picture was written. Its progress never goes quiet while drivers start and write
+(each writer's stage, its commits with their rows, a line at least every HEARTBEAT_S), and the commands
+it prints at the end run as printed. Every Weir object of examples/demo parses."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +22,8 @@ import pytest
 import yaml
 
 from lakecore import Table
+from lakeoperator.demo import weir_command
+from lakeoperator.demo_progress import HEARTBEAT_S
 from lakeoperator.specs import parse_lake_table, parse_lake_writer, parse_table_service
 from tests.support.fixtures import require_spark, require_zookeeper
 
@@ -27,19 +33,23 @@ STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "regio
            "status": ("firmware", "healthy")}
 
 
+def environment(home: Path) -> dict[str, str]:
+    return {**os.environ, "HOME": str(home), "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_spark()
     require_zookeeper()
     work = tmp_path_factory.mktemp("demo")
     home = tmp_path_factory.mktemp("home")
-    env = {**os.environ, "HOME": str(home), "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+    env = environment(home)
     log = work / "demo.log"
     with open(log, "w") as out:
         demo = subprocess.Popen([sys.executable, "-m", "lakeoperator.demo", str(work), "--size", "small"],
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
+                                env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)   # as make runs it
         try:
             code = demo.wait(timeout=420)
         except subprocess.TimeoutExpired:
@@ -112,6 +122,46 @@ def test_the_delete_is_stopped_from_outside_restarted_and_the_data_ends_right(de
 def test_the_demo_writes_the_timeline_picture(demo: Path) -> None:
     picture = demo / "timeline-orders.html"
     assert picture.exists() and picture.stat().st_size > 0
+
+
+def progress_lines(output: str) -> list[tuple[float, str]]:
+    """(seconds since start, text) of every progress line, from the progress rule to the outcome rule."""
+    part = output[output.index(" progress "):output.index(" outcome ")]
+    return [(float(m.group(1)), m.group(2)) for m in re.finditer(r"^\s*(\d+\.\d)s (.*)$", part, flags=re.M)]
+
+
+@pytest.mark.spark
+@pytest.mark.zookeeper
+@pytest.mark.slow
+def test_the_progress_never_goes_quiet_and_says_each_writers_stage(demo: Path) -> None:
+    lines = progress_lines((demo / "demo.log").read_text())
+    times = [t for t, _ in lines]
+    quiet = [(a, b) for a, b in itertools.pairwise(lines) if b[0] - a[0] >= HEARTBEAT_S + 10]
+    assert times and not quiet, quiet   # a step itself may take seconds on a loaded machine
+    text = "\n".join(x for _, x in lines)
+    for stream in STREAMS:
+        writer = f"devices-{stream}"
+        assert f"{writer}: Spark driver starting" in text, text
+        assert re.search(rf"{writer}: (write \d{{17}} begun|writing \d{{17}}: \d+ file group)", text), text
+        assert re.search(rf"devices: deltacommit \d{{17}} committed upsert \d+ records by default/{writer}",
+                         text), text
+    assert "still at work: " in text
+
+
+@pytest.mark.spark
+@pytest.mark.zookeeper
+@pytest.mark.slow
+def test_the_commands_it_prints_run_as_printed(demo: Path, tmp_path: Path) -> None:
+    output = (demo / "demo.log").read_text()
+    after = output[output.index("Look around"):].splitlines()
+    commands = [line for line in after if line.split(" ", 1)[0].endswith("weir")]
+    assert len(commands) == 8, after
+    weir = weir_command(ROOT)   # under make: .venv/bin/weir, the weir beside the interpreter
+    assert all(line.startswith(f"{weir} ") for line in commands), commands
+    for command in commands:
+        ran = subprocess.run(["bash", "-c", command], cwd=ROOT, env=environment(tmp_path),
+                             capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0 and ran.stdout, (command, ran.stdout[-2000:], ran.stderr[-2000:])
 
 
 def test_every_weir_object_of_examples_demo_parses() -> None:

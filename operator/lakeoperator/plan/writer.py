@@ -312,9 +312,7 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
         if o.lost_conflict and cause != Cause.SUCCESS:
             cause = Cause.CONFLICT   # stopped from outside: however it ended, it lost a conflict
         ended = _ended(spec, o, now, cause, d.exit_code, d.started_at, _exit_reason(cause, d),
-                       f"the driver ended with exit code {d.exit_code}"
-                       + (f" ({d.reason})" if d.reason else ""),
-                       delete=False, adopt=adopt)
+                       driver_ended(d), delete=False, adopt=adopt)
         found = reported_conflict(d.message) if cause == Cause.CONFLICT and not o.lost_conflict else None
         return replace(ended, conflict=found) if found is not None else ended
     if d.phase == "Unknown":    # the kubelet stopped reporting: the node is gone or cut off
@@ -362,6 +360,27 @@ def job_outcome(message: str | None) -> dict[str, Any] | None:
     except ValueError:
         return None
     return outcome if isinstance(outcome, dict) else None
+
+
+ERROR_CHARS = 1000   # of a job's error quoted in status and Events (an Event's message is kept short)
+
+
+def job_error(message: str | None) -> str | None:
+    """The job's own error from a driver's termination message (what it could not do and what to do:
+    the column, the count), on one line and cut to ERROR_CHARS; None when the outcome names none."""
+    outcome = job_outcome(message)
+    error = outcome.get("error") if outcome is not None else None
+    if not isinstance(error, str) or not error.strip():
+        return None
+    text = " ".join(error.split())
+    return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS - 1] + "…"
+
+
+def driver_ended(d: DriverObservation) -> str:
+    """How an attempt's driver ended: its exit code and, from its termination message, the job's error."""
+    said = f"the driver ended with exit code {d.exit_code}" + (f" ({d.reason})" if d.reason else "")
+    error = job_error(d.message)
+    return f"{said}: {error}" if error else said
 
 
 def reported_conflict(message: str | None) -> dict[str, Any] | None:
@@ -434,8 +453,8 @@ def _ended(spec: LakeWriterSpec, o: WriterObserved, now: datetime, cause: Cause,
             return retry(attempts, 0)
         return replace(base, phase=WriterPhase.SUCCEEDED)
     if cause == Cause.BAD_INPUT:
-        return replace(base, message=f"{message}: the input or the table's configuration is wrong, and "
-                       "retrying does not help; fix it, then change spec.restartNonce")
+        return replace(base, message=f"{message}; the input or the table's configuration is wrong and "
+                       "retrying does not help: fix it, then change spec.restartNonce")
     if policy.type == "Never":
         if cause == Cause.CONFLICT:
             return replace(base, phase=WriterPhase.ABORTED, message=f"{message}: lost a write conflict "

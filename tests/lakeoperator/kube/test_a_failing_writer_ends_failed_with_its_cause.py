@@ -2,7 +2,8 @@
 a driver whose image never pulls does not stay Submitted — after startTimeoutSeconds its pod is deleted
 and the attempt counts as an infrastructure failure; once maxInfraRestarts is spent the writer is
 Failed. A batch writer whose input is bad (a null record key: the job exits 2) is Failed at once,
-never retried; a new restartNonce after fixing the input runs it again and it succeeds."""
+never retried, its status and Event saying the job's own error (the column, the count: the driver's
+termination message); a new restartNonce after fixing the input runs it again and it succeeds."""
 
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ def test_bad_input_fails_at_once_and_a_new_nonce_runs_the_fixed_input(cluster: C
     history = failed["status"]["history"]
     assert [(h["cause"], h["exitCode"]) for h in history] == [("badInput", 2)]
     assert failed["status"]["attempts"]["total"] == 1   # never retried
+    cause = "SchemaMismatch: column 'id' is declared non-nullable but has 1 nulls; fill them before writing"
+    ready = next(c for c in failed["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] == "BadInput" and cause in ready["message"], ready
+    assert any(e["reason"] == "BadInput" and cause in e["message"] for e in cluster.events("orders-load"))
     assert Table.open(str(cluster.work / "lake" / "orders")).read().num_rows == 0
 
     pq.write_table(pa.table({"id": [1, 2], "amount": [1, 2], "ts": [1, 1]}, schema=SCHEMA),

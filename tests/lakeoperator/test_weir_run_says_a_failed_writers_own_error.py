@@ -1,0 +1,86 @@
+"""A writer whose input is bad ends Failed/BadInput with the job's own error — the column, the count, what
+to do — from its driver's termination message, on the terminal, in its status and in its Event (not only
+in the driver's log); `weir run` lets the good writer finish first, then ends 1 naming each writer that
+cannot go on: a null record key, a column of the wrong type, and a spec without a source."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lakecore import Table
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+NULL_KEY = "NullKey: 2 row(s) have a null record key 'id'; every row needs one: drop or fill them"
+WRONG_TYPE = "SchemaMismatch: column 'ts' has type string but the table stores int64; cast it to int64 " \
+             "before writing"
+REMEDY = "the input or the table's configuration is wrong and retrying does not help: fix it, then change " \
+         "spec.restartNonce"
+TABLE = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": {"name": "people"},
+         "spec": {"location": "lake/people", "recordKey": ["id"], "orderingField": "ts", "buckets": 1,
+                  "schema": [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"},
+                             {"name": "ts", "type": "int64"}]}}
+
+
+def writer(name: str, source: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {"tableRef": {"name": "people"}, "mode": "batch",
+                            "spark": {"mode": "local", "localCores": 1, "driver": {"memory": "512m"}}}
+    if source:
+        spec["source"] = {"format": "parquet", "path": f"input/{name}"}
+    return {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeWriter", "metadata": {"name": name}, "spec": spec}
+
+
+def inputs(work: Path) -> None:
+    tables = {"good": pa.table({"id": [1, 2, 3], "name": ["ada", "bo", "cy"], "ts": [1, 1, 1]}),
+              "null-key": pa.table({"id": pa.array([4, None, 5, None], pa.int64()),
+                                    "name": ["d", "e", "f", "g"], "ts": [1, 1, 1, 1]}),
+              "wrong-type": pa.table({"id": [6], "name": ["h"], "ts": ["yesterday"]})}
+    for name, data in tables.items():
+        (work / "input" / name).mkdir(parents=True)
+        pq.write_table(data, work / "input" / name / "part-0.parquet")
+
+
+def status(work: Path, name: str) -> dict[str, Any]:
+    return json.loads((work / ".weir-run" / "resources" / "LakeWriter" / f"default.{name}.json").read_text())
+
+
+def test_bad_input_is_told_by_the_jobs_own_error_and_the_good_writer_finishes(tmp_path: Path) -> None:
+    inputs(tmp_path)
+    (tmp_path / "m").mkdir()
+    writers = [writer(n) for n in ("good", "null-key", "wrong-type")]
+    docs = [TABLE, *writers, writer("no-source", source=False)]
+    (tmp_path / "m" / "all.yaml").write_text("---\n".join(json.dumps(d) + "\n" for d in docs))  # JSON is YAML
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+    ran = subprocess.run([sys.executable, "-c", "from lakeoperator.cli import app; app()", "run", "-f", "m",
+                          "--timeout", "400"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=500)
+    out, err = ran.stdout, ran.stderr
+    assert ran.returncode == 1, out[-3000:] + err[-3000:]
+
+    assert "LakeWriter/good: Succeeded attempts=1" in out
+    written = Table.open(str(tmp_path / "lake" / "people")).read()
+    assert sorted(written.column("id").to_pylist()) == [1, 2, 3]
+    for name, cause in (("null-key", NULL_KEY), ("wrong-type", WRONG_TYPE)):
+        said = f"the driver ended with exit code 2 (Error): {cause}; {REMEDY}"
+        assert f"LakeWriter/{name}: Failed attempts=1\n  BadInput: {said}\n" in out, out
+        assert f"  LakeWriter/{name} (m/all.yaml:" in err and f"BadInput: {said}" in err
+        kept = status(tmp_path, name)
+        conditions = {c["type"]: c for c in kept["body"]["status"]["conditions"]}
+        assert conditions["Ready"]["message"] == said and conditions["Stalled"]["message"] == said
+        event = kept["events"][-1]
+        assert (event["type"], event["reason"], event["message"]) == ("Warning", "BadInput", said)
+    assert "  LakeWriter/no-source (m/all.yaml:" in err
+    assert "InvalidSpec: spec.source: needs exactly one" in err
+    assert err.startswith("error: 3 resources cannot go on until their manifests change (the others ran to "
+                          "completion):"), err
+    assert "LakeWriter/good" not in err
