@@ -16,7 +16,6 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
-import click
 import pyarrow as pa
 import typer
 from rich.console import Console
@@ -79,7 +78,7 @@ def friendly(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own exits and usage errors
             raise
         except Exception as exc:  # the CLI boundary: every failure becomes one line (--debug: traceback)
             fail(exc, uri=kwargs.get("uri"), as_json=bool(kwargs.get("as_json")))
