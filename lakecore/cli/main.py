@@ -24,6 +24,7 @@ from rich.text import Text
 
 from lakecore.cli.errors import describe as describe_error
 from lakecore.cli.io import read_input, read_schema_file, write_output
+from lakecore.cli.logs import show_logs
 from lakecore.config import ColumnGroup, LockSpec, schema_to_json
 from lakecore.errors import InvalidInput
 from lakecore.table import Table
@@ -52,13 +53,16 @@ Debug = Annotated[bool, typer.Option("--debug", help="On failure, print the trac
 
 
 @app.callback()
-def _app_options(debug: Debug = False) -> None:
+def _app_options(ctx: typer.Context, debug: Debug = False) -> None:
     _debug["on"] = debug or os.environ.get("WEIR_DEBUG", "") not in ("", "0")
+    ctx.call_on_close(show_logs(_debug["on"]))
 
 
 @table_app.callback()
-def _table_options(debug: Debug = False) -> None:
-    _debug["on"] = _debug["on"] or debug
+def _table_options(ctx: typer.Context, debug: Debug = False) -> None:
+    if debug and not _debug["on"]:
+        _debug["on"] = True
+        ctx.call_on_close(show_logs(True))
 
 
 def fail(exc: BaseException, *, uri: str | None, as_json: bool) -> NoReturn:

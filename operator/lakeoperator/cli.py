@@ -10,12 +10,14 @@ one line with a remedy, `--debug` for the traceback.
 from __future__ import annotations
 
 import json
+from functools import wraps
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table as RichTable
 
+from lakecore.cli.logs import stop_cli_logging
 from lakecore.cli.main import app, emit_json, friendly, out
 from lakeoperator.local import (
     LocalLauncher,
@@ -134,7 +136,12 @@ def demo(directory: Annotated[str | None, typer.Argument(help="Work directory (d
 def _operator() -> None:
     from lakeoperator.main import operator_command
 
-    app.command("operator")(operator_command)
+    @wraps(operator_command)
+    def operator(*args: Any, **kwargs: Any) -> Any:
+        stop_cli_logging()  # the operator logs every library through kopf's handler (lakeoperator.main)
+        return operator_command(*args, **kwargs)
+
+    app.command("operator")(operator)
 
 
 _operator()
