@@ -223,7 +223,8 @@ class Progress:
         for inst in completed[self._commits.get(name, 0):]:
             meta = table.commit_metadata(inst)
             self.say(f"  {name}: {inst.action} {inst.requested_time} [green]committed[/green] "
-                     f"{meta.operation}, {meta.counts.describe()}, by {writer_of(meta.extra)}")
+                     f"{meta.operation}{f', {meta.counts.describe()}' if meta.write_stats else ''}, by "
+                     f"{writer_of(meta.extra)}")
         self._commits[name] = len(completed)
 
 
