@@ -87,8 +87,8 @@ def run_writer(tmp_path: Path) -> tuple[Path, str]:
 def test_describe_get_and_the_attempts_start_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     state, latest = run_writer(tmp_path)
-    body = json.loads(weir("describe", "lw", "orders-erase", "--namespace", "lake", "--state", str(state), "--json",
-                           cwd=tmp_path))["resource"]
+    body = json.loads(weir("describe", "lw", "orders-erase", "--namespace", "lake", "--state", str(state),
+                           "--json", cwd=tmp_path))["resource"]
     history = body["status"]["history"]
     assert [h["cause"] for h in history] == ["conflict", "success"]
     assert all(h["startedAt"] <= h["finishedAt"] for h in history), history   # the launcher keeps it
