@@ -105,11 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     deleted = table.commit_metadata(cleaned).extra["deleted"] if isinstance(cleaned, Instant) else []
     console.print(f"Cleaned {len(deleted)} superseded log file(s), keeping the latest file slices\n")
 
-    timeline = RichTable("instant", "completed", "action", "records", title="Timeline")
+    timeline = RichTable("instant", "completed", "action", "what it did", title="Timeline")
     for inst in table.timeline().completed:
         meta = table.commit_metadata(inst)
-        count = len(meta.extra.get("deleted", ())) if inst.action == "clean" else meta.records
-        timeline.add_row(inst.requested_time, inst.completion_time or "", inst.action, str(count))
+        did = f"{len(meta.extra.get('deleted', ()))} files deleted" if inst.action == "clean" else \
+            meta.counts.describe()
+        timeline.add_row(inst.requested_time, inst.completion_time or "", inst.action, did)
     console.print(timeline)
 
     show(console, "As of the compaction (time travel to a retained point)",

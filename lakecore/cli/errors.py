@@ -2,9 +2,10 @@
 
 Pure: an exception (and the table URI the command was given) in, the line out. lakecore errors
 already end with a remedy; the expected OS and Arrow errors (a missing or unreadable file, a data
-file of the table that is gone or damaged) get one here; a `CommandError` (what other packages' commands
-raise for their users' mistakes: a manifest, a run that cannot finish) is printed as it is worded.
-Anything else is a bug: the line says to rerun with --debug for the traceback.
+file of the table that is gone or damaged) get one here, and so does a module of an extra that is not
+installed (`EXTRA_OF`: which `pip install 'weir[EXTRA]'` brings it); a `CommandError` (what other
+packages' commands raise for their users' mistakes: a manifest, a run that cannot finish) is printed as
+it is worded. Anything else is a bug: the line says to rerun with --debug for the traceback.
 """
 
 from __future__ import annotations
@@ -33,6 +34,27 @@ class CliError:
         return {"error": {"type": self.kind, "message": self.message, "retryable": self.retryable}}
 
 
+# the optional modules the code imports -> the extra of pyproject.toml that installs them
+EXTRA_OF = {"kazoo": "zookeeper", "s3fs": "s3", "pyspark": "spark", "yaml": "operator",
+            "croniter": "operator", "kopf": "operator", "kubernetes": "operator", "urllib3": "operator",
+            "jsonschema": "operator", "prometheus_client": "operator"}
+
+
+def missing_extra(exc: BaseException) -> tuple[str, str] | None:
+    """(module, extra) when `exc` is, or was raised from, the import of a module an extra installs (fsspec
+    says "Install s3fs to access S3" from the ModuleNotFoundError)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return None
+        if isinstance(seen, ModuleNotFoundError) and seen.name:
+            top = seen.name.split(".")[0]
+            if top in EXTRA_OF:
+                return top, EXTRA_OF[top]
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -59,6 +81,10 @@ def describe(exc: BaseException, uri: str | None = None) -> CliError:
         return CliError(kind, with_table(one_line(str(exc)), uri), exc.retryable)
     if isinstance(exc, CommandError):
         return CliError(kind, "\n".join(line.rstrip() for line in str(exc).splitlines() if line.strip()))
+    if isinstance(exc, ImportError) and (extra := missing_extra(exc)) is not None:
+        module, name = extra
+        return CliError(kind, f"this needs the Python module {module!r}, which weir's `{name}` extra "
+                              f"installs and this installation lacks; install it: pip install 'weir[{name}]'")
     if isinstance(exc, PermissionError):
         where = exc.filename or _first_line(exc)
         return CliError(kind, f"permission denied: {where}; give this user access to it (read for "

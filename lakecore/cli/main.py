@@ -12,19 +12,19 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
-import click
 import pyarrow as pa
 import typer
 from rich.console import Console
-from rich.table import Table as RichTable
 from rich.text import Text
 
 from lakecore.cli.errors import describe as describe_error
 from lakecore.cli.io import read_input, read_schema_file, write_output
+from lakecore.cli.logs import show_logs
+from lakecore.cli.tables import Col, show_table
 from lakecore.config import ColumnGroup, LockSpec, schema_to_json
 from lakecore.errors import InvalidInput
 from lakecore.table import Table
@@ -53,13 +53,16 @@ Debug = Annotated[bool, typer.Option("--debug", help="On failure, print the trac
 
 
 @app.callback()
-def _app_options(debug: Debug = False) -> None:
+def _app_options(ctx: typer.Context, debug: Debug = False) -> None:
     _debug["on"] = debug or os.environ.get("WEIR_DEBUG", "") not in ("", "0")
+    ctx.call_on_close(show_logs(_debug["on"]))
 
 
 @table_app.callback()
-def _table_options(debug: Debug = False) -> None:
-    _debug["on"] = _debug["on"] or debug
+def _table_options(ctx: typer.Context, debug: Debug = False) -> None:
+    if debug and not _debug["on"]:
+        _debug["on"] = True
+        ctx.call_on_close(show_logs(True))
 
 
 def fail(exc: BaseException, *, uri: str | None, as_json: bool) -> NoReturn:
@@ -79,7 +82,7 @@ def friendly(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own exits and usage errors
             raise
         except Exception as exc:  # the CLI boundary: every failure becomes one line (--debug: traceback)
             fail(exc, uri=kwargs.get("uri"), as_json=bool(kwargs.get("as_json")))
@@ -198,11 +201,13 @@ def _write(uri: str, input_file: str, operation: str, as_json: bool) -> None:
     t = Table.open(uri)
     data = read_input(input_file, t.schema)
     result = t.write(data, operation)
+    counts = result.counts
     if as_json:
         emit_json({"instant": result.instant.requested_time, "completed": result.instant.completion_time,
-                   "records": result.records, "file_groups": result.file_groups})
+                   "records": result.records, "rows_written": counts.written,
+                   "delete_keys": counts.delete_keys, "file_groups": result.file_groups})
     else:
-        out.print(f"{operation}: {result.records} records into {result.file_groups} file groups, "
+        out.print(f"{operation}: {counts.describe()} in {result.file_groups} file groups, "
                   f"instant {result.instant.requested_time} completed at {result.instant.completion_time}")
 
 
@@ -278,10 +283,11 @@ def read(uri: Uri,
         write_output(data, guess_format(output), output)
         out.print(f"wrote {data.num_rows} rows to {output}")
         return
-    view = RichTable(*data.column_names, title=f"{t.config.name}: {data.num_rows} rows")
-    for row in data.slice(0, limit).to_pylist():
-        view.add_row(*("" if v is None else str(v) for v in row.values()))
-    out.print(view)
+    keys = {*t.config.record_key, *(c for c in data.column_names if c.startswith("_weir_"))}
+    shown = data.slice(0, limit).to_pylist()
+    show_table(out, [Col(c, "id" if c in keys else "text") for c in data.column_names],
+               [["" if v is None else str(v) for v in row.values()] for row in shown],
+               title=f"{t.config.name}: {data.num_rows} rows")
     if data.num_rows > limit:
         out.print(f"... {data.num_rows - limit} more rows (use --output or --format)")
 
@@ -312,9 +318,12 @@ def timeline(uri: Uri,
         listed = t.archived_instants() + listed
     for i in listed:
         meta = t.commit_metadata(i) if i.is_completed else None
+        counts = meta.counts if meta else None
         rows.append({"instant": i.requested_time, "action": i.action, "state": i.state.name.lower(),
                      "completed": i.completion_time, "operation": meta.operation if meta else None,
                      "records": meta.records if meta else None,
+                     "rows_written": counts.written if counts else None,
+                     "delete_keys": counts.delete_keys if counts else None,
                      "file_groups": len(meta.file_groups) if meta else None})
     if as_json:
         emit_json(rows)
@@ -322,11 +331,25 @@ def timeline(uri: Uri,
     title = f"{t.config.name}: {len(rows)} instants"
     if tl.archived.count and not archived:
         title += f" ({tl.archived.count} older ones archived: --archived lists them)"
-    view = RichTable("instant", "action", "state", "completed", "operation", "records", "file groups",
-                     title=title)
-    for r in rows:
-        view.add_row(*("" if v is None else str(v) for v in r.values()))
-    out.print(view)
+    # narrow: FILE GROUPS goes first, then ACTION (OPERATION, or the action while pending, says more)
+    shown = {"instant": Col("INSTANT", "id"), "action": Col("ACTION", drop=1), "state": Col("STATE"),
+             "completed": Col("COMPLETED", "id"), "operation": Col("OPERATION"),
+             "rows_written": Col("ROWS WRITTEN", "number"), "delete_keys": Col("DELETE KEYS", "number"),
+             "file_groups": Col("FILE GROUPS", "number", drop=2)}
+    show_table(out, list(shown.values()), [_timeline_cells(r, shown) for r in rows], title=title)
+    if any(r["delete_keys"] for r in rows):
+        out.print("DELETE KEYS: the record keys a write deletes; a key whose row the table does not hold "
+                  "deletes nothing", style="dim", highlight=False)
+
+
+def _timeline_cells(row: dict[str, Any], keys: Iterable[str]) -> list[str]:
+    """A timeline row as shown: a pending instant's operation is its action; an instant that wrote no
+    files (a rollback, a clean) shows no counts."""
+    shown = {**row, "operation": row["operation"] or row["action"]}
+    if not row["file_groups"]:
+        shown.update(rows_written=None, delete_keys=None, file_groups=None)
+    return ["" if shown[k] is None else f"{shown[k]:,}" if isinstance(shown[k], int) else str(shown[k])
+            for k in keys]
 
 
 @table_app.command("describe")

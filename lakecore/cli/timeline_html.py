@@ -370,8 +370,10 @@ def _hover(s: Span, now: int) -> str:
         lines.append(f"run by: {s.writer}")
     if s.operation:
         lines.append(f"operation: {s.operation}")
-    if s.records is not None and (s.files or not s.service):
-        lines.append(f"rows written: {s.records}; files: {s.files} in {s.file_groups} file group(s)")
+    if s.counts is not None and (s.files or not s.service):
+        lines.append(f"{s.counts.describe()}; files: {s.files} in {s.file_groups} file group(s)")
+        if s.counts.delete_keys:
+            lines.append("(a delete key whose row the table does not hold deletes nothing)")
     if s.note:
         lines.append(s.note)
     if s.reason:

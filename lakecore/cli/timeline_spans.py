@@ -31,6 +31,7 @@ from lakecore.table import Table
 from lakecore.timeline import (
     CommitMetadata,
     Instant,
+    RowCounts,
     State,
     Timeline,
     TimelineStore,
@@ -64,7 +65,7 @@ class Span:
     completion: str | None = None
     writer: str | None = None
     operation: str | None = None
-    records: int | None = None
+    counts: RowCounts | None = None   # rows written and delete keys (completed writes)
     files: int | None = None
     file_groups: int | None = None
     reason: str | None = None    # why it was aborted or taken back, or why a pending one looks dead
@@ -235,7 +236,7 @@ def _span(store: TimelineStore, table: Table, inst: Instant, meta: CommitMetadat
         stats = meta.write_stats if meta else ()
         return Span(inst.requested_time, inst.action, state, "completed", lane, service, start, end,
                     inst.completion_time, writer, meta.operation if meta else None,
-                    sum(s.records for s in stats) if meta else None, len(stats) if meta else None,
+                    meta.counts if meta else None, len(stats) if meta else None,
                     len(meta.file_groups) if meta else None, note=_note(inst, meta), archived=archived)
     write = is_pending_write(store, inst)
     if write:

@@ -65,7 +65,7 @@ from lakecore.services import (
 )
 from lakecore.services.triggers import Trigger, due
 from lakecore.storage import Storage
-from lakecore.timeline import Instant, Timeline, TimelineStore, WriteStat, now_ms
+from lakecore.timeline import Instant, RowCounts, Timeline, TimelineStore, WriteStat, now_ms
 from lakecore.write import (
     DirectMarkers,
     FileGroupRows,
@@ -131,7 +131,12 @@ class WriteResult:
 
     @property
     def records(self) -> int:
+        """Rows in the files written, deletes included (`counts` names them apart)."""
         return sum(s.records for s in self.stats)
+
+    @property
+    def counts(self) -> RowCounts:
+        return RowCounts.of(self.stats)
 
     @property
     def file_groups(self) -> int:

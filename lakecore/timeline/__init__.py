@@ -8,7 +8,7 @@ from lakecore.timeline.instant_time import (
            parse_point_in_time,
            to_epoch_ms,
 )
-from lakecore.timeline.metadata import CommitMetadata, WriteStat
+from lakecore.timeline.metadata import CommitMetadata, RowCounts, WriteStat
 from lakecore.timeline.overwrite import (
     OVERWRITE_OPERATIONS,
     OverwriteScope,
@@ -21,6 +21,6 @@ from lakecore.timeline.store import TIMELINE_DIR, TimelineStore
 from lakecore.timeline.timeline import Timeline
 
 __all__ = ["ACTIONS", "OVERWRITE_OPERATIONS", "TIMELINE_DIR", "WRITE_ACTIONS", "Action", "CommitMetadata",
-           "Instant", "OverwriteScope", "State", "Timeline", "TimelineStore", "WriteStat", "format_ms",
-           "next_instant_time", "now_ms", "parse_file_name", "parse_point_in_time", "pending_overwrite",
-           "pending_overwrites", "requested_scope", "scope_of", "to_epoch_ms"]
+           "Instant", "OverwriteScope", "RowCounts", "State", "Timeline", "TimelineStore", "WriteStat",
+           "format_ms", "next_instant_time", "now_ms", "parse_file_name", "parse_point_in_time",
+           "pending_overwrite", "pending_overwrites", "requested_scope", "scope_of", "to_epoch_ms"]

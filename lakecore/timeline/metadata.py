@@ -1,15 +1,16 @@
 """What a completed instant records: the files it wrote, the schema, the operation, and (writes since
 issue 9) the table's configuration, so a lost table.json can be recreated from the timeline.
 
-Owns `WriteStat` (one data file written for one file group) and `CommitMetadata` (the JSON body of a
-completed instant file), with strict parsing: a truncated or hand-edited file raises CorruptMetadata
-naming the file, never a KeyError from deep inside a reader.
+Owns `WriteStat` (one data file written for one file group), `RowCounts` (what a write's files hold,
+named for what it is) and `CommitMetadata` (the JSON body of a completed instant file), with strict
+parsing: a truncated or hand-edited file raises CorruptMetadata naming the file, never a KeyError from
+deep inside a reader.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,6 +34,12 @@ class WriteStat:
     def path(self) -> str:
         return f"{self.partition}/{self.file_name}" if self.partition else self.file_name
 
+    @property
+    def rows(self) -> int:
+        """Rows in the file, deletes not counted (a log file's `records` include its deletes, a base
+        file's are its live rows)."""
+        return self.records - self.deletes if self.kind == "log" else self.records
+
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"partition": self.partition, "file_id": self.file_id, "file": self.file_name,
                              "kind": self.kind, "records": self.records, "deletes": self.deletes,
@@ -52,6 +59,29 @@ class WriteStat:
 
 
 @dataclass(frozen=True)
+class RowCounts:
+    """What a write's files hold. `written`: rows in the files written, deletes not counted (a base file
+    holds its file group's rows, those the write left untouched included); `delete_keys`: the record
+    keys the write deletes, as given: a key the table does not hold deletes nothing, so this is not the
+    number of rows erased (which a merge-on-read delete never looks up)."""
+
+    written: int
+    delete_keys: int
+
+    @classmethod
+    def of(cls, stats: Iterable[WriteStat]) -> RowCounts:
+        listed = list(stats)
+        return cls(sum(s.rows for s in listed), sum(s.deletes for s in listed))
+
+    def describe(self) -> str:
+        """`10,000 rows written`, `3,000,300 delete keys`, or both."""
+        said = [f"{self.written:,} rows written"] if self.written or not self.delete_keys else []
+        if self.delete_keys:
+            said.append(f"{self.delete_keys:,} delete keys")
+        return ", ".join(said)
+
+
+@dataclass(frozen=True)
 class CommitMetadata:
     operation: str
     write_stats: tuple[WriteStat, ...] = ()
@@ -67,7 +97,12 @@ class CommitMetadata:
 
     @property
     def records(self) -> int:
+        """Rows in the files written, deletes included (`counts` names them apart)."""
         return sum(s.records for s in self.write_stats)
+
+    @property
+    def counts(self) -> RowCounts:
+        return RowCounts.of(self.write_stats)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"operation": self.operation,

@@ -10,14 +10,15 @@ one line with a remedy, `--debug` for the traceback.
 
 from __future__ import annotations
 
-import json
+from functools import wraps
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.table import Table as RichTable
 
+from lakecore.cli.logs import stop_cli_logging
 from lakecore.cli.main import app, emit_json, err, friendly, out
+from lakecore.cli.tables import Col, show_table
 from lakeoperator.local import (
     LocalLauncher,
     ManifestError,
@@ -31,6 +32,7 @@ from lakeoperator.local import (
 )
 from lakeoperator.manifests import read_manifests
 from lakeoperator.run_verdict import WAITS_FOR_A_CHANGE, RunFailed, Standing, closing_error, progress_lines
+from lakeoperator.views import Fields, Rows, describe_sections, get_sections
 
 DEFAULT_STATE = ".weir-run"
 StateOpt = Annotated[str, typer.Option("--state", help="Where `weir run` keeps status, pods and logs.")]
@@ -104,25 +106,33 @@ KindArg = Annotated[str | None, typer.Argument(help="laketable|lt, lakewriter|lw
 def get(kind: KindArg = None,
         name: Annotated[str | None, typer.Argument()] = None, state: StateOpt = DEFAULT_STATE,
         as_json: JsonOpt = False) -> None:
-    """List the resources `weir run` manages, with their phase."""
-    found = list(rows(StateDir(state), resolve_kind(kind), name))
+    """List the resources `weir run` manages, with their phase (one table per kind, as kubectl)."""
+    from datetime import UTC, datetime
+
+    resolved = resolve_kind(kind)
     if as_json:
-        emit_json(found)
+        emit_json(list(rows(StateDir(state), resolved, name)))
         return
-    table = RichTable(box=None)
-    for column in ("KIND", "NAME", "TABLE", "PHASE", ""):
-        table.add_column(column)
-    for r in found:
-        table.add_row(r["kind"], r["name"], r["table"], r["phase"], r["detail"])
-    out.print(table)
+    found = [r.body for r in StateDir(state).all(resolved) if not name or r.key[2] == name]
+    if not found:
+        out.print(f"no resources in {state}" + (f" of kind {resolved}" if resolved else "")
+                  + (f" named {name}" if name else ""), highlight=False)
+    for i, section in enumerate(get_sections(found, datetime.now(UTC), name_kinds=resolved is None)):
+        if i:
+            out.print()
+        show_table(out, section.columns, section.rows)
 
 
 @app.command("describe")
 @friendly
 def describe(kind: Annotated[str, typer.Argument(help="laketable|lt, lakewriter|lw, tableservice|lts")],
-             name: str, namespace: str = "default", state: StateOpt = DEFAULT_STATE,
-             as_json: JsonOpt = False) -> None:
-    """One resource's spec, status (conditions, attempts, runs) and Events, as `weir run` keeps them."""
+             name: str,
+             namespace: Annotated[str, typer.Option("--namespace", "-n", help="Its namespace.")] = "default",
+             state: StateOpt = DEFAULT_STATE, as_json: JsonOpt = False) -> None:
+    """One resource as kubectl describes it: identity and phase, conditions, attempts and the last
+    conflict (writers), runs (services) and Events, as `weir run` keeps them; --json: the whole body."""
+    from datetime import UTC, datetime
+
     resolved = resolve_kind(kind)
     assert resolved is not None
     r = StateDir(state).load(resolved, namespace, name)
@@ -132,9 +142,19 @@ def describe(kind: Annotated[str, typer.Argument(help="laketable|lt, lakewriter|
     if as_json:
         emit_json({"resource": r.body, "events": r.events})
         return
-    out.print(json.dumps({"spec": r.body.get("spec"), "status": r.body.get("status")}, indent=2))
-    for e in r.events or ():
-        out.print(f"{e['lastTimestamp']}  {e['type']:<7} {e['reason']:<16} {e['message']} (x{e['count']})")
+    for i, section in enumerate(describe_sections(r.body, r.events, datetime.now(UTC))):
+        indent = 2 if i else 0   # the first section is the resource's identity, at the margin
+        if section.title:
+            out.print(f"{section.title}:" + ("" if _rows_of(section) else "  <none>"), highlight=False)
+        if isinstance(section, Fields):
+            show_table(out, [Col("", "id"), Col("")], [(f"{k}:", v) for k, v in section.pairs], header=False,
+                       indent=indent)
+        elif section.rows:
+            show_table(out, section.columns, section.rows, indent=indent)
+
+
+def _rows_of(section: Fields | Rows) -> tuple[Any, ...]:
+    return section.pairs if isinstance(section, Fields) else section.rows
 
 
 @app.command("demo")
@@ -154,7 +174,12 @@ def demo(directory: Annotated[str | None, typer.Argument(help="Work directory (d
 def _operator() -> None:
     from lakeoperator.main import operator_command
 
-    app.command("operator")(operator_command)
+    @wraps(operator_command)
+    def operator(*args: Any, **kwargs: Any) -> Any:
+        stop_cli_logging()  # the operator logs every library through kopf's handler (lakeoperator.main)
+        return operator_command(*args, **kwargs)
+
+    app.command("operator")(operator)
 
 
 _operator()

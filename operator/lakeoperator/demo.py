@@ -55,6 +55,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from lakecore import Table
+from lakecore.cli.tables import Col, show_table
 from lakecore.cli.timeline_html import write_timeline_html
 from lakeoperator.demo_progress import CONFLICT_EVENTS, Progress, writer_of
 from lakeoperator.launch.zookeeper import ZooKeeperServer, zookeeper_missing_reason
@@ -332,14 +333,16 @@ def show_rows(console: Console, title: str, data: list[dict[str, Any]], limit: i
 
 def show_timeline(console: Console, name: str, location: str) -> None:
     table = Table.open(location)
-    view = RichTable("instant", "action", "state", "completed", "operation", "records", "by",
-                     title=f"timeline of {name}")
+    rows = []
     for i in table.timeline().instants:
         meta = table.commit_metadata(i) if i.is_completed else None
-        view.add_row(i.requested_time, i.action, i.state.name.lower(), i.completion_time or "",
-                     meta.operation if meta else "", str(meta.records) if meta else "",
-                     writer_of(meta.extra) if meta else "")
-    console.print(view)
+        counts = meta.counts if meta and meta.write_stats else None
+        rows.append((i.requested_time, i.action, i.state.name.lower(), i.completion_time or "",
+                     meta.operation if meta else "", f"{counts.written:,}" if counts else "",
+                     f"{counts.delete_keys:,}" if counts else "", writer_of(meta.extra) if meta else ""))
+    show_table(console, (Col("instant", "id"), Col("action", drop=1), Col("state"), Col("completed", "id"),
+                         Col("operation"), Col("rows written", "number"), Col("delete keys", "number"),
+                         Col("by")), rows, title=f"timeline of {name}")
     aborted = Path(location) / ".weir" / "aborted"
     for proof in sorted(aborted.glob("*")) if aborted.exists() else ():
         console.print(f"  proof of death: write {proof.name} was aborted from outside ({proof})")

@@ -157,6 +157,7 @@ class Progress:
             self._committed.add(inst.requested_time)
             meta = table.commit_metadata(inst)
             self.say(f"  {name}: {inst.action} {inst.requested_time} [green]committed[/green] "
-                     f"{meta.operation} {meta.records} records by {writer_of(meta.extra)}")
+                     f"{meta.operation}{f', {meta.counts.describe()}' if meta.write_stats else ''}, by "
+                     f"{writer_of(meta.extra)}")
         self._commits[name] = len(completed)
 

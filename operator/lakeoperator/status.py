@@ -155,8 +155,10 @@ def writer_conditions(ref: ObjectRef, plan: WriterPlan) -> tuple[Condition, ...]
 
 
 def attempt_json(r: AttemptRecord) -> dict[str, Any]:
+    """status.history[]: exitCode and startedAt absent when unknown (a driver that never ran, or was lost)."""
     return {"attempt": r.attempt, "submissionId": r.submission_id, "cause": r.cause.value,
-            "exitCode": r.exit_code, "startedAt": timestamp(r.started_at) if r.started_at else None,
+            **({"exitCode": r.exit_code} if r.exit_code is not None else {}),
+            **({"startedAt": timestamp(r.started_at)} if r.started_at else {}),
             "finishedAt": timestamp(r.finished_at)}
 
 

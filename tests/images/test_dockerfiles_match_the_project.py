@@ -113,7 +113,7 @@ def test_each_image_is_built_under_the_name_the_operator_and_chart_use(image: tu
 def test_the_operator_image_runs_weir_operator_and_exposes_its_ports() -> None:
     final = read(ROOT / "images" / "operator" / "Dockerfile").final
     assert final.all("ENTRYPOINT")[-1].words() == ["weir", "operator"]
-    assert PYPROJECT["project"]["scripts"]["weir"] == "lakeoperator.cli:app"
+    assert PYPROJECT["project"]["scripts"]["weir"] == "lakeoperator.console:app"
     config = OperatorConfig()
     assert final.all("EXPOSE")[-1].words() == [str(config.metrics_port), str(config.liveness_port)]
     assert final.env()["PATH"].startswith("/opt/weir/venv/bin:")

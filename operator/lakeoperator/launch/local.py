@@ -153,6 +153,9 @@ class LocalLauncher:
             code, reason = None, "DriverLost"
         name_ = body["spec"]["containers"][0]["name"]
         terminated: dict[str, Any] = {"reason": reason, "finishedAt": _now()}
+        started = _running_since(body)
+        if started:  # a kubelet's terminated state keeps when the container started
+            terminated["startedAt"] = started
         if code is not None:
             terminated["exitCode"] = code
         try:  # what a kubelet keeps of it: 4096 bytes
@@ -204,6 +207,11 @@ def _substitute_prefix(arg: str, substitute: Mapping[str, str]) -> str:
         if old.endswith("/") and arg.startswith(old):
             return new + arg[len(old):]
     return arg
+
+
+def _running_since(body: Mapping[str, Any]) -> str | None:
+    containers = (body.get("status") or {}).get("containerStatuses") or [{}]
+    return ((containers[0].get("state") or {}).get("running") or {}).get("startedAt")
 
 
 def _pid_of(body: Mapping[str, Any] | None) -> int | None:

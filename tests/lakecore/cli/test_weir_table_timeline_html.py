@@ -133,7 +133,7 @@ def test_writers_services_conflict_rollback_and_pending_are_drawn(story):
     archived = [g for g in drawn.values() if "archived" in g.get("class", "").split()]
     assert archived and all(g.get("data-lane") == "team/alpha" for g in archived)
     alpha = next(g for g in drawn.values() if g.get("data-lane") == "team/alpha")
-    assert "rows written: 3" in title(alpha) and "writer: team/alpha" in title(alpha)
+    assert "3 rows written" in title(alpha) and "writer: team/alpha" in title(alpha)
     assert "Aborted, rolled-back and stalled writes" in page and "1 archived" not in page.split("<svg")[0]
 
 
