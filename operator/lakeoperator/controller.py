@@ -16,7 +16,7 @@ Owns: the queue, the per-kind pass (finalizer of a LakeTable with deletionPolicy
 applied spec kept in status.appliedSpec, a table's dependents re-queued when it changes — not when only
 its timeline's fields did), a table's pass queued at once on a commit (one the supervisor's scan sees,
 or a writer's attempt that ended) besides its periodic refresh, metrics.
-Must not decide what to do (plan/) or build objects (build/); talks to the API only through kube.py.
+Must not decide what to do (plan/) or build objects (builders/); talks to the API only through kube.py.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from lakeoperator.build.driver_pod import PodSettings, child_name
+from lakeoperator.builders.driver_pod import PodSettings, child_name
 from lakeoperator.kube import Conflict, Kube, KubeError
 from lakeoperator.launch.kubernetes import KubernetesLauncher
 from lakeoperator.metrics import OperatorMetrics

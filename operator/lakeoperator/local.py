@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lakeoperator.build.driver_pod import PodSettings, child_name
+from lakeoperator.builders.driver_pod import PodSettings, child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError
 from lakeoperator.reconcile import (

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.builders.driver_pod import PodSettings
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
     parse (specs) -> observe (the table on storage, the driver pod on the launcher) -> plan (plan/,
     pure) -> status (status.py, written by the caller BEFORE the action it describes is repeated) ->
-    act (build/ + the launcher)
+    act (builders/ + the launcher)
 
 Shared by the kopf handlers and the local runner (`weir run`): neither the Kubernetes API nor kopf is
 imported here, and the launcher (launch/) is passed in, so the core never knows where pods run. The
@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from lakeoperator.build.driver_pod import PodSettings, build_service_pod, build_writer_pod, child_name
+from lakeoperator.builders.driver_pod import PodSettings, build_service_pod, build_writer_pod, child_name
 from lakeoperator.launch import Launcher
 from lakeoperator.plan.service import ServiceAction, plan_service
 from lakeoperator.plan.table import TableAction, TablePlan, columns_to_add, plan_table

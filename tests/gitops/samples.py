@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal
 
-from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.plan.service import (
     ActiveRun,

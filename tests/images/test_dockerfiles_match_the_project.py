@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lakeoperator.build.driver_pod import PodSettings, build_service_pod, build_writer_pod
+from lakeoperator.builders.driver_pod import PodSettings, build_service_pod, build_writer_pod
 from lakeoperator.main import OperatorConfig
 from lakeoperator.specs import ObjectRef, parse_lake_table, parse_lake_writer, parse_table_service
 from tests.images.dockerfile import Dockerfile, Stage, read

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeoperator.build.driver_pod import PodSettings, build_writer_pod
+from lakeoperator.builders.driver_pod import PodSettings, build_writer_pod
 from lakeoperator.launch.local import expand
 from lakeoperator.plan.writer import SUBMISSION_LABEL, submission_id
 from lakeoperator.reconcile import reconcile_table

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.reconcile import reconcile_table, reconcile_writer
 from tests.lakeoperator.bodies import lake_table, lake_writer

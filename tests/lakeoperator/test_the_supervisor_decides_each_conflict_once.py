@@ -23,7 +23,7 @@ from lakecore.config import LockSpec
 from lakecore.errors import InvalidInstantState, WriteConflict
 from lakecore.write import conform, route, write_file_group
 from lakecore.write.heartbeat import HeartbeatConfig, read_aborted
-from lakeoperator.build.driver_pod import child_name
+from lakeoperator.builders.driver_pod import child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import LocalSink, Resource, StateDir
 from lakeoperator.supervise import Supervisor, WatchedTable, zookeeper_abort_flag

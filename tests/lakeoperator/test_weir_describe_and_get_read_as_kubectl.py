@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
-from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Runner, StateDir, apply
 

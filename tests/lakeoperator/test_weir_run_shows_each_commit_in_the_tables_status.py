@@ -19,7 +19,7 @@ import yaml
 
 from lakecore import Table, WriteJob, WriterOptions
 from lakecore.write import conform, route, write_file_group
-from lakeoperator.build.driver_pod import PodSettings
+from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Runner, StateDir, apply, local_settings
 from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from lakeoperator.build.driver_pod import (
+from lakeoperator.builders.driver_pod import (
     PodSettings,
     build_service_pod,
     build_writer_pod,
     child_name,
     spark_memory_mib,
 )
-from lakeoperator.build.job_args import ZOOKEEPER_PASSWORD_ENV, ZOOKEEPER_USERNAME_ENV
+from lakeoperator.builders.job_args import ZOOKEEPER_PASSWORD_ENV, ZOOKEEPER_USERNAME_ENV
 from lakeoperator.plan.service import run_id
 from lakeoperator.plan.writer import SUBMISSION_LABEL, submission_id
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table, parse_lake_writer, parse_table_service

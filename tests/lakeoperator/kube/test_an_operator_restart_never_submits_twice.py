@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lakeoperator.build.driver_pod import child_name
+from lakeoperator.builders.driver_pod import child_name
 from tests.lakeoperator.kube.manifests import batch_writer, table
 from tests.support.kube_api import KubeApi, KubeClient, resource_path
 from tests.support.operator import ROOT, OperatorProcess, wait_until, weir_path

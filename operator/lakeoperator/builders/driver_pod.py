@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lakeoperator.build.job_args import (
+from lakeoperator.builders.job_args import (
     STORAGE_ENV,
     ZOOKEEPER_PASSWORD_ENV,
     ZOOKEEPER_USERNAME_ENV,
