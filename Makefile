@@ -64,7 +64,7 @@ lint: deps
 # The seed scenarios of examples/demo on the local launcher, with a ZooKeeper of their own when
 # system-deps could install it (DIR=path keeps the work directory there; default: a temporary one).
 demo: deps system-deps
-	$(PY) -m lakeoperator.demo $(DIR)
+	$(PY) -m lakeoperator.dev.demo $(DIR)
 
 # The table format alone (lakecore, no Spark): three streams stitched into one table, compaction, time travel.
 demo-lakecore: deps
@@ -73,7 +73,7 @@ demo-lakecore: deps
 # After editing crds/*.yaml: the chart's copies and the reference page follow (tests check both).
 crds: deps
 	cp crds/weir.dev_*.yaml charts/weir/files/crds/
-	PYTHONPATH=operator $(PY) -m lakeoperator.crd_docs > docs/crds.md
+	PYTHONPATH=operator $(PY) -m lakeoperator.dev.crd_docs > docs/crds.md
 
 # The API server's own CRD validation (structural schema, defaults against their rules, CEL compile and
 # cost limits), from k8s.io/apiextensions-apiserver: needs Go and the Go module proxy. COSTS=1 prints each

@@ -1,5 +1,5 @@
 """The `weir` command: lakecore's table commands, the local launcher (`run`, `get`, `describe`) and
-`weir operator` (lakeoperator.main: the operator on a cluster), and `weir demo` (lakeoperator.demo).
+`weir operator` (lakeoperator.main: the operator on a cluster), and `weir demo` (lakeoperator.dev.demo).
 
 `weir run -f DIR` reconciles the manifests in DIR on this machine (lakeoperator.local) until nothing is
 going any more (every batch writer done, the rest waiting for a change to a manifest: run_verdict.py);
@@ -165,7 +165,7 @@ def demo(directory: Annotated[str | None, typer.Argument(help="Work directory (d
          = False) -> None:
     """Run the seed scenarios of examples/demo on this machine (what `make demo` runs): three streams
     stitching one table with a compaction, and a long delete stopped from outside and restarted."""
-    from lakeoperator.demo import main as demo_main
+    from lakeoperator.dev.demo import main as demo_main
 
     raise typer.Exit(demo_main([*([directory] if directory else []), "--size", size,
                                 *(["--storage-lock"] if storage_lock else [])]))

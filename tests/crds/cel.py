@@ -18,7 +18,7 @@ from typing import Any
 import celpy
 from celpy import celtypes
 
-from lakeoperator.crd_schema import apply_defaults
+from lakeoperator.dev.crd_schema import apply_defaults
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _MISSING: Any = object()

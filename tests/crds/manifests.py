@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from lakeoperator.crd_schema import version_schema
+from lakeoperator.dev.crd_schema import version_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "crds"

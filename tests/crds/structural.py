@@ -19,7 +19,7 @@ from typing import Any
 
 import celpy
 
-from lakeoperator.crd_schema import apply_defaults, validation_errors
+from lakeoperator.dev.crd_schema import apply_defaults, validation_errors
 from tests.crds.cel import evaluate_default
 
 KEYWORDS = frozenset({

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lakeoperator.crd_schema import validation_errors
+from lakeoperator.dev.crd_schema import validation_errors
 from tests.crds.cel import Outcome, Rule, evaluate, rules_of
 from tests.crds.manifests import CRD_FILES, schema
 

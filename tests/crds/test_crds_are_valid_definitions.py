@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lakeoperator.crd_schema import version_schema
+from lakeoperator.dev.crd_schema import version_schema
 from tests.crds.manifests import CRD_DIR, CRD_FILES, crd
 from tests.crds.structural import crd_problems, schema_problems
 

@@ -6,7 +6,7 @@ import copy
 
 from croniter import croniter
 
-from lakeoperator.crd_schema import apply_defaults, to_json_schema, validation_errors
+from lakeoperator.dev.crd_schema import apply_defaults, to_json_schema, validation_errors
 from tests.crds.manifests import CRD_DIR, EXAMPLE_FILES, example, schema
 
 MINIMAL_TABLE = example(CRD_DIR / "examples" / "laketable-minimal.yaml")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeoperator.crd_schema import apply_defaults, validation_errors
+from lakeoperator.dev.crd_schema import apply_defaults, validation_errors
 from tests.crds.cel import evaluate, violations
 from tests.crds.manifests import CRD_DIR, EXAMPLE_FILES, example, schema
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeoperator.crd_docs import REGENERATE, main, render_crd_reference
+from lakeoperator.dev.crd_docs import REGENERATE, main, render_crd_reference
 from tests.crds.cel import rules_of
 from tests.crds.manifests import CRD_FILES, REPO_ROOT, crd, crds, schema
 

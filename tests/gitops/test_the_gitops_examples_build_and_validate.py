@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from lakeoperator.builders.driver_pod import build_service_pod, build_writer_pod
-from lakeoperator.crd_schema import apply_defaults, validation_errors
+from lakeoperator.dev.crd_schema import apply_defaults, validation_errors
 from lakeoperator.specs import ObjectRef, parse_lake_table, parse_lake_writer, parse_table_service
 from tests.crds.cel import evaluate, violations
 from tests.crds.manifests import schema

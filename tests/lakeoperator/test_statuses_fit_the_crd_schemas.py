@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lakeoperator.crd_schema import validation_errors, version_schema
+from lakeoperator.dev.crd_schema import validation_errors, version_schema
 from lakeoperator.plan.service import ActiveRun, ServiceObserved, plan_service
 from lakeoperator.plan.writer import WriterObserved, plan_writer
 from lakeoperator.reconcile import reconcile_table

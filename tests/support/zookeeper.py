@@ -1,7 +1,7 @@
-"""A real ZooKeeper server for tests: the product's local launcher of one (lakeoperator.launch.zookeeper),
+"""A real ZooKeeper server for tests: the developer tools' launcher of one (lakeoperator.dev.zookeeper),
 which the demo uses too."""
 
-from lakeoperator.launch.zookeeper import (
+from lakeoperator.dev.zookeeper import (
     HOST,
     SLF4J_BINDING_JAR,
     ZOOKEEPER_JAR,

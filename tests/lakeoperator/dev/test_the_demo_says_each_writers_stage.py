@@ -5,7 +5,7 @@ has no stage."""
 
 from __future__ import annotations
 
-from lakeoperator.demo_progress import short, writer_stage
+from lakeoperator.dev.demo_progress import short, writer_stage
 
 W = "20261126081519486"
 

@@ -1,4 +1,4 @@
-"""`make demo` (`weir demo [DIR]`, `python -m lakeoperator.demo [DIR]`): the seed scenarios of
+"""`make demo` (`weir demo [DIR]`, `python -m lakeoperator.dev.demo [DIR]`): the seed scenarios of
 `examples/demo/` run on the local launcher — the same reconcile core, supervisor and local driver
 processes as `weir run` — with progress on the terminal (demo_progress.py: phases, commits, each writer's
 stage while its driver starts and writes, a line at least every 10 s), then what came out.
@@ -57,12 +57,12 @@ from rich.table import Table as RichTable
 from lakecore import Table
 from lakecore.cli.tables import Col, show_table
 from lakecore.cli.timeline_html import write_timeline_html
-from lakeoperator.demo_progress import CONFLICT_EVENTS, Progress, writer_of
-from lakeoperator.launch.zookeeper import ZooKeeperServer, zookeeper_missing_reason
+from lakeoperator.dev.demo_progress import CONFLICT_EVENTS, Progress, writer_of
+from lakeoperator.dev.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, local_settings
 from lakeoperator.manifests import load_manifests
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "demo"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "demo"
 SCENARIOS = ("stitch", "delete")
 STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "region"),
            "status": ("firmware", "healthy")}
@@ -503,7 +503,8 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lakeoperator.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lakeoperator.dev.demo",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", nargs="?", help="work directory (default: a new temporary one)")
     parser.add_argument("--size", choices=sorted(SIZES), default="full", help="how much data")
     parser.add_argument("--scenario", action="append", choices=SCENARIOS,

@@ -1,4 +1,4 @@
-"""`make demo` (python -m lakeoperator.demo DIR --size small) runs the seed scenarios of examples/demo
+"""`make demo` (python -m lakeoperator.dev.demo DIR --size small) runs the seed scenarios of examples/demo
 on the local launcher with its own ZooKeeper, and what it leaves in DIR is right: the stitched table is
 the join of each stream's latest values (and was compacted), the long delete lost a conflict decided
 from outside, was restarted and succeeded, the erased orders are gone and every other ingested order is
@@ -22,13 +22,13 @@ import pytest
 import yaml
 
 from lakecore import Table
-from lakeoperator.demo import weir_command
-from lakeoperator.demo_progress import HEARTBEAT_S
+from lakeoperator.dev.demo import weir_command
+from lakeoperator.dev.demo_progress import HEARTBEAT_S
 from lakeoperator.specs import parse_lake_table, parse_lake_writer, parse_table_service
 from tests.support.fixtures import require_spark, require_zookeeper
 
 pytestmark = pytest.mark.timeout(600)   # the module's demo run is set up in its first test
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "region"),
            "status": ("firmware", "healthy")}
 
@@ -48,7 +48,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = environment(home)
     log = work / "demo.log"
     with open(log, "w") as out:
-        demo = subprocess.Popen([sys.executable, "-m", "lakeoperator.demo", str(work), "--size", "small"],
+        demo = subprocess.Popen([sys.executable, "-m", "lakeoperator.dev.demo", str(work), "--size", "small"],
                                 env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)   # as make runs it
         try:
             code = demo.wait(timeout=420)

@@ -1,7 +1,7 @@
 """docs/crds.md, the reference of the custom resources, rendered from the CRDs (their source of truth).
 
 `render_crd_reference(crds)` is pure: CRD bodies in, Markdown out, the same text for the same CRDs.
-`python -m lakeoperator.crd_docs [CRD_DIR] > docs/crds.md` regenerates the page from the YAML files
+`python -m lakeoperator.dev.crd_docs [CRD_DIR] > docs/crds.md` regenerates the page from the YAML files
 (default: the repository's `crds/`); a test keeps the committed page equal to the rendering.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-REGENERATE = "python -m lakeoperator.crd_docs > docs/crds.md"
+REGENERATE = "python -m lakeoperator.dev.crd_docs > docs/crds.md"
 _KIND_ORDER = ("LakeTable", "LakeWriter", "TableService")
 _LIMITS = (("minimum", "min"), ("maximum", "max"), ("minLength", "min length"), ("maxLength", "max length"),
            ("minItems", "min items"), ("maxItems", "max items"), ("maxProperties", "max entries"))
@@ -29,8 +29,8 @@ def render_crd_reference(crds: Sequence[Mapping[str, Any]]) -> str:
         "",
         f"Group `{', '.join(groups)}`. Every kind is namespaced, has a status subresource (written by the "
         "operator only) and belongs to the category `weir` (`kubectl get weir` lists them all). Defaults "
-        "are applied by the API server (`lakeoperator.crd_schema.apply_defaults` applies them the same way "
-        "where there is none); rules "
+        "are applied by the API server (`lakeoperator.dev.crd_schema.apply_defaults` applies them the same "
+        "way where there is none); rules "
         "are CEL rules the API server checks on create and, for those naming `oldSelf`, on update. The "
         "annotation `weir.dev/paused: \"true\"` pauses reconciliation of a resource; "
         "`weir.dev/managed: \"false\"` detaches it. Examples: `crds/examples/`.",
@@ -156,7 +156,7 @@ def main(argv: Sequence[str] = ()) -> int:
     """Print the reference of the CRDs in argv[0] (default: the repository's crds/)."""
     import yaml
 
-    directory = Path(argv[0]) if argv else Path(__file__).resolve().parents[2] / "crds"
+    directory = Path(argv[0]) if argv else Path(__file__).resolve().parents[3] / "crds"
     crds = [yaml.safe_load(p.read_text()) for p in sorted(directory.glob("*.yaml"))]
     if not crds:
         sys.stderr.write(f"no CRD files (*.yaml) in {directory}; pass the directory that holds them\n")
