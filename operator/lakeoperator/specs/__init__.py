@@ -1,55 +1,68 @@
-"""Raw custom-resource bodies -> frozen typed specs, with the API's defaults applied (one module per kind).
+"""Raw custom-resource bodies -> frozen typed specs, with the API's defaults applied; one module per kind
+(table.py, writer.py, service.py) and what they share (common.py: SpecError, ObjectRef, the Spark section).
 
-The package's names are its public surface: `from lakeoperator.specs import parse_lake_writer, SpecError`.
+Owns: the field names and defaults of LakeTable, LakeWriter and TableService (the API contract; the CRDs
+in crds/ declare the same), the cross-field rules the CRDs state in CEL (checked again here, because the
+local runner reads manifests that no API server validated), `SpecError` and `ObjectRef`. The package's
+names are its public surface: `from lakeoperator.specs import parse_lake_writer, SpecError`.
+
+Must not: talk to Kubernetes, import kopf, read storage, or decide anything (planners in `plan/` do).
+A body is parsed once, at the handler edge; everything after works on these values.
 """
 
-from lakeoperator.specs.table import (
-    CRON_ALIASES,
-    DECIMAL_TYPE,
+from lakeoperator.specs.common import (
     MANAGED_ANNOTATION,
     PAUSED_ANNOTATION,
+    DriverResources,
+    ExecutorResources,
+    NameRef,
+    ObjectRef,
+    SparkMode,
+    SparkSpec,
+    SpecError,
+)
+from lakeoperator.specs.service import (
+    CRON_ALIASES,
+    ConcurrencyPolicy,
+    ServicePolicySpec,
+    ServiceTriggerSpec,
+    ServiceType,
+    TableServiceSpec,
+    parse_table_service,
+)
+from lakeoperator.specs.table import (
+    DECIMAL_TYPE,
     PRIMITIVE_TYPES,
-    BackoffSpec,
     ColumnGroupSpec,
     ColumnSpec,
     ConcurrencyMode,
-    ConcurrencyPolicy,
     ConcurrencySpec,
     DeletionPolicy,
-    DesiredState,
-    DriverResources,
     EarlyDetectionSpec,
     EarlyDetectionStrategy,
-    ExecutorResources,
     HeartbeatSpec,
     LakeTableSpec,
-    LakeWriterSpec,
     LockProvider,
     LockSpec,
-    NameRef,
-    ObjectRef,
+    SecretKeyRef,
+    StorageSpec,
+    TableType,
+    ZookeeperCredentialsRef,
+    ZookeeperSpec,
+    parse_lake_table,
+)
+from lakeoperator.specs.writer import (
+    BackoffSpec,
+    DesiredState,
+    LakeWriterSpec,
     OnConflict,
     Operation,
     RestartPolicySpec,
     RestartType,
-    SecretKeyRef,
-    ServicePolicySpec,
-    ServiceTriggerSpec,
-    ServiceType,
     SourceSpec,
-    SparkMode,
-    SparkSpec,
-    SpecError,
-    StorageSpec,
-    TableServiceSpec,
-    TableType,
     TriggerSpec,
     WriterMode,
-    ZookeeperCredentialsRef,
-    ZookeeperSpec,
-    parse_lake_table,
     parse_lake_writer,
-    parse_table_service,
 )
 
 __all__ = [

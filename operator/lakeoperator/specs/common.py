@@ -1,0 +1,202 @@
+"""What every kind's spec shares: `SpecError`, `ObjectRef`, the reader of one object of a body (`Fields`),
+a reference by name, and the Spark section of LakeWriter and TableService.
+
+Must not: talk to Kubernetes, import kopf, read storage, or decide anything (planners in `plan/` do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, get_args
+
+PAUSED_ANNOTATION = "weir.dev/paused"
+MANAGED_ANNOTATION = "weir.dev/managed"
+
+SparkMode = Literal["kubernetes", "local"]
+T = TypeVar("T")
+
+
+class SpecError(ValueError):
+    """A resource's spec is invalid: `field_path` names the field, the message ends with the fix."""
+
+    def __init__(self, field_path: str, message: str) -> None:
+        super().__init__(f"{field_path}: {message}")
+        self.field_path = field_path
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Who a spec belongs to: identity, the generation parsed, and the operator's annotations."""
+
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    paused: bool = False       # weir.dev/paused: "true": reconciliation stops (ReconciliationPaused)
+    managed: bool = True       # weir.dev/managed: "false": the operator leaves it and its table alone
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> ObjectRef:
+        meta = body.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        return cls(namespace=str(meta.get("namespace") or "default"), name=str(meta.get("name") or ""),
+                   uid=str(meta.get("uid") or ""), generation=int(meta.get("generation") or 0),
+                   paused=str(annotations.get(PAUSED_ANNOTATION, "")).lower() == "true",
+                   managed=str(annotations.get(MANAGED_ANNOTATION, "true")).lower() != "false")
+
+
+@dataclass(frozen=True)
+class NameRef:
+    name: str
+
+
+@dataclass(frozen=True)
+class DriverResources:
+    cores: int = 1
+    memory: str = "1g"
+
+
+@dataclass(frozen=True)
+class ExecutorResources:
+    instances: int = 2
+    cores: int = 1
+    memory: str = "2g"
+
+
+@dataclass(frozen=True)
+class SparkSpec:
+    mode: SparkMode = "kubernetes"
+    image: str | None = None
+    service_account_name: str | None = None
+    driver: DriverResources = DriverResources()
+    executor: ExecutorResources = ExecutorResources()
+    conf: Mapping[str, str] = field(default_factory=dict)
+    local_cores: int = 2
+
+
+# -- parsing -----------------------------------------------------------------------------------
+
+
+class Fields:
+    """Reads one object of a body; every error names the field's full path."""
+
+    def __init__(self, obj: Any, path: str, known: tuple[str, ...]) -> None:
+        if obj is None:
+            obj = {}
+        if not isinstance(obj, Mapping):
+            raise SpecError(path, f"must be an object, got {type(obj).__name__}; see the CRD's schema")
+        unknown = sorted(set(obj) - set(known))
+        if unknown:
+            raise SpecError(f"{path}.{unknown[0]}", f"unknown field; the fields here are {', '.join(known)} "
+                            "(check the spelling: camelCase)")
+        self.obj = obj
+        self.path = path
+
+    def at(self, key: str) -> str:
+        return f"{self.path}.{key}"
+
+    def has(self, key: str) -> bool:
+        return self.obj.get(key) is not None
+
+    def raw(self, key: str) -> Any:
+        return self.obj.get(key)
+
+    def required(self, key: str) -> Any:
+        if self.obj.get(key) is None:
+            raise SpecError(self.at(key), "is required; set it")
+        return self.obj[key]
+
+    def text(self, key: str, default: T) -> str | T:
+        value = self.obj.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str) or not value:
+            raise SpecError(self.at(key), f"must be a non-empty string, got {value!r}")
+        return value
+
+    def req_str(self, key: str) -> str:
+        self.required(key)
+        return str(self.text(key, ""))
+
+    def integer(self, key: str, default: int, *, minimum: int = 0) -> int:
+        value = self.obj.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise SpecError(self.at(key), f"must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def opt_int(self, key: str, *, minimum: int = 0) -> int | None:
+        return self.integer(key, 0, minimum=minimum) if self.has(key) else None
+
+    def number(self, key: str, default: float, *, minimum: float = 0.0, exclusive: bool = False) -> float:
+        value = self.obj.get(key, default)
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and \
+            (value > minimum if exclusive else value >= minimum)
+        if not ok:
+            bound = f"> {minimum}" if exclusive else f">= {minimum}"
+            raise SpecError(self.at(key), f"must be a number {bound}, got {value!r}")
+        return float(value)
+
+    def opt_number(self, key: str) -> float | None:
+        return self.number(key, 0.0) if self.has(key) else None
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.obj.get(key, default)
+        if not isinstance(value, bool):
+            raise SpecError(self.at(key), f"must be true or false, got {value!r}")
+        return value
+
+    def enum(self, key: str, choices: Any, default: str | None = None) -> Any:
+        allowed = get_args(choices)
+        value = self.obj.get(key, default)
+        if value is None:
+            raise SpecError(self.at(key), f"is required; use one of {', '.join(allowed)}")
+        if value not in allowed:
+            raise SpecError(self.at(key), f"{value!r} is not one of {', '.join(allowed)}; use one of them")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.obj.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise SpecError(self.at(key), f"must be a list of non-empty strings, got {value!r}")
+        if len(set(value)) != len(value):
+            raise SpecError(self.at(key), f"lists a name twice ({value!r}); list each once")
+        return tuple(value)
+
+    def string_map(self, key: str) -> dict[str, str]:
+        value = self.obj.get(key) or {}
+        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+            raise SpecError(self.at(key), "must be a map of strings to strings; quote numbers and booleans")
+        return {str(k): v for k, v in value.items()}
+
+    def sub(self, key: str, known: tuple[str, ...]) -> Fields:
+        return Fields(self.obj.get(key), self.at(key), known)
+
+
+def spec_of(body: Mapping[str, Any]) -> Any:
+    spec = body.get("spec")
+    if spec is None:
+        raise SpecError("spec", "is missing; a resource needs a spec")
+    return spec
+
+
+def name_ref(f: Fields, key: str) -> NameRef:
+    f.required(key)
+    return NameRef(name=f.sub(key, ("name",)).req_str("name"))
+
+
+SPARK_FIELDS = ("mode", "image", "serviceAccountName", "driver", "executor", "conf", "localCores")
+
+
+def parse_spark(f: Fields) -> SparkSpec:
+    d = f.sub("driver", ("cores", "memory"))
+    e = f.sub("executor", ("instances", "cores", "memory"))
+    return SparkSpec(
+        mode=f.enum("mode", SparkMode, "kubernetes"), image=f.text("image", None),
+        service_account_name=f.text("serviceAccountName", None),
+        driver=DriverResources(cores=d.integer("cores", 1, minimum=1), memory=str(d.text("memory", "1g"))),
+        executor=ExecutorResources(instances=e.integer("instances", 2),
+                                   cores=e.integer("cores", 1, minimum=1),
+                                   memory=str(e.text("memory", "2g"))),
+        conf=f.string_map("conf"), local_cores=f.integer("localCores", 2, minimum=1))
