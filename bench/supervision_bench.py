@@ -53,7 +53,7 @@ from lakecore.concurrency.writers import ZooKeeperWriterRegistry
 from lakecore.config import LockSpec
 from lakecore.write import conform, route, write_file_group
 from lakecore.write.heartbeat import HeartbeatConfig
-from lakeoperator.supervise import Decision, Supervisor, TableReport, WatchedTable, zookeeper_abort_flag
+from lakeoperator.supervision import Decision, Supervisor, TableReport, WatchedTable, zookeeper_abort_flag
 from tests.support.zookeeper import ZooKeeperServer
 
 P50_BAR_S, P99_BAR_S = 1.0, 2.0
@@ -238,7 +238,7 @@ _COST_CHILD = r"""
 import json, os, resource, sys, time
 sys.path[:0] = [os.environ["WEIR_ROOT"], os.path.join(os.environ["WEIR_ROOT"], "operator")]
 from bench.supervision_bench import NullSink, HB
-from lakeoperator.supervise import Supervisor, WatchedTable
+from lakeoperator.supervision import Supervisor, WatchedTable
 tables, connect, seconds = json.loads(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 s = Supervisor(NullSink())
 for name, uri in tables:

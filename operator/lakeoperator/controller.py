@@ -51,7 +51,7 @@ from lakeoperator.status import (
     lost_conflict,
     parse_timestamp,
 )
-from lakeoperator.supervise import (
+from lakeoperator.supervision import (
     CommitsSeen,
     CurrentInstants,
     Decision,

@@ -38,7 +38,7 @@ from lakeoperator.reconcile import (
 from lakeoperator.run_verdict import Verdict, judge_all, over
 from lakeoperator.specs import SpecError
 from lakeoperator.status import ended_attempts, lost_conflict
-from lakeoperator.supervise import (
+from lakeoperator.supervision import (
     CommitsSeen,
     CurrentInstants,
     Decision,
@@ -52,7 +52,7 @@ from lakeoperator.supervise import (
     with_current_instant,
     with_void_conflict,
 )
-from lakeoperator.supervise import (
+from lakeoperator.supervision import (
     zookeeper_abort_flag as _zookeeper_abort_flag,
 )
 
