@@ -235,10 +235,10 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     ref, spec, table = admitted
     assert table is not None
     old = body.get("status")
-    try:   # a spec the builder refuses (a managed spark.conf key) is invalid before anything is stopped
-        build_writer_pod(ref, spec, table, "validate", settings, source_location=source_location)
-    except SpecError as exc:
-        return _invalid(ref, exc, old, now, applied)
+    if spec.source.table is not None and source_location is None:   # before anything is stopped
+        missing = SpecError("source.table", f"table {spec.source.table.name!r} is not known (yet); create "
+                            "that LakeTable in the same namespace")
+        return _invalid(ref, missing, old, now, applied)
     observed = replace(read_writer_status(old), winner_running=winner_running)
     if applied is not None:
         before = parse_lake_writer({**body, "spec": applied})
@@ -322,10 +322,6 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
     ref, spec, table = admitted
     assert table is not None
     old = body.get("status")
-    try:
-        build_service_pod(ref, spec, table, "validate", settings)
-    except SpecError as exc:
-        return _invalid(ref, exc, old, now)
     created = parse_timestamp((body.get("metadata") or {}).get("creationTimestamp")) or now
     observed = read_service_status(old, created)
     if observed.active_run is not None:

@@ -27,6 +27,17 @@ def test_a_writer_of_a_missing_table_is_invalid_and_starts_nothing(tmp_path):
     assert launcher.pods() == []
 
 
+def test_a_writer_of_a_missing_source_table_is_invalid_and_starts_nothing(tmp_path):
+    launcher = LocalLauncher(tmp_path / "state")
+    body = lake_writer(source={"table": {"name": "raw-orders"}})
+    out = reconcile_writer(body, lake_table(), launcher, NOW, PodSettings())
+    ready = condition(out.status, "Ready")
+    assert ready["reason"] == "InvalidSpec" and ready["message"].startswith("source.table: ")
+    assert "'raw-orders'" in ready["message"] and out.done and launcher.pods() == []
+    located = reconcile_writer(body, lake_table(), launcher, NOW, PodSettings(), source_location="lake/raw")
+    assert located.status["phase"] == "Submitted"
+
+
 def test_an_invalid_table_spec_is_reported(tmp_path):
     body = lake_table()
     body["spec"]["buckets"] = 0

@@ -24,6 +24,7 @@ from lakeoperator.specs import (
     parse_lake_table,
     parse_lake_writer,
     parse_table_service,
+    spark_memory_mib,
 )
 from sparkjobs.contract import TableServiceArgs
 from tests.lakeoperator.bodies import lake_table, lake_writer, meta, table_service
@@ -154,6 +155,11 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("writer", lake_writer(restartPolicy={"backoff": {"factor": 0.5}}), "spec.restartPolicy.backoff.factor"),
     ("writer", lake_writer(state="Paused"), "spec.state"),
     ("writer", lake_writer(spark={"conf": {"spark.x": 1}}), "spec.spark.conf"),
+    ("writer", lake_writer(spark={"conf": {"spark.master": "local[*]"}}), "spec.spark.conf"),
+    ("writer", lake_writer(spark={"conf": {"spark.kubernetes.executor.label.team": "a"}}), "spec.spark.conf"),
+    ("writer", lake_writer(spark={"driver": {"memory": "lots"}}), "spec.spark.driver.memory"),
+    ("service", table_service(spark={"conf": {"spark.app.name": "mine"}}), "spec.spark.conf"),
+    ("service", table_service(spark={"driver": {"memory": "2 GB"}}), "spec.spark.driver.memory"),
     ("service", table_service(trigger={"afterDeltaCommits": 5}), "spec.schedule"),
     ("service", table_service(schedule=None), "spec.schedule"),
     ("service", table_service(schedule="every hour"), "spec.schedule"),
@@ -198,3 +204,19 @@ def test_specs_are_frozen() -> None:
                                       "@midnight", "*/5 * * * *"])
 def test_the_named_schedules_the_crd_allows_are_accepted(schedule: str) -> None:
     assert parse_table_service(table_service(schedule=schedule)).schedule == schedule
+
+
+def test_managed_spark_settings_are_refused_in_the_spec() -> None:
+    """Refused by the parser, before any pod is built (the builder relies on it)."""
+    conf = {"spark.master": "local[*]", "spark.sql.shuffle.partitions": "4"}
+    writer_body = lake_writer(spark={"conf": conf})
+    with pytest.raises(SpecError, match=r"spark\.master") as err:
+        parse_lake_writer(writer_body)
+    assert "spark.sql" not in str(err.value) and "remove it from spark.conf" in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "mib"), [("512m", 512), ("2g", 2048), ("1G", 1024), ("1048576k", 1024),
+                                           ("1t", 1024 * 1024)])
+def test_spark_memory_notation(text: str, mib: int) -> None:
+    assert spark_memory_mib(text) == mib
+    assert parse_lake_writer(lake_writer(spark={"driver": {"memory": text}})).spark.driver.memory == text

@@ -17,7 +17,6 @@ talk to the API (kube.py), or put a secret value anywhere (Secrets are reference
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,10 +34,10 @@ from lakeoperator.specs import (
     LakeWriterSpec,
     ObjectRef,
     SparkSpec,
-    SpecError,
     StorageSpec,
     TableServiceSpec,
     ZookeeperCredentialsRef,
+    spark_memory_mib,
 )
 from sparkjobs.contract import POD_NAME_ENV, SUBMISSION_ENV, WRITER_ENV
 
@@ -46,15 +45,6 @@ API_VERSION = "weir.dev/v1alpha1"
 POD_IP_ENV = "WEIR_POD_IP"
 Component = Literal["writer", "table-service"]
 
-# Spark settings the operator owns: a spec's `spark.conf` may not set them (it would break the pod's
-# wiring to its executors, its owner or its Secret).
-MANAGED_CONF_PREFIXES = ("spark.master", "spark.submit.deployMode", "spark.driver.host",
-                         "spark.driver.bindAddress", "spark.kubernetes.namespace",
-                         "spark.kubernetes.driver.pod.name",
-                         "spark.kubernetes.container.image", "spark.kubernetes.executor.podNamePrefix",
-                         "spark.kubernetes.executor.label.", "spark.kubernetes.executor.secretKeyRef.",
-                         "spark.kubernetes.authenticate.", "spark.app.name")
-_MEMORY = re.compile(r"^(\d+)([kmgt]?)b?$", re.IGNORECASE)
 _DNS_LABEL_MAX = 63
 
 
@@ -82,18 +72,10 @@ def child_name(submission_id: str) -> str:
     return f"{name[:_DNS_LABEL_MAX - 9].rstrip('-.')}-{digest}"
 
 
-def spark_memory_mib(value: str) -> int:
-    """Spark's memory notation ("512m", "2g") in MiB."""
-    m = _MEMORY.fullmatch(value.strip())
-    if not m:
-        raise SpecError("spark", f"memory {value!r} is not Spark's notation; use e.g. 512m or 2g")
-    n, unit = int(m.group(1)), m.group(2).lower()
-    return {"": n // (1024 * 1024), "k": n // 1024, "m": n, "g": n * 1024, "t": n * 1024 * 1024}[unit]
-
-
 def _pod_memory(value: str) -> str:
     """What a JVM given `value` of heap needs: Spark's own overhead rule (10%, at least 384 MiB)."""
     heap = spark_memory_mib(value)
+    assert heap is not None, "the spec parser refuses memory in another notation"
     return f"{heap + max(384, heap // 10)}Mi"
 
 
@@ -129,11 +111,8 @@ def zookeeper_credentials(table: LakeTableSpec) -> ZookeeperCredentialsRef | Non
 def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
                pod_labels: Mapping[str, str], secrets: Mapping[str, tuple[str, str]],
                settings: PodSettings) -> dict[str, str]:
-    """Every --conf the driver is started with: the spec's own, then the ones the operator manages."""
-    bad = sorted(k for k in spark.conf if k.startswith(MANAGED_CONF_PREFIXES))
-    if bad:
-        raise SpecError("spark.conf", f"{', '.join(bad)} is set by the operator (it wires the driver to its "
-                        "pod, executors and Secret); remove it from spark.conf")
+    """Every --conf the driver is started with: the spec's own (none of MANAGED_CONF_PREFIXES: the spec
+    parser refuses those), then the ones the operator manages."""
     conf = dict(sorted(spark.conf.items()))
     conf["spark.app.name"] = f"weir-{owner.namespace}-{owner.name}"
     if spark.mode == "local":

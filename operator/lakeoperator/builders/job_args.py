@@ -15,7 +15,6 @@ from lakeoperator.specs import (
     LakeTableSpec,
     LakeWriterSpec,
     ObjectRef,
-    SpecError,
     StorageSpec,
     TableServiceSpec,
 )
@@ -47,12 +46,10 @@ def checkpoint_of(owner: ObjectRef, table: LakeTableSpec) -> str:
 def writer_args(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableSpec, *,
                 source_location: str | None = None) -> BatchWriteArgs | StreamWriteArgs:
     """The job arguments of a LakeWriter. `source_location`: the location of `source.table` (a Weir
-    table read incrementally), resolved by the caller."""
+    table read incrementally), resolved by the caller (which reports a missing one: reconcile.py)."""
     source = writer.source
     if source.table is not None:
-        if source_location is None:
-            raise SpecError("source.table", f"table {source.table.name!r} is not known (yet); create that "
-                            "LakeTable in the same namespace")
+        assert source_location is not None, "the caller resolves source.table first"
         path, fmt = source_location, "weir"
     else:
         assert source.path is not None  # specs: exactly one of path / table

@@ -12,6 +12,7 @@ A body is parsed once, at the handler edge; everything after works on these valu
 
 from lakeoperator.specs.common import (
     MANAGED_ANNOTATION,
+    MANAGED_CONF_PREFIXES,
     PAUSED_ANNOTATION,
     DriverResources,
     ExecutorResources,
@@ -20,6 +21,7 @@ from lakeoperator.specs.common import (
     SparkMode,
     SparkSpec,
     SpecError,
+    spark_memory_mib,
 )
 from lakeoperator.specs.service import (
     CRON_ALIASES,
@@ -69,6 +71,7 @@ __all__ = [
     "CRON_ALIASES",
     "DECIMAL_TYPE",
     "MANAGED_ANNOTATION",
+    "MANAGED_CONF_PREFIXES",
     "PAUSED_ANNOTATION",
     "PRIMITIVE_TYPES",
     "BackoffSpec",
@@ -112,4 +115,5 @@ __all__ = [
     "parse_lake_table",
     "parse_lake_writer",
     "parse_table_service",
+    "spark_memory_mib",
 ]

@@ -1,11 +1,14 @@
 """What every kind's spec shares: `SpecError`, `ObjectRef`, the reader of one object of a body (`Fields`),
-a reference by name, and the Spark section of LakeWriter and TableService.
+a reference by name, and the Spark section of LakeWriter and TableService with its rules: the driver's
+memory in Spark's notation, and no `spark.conf` key the operator manages (a spec breaking either is
+refused here, before anything runs; the pod builder relies on both).
 
 Must not: talk to Kubernetes, import kopf, read storage, or decide anything (planners in `plan/` do).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
@@ -15,6 +18,16 @@ MANAGED_ANNOTATION = "weir.dev/managed"
 
 SparkMode = Literal["kubernetes", "local"]
 T = TypeVar("T")
+
+# Spark settings the operator owns: a spec's `spark.conf` may not set them (it would break the pod's
+# wiring to its executors, its owner or its Secret).
+MANAGED_CONF_PREFIXES = ("spark.master", "spark.submit.deployMode", "spark.driver.host",
+                         "spark.driver.bindAddress", "spark.kubernetes.namespace",
+                         "spark.kubernetes.driver.pod.name",
+                         "spark.kubernetes.container.image", "spark.kubernetes.executor.podNamePrefix",
+                         "spark.kubernetes.executor.label.", "spark.kubernetes.executor.secretKeyRef.",
+                         "spark.kubernetes.authenticate.", "spark.app.name")
+_MEMORY = re.compile(r"^(\d+)([kmgt]?)b?$", re.IGNORECASE)
 
 
 class SpecError(ValueError):
@@ -189,14 +202,32 @@ def name_ref(f: Fields, key: str) -> NameRef:
 SPARK_FIELDS = ("mode", "image", "serviceAccountName", "driver", "executor", "conf", "localCores")
 
 
+def spark_memory_mib(value: str) -> int | None:
+    """Spark's memory notation ("512m", "2g") in MiB; None when `value` is not in it."""
+    m = _MEMORY.fullmatch(value.strip())
+    if not m:
+        return None
+    n, unit = int(m.group(1)), m.group(2).lower()
+    return {"": n // (1024 * 1024), "k": n // 1024, "m": n, "g": n * 1024, "t": n * 1024 * 1024}[unit]
+
+
 def parse_spark(f: Fields) -> SparkSpec:
     d = f.sub("driver", ("cores", "memory"))
     e = f.sub("executor", ("instances", "cores", "memory"))
+    driver_memory = str(d.text("memory", "1g"))
+    if spark_memory_mib(driver_memory) is None:   # the driver pod's memory is computed from it
+        raise SpecError(d.at("memory"), f"memory {driver_memory!r} is not Spark's notation; use e.g. 512m "
+                        "or 2g")
+    conf = f.string_map("conf")
+    managed = sorted(k for k in conf if k.startswith(MANAGED_CONF_PREFIXES))
+    if managed:
+        raise SpecError(f.at("conf"), f"{', '.join(managed)} is set by the operator (it wires the driver to "
+                        "its pod, executors and Secret); remove it from spark.conf")
     return SparkSpec(
         mode=f.enum("mode", SparkMode, "kubernetes"), image=f.text("image", None),
         service_account_name=f.text("serviceAccountName", None),
-        driver=DriverResources(cores=d.integer("cores", 1, minimum=1), memory=str(d.text("memory", "1g"))),
+        driver=DriverResources(cores=d.integer("cores", 1, minimum=1), memory=driver_memory),
         executor=ExecutorResources(instances=e.integer("instances", 2),
                                    cores=e.integer("cores", 1, minimum=1),
                                    memory=str(e.text("memory", "2g"))),
-        conf=f.string_map("conf"), local_cores=f.integer("localCores", 2, minimum=1))
+        conf=conf, local_cores=f.integer("localCores", 2, minimum=1))

@@ -18,12 +18,11 @@ from lakeoperator.builders.driver_pod import (
     build_service_pod,
     build_writer_pod,
     child_name,
-    spark_memory_mib,
 )
 from lakeoperator.builders.job_args import ZOOKEEPER_PASSWORD_ENV, ZOOKEEPER_USERNAME_ENV
 from lakeoperator.plan.service import run_id
 from lakeoperator.plan.writer import SUBMISSION_LABEL, submission_id
-from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table, parse_lake_writer, parse_table_service
+from lakeoperator.specs import ObjectRef, parse_lake_table, parse_lake_writer, parse_table_service
 from sparkjobs.contract import BatchWriteArgs, StreamWriteArgs, TableServiceArgs
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -137,20 +136,6 @@ def test_names_stay_dns_labels_and_unique_when_cut():
     long = "w" * 70
     a, b = child_name(f"{long}-1"), child_name(f"{long}-2")
     assert len(a) <= 63 and len(b) <= 63 and a != b and a == child_name(f"{long}-1")
-
-
-def test_managed_spark_settings_are_refused_in_the_spec():
-    writer_body = json.loads(json.dumps(CASES["writer-batch-kubernetes"][1]))
-    writer_body["spec"]["spark"]["conf"] = {"spark.master": "local[*]"}
-    with pytest.raises(SpecError, match=r"spark\.master"):
-        build_writer_pod(ObjectRef.from_body(writer_body), parse_lake_writer(writer_body),
-                         parse_lake_table(TABLE), "x-1-00000000", SETTINGS)
-
-
-@pytest.mark.parametrize(("text", "mib"), [("512m", 512), ("2g", 2048), ("1G", 1024), ("1048576k", 1024),
-                                           ("1t", 1024 * 1024)])
-def test_spark_memory_notation(text, mib):
-    assert spark_memory_mib(text) == mib
 
 
 def test_zookeeper_credentials_reach_driver_and_executors_from_their_secret_only() -> None:
