@@ -8,6 +8,7 @@ instant, tasks write file groups and return write stats, driver commits), here w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -140,6 +141,23 @@ class Table:
             column_groups=groups, column_defaults=dict(column_defaults or {}), buckets=buckets,
             compression=compression, concurrency_mode=concurrency_mode,
             tombstone_retention_hours=tombstone_retention_hours, lock=_spec_to_record(lock, storage.uri))
+        return cls._create(uri, storage, config, lock=lock, options=options)
+
+    @classmethod
+    def create_from_config(cls, uri: str, config: TableConfig, *,
+                           storage_options: dict[str, Any] | OptionsRef | None = None,
+                           options: WriterOptions | None = None) -> Table:
+        """Create a new, empty table at `uri` from a whole `TableConfig` (validated when it was made): what
+        `create` records for the same values, column groups normalized and a ZooKeeper lock without a
+        path given the table's default one. Its lock is the one `config.lock` names."""
+        storage = open_storage(uri, storage_options)
+        config = replace(config, column_groups=normalize_groups(config.column_groups),
+                         lock=_spec_to_record(config.lock, storage.uri))
+        return cls._create(uri, storage, config, lock=None, options=options)
+
+    @classmethod
+    def _create(cls, uri: str, storage: Storage, config: TableConfig, *, lock: Lock | LockSpec | None,
+                options: WriterOptions | None) -> Table:
         if storage.list_names(TIMELINE_DIR) and not storage.exists(CONFIG_PATH):
             raise TableAlreadyExists(
                 f"{uri} holds a table's timeline but no {CONFIG_PATH} (it was lost): creating a new table "
