@@ -384,7 +384,7 @@ class Controller:
         """The tenant's ZooKeeper credentials from the Secret the LakeTable's
         lock.zookeeper.credentialsSecret names (None without one)."""
         spec = parse_lake_table(table_body)
-        ref = spec.lock.zookeeper.credentials_secret if spec.lock.zookeeper else None
+        ref = spec.lock_credentials
         if ref is None:
             return None
         from lakecore.concurrency.zookeeper import Credentials

@@ -18,16 +18,17 @@ is idempotent by name).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from lakecore.config import TableConfig
+from lakecore.errors import InvalidTableConfig
 from lakeoperator.builders.driver_pod import PodSettings, build_service_pod, build_writer_pod, child_name
 from lakeoperator.launch import Launcher
 from lakeoperator.plan.service import ServiceAction, plan_service
-from lakeoperator.plan.table import TableAction, TablePlan, columns_to_add, plan_table
+from lakeoperator.plan.table import TableAction, TablePlan, columns_to_add, desired_config, plan_table
 from lakeoperator.plan.writer import Action, WriterPhase, classify_change, observe_pod, plan_writer
 from lakeoperator.specs import (
     LakeTableSpec,
@@ -110,13 +111,17 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
     if (old or {}).get("location") not in (None, spec.location):  # where no API server rule refused it
         status = location_changed_status(ref, old or {}, spec.location, now)
         return Outcome(status, done=True, events=(("Warning", "LocationChanged", status["lastError"]),))
+    try:   # the spec in lakecore's form, once: compared with the table's, and created from
+        desired = desired_config(spec, ref.name)
+    except InvalidTableConfig as exc:   # a table lakecore would refuse to create
+        return _invalid(ref, SpecError("spec", f"{exc}; fix the spec"), old, now)
     options = _options(spec, storage_options)
     error = observed = None
     try:
         observed = _table_config(spec, options)
     except Exception as exc:  # storage unreachable, no credentials, permission denied: reported, retried
         error = _storage_error(spec, exc)
-    plan = plan_table(spec, observed)
+    plan = plan_table(desired, observed)
     if plan.action == TableAction.REFUSE and error is None:
         status = table_status(ref, plan, old, now)
         return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
@@ -125,7 +130,7 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
     if error is None:
         try:
             if plan.action == TableAction.CREATE:
-                _create_table(ref, spec, options)
+                _create_table(spec, desired, options)
             elif plan.action == TableAction.EVOLVE:
                 added = _add_columns(spec, plan, options)
             info = _table_info(spec, options)
@@ -149,36 +154,23 @@ def _storage_error(spec: LakeTableSpec, exc: Exception) -> str:
             "spec.storage and the operator's access to it (it is retried)")
 
 
-def _table_config(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _table_config(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> TableConfig | None:
+    """The config of the table at spec.location, as lakecore reads it (None: there is none)."""
     from lakecore.storage import open_storage
     from lakecore.table.table import CONFIG_PATH
 
     storage = open_storage(spec.location, options)
     try:
-        config: dict[str, Any] = json.loads(storage.read(CONFIG_PATH))
+        data = storage.read(CONFIG_PATH)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return config
+    return TableConfig.loads(data, table=spec.location)
 
 
-def _create_table(ref: ObjectRef, spec: LakeTableSpec, options: dict[str, Any] | None = None) -> None:
-    import pyarrow as pa
-
+def _create_table(spec: LakeTableSpec, desired: TableConfig, options: dict[str, Any] | None) -> None:
     from lakecore import Table
-    from lakecore.config import ColumnGroup, LockSpec, schema_from_json
-    from lakeoperator.plan.table import desired_config
 
-    desired = desired_config(spec)
-    schema: pa.Schema = schema_from_json(desired["schema"])
-    lock = LockSpec.from_json(desired["lock"])
-    Table.create(spec.location, schema=schema, record_key=spec.record_key,
-                 partition_fields=spec.partition_fields, table_type=spec.table_type,
-                 ordering_field=spec.ordering_field,
-                 column_groups=[ColumnGroup(g.name, tuple(g.columns), g.ordering_field)
-                                for g in spec.column_groups],
-                 buckets=spec.buckets, concurrency_mode=spec.concurrency.mode,
-                 tombstone_retention_hours=spec.tombstone_retention_hours, name=ref.name, lock=lock,
-                 storage_options=options)
+    Table.create_from_config(spec.location, desired, storage_options=options)
 
 
 def _add_columns(spec: LakeTableSpec, plan: TablePlan, options: dict[str, Any] | None = None) -> list[str]:

@@ -21,7 +21,7 @@ from lakeoperator.plan.service import (
     ServiceObserved,
     plan_service,
 )
-from lakeoperator.plan.table import plan_table
+from lakeoperator.plan.table import desired_config, plan_table
 from lakeoperator.plan.writer import (
     Cause,
     DriverObservation,
@@ -144,14 +144,11 @@ TABLE = ObjectRef("lake", "orders", "uid-orders", 2)
 
 
 def table_samples() -> list[Sample]:
-    spec = parse_lake_table(lake_table())
-    creating = plan_table(spec, None)
+    desired = desired_config(parse_lake_table(lake_table()), "orders")
+    creating = plan_table(desired, None)
     ready = table_status(TABLE, creating, None, NOW, info=TableInfo(latest_instant="20261123120000000",
                                                                     latest_instant_time=NOW))
-    mismatch = {"table_type": "copy_on_write", "record_key": ["id"], "partition_fields": ["day"],
-                "ordering_field": None, "merge_mode": "commit_time", "column_groups": [], "buckets": 4,
-                "concurrency_mode": "optimistic", "tombstone_retention_hours": None,
-                "lock": {"provider": "storage"}, "schema": []}
+    mismatch = replace(desired, table_type="copy_on_write")   # the table at spec.location
 
     def sample(name: str, status: dict[str, Any], kstatus: KStatus, health: Health, **kw: Any) -> Sample:
         return Sample(f"LakeTable/{name}", "LakeTable", body("LakeTable", TABLE, status, **kw), kstatus,
@@ -160,7 +157,7 @@ def table_samples() -> list[Sample]:
     return [
         sample("creating", table_status(TABLE, creating, None, NOW), "InProgress", "Progressing"),
         sample("ready", ready, "Current", "Healthy"),
-        sample("config-mismatch", table_status(TABLE, plan_table(spec, mismatch), None, NOW), "Failed",
+        sample("config-mismatch", table_status(TABLE, plan_table(desired, mismatch), None, NOW), "Failed",
                "Degraded"),
         # storage unreachable: retried, so kstatus waits; Argo CD shows the failure now
         sample("storage-error", table_status(TABLE, creating, None, NOW, error="cannot reach the table"),

@@ -45,6 +45,19 @@ def test_an_invalid_table_spec_is_reported(tmp_path):
     assert condition(out.status, "Ready")["reason"] == "InvalidSpec" and "buckets" in out.status["lastError"]
 
 
+def test_a_table_lakecore_would_refuse_is_an_invalid_spec_and_nothing_is_created(tmp_path):
+    """The spec is translated into lakecore's TableConfig before storage is touched: a record key of
+    type float64 (no stable hash) is refused there, as an invalid spec, never retried as a storage error."""
+    body = lake_table(location=str(tmp_path / "orders"),
+                      schema=[{"name": "id", "type": "float64", "nullable": False},
+                              {"name": "day", "type": "string"}])
+    out = reconcile_table(body, NOW)
+    ready = condition(out.status, "Ready")
+    assert ready["reason"] == "InvalidSpec" and "record_key column 'id'" in ready["message"], ready
+    assert out.done and out.events[0][:2] == ("Warning", "InvalidSpec")
+    assert not (tmp_path / "orders").exists()
+
+
 def test_a_paused_writer_is_left_alone(tmp_path):
     launcher = LocalLauncher(tmp_path / "state")
     body = lake_writer()

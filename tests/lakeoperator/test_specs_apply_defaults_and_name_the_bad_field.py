@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from lakecore.config import LockSpec
 from lakeoperator.specs import (
     BackoffSpec,
     ColumnSpec,
@@ -13,7 +14,6 @@ from lakeoperator.specs import (
     DriverResources,
     ExecutorResources,
     HeartbeatSpec,
-    LockSpec,
     ObjectRef,
     RestartPolicySpec,
     SparkSpec,
@@ -49,15 +49,15 @@ def test_zookeeper_credentials_are_a_secret_reference_with_default_keys() -> Non
     def zookeeper(**credentials: Any) -> Any:
         body = lake_table(lock={"provider": "zookeeper",
                                 "zookeeper": {"connect": "zk:2181", "credentialsSecret": credentials}})
-        lock = parse_lake_table(body).lock
-        assert lock.zookeeper is not None
-        return lock.zookeeper.credentials_secret
+        spec = parse_lake_table(body)
+        assert spec.lock == LockSpec("zookeeper", connect="zk:2181")
+        return spec.lock_credentials
 
     assert zookeeper(name="tenant-a-zk") == ZookeeperCredentialsRef("tenant-a-zk", "username", "password")
     assert zookeeper(name="zk", usernameKey="user", passwordKey="pass") == ZookeeperCredentialsRef(
         "zk", "user", "pass")
     plain = parse_lake_table(lake_table(lock={"provider": "zookeeper", "zookeeper": {"connect": "zk:2181"}}))
-    assert plain.lock.zookeeper is not None and plain.lock.zookeeper.credentials_secret is None
+    assert plain.lock.provider == "zookeeper" and plain.lock_credentials is None
 
 
 def test_lake_writer_defaults() -> None:
@@ -141,6 +141,9 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("table", lake_table(lock={"provider": "zookeeper", "zookeeper": {
         "connect": "zk:2181", "credentialsSecret": {"name": "zk", "passwordKey": "username"}}}),
      "spec.lock.zookeeper.credentialsSecret.passwordKey"),
+    ("table", lake_table(lock={"provider": "zookeeper",
+                               "zookeeper": {"connect": "zk:2181", "path": "weir/o"}}),
+     "spec.lock.zookeeper.path"),
     ("table", lake_table(storage={"options": {"key": "AKIA..."}}), "spec.storage.options.key"),
     ("table", lake_table(deletionPolicy="Purge"), "spec.deletionPolicy"),
     ("table", lake_table(bukets=3), "spec.bukets"),

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lakeoperator.plan.service import ActiveRun, RunRecord, ServiceAction, ServicePlan
-from lakeoperator.plan.table import TableAction, plan_table
+from lakeoperator.plan.table import TableAction, desired_config, plan_table
 from lakeoperator.plan.writer import Action, AttemptRecord, Attempts, Cause, WriterPhase, WriterPlan
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
 from lakeoperator.status import (
@@ -162,7 +162,7 @@ def test_pausing_changes_only_the_paused_condition() -> None:
 def test_table_status_golden() -> None:
     spec = parse_lake_table(lake_table())
     ref = ObjectRef("lake", "orders", "uid-t", 2)
-    plan = plan_table(spec, None)
+    plan = plan_table(desired_config(spec, "orders"), None)
     creating = table_status(ref, plan, None, T0)
     assert (creating["phase"], creating["conditions"][1]["status"]) == ("Pending", "True")
     info = TableInfo(latest_instant="20261123120000000", latest_instant_time=T1, pending_compactions=1,
@@ -183,12 +183,9 @@ def test_table_status_golden() -> None:
 
 
 def test_a_refused_table_is_failed_and_says_why() -> None:
-    spec = parse_lake_table(lake_table())
-    observed = {"table_type": "copy_on_write", "record_key": ["id"], "partition_fields": ["day"],
-                "ordering_field": None, "merge_mode": "commit_time", "column_groups": [], "buckets": 4,
-                "concurrency_mode": "optimistic", "tombstone_retention_hours": None,
-                "lock": {"provider": "storage"}, "schema": []}
-    status = table_status(REF, plan_table(spec, observed), None, T0)
+    desired = desired_config(parse_lake_table(lake_table()), "orders")
+    observed = replace(desired, table_type="copy_on_write")   # the table at spec.location
+    status = table_status(REF, plan_table(desired, observed), None, T0)
     assert status["phase"] == "Failed" and status["conditions"][2]["reason"] == "ConfigMismatch"
     assert "table_type" in status["lastError"] and status["conditions"][0]["status"] == "False"
 

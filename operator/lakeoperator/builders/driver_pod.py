@@ -103,11 +103,6 @@ def secret_env(storage: StorageSpec,
     return env
 
 
-def zookeeper_credentials(table: LakeTableSpec) -> ZookeeperCredentialsRef | None:
-    zk = table.lock.zookeeper if table.lock.provider == "zookeeper" else None
-    return zk.credentials_secret if zk is not None else None
-
-
 def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
                pod_labels: Mapping[str, str], secrets: Mapping[str, tuple[str, str]],
                settings: PodSettings) -> dict[str, str]:
@@ -150,7 +145,7 @@ def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: s
     name = child_name(submission_id)
     image = spark.image or settings.default_image
     pod_labels = labels(owner, component, table_name, submission_id)
-    secrets = secret_env(table.storage, zookeeper_credentials(table))
+    secrets = secret_env(table.storage, table.lock_credentials)
     conf = spark_conf(owner, name, spark, image, pod_labels, secrets, settings)
     submit = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
     env: list[dict[str, Any]] = [

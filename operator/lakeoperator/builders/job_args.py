@@ -33,8 +33,7 @@ def storage_env(storage: StorageSpec) -> str | None:
 
 def zookeeper_of(table: LakeTableSpec) -> str | None:
     """The connect string of the table's recorded ZooKeeper lock (jobs must name it; None: storage)."""
-    zk = table.lock.zookeeper if table.lock.provider == "zookeeper" else None
-    return zk.connect if zk is not None else None
+    return table.lock.connect
 
 
 def checkpoint_of(owner: ObjectRef, table: LakeTableSpec) -> str:

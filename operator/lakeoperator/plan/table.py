@@ -1,7 +1,8 @@
 """LakeTable decisions: create or adopt a table, which differences can be applied, what deletion does (pure).
 
-Owns: `desired_config` (a LakeTableSpec in table.json's shape, the part a spec decides), `compare_config`
-(desired vs the config lakecore reports for an existing table -> mismatches, each evolvable or refused),
+Owns: `desired_config` (a LakeTableSpec translated into lakecore's `TableConfig`, once per pass: the value
+the table is created from and compared with), `compare_config` (desired vs the config of an existing table
+-> mismatches, each evolvable or refused; the lock compared by lakecore's own `LockSpec.mismatch`),
 `plan_table`, `columns_to_add` (what an evolution adds, and to which column groups), `refused_changes` (a
 spec update that changes identity fields), `deletion_action`.
 
@@ -9,8 +10,8 @@ Schema evolution: a new column is nullable; on a column-group table the spec lis
 columns in the same edit (specs.py refuses a column in no group, as lakecore does). Groups never change
 otherwise: a column never leaves its group nor joins one it was not in.
 
-Must not: import lakecore or touch storage: the handler reads table.json with lakecore's read-side API and
-passes it in as a plain dict (`TableConfig.to_json()`), and carries out the plan.
+Must not: touch storage (lakecore's config values only): the reconcile core reads table.json with
+lakecore's read-side API, passes it in as a `TableConfig`, and carries out the plan.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lakecore.config import ColumnGroup, normalize_groups
+from lakecore.config import ColumnGroup, TableConfig, default_merge_mode, normalize_groups, schema_from_json
 from lakeoperator.specs import DECIMAL_TYPE, ColumnSpec, LakeTableSpec, ObjectRef
 
 Severity = Literal["evolvable", "refused"]
@@ -31,7 +32,7 @@ COMPARED_KEYS = ("table_type", "record_key", "partition_fields", "ordering_field
 
 
 class TableAction(enum.StrEnum):
-    CREATE = "create"    # no table at spec.location: create it from desired_config
+    CREATE = "create"    # no table at spec.location: create it from the desired config
     ADOPT = "adopt"      # a table is there and matches: manage it as it is
     EVOLVE = "evolve"    # it matches but for evolvable mismatches: add the columns (to their groups) / lock
     REFUSE = "refuse"    # it differs in what cannot change: touch nothing, report the mismatches
@@ -50,7 +51,7 @@ class Mismatch:
 class TablePlan:
     action: TableAction
     mismatches: tuple[Mismatch, ...] = ()
-    desired: Mapping[str, Any] | None = None
+    desired: TableConfig | None = None
 
     @property
     def refused(self) -> tuple[Mismatch, ...]:
@@ -71,71 +72,40 @@ def column_json(c: ColumnSpec) -> dict[str, Any]:
     return {"name": c.name, "nullable": c.nullable, **column_type_json(c.type)}
 
 
-def desired_config(spec: LakeTableSpec) -> dict[str, Any]:
-    """The table.json keys in COMPARED_KEYS, as lakecore writes them for this spec."""
-    lock: dict[str, Any] = {"provider": spec.lock.provider}
-    if spec.lock.zookeeper is not None:
-        lock |= {"connect": spec.lock.zookeeper.connect, "path": spec.lock.zookeeper.path}
-    merge_mode = "partial_update" if spec.column_groups else \
-        "event_time" if spec.ordering_field else "commit_time"
-    return {
-        "table_type": spec.table_type, "record_key": list(spec.record_key),
-        "partition_fields": list(spec.partition_fields), "ordering_field": spec.ordering_field,
-        "merge_mode": merge_mode,
-        # as lakecore records them: a group's own ordering field travels with its columns
-        "column_groups": [{"name": g.name, "columns": list(g.columns), "ordering_field": g.ordering_field}
-                          for g in normalize_groups([ColumnGroup(g.name, tuple(g.columns), g.ordering_field)
-                                                     for g in spec.column_groups])],
-        "buckets": spec.buckets, "concurrency_mode": spec.concurrency.mode,
-        "tombstone_retention_hours": spec.tombstone_retention_hours, "lock": lock,
-        "schema": [column_json(c) for c in spec.schema],
-    }
+def desired_config(spec: LakeTableSpec, name: str) -> TableConfig:
+    """The config lakecore creates the table with for this spec (`name`: the table's, the LakeTable's name);
+    lakecore's own rules hold (InvalidTableConfig when it refuses the spec)."""
+    groups = normalize_groups([ColumnGroup(g.name, tuple(g.columns), g.ordering_field)
+                               for g in spec.column_groups])
+    return TableConfig(
+        name=name, schema=schema_from_json([column_json(c) for c in spec.schema]),
+        record_key=spec.record_key, partition_fields=spec.partition_fields, table_type=spec.table_type,
+        ordering_field=spec.ordering_field, merge_mode=default_merge_mode(spec.ordering_field, groups),
+        column_groups=groups, buckets=spec.buckets, concurrency_mode=spec.concurrency.mode,
+        tombstone_retention_hours=spec.tombstone_retention_hours, lock=spec.lock)
 
 
-def compare_config(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> tuple[Mismatch, ...]:
-    """Where an existing table (its table.json as a dict) differs from the desired config."""
+def compare_config(desired: TableConfig, observed: TableConfig) -> tuple[Mismatch, ...]:
+    """Where an existing table's config differs from the desired one (in COMPARED_KEYS; a mismatch shows
+    both values as table.json words them)."""
+    want, have = desired.to_json(), observed.to_json()
     out: list[Mismatch] = []
     for key in COMPARED_KEYS:
         if key == "schema":
-            out += _compare_schema(desired["schema"], observed.get("schema") or [], desired["column_groups"])
-        elif key == "column_groups" and desired.get(key) and observed.get(key):
-            out += _compare_groups(desired[key], observed[key], observed.get("schema") or [])
+            out += _compare_schema(want["schema"], have["schema"], want["column_groups"])
+        elif key == "column_groups" and desired.column_groups and observed.column_groups:
+            out += _compare_groups(want[key], have[key], have["schema"])
         elif key == "lock":
-            if not _same_lock(desired["lock"], observed.get("lock") or {"provider": "storage"}):
-                out.append(Mismatch("lock", desired["lock"], observed.get("lock"), "evolvable",
+            if observed.lock.mismatch(desired.lock) is not None:   # no path in the spec: the table's
+                out.append(Mismatch("lock", want["lock"], have["lock"], "evolvable",
                                     "the table records another lock; the operator switches it (no writer may "
                                     "run meanwhile)"))
-        elif _normal(desired.get(key)) != _normal(observed.get(key)):
-            out.append(Mismatch(key, desired.get(key), observed.get(key), "refused",
-                                f"the table at this location has {key} {observed.get(key)!r}, the spec "
-                                f"{desired.get(key)!r}, and it cannot change; fix the spec to match, or "
+        elif getattr(desired, key) != getattr(observed, key):
+            out.append(Mismatch(key, want[key], have[key], "refused",
+                                f"the table at this location has {key} {have[key]!r}, the spec "
+                                f"{want[key]!r}, and it cannot change; fix the spec to match, or "
                                 "point spec.location at a new table"))
     return tuple(out)
-
-
-def _normal(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_normal(v) for v in value]
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
-def _same_lock(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
-    if desired.get("provider") != observed.get("provider"):
-        return False
-    if desired.get("provider") != "zookeeper":
-        return True
-
-    def ensemble(connect: Any) -> tuple[frozenset[str], str]:
-        hosts, _, chroot = str(connect or "").partition("/")
-        return frozenset(h.strip() for h in hosts.split(",") if h.strip()), chroot.rstrip("/")
-    if ensemble(desired.get("connect")) != ensemble(observed.get("connect")):
-        return False
-    # no path in the spec means the table's default path, whatever it is
-    return desired.get("path") is None or desired.get("path") == observed.get("path")
 
 
 def _compare_groups(desired: list[Mapping[str, Any]], observed: list[Mapping[str, Any]],
@@ -200,12 +170,11 @@ def _type(col: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(col.items()) if k not in ("name", "nullable"))
 
 
-def plan_table(spec: LakeTableSpec, observed_config: Mapping[str, Any] | None) -> TablePlan:
-    """observed_config: table.json of the table at spec.location (None: there is none)."""
-    desired = desired_config(spec)
-    if observed_config is None:
+def plan_table(desired: TableConfig, observed: TableConfig | None) -> TablePlan:
+    """observed: the config of the table at spec.location (None: there is none)."""
+    if observed is None:
         return TablePlan(TableAction.CREATE, desired=desired)
-    mismatches = compare_config(desired, observed_config)
+    mismatches = compare_config(desired, observed)
     if any(m.severity == "refused" for m in mismatches):
         return TablePlan(TableAction.REFUSE, mismatches, desired)
     return TablePlan(TableAction.EVOLVE if mismatches else TableAction.ADOPT, mismatches, desired)
@@ -216,7 +185,7 @@ def columns_to_add(plan: TablePlan) -> tuple[list[Mapping[str, Any]], dict[str, 
     added = [m.desired for m in plan.mismatches
              if m.field.startswith("schema.") and m.observed is None and m.severity == "evolvable"]
     names = {c["name"] for c in added}
-    groups = {c: g["name"] for g in (plan.desired or {}).get("column_groups", ()) for c in g["columns"]
+    groups = {c: g.name for g in (plan.desired.column_groups if plan.desired else ()) for c in g.columns
               if c in names}
     return added, groups
 
@@ -231,7 +200,7 @@ def refused_changes(old: LakeTableSpec, new: LakeTableSpec) -> tuple[str, ...]:
     fields never change."""
     reasons = [f"spec.{_camel(name)} is immutable; revert it (a different table needs a new LakeTable)"
                for name in IMMUTABLE if getattr(old, name) != getattr(new, name)]
-    reasons += [m.message for m in compare_config(desired_config(new), desired_config(old))
+    reasons += [m.message for m in compare_config(desired_config(new, "table"), desired_config(old, "table"))
                 if m.field.startswith(("schema.", "column_groups")) and m.severity == "refused"]
     return tuple(reasons)
 

@@ -45,12 +45,10 @@ from lakeoperator.specs.table import (
     HeartbeatSpec,
     LakeTableSpec,
     LockProvider,
-    LockSpec,
     SecretKeyRef,
     StorageSpec,
     TableType,
     ZookeeperCredentialsRef,
-    ZookeeperSpec,
     parse_lake_table,
 )
 from lakeoperator.specs.writer import (
@@ -90,7 +88,6 @@ __all__ = [
     "LakeTableSpec",
     "LakeWriterSpec",
     "LockProvider",
-    "LockSpec",
     "NameRef",
     "ObjectRef",
     "OnConflict",
@@ -111,7 +108,6 @@ __all__ = [
     "TriggerSpec",
     "WriterMode",
     "ZookeeperCredentialsRef",
-    "ZookeeperSpec",
     "parse_lake_table",
     "parse_lake_writer",
     "parse_table_service",

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lakecore.config import ColumnGroup, column_group_problem
+from lakecore.config import ColumnGroup, LockSpec, column_group_problem
+from lakecore.errors import InvalidTableConfig
 from lakeoperator.specs.common import Fields, SpecError, spec_of
 from sparkjobs.contract import PUBLIC_STORAGE_OPTIONS
 
@@ -78,19 +79,6 @@ class ZookeeperCredentialsRef:
 
 
 @dataclass(frozen=True)
-class ZookeeperSpec:
-    connect: str
-    path: str | None = None
-    credentials_secret: ZookeeperCredentialsRef | None = None
-
-
-@dataclass(frozen=True)
-class LockSpec:
-    provider: LockProvider = "storage"
-    zookeeper: ZookeeperSpec | None = None
-
-
-@dataclass(frozen=True)
 class HeartbeatSpec:
     interval_seconds: float = 10
     tolerable_misses: int = 3
@@ -108,7 +96,9 @@ class LakeTableSpec:
     ordering_field: str | None = None
     column_groups: tuple[ColumnGroupSpec, ...] = ()
     concurrency: ConcurrencySpec = ConcurrencySpec()
-    lock: LockSpec = LockSpec()
+    # the lock table.json records, in lakecore's one form (a ZooKeeper path None: the table's default)
+    lock: LockSpec = field(default_factory=LockSpec)
+    lock_credentials: ZookeeperCredentialsRef | None = None   # lock.zookeeper.credentialsSecret
     heartbeat: HeartbeatSpec = HeartbeatSpec()
     tombstone_retention_hours: float | None = None
     deletion_policy: DeletionPolicy = "Retain"
@@ -142,7 +132,7 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
         raise SpecError(f.at("columnGroups"), problem)
     table_type = f.enum("tableType", TableType, "merge_on_read")
     concurrency = _parse_concurrency(f.sub("concurrency", ("mode", "earlyDetection")))
-    lock = _parse_lock(f.sub("lock", ("provider", "zookeeper")))
+    lock, lock_credentials = _parse_lock(f.sub("lock", ("provider", "zookeeper")))
     if concurrency.mode == "non_blocking" and table_type != "merge_on_read":
         raise SpecError(f.at("concurrency.mode"), "non_blocking needs tableType merge_on_read; change one")
     strategy = concurrency.early_detection.strategy
@@ -158,7 +148,7 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
         storage=_parse_storage(f.sub("storage", ("secretRef", "options"))),
         partition_fields=partition_fields, table_type=table_type,
         buckets=f.integer("buckets", 4, minimum=1), ordering_field=ordering_field, column_groups=groups,
-        concurrency=concurrency, lock=lock,
+        concurrency=concurrency, lock=lock, lock_credentials=lock_credentials,
         heartbeat=HeartbeatSpec(interval_seconds=hb.number("intervalSeconds", 10, exclusive=True),
                                 tolerable_misses=hb.integer("tolerableMisses", 3, minimum=1)),
         tombstone_retention_hours=f.opt_number("tombstoneRetentionHours"),
@@ -235,27 +225,32 @@ def _parse_concurrency(f: Fields) -> ConcurrencySpec:
             period_seconds=ed.number("periodSeconds", 0.2, exclusive=True)))
 
 
-def _parse_lock(f: Fields) -> LockSpec:
+def _parse_lock(f: Fields) -> tuple[LockSpec, ZookeeperCredentialsRef | None]:
+    """spec.lock -> lakecore's LockSpec (its own rules: a connect string, a path like /weir/locks/<table>)
+    and the Secret with the tenant's ZooKeeper credentials, if named."""
     provider = f.enum("provider", LockProvider, "storage")
-    zk = None
-    if f.has("zookeeper"):
-        z = f.sub("zookeeper", ("connect", "path", "credentialsSecret"))
-        connect = z.req_str("connect")
-        if "@" in connect:
-            raise SpecError(z.at("connect"), "must not carry credentials ('@'); give host:port[,host:port]"
-                            "[/chroot] and name a Secret holding them in lock.zookeeper.credentialsSecret")
-        credentials = None
-        if z.has("credentialsSecret"):
-            c = z.sub("credentialsSecret", ("name", "usernameKey", "passwordKey"))
-            credentials = ZookeeperCredentialsRef(name=c.req_str("name"),
-                                                  username_key=c.text("usernameKey", "username"),
-                                                  password_key=c.text("passwordKey", "password"))
-            if credentials.username_key == credentials.password_key:
-                raise SpecError(c.at("passwordKey"), f"is the same key as usernameKey "
-                                f"({credentials.username_key!r}); name the Secret's password key")
-        zk = ZookeeperSpec(connect=connect, path=z.text("path", None), credentials_secret=credentials)
-    if provider == "zookeeper" and zk is None:
-        raise SpecError(f.at("zookeeper.connect"), "is required with provider zookeeper; set it")
-    if provider != "zookeeper" and zk is not None:
+    if not f.has("zookeeper"):
+        if provider == "zookeeper":
+            raise SpecError(f.at("zookeeper.connect"), "is required with provider zookeeper; set it")
+        return LockSpec(provider), None
+    if provider != "zookeeper":
         raise SpecError(f.at("zookeeper"), f"is only for provider zookeeper, not {provider}; drop it")
-    return LockSpec(provider=provider, zookeeper=zk)
+    z = f.sub("zookeeper", ("connect", "path", "credentialsSecret"))
+    connect = z.req_str("connect")
+    if "@" in connect:
+        raise SpecError(z.at("connect"), "must not carry credentials ('@'); give host:port[,host:port]"
+                        "[/chroot] and name a Secret holding them in lock.zookeeper.credentialsSecret")
+    credentials = None
+    if z.has("credentialsSecret"):
+        c = z.sub("credentialsSecret", ("name", "usernameKey", "passwordKey"))
+        credentials = ZookeeperCredentialsRef(name=c.req_str("name"),
+                                              username_key=c.text("usernameKey", "username"),
+                                              password_key=c.text("passwordKey", "password"))
+        if credentials.username_key == credentials.password_key:
+            raise SpecError(c.at("passwordKey"), f"is the same key as usernameKey "
+                            f"({credentials.username_key!r}); name the Secret's password key")
+    path = z.text("path", None)
+    try:
+        return LockSpec("zookeeper", connect=connect, path=path), credentials
+    except InvalidTableConfig as exc:   # lakecore's rules for a lock it records (so says the CRD's pattern)
+        raise SpecError(z.at("path" if path is not None else "connect"), f"{exc}; fix it") from None

@@ -558,11 +558,10 @@ def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mappi
 
     spec = parse_lake_table(body)
     options = {**spec.storage.options, **(secret_options or {})}
-    zk = spec.lock.zookeeper if spec.lock.provider == "zookeeper" else None
     return WatchedTable(namespace, str(body["metadata"]["name"]), spec.location, spec.concurrency.mode,
                         HeartbeatConfig(float(spec.heartbeat.interval_seconds),
                                         spec.heartbeat.tolerable_misses), options or None,
-                        zk.connect if zk else None, zk.path if zk else None, zookeeper_credentials)
+                        spec.lock.connect, spec.lock.path, zookeeper_credentials)
 
 
 def zookeeper_abort_flag(table: WatchedTable, table_uri: str, instant: str,

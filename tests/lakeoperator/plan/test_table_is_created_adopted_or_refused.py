@@ -7,8 +7,12 @@ from typing import Any
 
 import pytest
 
+from lakecore.config import FORMAT_VERSION, TableConfig
+from lakecore.errors import InvalidTableConfig
 from lakeoperator.plan.table import (
+    COMPARED_KEYS,
     TableAction,
+    TablePlan,
     columns_to_add,
     deletion_action,
     desired_config,
@@ -25,9 +29,16 @@ def table(**spec: Any) -> LakeTableSpec:
     return parse_lake_table(lake_table(**spec))
 
 
+def plan(spec: LakeTableSpec, observed: dict[str, Any] | TableConfig | None) -> TablePlan:
+    """The plan for `spec` against a table whose table.json holds `observed` (None: no table)."""
+    if isinstance(observed, dict):
+        observed = TableConfig.from_json(observed)
+    return plan_table(desired_config(spec, "orders"), observed)
+
+
 # what lakecore's TableConfig.to_json() writes for the spec in bodies.lake_table()
 GOLDEN: dict[str, Any] = {
-    "format_version": 3, "name": "orders", "compression": "zstd", "column_defaults": {},
+    "format_version": FORMAT_VERSION, "name": "orders", "compression": "zstd", "column_defaults": {},
     "table_type": "merge_on_read", "record_key": ["id"], "partition_fields": ["day"],
     "ordering_field": None, "merge_mode": "commit_time", "column_groups": [], "buckets": 4,
     "concurrency_mode": "optimistic", "tombstone_retention_hours": None, "lock": {"provider": "storage"},
@@ -39,42 +50,49 @@ GOLDEN: dict[str, Any] = {
 
 
 def test_desired_config_is_table_json_shaped() -> None:
-    desired = desired_config(table())
-    assert desired == {k: v for k, v in GOLDEN.items() if k in desired}
+    desired = desired_config(table(), "orders").to_json()
+    assert {k: desired[k] for k in COMPARED_KEYS} == {k: v for k, v in GOLDEN.items() if k in COMPARED_KEYS}
 
 
 def test_desired_config_matches_what_lakecore_writes() -> None:
-    from lakecore.config import LockSpec, TableConfig, schema_from_json
+    from lakecore.config import LockSpec, schema_from_json
 
     spec = table(orderingField="ts", buckets=8, lock={"provider": "zookeeper",
                                                       "zookeeper": {"connect": "zk:2181", "path": "/weir/o"}})
-    desired = desired_config(spec)
-    written = TableConfig(name="orders", schema=schema_from_json(desired["schema"]), record_key=("id",),
-                          partition_fields=("day",), ordering_field="ts", merge_mode="event_time", buckets=8,
-                          lock=LockSpec("zookeeper", "zk:2181", "/weir/o")).to_json()
-    assert plan_table(spec, written).action is TableAction.ADOPT
-    assert str(schema_from_json(desired["schema"]).field("ts").type) == "timestamp[us, tz=UTC]"
+    desired = desired_config(spec, "orders")
+    written = TableConfig(name="orders", schema=schema_from_json(desired.to_json()["schema"]),
+                          record_key=("id",), partition_fields=("day",), ordering_field="ts",
+                          merge_mode="event_time", buckets=8,
+                          lock=LockSpec("zookeeper", "zk:2181", "/weir/o"))
+    assert plan(spec, written).action is TableAction.ADOPT
+    assert str(desired.schema.field("ts").type) == "timestamp[us, tz=UTC]"
+
+
+def test_a_spec_lakecore_refuses_cannot_be_translated() -> None:
+    with pytest.raises(InvalidTableConfig, match="record_key column 'day'"):
+        desired_config(table(recordKey=["day"], partitionFields=[], schema=[
+            {"name": "day", "type": "float64", "nullable": False}]), "orders")
 
 
 def test_absent_table_is_created() -> None:
-    plan = plan_table(table(), None)
-    assert plan.action is TableAction.CREATE and plan.desired == desired_config(table())
+    created = plan(table(), None)
+    assert created.action is TableAction.CREATE and created.desired == desired_config(table(), "orders")
 
 
 def test_matching_table_is_adopted() -> None:
-    assert plan_table(table(), GOLDEN).action is TableAction.ADOPT
+    assert plan(table(), GOLDEN).action is TableAction.ADOPT
     zk_in_other_order = table(lock={"provider": "zookeeper", "zookeeper": {"connect": "b:2181,a:2181"}})
     observed = GOLDEN | {"lock": {"provider": "zookeeper", "connect": "a:2181,b:2181", "path": "/weir/x"}}
-    assert plan_table(zk_in_other_order, observed).action is TableAction.ADOPT
+    assert plan(zk_in_other_order, observed).action is TableAction.ADOPT
 
 
 def test_a_new_nullable_column_and_another_lock_are_evolved() -> None:
     spec = table(schema=[*lake_table()["spec"]["schema"], {"name": "note", "type": "string"}],
                  lock={"provider": "zookeeper", "zookeeper": {"connect": "zk:2181"}})
-    plan = plan_table(spec, GOLDEN)
-    assert plan.action is TableAction.EVOLVE
-    assert [(m.field, m.severity) for m in plan.mismatches] == [("lock", "evolvable"),
-                                                                 ("schema.note", "evolvable")]
+    evolved = plan(spec, GOLDEN)
+    assert evolved.action is TableAction.EVOLVE
+    assert [(m.field, m.severity) for m in evolved.mismatches] == [("lock", "evolvable"),
+                                                                    ("schema.note", "evolvable")]
 
 
 def _observed(**changes: Any) -> dict[str, Any]:
@@ -85,7 +103,7 @@ def _observed(**changes: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("observed", "field"), [
     (_observed(table_type="copy_on_write"), "table_type"),
-    (_observed(record_key=["id", "day"]), "record_key"),
+    (_observed(record_key=["id", "ts"]), "record_key"),
     (_observed(partition_fields=[]), "partition_fields"),
     (_observed(buckets=16), "buckets"),
     (_observed(ordering_field="ts", merge_mode="event_time"), "ordering_field"),
@@ -98,16 +116,16 @@ def _observed(**changes: Any) -> dict[str, Any]:
      "schema.id"),
 ])
 def test_differences_that_cannot_change_are_refused(observed: dict[str, Any], field: str) -> None:
-    plan = plan_table(table(), observed)
-    assert plan.action is TableAction.REFUSE
-    assert field in [m.field for m in plan.refused]
-    assert all(any(w in m.message for w in ("fix", "put", "add", "point")) for m in plan.refused)
+    refused = plan(table(), observed)
+    assert refused.action is TableAction.REFUSE
+    assert field in [m.field for m in refused.refused]
+    assert all(any(w in m.message for w in ("fix", "put", "add", "point")) for m in refused.refused)
 
 
 def test_a_new_column_that_is_not_nullable_is_refused() -> None:
     note = {"name": "note", "type": "string", "nullable": False}
     spec = table(schema=[*lake_table()["spec"]["schema"], note])
-    assert plan_table(spec, GOLDEN).action is TableAction.REFUSE
+    assert plan(spec, GOLDEN).action is TableAction.REFUSE
 
 
 @pytest.mark.parametrize(("change", "refused"), [
@@ -152,11 +170,11 @@ def grouped(a: list[str], b: list[str], *extra: dict[str, Any]) -> LakeTableSpec
 def test_a_new_column_joins_its_group_and_an_evolution_adds_it_there() -> None:
     new = grouped(["a", "note"], ["b"], NOTE)
     assert refused_changes(grouped(["a"], ["b"]), new) == ()
-    plan = plan_table(new, desired_config(grouped(["a"], ["b"])))
-    assert plan.action is TableAction.EVOLVE
-    assert [m.message for m in plan.mismatches] == [
+    evolved = plan(new, desired_config(grouped(["a"], ["b"]), "orders"))
+    assert evolved.action is TableAction.EVOLVE
+    assert [m.message for m in evolved.mismatches] == [
         "column 'note' is new: the operator adds it (nullable) to column group 'ga'"]
-    assert columns_to_add(plan) == ([{"name": "note", "nullable": True, "type": "string"}], {"note": "ga"})
+    assert columns_to_add(evolved) == ([{"name": "note", "nullable": True, "type": "string"}], {"note": "ga"})
 
 
 def test_a_column_never_leaves_its_group_nor_joins_another() -> None:
