@@ -3,10 +3,11 @@
 kopf watches the three kinds and the driver pods and calls `Controller.notify*` (handlers.py); each
 notification queues the resource's key. Workers take keys off the queue and run one reconcile pass in a
 thread: read the resource fresh from the API (never a cached copy: a restart-class decision must see
-the latest spec and pod), run the launcher-agnostic core (reconcile.py) with the Kubernetes launcher,
-write the status it returns (skipped when nothing changed; guarded by the resourceVersion read, so a
-stale pass fails with Conflict and runs again), post its Events, and queue the key again after the
-core's `requeue_after`.
+the latest spec and pod), gather its inputs (observe.py, with the API as the store), run the
+launcher-agnostic core (reconcile.py) with the Kubernetes launcher, write the status it returns (skipped
+when nothing changed; guarded by the resourceVersion read, so a stale pass fails with Conflict and runs
+again), post its Events, and queue the key again after the core's `requeue_after`. `reconcile` is a
+dispatch over the three kinds.
 
 The queue gives the guarantees the core's idempotence builds on: one key is never reconciled by two
 workers at once; a key notified while it is being reconciled runs once more afterwards; a burst of
@@ -15,42 +16,31 @@ notifications for one key is one pass; a delayed requeue is replaced by an earli
 Owns: the queue, the per-kind pass (finalizer of a LakeTable with deletionPolicy Delete, the writer's
 applied spec kept in status.appliedSpec, a table's dependents re-queued when it changes — not when only
 its timeline's fields did), a table's pass queued at once on a commit (one the supervisor's scan sees,
-or a writer's attempt that ended) besides its periodic refresh, metrics.
-Must not decide what to do (plan/) or build objects (builders/); talks to the API only through kube.py.
+or a writer's attempt that ended) besides its periodic refresh, which tables the supervisor watches,
+metrics. Must not decide what to do (plan/), build objects (builders/) or read a pass's inputs itself
+(observe.py); talks to the API only through kube.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import Counter as Tally
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
 from lakeoperator.builders.driver_pod import PodSettings, child_name
-from lakeoperator.kube import Conflict, Kube, KubeError
+from lakeoperator.kube import Conflict, Kube, KubeError, with_applied
 from lakeoperator.launch.kubernetes import KubernetesLauncher
 from lakeoperator.metrics import OperatorMetrics
-from lakeoperator.reconcile import (
-    Outcome,
-    conflict_winner_running,
-    reconcile_service,
-    reconcile_table,
-    reconcile_writer,
-)
+from lakeoperator.observe import TableInputs, observe_service, observe_table, observe_writer, storage_options
+from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
-from lakeoperator.status import (
-    TIMELINE_FIELDS,
-    ended_attempts,
-    invalid_spec_status,
-    lost_conflict,
-    parse_timestamp,
-)
+from lakeoperator.status import TIMELINE_FIELDS, ended_attempts, lost_conflict, parse_timestamp
 from lakeoperator.supervision import (
     CommitsSeen,
     CurrentInstants,
@@ -70,7 +60,6 @@ from lakeoperator.supervision import (
 Key = tuple[str, str, str]   # kind, namespace, name
 KINDS = ("LakeTable", "LakeWriter", "TableService")
 FINALIZER = "weir.dev/delete-data"
-APPLIED = "appliedSpec"       # LakeWriter status field: the spec the current submission runs
 ERROR_RETRY_S = 5.0           # a pass that failed (API or storage unreachable) runs again after this
 MAX_ERROR_RETRY_S = 60.0
 PHASES = {"LakeTable": ("Pending", "Ready", "Failed"),
@@ -318,11 +307,11 @@ class Controller:
                 self._phase_of.pop(key, None)
                 return None
             if kind == "LakeTable":
-                delay = self._reconcile_table(key, body)
+                delay = self._table(key, body)
             elif kind == "LakeWriter":
-                delay = self._reconcile_child(key, body)
+                delay = self._writer(key, body)
             else:
-                delay = self._reconcile_child(key, body)
+                delay = self._service(key, body)
             self._errors.pop(key, None)
             return delay
         except Conflict:
@@ -338,7 +327,7 @@ class Controller:
         finally:
             self.metrics.record_reconcile(kind, outcome_label, time.perf_counter() - started)
 
-    def _reconcile_table(self, key: Key, body: dict[str, Any]) -> float | None:
+    def _table(self, key: Key, body: dict[str, Any]) -> float | None:
         meta = body["metadata"]
         ref = ObjectRef.from_body(body)
         policy = (body.get("spec") or {}).get("deletionPolicy") or "Retain"
@@ -352,70 +341,46 @@ class Controller:
                 body = self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
         elif not ref.managed and FINALIZER in finalizers:   # detached: the operator no longer owns its data
             body = self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
-        now = self.clock()
-        try:
-            options = self._storage_options(key[1], body)
-        except SpecError as exc:   # the Secret may be created later: look again, it is not watched
-            outcome = Outcome(invalid_spec_status(ref, exc, body.get("status"), now), requeue_after=10.0,
-                              events=(("Warning", "InvalidSpec", str(exc)),))
-            return self._report(key, body, outcome)
-        outcome = reconcile_table(body, now, storage_options=options)
-        self._supervise(key, body, outcome.status, options)
-        return self._report(key, body, outcome)
+        inputs = observe_table(self.kube, body)
+        outcome = reconcile(inputs, self.launcher, self.clock(), self.settings.pod)
+        self._supervise(key, inputs, outcome.status)
+        return self._report(key, body, outcome, key[2])
 
-    def _supervise(self, key: Key, body: Mapping[str, Any], status: Mapping[str, Any],
-                   secret_options: Mapping[str, Any] | None) -> None:
+    def _writer(self, key: Key, body: dict[str, Any]) -> float | None:
+        if body["metadata"].get("deletionTimestamp"):
+            return None   # its pods are owned by it: the garbage collector removes them
+        inputs = observe_writer(self.kube, body)
+        outcome = reconcile(inputs, self.launcher, self.clock(), self.settings.pod)
+        if outcome.applied is not None:
+            outcome = replace(outcome, status=with_applied(outcome.status, outcome.applied))
+        return self._report(key, body, outcome, inputs.table_name)
+
+    def _service(self, key: Key, body: dict[str, Any]) -> float | None:
+        if body["metadata"].get("deletionTimestamp"):
+            return None
+        inputs = observe_service(self.kube, body)
+        outcome = reconcile(inputs, self.launcher, self.clock(), self.settings.pod)
+        return self._report(key, body, outcome, inputs.table_name)
+
+    def _supervise(self, key: Key, inputs: TableInputs, status: Mapping[str, Any]) -> None:
         """A Ready table the operator manages is supervised; any other is not (any more)."""
         if self.supervisor is None:
             return
-        ref = ObjectRef.from_body(body)
+        ref = ObjectRef.from_body(inputs.body)
         table = None
         if status.get("phase") == "Ready" and ref.managed and not ref.paused:
-            try:
-                table = watched_table(key[1], body, secret_options, self._zookeeper_credentials(key[1], body))
-            except SpecError as exc:   # its Secret is missing: reported by the table's condition next pass
-                log.warning("LakeTable %s/%s is not supervised: %s", key[1], key[2], exc)
+            if inputs.zookeeper_error is not None:   # its Secret is missing: looked at again next pass
+                log.warning("LakeTable %s/%s is not supervised: %s", key[1], key[2], inputs.zookeeper_error)
+            else:
+                try:
+                    table = watched_table(key[1], inputs.body, inputs.storage_options,
+                                          inputs.zookeeper_credentials)
+                except SpecError as exc:
+                    log.warning("LakeTable %s/%s is not supervised: %s", key[1], key[2], exc)
         if table is None:
             self.supervisor.forget(key[1], key[2])
         else:
             self.supervisor.watch(table)
-
-    def _zookeeper_credentials(self, namespace: str, table_body: Mapping[str, Any]) -> Any:
-        """The tenant's ZooKeeper credentials from the Secret the LakeTable's
-        lock.zookeeper.credentialsSecret names (None without one)."""
-        spec = parse_lake_table(table_body)
-        ref = spec.lock_credentials
-        if ref is None:
-            return None
-        from lakecore.concurrency.zookeeper import Credentials
-
-        values = [self.kube.secret_value(namespace, ref.name, k)
-                  for k in (ref.username_key, ref.password_key)]
-        if any(v is None for v in values):
-            raise SpecError("lock.zookeeper.credentialsSecret", f"no Secret {ref.name!r} with keys "
-                            f"{ref.username_key!r} and {ref.password_key!r} in namespace {namespace}; "
-                            "create it")
-        return Credentials(str(values[0]), str(values[1]))
-
-    def _storage_options(self, namespace: str, table_body: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        """The options in the Secret a LakeTable's spec.storage.secretRef names (the operator opens the
-        table itself to create, adopt, report, trigger services and delete); None without a secretRef."""
-        ref = (((table_body or {}).get("spec") or {}).get("storage") or {}).get("secretRef")
-        if not ref:
-            return None
-        name, item = str(ref.get("name")), str(ref.get("key"))
-        value = self.kube.secret_value(namespace, name, item)
-        if value is None:
-            raise SpecError("storage.secretRef", f"no Secret {name!r} with key {item!r} in namespace "
-                            f"{namespace}; create it (a JSON object of storage options)")
-        try:
-            options = json.loads(value)
-        except ValueError:
-            options = None
-        if not isinstance(options, dict):
-            raise SpecError("storage.secretRef", f"Secret {name!r} key {item!r} is not a JSON object of "
-                            "storage options; fix it")
-        return options
 
     def _delete_table(self, key: Key, body: dict[str, Any], ref: ObjectRef, policy: str,
                       finalizers: list[str]) -> float | None:
@@ -441,67 +406,23 @@ class Controller:
                     self.kube.replace_status(body, status)
                     self.kube.post_event(body, "Warning", "DeletionWaiting", message)
                 return 10.0
-            location = str((body.get("spec") or {}).get("location"))
-            public = ((body.get("spec") or {}).get("storage") or {}).get("options") or {}
-            delete_table_data(location, {**public, **(self._storage_options(key[1], body) or {})} or None)
-            self.kube.post_event(body, "Normal", "Deleted", f"deleted the table's data at {location}")
+            spec = parse_lake_table(body)
+            secret = storage_options(self.kube, key[1], spec)
+            delete_table_data(spec.location, {**spec.storage.options, **(secret or {})} or None)
+            self.kube.post_event(body, "Normal", "Deleted", f"deleted the table's data at {spec.location}")
         self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
         return None
 
-    def _reconcile_child(self, key: Key, body: dict[str, Any]) -> float | None:
+    def _report(self, key: Key, body: dict[str, Any], outcome: Outcome,
+                table_name: str | None) -> float | None:
+        """Write the status (when it changed) and the new Events, count what the pass did."""
         kind, namespace, _ = key
-        meta = body["metadata"]
-        if meta.get("deletionTimestamp"):
-            return None   # its pods are owned by it: the garbage collector removes them
-        spec = body.get("spec") or {}
-        table_name = (spec.get("tableRef") or {}).get("name")
-        table = self.kube.get("LakeTable", namespace, str(table_name)) if table_name else None
-        now = self.clock()
-        if kind == "LakeWriter":
-            source = (spec.get("source") or {}).get("table") or {}
-            source_location = None
-            if source.get("name"):
-                source_body = self.kube.get("LakeTable", namespace, str(source["name"]))
-                source_location = ((source_body or {}).get("spec") or {}).get("location")
-            applied = _applied(body.get("status") or {})
-            outcome = reconcile_writer(body, table, self.launcher, now, self.settings.pod, applied=applied,
-                                       source_location=source_location,
-                                       winner_running=self._winner_running(namespace, body, table))
-            if outcome.applied is not None:
-                text = json.dumps(outcome.applied, sort_keys=True, separators=(",", ":"))
-                outcome = Outcome({**outcome.status, APPLIED: text}, outcome.requeue_after,
-                                  outcome.events, outcome.applied, outcome.done, outcome.submitted)
-        else:
-            try:
-                options = self._storage_options(namespace, table)
-            except SpecError:
-                options = None   # the LakeTable reports it; the trigger just sees no table
-            outcome = reconcile_service(body, table, self.launcher, now, self.settings.pod,
-                                        storage_options=options)
+        table = table_name or key[2]
         if outcome.submitted:
-            self.metrics.record_submission(kind, namespace, str(table_name))
-        return self._report(key, body, outcome)
-
-    def _winner_running(self, namespace: str, body: Mapping[str, Any],
-                        table: Mapping[str, Any] | None) -> bool:
-        status = body.get("status") or {}
-        if table is None or status.get("phase") != "BackingOff" or lost_conflict(status) is None:
-            return False
-        try:
-            watched = watched_table(namespace, table, self._storage_options(namespace, table))  # no ZooKeeper
-            return conflict_winner_running(status, watched.location, watched.storage_options,
-                                           watched.heartbeat)
-        except Exception as exc:  # cannot tell: restart as the backoff says (a loser may lose again)
-            log.warning("could not check the winner of %s/%s's lost conflict: %s", namespace,
-                        body["metadata"]["name"], exc)
-            return False
-
-    def _report(self, key: Key, body: dict[str, Any], outcome: Outcome) -> float | None:
-        kind, namespace, _ = key
+            self.metrics.record_submission(kind, namespace, table)
         old = body.get("status") or {}
         if outcome.status != old:
             self.kube.replace_status(body, outcome.status)
-            table = str(((body.get("spec") or {}).get("tableRef") or {}).get("name") or key[2])
             ended = ended_attempts(kind, old, outcome.status)
             if ended and kind == "LakeWriter":   # its commit, if any, shows in the table's status now
                 self.notify_commit_threadsafe(namespace, table)
@@ -537,17 +458,6 @@ class Controller:
         self._phase_of[key] = str(phase)
         counts = Tally(p for k, p in self._phase_of.items() if k[0] == kind)
         self.metrics.set_phases(kind, counts, PHASES[kind])
-
-
-def _applied(status: Mapping[str, Any]) -> dict[str, Any] | None:
-    """status.appliedSpec (JSON text) as the spec body it was; None when absent or unreadable (then the
-    current spec counts as applied: no change is classified, nothing restarts)."""
-    text = status.get(APPLIED)
-    try:
-        applied = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-    return applied if isinstance(applied, dict) else None
 
 
 def _apart_from_timeline(table: Mapping[str, Any]) -> Any:

@@ -1,7 +1,9 @@
 """The one module that talks to the Kubernetes API: Weir resources, their status, driver pods, Events.
 
 Everything else in the operator works on plain dicts (the bodies the API serves) and calls this module
-to read or write them; kopf only watches and delivers. Built on the official `kubernetes` client
+to read or write them; kopf only watches and delivers. `Kube` is the cluster's `store.Store` (the
+observe step and the supervisor's sink read and write through that protocol) and, wrapped by
+launch/kubernetes.py, its pods' launcher. Built on the official `kubernetes` client
 (in-cluster service account or a kubeconfig, the same sources kopf logs in with), with raw JSON bodies
 (`_preload_content=False`): no model classes, so a read costs one round trip and one `json.loads`.
 
@@ -31,6 +33,7 @@ GROUP, VERSION = "weir.dev", "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 PLURALS = {"LakeTable": "laketables", "LakeWriter": "lakewriters", "TableService": "tableservices"}
 COMPONENT = "weir-operator"
+APPLIED = "appliedSpec"   # LakeWriter status field: the spec the current submission runs, as JSON text
 log = logging.getLogger(__name__)
 
 
@@ -61,6 +64,8 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> k8s.Ap
 
 class Kube:
     """Typed-as-dicts access to the objects the operator reads and writes."""
+
+    holds_secrets = True   # store.Store: the Secrets a LakeTable names are read from the API
 
     def __init__(self, api_client: k8s.ApiClient, *, timeout_s: float = 15.0) -> None:
         self.api_client = api_client
@@ -101,6 +106,16 @@ class Kube:
             raise KubeError(f"list {kind} in {namespace}: {_message(exc)}") from None
         items: list[dict[str, Any]] = listing.get("items") or []
         return items
+
+    def applied_spec(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """status.appliedSpec (JSON text) as the spec body it was; None when absent or unreadable (then the
+        current spec counts as applied: no change is classified, nothing restarts)."""
+        text = (body.get("status") or {}).get(APPLIED)
+        try:
+            applied = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            return None
+        return applied if isinstance(applied, dict) else None
 
     def replace_status(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
         """Write `status` over the object's status, guarded by the resourceVersion of `body` (the read
@@ -229,6 +244,12 @@ class Kube:
                         meta["namespace"], meta["name"], exc)
 
 
+def with_applied(status: Mapping[str, Any], applied: Mapping[str, Any]) -> dict[str, Any]:
+    """A LakeWriter's status carrying the spec its current submission runs (kept in status: the API has
+    no other place the operator owns; GitOps tools ignore status)."""
+    return {**status, APPLIED: json.dumps(applied, sort_keys=True, separators=(",", ":"))}
+
+
 def _message(exc: ApiException) -> str:
     try:
         return str(json.loads(exc.body or "").get("message") or exc.reason)
@@ -236,4 +257,5 @@ def _message(exc: ApiException) -> str:
         return f"{exc.status} {exc.reason}"
 
 
-__all__ = ["API_VERSION", "GROUP", "PLURALS", "VERSION", "Conflict", "Kube", "KubeError", "connect"]
+__all__ = ["API_VERSION", "APPLIED", "GROUP", "PLURALS", "VERSION", "Conflict", "Kube", "KubeError",
+           "connect", "with_applied"]

@@ -1,11 +1,12 @@
 """`weir run -f DIR`: the operator's reconcile core over manifests on disk, with no Kubernetes.
 
 Takes the LakeTables, LakeWriters and TableServices manifests.py read from a directory, reconciles them
-with the same core the kopf handlers use (reconcile.py), launches their Spark jobs as local processes
-(launch/local.py) and keeps what `kubectl` would show — status, the spec each writer runs, Events — in
-a state directory, one JSON file per resource, so `weir get` / `weir describe` read it and a restarted
-`weir run` carries on where the last one stopped. Relative paths in the manifests are relative to the
-directory `weir run` is started in. The loop ends when nothing is going any more (run_verdict.py).
+with the same observe step and core the Kubernetes controller uses (observe.py, reconcile.py), launches
+their Spark jobs as local processes (launch/local.py) and keeps what `kubectl` would show — status, the
+spec each writer runs, Events — in a state directory, one JSON file per resource (`StateDir`, this
+launcher's `store.Store`), so `weir get` / `weir describe` read it and a restarted `weir run` carries on
+where the last one stopped. Relative paths in the manifests are relative to the directory `weir run` is
+started in. The loop ends when nothing is going any more (run_verdict.py).
 
 Must not hold decisions of its own: what to do is the planners'; this module only loops, persists and
 reports.
@@ -14,11 +15,12 @@ reports.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -28,13 +30,8 @@ from typing import Any
 from lakeoperator.builders.driver_pod import PodSettings, child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError
-from lakeoperator.reconcile import (
-    Outcome,
-    conflict_winner_running,
-    reconcile_service,
-    reconcile_table,
-    reconcile_writer,
-)
+from lakeoperator.observe import Inputs, TableInputs, observe
+from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.run_verdict import Verdict, judge_all, over
 from lakeoperator.specs import SpecError
 from lakeoperator.status import ended_attempts, lost_conflict
@@ -51,9 +48,7 @@ from lakeoperator.supervision import (
     with_conflict,
     with_current_instant,
     with_void_conflict,
-)
-from lakeoperator.supervision import (
-    zookeeper_abort_flag as _zookeeper_abort_flag,
+    zookeeper_abort_flag,
 )
 
 SHORT = {"lt": "LakeTable", "laketable": "LakeTable", "laketables": "LakeTable", "lw": "LakeWriter",
@@ -61,6 +56,7 @@ SHORT = {"lt": "LakeTable", "laketable": "LakeTable", "laketables": "LakeTable",
          "tableservice": "TableService", "tableservices": "TableService"}
 EVENTS_KEPT = 50
 IMAGE_JOBS_DIR = "/opt/weir/sparkjobs"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -80,10 +76,14 @@ class Resource:
 
 
 class StateDir:
-    """Resources and their status on disk: `<dir>/<kind>/<namespace>.<name>.json`."""
+    """Resources and their status on disk: `<dir>/<kind>/<namespace>.<name>.json`; `weir run`'s
+    `store.Store` (the Secrets a spec names are not here: the operator uses its own environment's)."""
 
-    def __init__(self, path: str | Path) -> None:
+    holds_secrets = False
+
+    def __init__(self, path: str | Path, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.path = Path(path)
+        self.clock = clock   # when Events posted through the store happen
 
     def file(self, kind: str, namespace: str, name: str) -> Path:
         return self.path / "resources" / kind / f"{namespace}.{name}.json"
@@ -110,6 +110,37 @@ class StateDir:
                 d = json.loads(f.read_text())
                 out.append(Resource(d["body"], d.get("applied"), d.get("events") or []))
         return out
+
+    # -- store.Store ------------------------------------------------------------------------------
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        r = self.load(kind, namespace, name)
+        return r.body if r is not None else None
+
+    def applied_spec(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        r = self._of(body)
+        return dict(r.applied) if r is not None and r.applied is not None else None
+
+    def secret_value(self, namespace: str, name: str, key: str) -> str | None:
+        return None   # holds_secrets: never asked
+
+    def replace_status(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+        r = self._of(body)
+        if r is None:   # gone meanwhile
+            return dict(body)
+        r.body["status"] = dict(status)
+        self.save(r)
+        return r.body
+
+    def post_event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        r = self._of(involved)
+        if r is not None:
+            _add_events(r, [(type_, reason, message)], self.clock())
+            self.save(r)
+
+    def _of(self, body: Mapping[str, Any]) -> Resource | None:
+        meta = body.get("metadata") or {}
+        return self.load(str(body["kind"]), str(meta.get("namespace") or "default"), str(meta["name"]))
 
 
 def apply(state: StateDir, manifests: list[dict[str, Any]], now: datetime) -> list[Resource]:
@@ -242,7 +273,7 @@ class LocalSink:
 @dataclass
 class Runner:
     """One reconcile loop over a state directory; with `supervise`, the Ready tables' live writes are
-    scanned once per step (supervise.py: conflicts decided from outside, dead writes rolled back). A
+    scanned once per step (supervision/: conflicts decided from outside, dead writes rolled back). A
     table a scan saw a commit on, or one of whose writers' attempts ended, has its status derived again
     at the end of the step, so it never lags behind its writers'."""
 
@@ -254,41 +285,26 @@ class Runner:
     conflict_grace_s: float = 10.0
     supervisor: Supervisor | None = field(default=None, init=False)
     sink: LocalSink = field(init=False)
-    _due: set[tuple[str, str]] = field(default_factory=set, init=False)   # tables whose writer ended
+    _due: set[tuple[str, str]] = field(default_factory=set, init=False)   # tables whose status is due
 
     def __post_init__(self) -> None:
         self.sink = LocalSink(self.state, self.launcher, self.clock)
         if self.supervise:
             self.supervisor = Supervisor(self.sink, grace_s=self.conflict_grace_s, clock=self.clock,
-                                         abort_flag=_zookeeper_abort_flag)
+                                         abort_flag=zookeeper_abort_flag)
 
     def step(self) -> tuple[bool, float]:
-        """Reconcile every resource once. Returns (nothing is going any more: every resource is done,
-        paused, or waits for a change to a manifest; seconds until the next step)."""
+        """Reconcile every resource once: the tables, then the writers and services. Returns (nothing is
+        going any more: every resource is done, paused, or waits for a change to a manifest; seconds
+        until the next step)."""
         now = self.clock()
-        tables = {(r.key[1], r.key[2]): r for r in self.state.all("LakeTable")}
         waits: list[float] = []
-        for r in tables.values():
-            self._reconcile(r, partial(reconcile_table, r.body, now), now, waits)
-            self._watch(r)
-        for r in self.state.all("LakeWriter"):
-            table = tables.get((r.key[1], _ref(r.body)))
-            winner_running = False
-            if table is not None and lost_conflict(r.body.get("status")) is not None:
-                try:
-                    watched = watched_table(r.key[1], table.body, None)
-                    winner_running = conflict_winner_running(r.body.get("status"), watched.location,
-                                                             watched.storage_options, watched.heartbeat)
-                except (SpecError, OSError):
-                    winner_running = False
-            self._reconcile(r, partial(reconcile_writer, r.body, table.body if table else None, self.launcher,
-                                       now, self.settings, applied=r.applied,
-                                       source_location=_source_location(r.body, tables),
-                                       winner_running=winner_running), now, waits)
-        for r in self.state.all("TableService"):
-            table = tables.get((r.key[1], _ref(r.body)))
-            self._reconcile(r, partial(reconcile_service, r.body, table.body if table else None,
-                                       self.launcher, now, self.settings), now, waits)
+        for kind in KINDS:
+            for r in self.state.all(kind):
+                inputs = observe(self.state, kind, r.body)
+                self._reconcile(r, inputs, now, waits)
+                if isinstance(inputs, TableInputs):
+                    self._watch(r, inputs)
         if self.supervisor is not None:
             self.supervisor.run_once()
         self._refresh_tables()
@@ -298,20 +314,24 @@ class Runner:
         """Where each resource stands (run_verdict.py): the run is over when none is going."""
         return judge_all(r.body for r in self.state.all())
 
-    def _watch(self, r: Resource) -> None:
+    def _watch(self, r: Resource, inputs: TableInputs) -> None:
         """Supervise a Ready table (its ZooKeeper credentials, if any, are this process's environment)."""
         if self.supervisor is None:
             return
-        status = r.body.get("status") or {}
-        if status.get("phase") != "Ready":
+        table = None
+        if (r.body.get("status") or {}).get("phase") == "Ready":
+            if inputs.zookeeper_error is not None:
+                log.warning("LakeTable %s/%s is not supervised: %s", r.key[1], r.key[2],
+                            inputs.zookeeper_error)
+            else:
+                try:
+                    table = watched_table(r.key[1], r.body, None, inputs.zookeeper_credentials)
+                except SpecError:
+                    table = None
+        if table is None:
             self.supervisor.forget(r.key[1], r.key[2])
-            return
-        from lakecore.concurrency.zookeeper import process_credentials
-
-        try:
-            self.supervisor.watch(watched_table(r.key[1], r.body, None, process_credentials()))
-        except SpecError:
-            self.supervisor.forget(r.key[1], r.key[2])
+        else:
+            self.supervisor.watch(table)
 
     def _refresh_tables(self) -> None:
         """Derive again, after the step's writers and scan, the status of each table a commit was seen on
@@ -323,14 +343,14 @@ class Runner:
             if r is None:
                 continue
             now = self.clock()
-            outcome = reconcile_table(r.body, now)
+            outcome = reconcile(observe(self.state, "LakeTable", r.body), self.launcher, now, self.settings)
             if outcome.status != (r.body.get("status") or {}):
                 _record(r, outcome, now)
                 self.state.save(r)
 
-    def _reconcile(self, r: Resource, fn: Callable[[], Outcome], now: datetime, waits: list[float]) -> None:
+    def _reconcile(self, r: Resource, inputs: Inputs, now: datetime, waits: list[float]) -> None:
         try:
-            outcome = fn()
+            outcome = reconcile(inputs, self.launcher, now, self.settings)
         except SpecError as exc:  # the core turns these into status; this is a last resort
             outcome = Outcome(r.body.get("status") or {}, events=(("Warning", "InvalidSpec", str(exc)),))
         if r.kind == "LakeWriter" and ended_attempts(r.kind, r.body.get("status") or {}, outcome.status):
@@ -359,14 +379,6 @@ class Runner:
 
 def _ref(body: dict[str, Any]) -> str:
     return str(((body.get("spec") or {}).get("tableRef") or {}).get("name") or "")
-
-
-def _source_location(body: dict[str, Any], tables: dict[tuple[str, str], Resource]) -> str | None:
-    src = ((body.get("spec") or {}).get("source") or {}).get("table")
-    if not src:
-        return None
-    t = tables.get((str(body["metadata"].get("namespace") or "default"), str(src.get("name"))))
-    return str((t.body.get("spec") or {}).get("location")) if t else None
 
 
 def rows(state: StateDir, kind: str | None = None, name: str | None = None) -> Iterator[dict[str, str]]:

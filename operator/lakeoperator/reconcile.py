@@ -1,14 +1,16 @@
-"""The reconcile core: one resource's body in, its new status out, the plan carried out on a launcher.
+"""The reconcile core: one resource's observed inputs in, its new status out, the plan carried out on a
+launcher.
 
-    parse (specs) -> observe (the table on storage, the driver pod on the launcher) -> plan (plan/,
-    pure) -> status (status.py, written by the caller BEFORE the action it describes is repeated) ->
-    act (builders/ + the launcher)
+    observe (observe.py: what the store holds besides the resource) -> parse (specs) -> observe the
+    table on storage and the driver pod on the launcher -> plan (plan/, pure) -> status (status.py,
+    written by the caller BEFORE the action it describes is repeated) -> act (builders/ + the launcher)
 
-Shared by the kopf handlers and the local runner (`weir run`): neither the Kubernetes API nor kopf is
-imported here, and the launcher (launch/) is passed in, so the core never knows where pods run. The
-caller persists `Outcome.status` and `Outcome.applied` (the spec a writer's current submission runs,
-for classify_change) and calls again after `Outcome.requeue_after`. Tables are read and created
-through lakecore (the operator's read-side access; writes of data are the jobs').
+`reconcile(inputs, ...)` dispatches over the three kinds. Shared by the Kubernetes controller and the
+local runner (`weir run`): neither the Kubernetes API nor kopf is imported here, and the launcher
+(launch/) is passed in, so the core never knows where pods run. The caller persists `Outcome.status`
+and `Outcome.applied` (the spec a writer's current submission runs, for classify_change) and calls
+again after `Outcome.requeue_after`. Tables are read and created through lakecore (the operator's
+read-side access; writes of data are the jobs').
 
 Ordering that makes a crash or an operator restart harmless: a submission id is written to status by
 the caller after the first reconcile returns it with the pod not yet created; the pod is created on
@@ -27,6 +29,7 @@ from lakecore.config import TableConfig
 from lakecore.errors import InvalidTableConfig
 from lakeoperator.builders.driver_pod import PodSettings, build_service_pod, build_writer_pod, child_name
 from lakeoperator.launch import Launcher
+from lakeoperator.observe import Inputs, TableInputs, WriterInputs
 from lakeoperator.plan.service import ServiceAction, plan_service
 from lakeoperator.plan.table import TableAction, TablePlan, columns_to_add, desired_config, plan_table
 from lakeoperator.plan.writer import Action, WriterPhase, classify_change, observe_pod, plan_writer
@@ -99,10 +102,29 @@ def _invalid(ref: ObjectRef, exc: SpecError, old: Mapping[str, Any] | None, now:
 # -- LakeTable ---------------------------------------------------------------------------------
 
 
+def reconcile(inputs: Inputs, launcher: Launcher, now: datetime, settings: PodSettings) -> Outcome:
+    """One pass over the resource `inputs` were observed for (observe.py)."""
+    if isinstance(inputs, TableInputs):
+        return reconcile_table(inputs.body, now, storage_options=inputs.storage_options,
+                               secret_error=inputs.secret_error)
+    if isinstance(inputs, WriterInputs):
+        return reconcile_writer(inputs.body, inputs.table, launcher, now, settings, applied=inputs.applied,
+                                source_location=inputs.source_location, winner_running=inputs.winner_running)
+    return reconcile_service(inputs.body, inputs.table, launcher, now, settings,
+                             storage_options=inputs.storage_options)
+
+
 def reconcile_table(body: Mapping[str, Any], now: datetime, *,
-                    storage_options: Mapping[str, Any] | None = None) -> Outcome:
+                    storage_options: Mapping[str, Any] | None = None,
+                    secret_error: SpecError | None = None) -> Outcome:
     """Create the table at spec.location, or adopt the one there after checking its config.
-    `storage_options`: the options spec.storage refers to, resolved by the caller (a Secret's JSON)."""
+    `storage_options`: the options spec.storage refers to, resolved by the caller (a Secret's JSON);
+    `secret_error`: why they could not be (a missing Secret may be created later: looked at again, as
+    Secrets are not watched)."""
+    if secret_error is not None:
+        ref = ObjectRef.from_body(body)
+        return Outcome(invalid_spec_status(ref, secret_error, body.get("status"), now), requeue_after=10.0,
+                       events=(("Warning", "InvalidSpec", str(secret_error)),))
     admitted = _admit(body, now, parse_lake_table)
     if isinstance(admitted, Outcome):
         return admitted
@@ -219,7 +241,7 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     """Plan the writer and carry out the plan on `launcher`. `applied`: the spec body the current
     submission runs (None: none yet); `table_body`: its LakeTable (None: not found); `winner_running`:
     the write this writer's current submission lost a conflict to is still running
-    (`conflict_winner_running`)."""
+    (observe.py: `conflict_winner_running`)."""
     admitted = _admit(body, now, parse_lake_writer, table_body, table_ref=lambda s: s.table_ref.name,
                       applied=applied)
     if isinstance(admitted, Outcome):
@@ -348,23 +370,5 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
                    submitted=submitted)
 
 
-__all__ = ["Outcome", "delta_commits_since", "reconcile_service", "reconcile_table", "reconcile_writer"]
-
-
-def conflict_winner_running(status: Mapping[str, Any] | None, location: str,
-                            storage_options: Mapping[str, Any] | None, heartbeat: Any) -> bool:
-    """Whether a backing-off writer that lost a conflict must still wait: the winning instant is pending
-    and its writer alive. Reads the table only in that case."""
-    from lakecore.storage import open_storage
-    from lakecore.timeline import TimelineStore, now_ms
-    from lakecore.write.heartbeat import is_alive
-    from lakeoperator.status import lost_conflict
-
-    conflict = lost_conflict(status)
-    backing_off = (status or {}).get("phase") == WriterPhase.BACKING_OFF
-    if conflict is None or not backing_off or not conflict.get("other"):
-        return False
-    storage = open_storage(location, dict(storage_options or {}) or None)
-    winner = str(conflict["other"])
-    pending = {i.requested_time for i in TimelineStore(storage).load().pending}
-    return winner in pending and is_alive(storage, winner, now_ms(), heartbeat)
+__all__ = ["Outcome", "delta_commits_since", "reconcile", "reconcile_service", "reconcile_table",
+           "reconcile_writer"]

@@ -1,0 +1,213 @@
+"""The observe step: everything one reconcile pass reads besides the resource itself, gathered once and
+typed, through the `Store` protocol (store.py: the Kubernetes API on a cluster, the state directory under
+`weir run`), as CloudNativePG fills its managed resources once per pass:
+
+    LakeTable     the storage options its spec.storage.secretRef names (or why they cannot be read) and the
+                  tenant's ZooKeeper credentials (lock.zookeeper.credentialsSecret; under `weir run`, this
+                  process's own)
+    LakeWriter    its LakeTable, the location of its source table, the spec its current submission runs,
+                  and whether the winner of the conflict it lost still runs (read from the table's storage)
+    TableService  its LakeTable, and the storage options to count that table's commits with
+
+The reconcile core (reconcile.py) takes these values; the controller and the local runner only call
+`observe` and the core. Must not decide (the core and the planners do) nor write anything. An input that
+is missing or unreadable is a value (None, an error) for the core to report; only the store's own errors
+(the API unreachable) fail the pass.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lakecore.errors import InvalidTableConfig
+from lakeoperator.plan.writer import WriterPhase
+from lakeoperator.specs import (
+    LakeTableSpec,
+    SpecError,
+    parse_lake_table,
+    parse_lake_writer,
+    parse_table_service,
+)
+from lakeoperator.status import lost_conflict
+from lakeoperator.store import Store
+from lakeoperator.supervision import watched_table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TableInputs:
+    body: Mapping[str, Any]
+    storage_options: dict[str, Any] | None = None   # the options the spec's storage Secret holds
+    secret_error: SpecError | None = None           # that Secret is missing or malformed
+    zookeeper_credentials: Any = None               # lakecore.concurrency.zookeeper.Credentials, or None
+    zookeeper_error: str | None = None              # why they could not be read (the table is not supervised)
+
+
+@dataclass(frozen=True)
+class WriterInputs:
+    body: Mapping[str, Any]
+    table: Mapping[str, Any] | None = None          # the LakeTable of spec.tableRef (None: there is none)
+    applied: Mapping[str, Any] | None = None        # the spec body the current submission runs
+    source_location: str | None = None              # spec.source.table's location (None: none, or unknown)
+    winner_running: bool = False                    # the write it lost a conflict to is pending and alive
+    table_name: str | None = None                   # spec.tableRef.name (None: the spec does not parse)
+
+
+@dataclass(frozen=True)
+class ServiceInputs:
+    body: Mapping[str, Any]
+    table: Mapping[str, Any] | None = None
+    storage_options: dict[str, Any] | None = None   # to open the table with (its storage Secret's options)
+    table_name: str | None = None
+
+
+Inputs = TableInputs | WriterInputs | ServiceInputs
+
+
+def observe(store: Store, kind: str, body: Mapping[str, Any]) -> Inputs:
+    """The inputs of one pass over `body`, a resource of `kind` read from `store`."""
+    if kind == "LakeTable":
+        return observe_table(store, body)
+    if kind == "LakeWriter":
+        return observe_writer(store, body)
+    return observe_service(store, body)
+
+
+def observe_table(store: Store, body: Mapping[str, Any]) -> TableInputs:
+    namespace = _namespace(body)
+    try:
+        spec = parse_lake_table(body)
+    except SpecError:
+        return TableInputs(body)   # the core reports the spec
+    try:
+        options = storage_options(store, namespace, spec)
+    except SpecError as exc:
+        return TableInputs(body, secret_error=exc)
+    try:
+        return TableInputs(body, options, zookeeper_credentials=zookeeper_credentials(store, namespace, spec))
+    except (SpecError, InvalidTableConfig) as exc:
+        return TableInputs(body, options, zookeeper_error=str(exc))
+
+
+def observe_writer(store: Store, body: Mapping[str, Any]) -> WriterInputs:
+    namespace = _namespace(body)
+    applied = store.applied_spec(body)
+    try:
+        spec = parse_lake_writer(body)
+    except SpecError:
+        return WriterInputs(body, applied=applied)   # the core reports the spec
+    table = store.get("LakeTable", namespace, spec.table_ref.name)
+    source_location = None
+    if spec.source.table is not None:
+        source = store.get("LakeTable", namespace, spec.source.table.name)
+        # its location only: the source table's spec is its own resource's to report
+        location = ((source or {}).get("spec") or {}).get("location")
+        source_location = str(location) if location else None
+    return WriterInputs(body, table, applied, source_location, _winner_running(store, namespace, body, table),
+                        spec.table_ref.name)
+
+
+def observe_service(store: Store, body: Mapping[str, Any]) -> ServiceInputs:
+    namespace = _namespace(body)
+    try:
+        spec = parse_table_service(body)
+    except SpecError:
+        return ServiceInputs(body)   # the core reports the spec
+    table = store.get("LakeTable", namespace, spec.table_ref.name)
+    options = None
+    if table is not None:
+        try:
+            options = storage_options(store, namespace, parse_lake_table(table))
+        except SpecError:
+            options = None   # the LakeTable reports it; the trigger just sees no table
+    return ServiceInputs(body, table, options, spec.table_ref.name)
+
+
+# -- the Secrets a LakeTable names -----------------------------------------------------------------
+
+
+def storage_options(store: Store, namespace: str, table: LakeTableSpec) -> dict[str, Any] | None:
+    """The options in the Secret a LakeTable's spec.storage.secretRef names (the operator opens the table
+    itself to create, adopt, report, trigger services and delete); None without a secretRef, or where the
+    store holds no Secrets. SpecError when the Secret is missing or not a JSON object."""
+    ref = table.storage.secret_ref
+    if ref is None or not store.holds_secrets:
+        return None
+    value = store.secret_value(namespace, ref.name, ref.key)
+    if value is None:
+        raise SpecError("storage.secretRef", f"no Secret {ref.name!r} with key {ref.key!r} in namespace "
+                        f"{namespace}; create it (a JSON object of storage options)")
+    try:
+        options = json.loads(value)
+    except ValueError:
+        options = None
+    if not isinstance(options, dict):
+        raise SpecError("storage.secretRef", f"Secret {ref.name!r} key {ref.key!r} is not a JSON object of "
+                        "storage options; fix it")
+    return options
+
+
+def zookeeper_credentials(store: Store, namespace: str, table: LakeTableSpec) -> Any:
+    """The tenant's ZooKeeper credentials from the Secret lock.zookeeper.credentialsSecret names (None
+    without one); where the store holds no Secrets, this process's own (WEIR_ZOOKEEPER_USERNAME/PASSWORD).
+    SpecError when the Secret or a key is missing."""
+    from lakecore.concurrency.zookeeper import Credentials, process_credentials
+
+    if not store.holds_secrets:
+        return process_credentials()
+    ref = table.lock_credentials
+    if ref is None:
+        return None
+    values = [store.secret_value(namespace, ref.name, k) for k in (ref.username_key, ref.password_key)]
+    if any(v is None for v in values):
+        raise SpecError("lock.zookeeper.credentialsSecret", f"no Secret {ref.name!r} with keys "
+                        f"{ref.username_key!r} and {ref.password_key!r} in namespace {namespace}; create it")
+    return Credentials(str(values[0]), str(values[1]))
+
+
+# -- a lost conflict's winner ----------------------------------------------------------------------
+
+
+def _winner_running(store: Store, namespace: str, body: Mapping[str, Any],
+                    table: Mapping[str, Any] | None) -> bool:
+    status = body.get("status") or {}
+    if table is None or status.get("phase") != WriterPhase.BACKING_OFF or lost_conflict(status) is None:
+        return False
+    try:
+        watched = watched_table(namespace, table, storage_options(store, namespace, parse_lake_table(table)))
+        return conflict_winner_running(status, watched.location, watched.storage_options, watched.heartbeat)
+    except Exception as exc:  # cannot tell: restart as the backoff says (a loser may lose again)
+        log.warning("could not check the winner of %s/%s's lost conflict: %s", namespace,
+                    (body.get("metadata") or {}).get("name"), exc)
+        return False
+
+
+def conflict_winner_running(status: Mapping[str, Any] | None, location: str,
+                            storage_options: Mapping[str, Any] | None, heartbeat: Any) -> bool:
+    """Whether a backing-off writer that lost a conflict must still wait: the winning instant is pending
+    and its writer alive. Reads the table only in that case."""
+    from lakecore.storage import open_storage
+    from lakecore.timeline import TimelineStore, now_ms
+    from lakecore.write.heartbeat import is_alive
+
+    conflict = lost_conflict(status)
+    backing_off = (status or {}).get("phase") == WriterPhase.BACKING_OFF
+    if conflict is None or not backing_off or not conflict.get("other"):
+        return False
+    storage = open_storage(location, dict(storage_options or {}) or None)
+    winner = str(conflict["other"])
+    pending = {i.requested_time for i in TimelineStore(storage).load().pending}
+    return winner in pending and is_alive(storage, winner, now_ms(), heartbeat)
+
+
+def _namespace(body: Mapping[str, Any]) -> str:
+    return str((body.get("metadata") or {}).get("namespace") or "default")
+
+
+__all__ = ["Inputs", "ServiceInputs", "TableInputs", "WriterInputs", "conflict_winner_running", "observe",
+           "observe_service", "observe_table", "observe_writer", "storage_options", "zookeeper_credentials"]
