@@ -30,32 +30,18 @@ from collections import Counter as Tally
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
-from lakeoperator.builders.driver_pod import PodSettings, child_name
+from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.kube import Conflict, Kube, KubeError, with_applied
 from lakeoperator.launch.kubernetes import KubernetesLauncher
 from lakeoperator.metrics import OperatorMetrics
 from lakeoperator.observe import TableInputs, observe_service, observe_table, observe_writer, storage_options
 from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
-from lakeoperator.status import TIMELINE_FIELDS, ended_attempts, lost_conflict, parse_timestamp
-from lakeoperator.supervision import (
-    CommitsSeen,
-    CurrentInstants,
-    Decision,
-    Supervisor,
-    TableReport,
-    conflict_entries,
-    conflict_events,
-    split_writer,
-    watched_table,
-    with_conflict,
-    with_current_instant,
-    with_void_conflict,
-    zookeeper_abort_flag,
-)
+from lakeoperator.status import TIMELINE_FIELDS, ended_attempts, parse_timestamp
+from lakeoperator.supervision import Supervisor, watched_table, zookeeper_abort_flag
+from lakeoperator.supervision.kubernetes import KubeSink
 
 Key = tuple[str, str, str]   # kind, namespace, name
 KINDS = ("LakeTable", "LakeWriter", "TableService")
@@ -164,7 +150,11 @@ class Controller:
         self._last_event: dict[Key, tuple[str, str, str]] = {}
         self.supervisor: Supervisor | None = None
         if supervise:
-            self.supervisor = Supervisor(KubeSink(self), period_s=settings.supervise_period_s,
+            sink = KubeSink(kube, self.launcher, grace_s=settings.conflict_grace_s, metrics=self.metrics,
+                            on_commit=self.notify_commit_threadsafe,
+                            on_writer=lambda namespace, name: self.notify_threadsafe(
+                                ("LakeWriter", namespace, name)))
+            self.supervisor = Supervisor(sink, period_s=settings.supervise_period_s,
                                          grace_s=settings.conflict_grace_s, clock=clock,
                                          abort_flag=zookeeper_abort_flag)
 
@@ -491,114 +481,5 @@ def delete_table_data(location: str, storage_options: dict[str, Any] | None = No
     for info in storage.list_tree(""):
         storage.delete(info.path)
 
-
-# -- supervision on Kubernetes ------------------------------------------------------------------
-
-
-class KubeSink:
-    """What the supervisor decides, done on the API: statuses, driver deletion, Events, metrics."""
-
-    STATUS_TRIES = 5
-
-    def __init__(self, controller: Controller) -> None:
-        self.controller = controller
-        self.kube = controller.kube
-        self.metrics = controller.metrics
-        self._current = CurrentInstants()
-        self._commits = CommitsSeen()
-
-    def _update(self, writer: str | None,
-                change: Callable[[Mapping[str, Any]], dict[str, Any] | None]) -> None:
-        """Apply `change` to the writer's status (None: nothing to change), re-reading on Conflict."""
-        where = split_writer(writer)
-        if where is None:
-            return
-        for _ in range(self.STATUS_TRIES):
-            body = self.kube.get("LakeWriter", *where)
-            if body is None:
-                return
-            new = change(body.get("status") or {})
-            if new is None:
-                return
-            try:
-                self.kube.replace_status(body, new)
-                return
-            except Conflict:
-                continue
-
-    def record(self, decision: Decision) -> bool:
-        for writer, entry in conflict_entries(decision):
-            try:
-                self._update(writer, partial(with_conflict, entry=entry))
-            except KubeError as exc:
-                log.warning("could not record the conflict decision on %s: %s", writer, exc)
-                if entry["role"] == "Lost":
-                    return False   # the loser's status first: try again at the next scan
-        return True
-
-    def aborted(self, decision: Decision, applied: bool) -> None:
-        table = decision.table
-        if applied:
-            self.metrics.conflicts.labels(table.namespace, table.name, decision.loser_writer or "-",
-                                          decision.winner_writer or "-").inc()
-            self.metrics.conflict_bytes.labels(table.namespace, table.name).inc(decision.loser_bytes)
-        else:
-            try:
-                self._update(decision.loser_writer, lambda s: with_void_conflict(s, decision.loser))
-            except KubeError as exc:
-                log.warning("could not mark the conflict of %s void: %s", decision.loser, exc)
-        for writer, type_, reason, message in conflict_events(decision, applied):
-            self._event(writer, type_, reason, message)
-        for writer in (decision.loser_writer, decision.winner_writer):
-            if (where := split_writer(writer)) is not None:
-                self.controller.notify_threadsafe(("LakeWriter", *where))
-
-    def stop_loser(self, decision: Decision) -> None:
-        where = split_writer(decision.loser_writer)
-        if where is None:
-            return
-        try:
-            body = self.kube.get("LakeWriter", *where)
-            conflict = lost_conflict((body or {}).get("status"))
-            if body is None or conflict is None or conflict.get("instant") != decision.loser:
-                return
-            name = child_name(str(conflict["submission"]))
-            pod = self.kube.get_pod(where[0], name)
-            if pod is None or (pod.get("status") or {}).get("phase") not in (None, "Pending", "Running"):
-                return
-            self.kube.delete_pod(where[0], name)
-            self._event(decision.loser_writer, "Warning", "LoserStopped",
-                        f"write {decision.loser} still ran {self.controller.settings.conflict_grace_s:g}s "
-                        "after its abort: its driver was deleted")
-        except KubeError as exc:
-            log.warning("could not stop the driver of %s: %s", decision.loser_writer, exc)
-
-    def observed(self, report: TableReport) -> None:
-        table = report.table
-        self.metrics.table_scans.inc()
-        if self._commits.new_commit(report):
-            self.controller.notify_commit_threadsafe(*table.key)
-        self.metrics.live_writes.labels(table.namespace, table.name).set(len(report.writes))
-        for w in report.writes:
-            if (where := split_writer(report.writers.get(w.instant))) is not None:
-                self.metrics.heartbeat_age.labels(*where).set(
-                    max(0.0, (report.scanned_at_ms - w.last_sign_ms) / 1000))
-        for writer, instant, info in self._current.changes(report):
-            try:
-                self._update(writer, partial(with_current_instant, instant=instant, info=info))
-                self._current.shown(writer, instant)
-            except KubeError as exc:
-                log.debug("could not report the current instant of %s: %s", writer, exc)
-
-    def _event(self, writer: str | None, type_: str, reason: str, message: str) -> None:
-        where = split_writer(writer)
-        if where is None:
-            return
-        try:
-            body = self.kube.get("LakeWriter", *where)
-        except KubeError:
-            return
-        if body is not None:
-            self.kube.post_event(body, type_, reason, message)
 
 __all__ = ["FINALIZER", "Controller", "ControllerSettings", "WorkQueue", "delete_table_data"]

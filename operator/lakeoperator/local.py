@@ -5,7 +5,8 @@ with the same observe step and core the Kubernetes controller uses (observe.py, 
 their Spark jobs as local processes (launch/local.py) and keeps what `kubectl` would show — status, the
 spec each writer runs, Events — in a state directory, one JSON file per resource (`StateDir`, this
 launcher's `store.Store`), so `weir get` / `weir describe` read it and a restarted `weir run` carries on
-where the last one stopped. Relative paths in the manifests are relative to the directory `weir run` is
+where the last one stopped. The supervisor's decisions go through the same sink as on a cluster
+(supervision/sink.py). Relative paths in the manifests are relative to the directory `weir run` is
 started in. The loop ends when nothing is going any more (run_verdict.py).
 
 Must not hold decisions of its own: what to do is the planners'; this module only loops, persists and
@@ -23,33 +24,18 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lakeoperator.builders.driver_pod import PodSettings, child_name
+from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError
 from lakeoperator.observe import Inputs, TableInputs, observe
 from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.run_verdict import Verdict, judge_all, over
 from lakeoperator.specs import SpecError
-from lakeoperator.status import ended_attempts, lost_conflict
-from lakeoperator.supervision import (
-    CommitsSeen,
-    CurrentInstants,
-    Decision,
-    Supervisor,
-    TableReport,
-    conflict_entries,
-    conflict_events,
-    split_writer,
-    watched_table,
-    with_conflict,
-    with_current_instant,
-    with_void_conflict,
-    zookeeper_abort_flag,
-)
+from lakeoperator.status import ended_attempts
+from lakeoperator.supervision import StoreSink, Supervisor, watched_table, zookeeper_abort_flag
 
 SHORT = {"lt": "LakeTable", "laketable": "LakeTable", "laketables": "LakeTable", "lw": "LakeWriter",
          "lakewriter": "LakeWriter", "lakewriters": "LakeWriter", "lts": "TableService",
@@ -211,65 +197,6 @@ def local_settings() -> tuple[PodSettings, dict[str, str], dict[str, str]]:
     return settings, {"spark-submit": submit, f"{IMAGE_JOBS_DIR}/": f"{jobs}/"}, env
 
 
-class LocalSink:
-    """What the supervisor decides, done on the state directory and the local processes (the same
-    status fields and Events as on Kubernetes; the loser's process is stopped like a deleted pod)."""
-
-    def __init__(self, state: StateDir, launcher: LocalLauncher, clock: Callable[[], datetime]) -> None:
-        self.state, self.launcher, self.clock = state, launcher, clock
-        self._current = CurrentInstants()
-        self._commits = CommitsSeen()
-        self.committed: set[tuple[str, str]] = set()   # tables a scan saw a commit on: status due
-
-    def _update(self, writer: str | None, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
-        where = split_writer(writer)
-        r = self.state.load("LakeWriter", *where) if where else None
-        if r is None:
-            return
-        new = change(r.body.get("status") or {})
-        if new is not None:
-            r.body["status"] = new
-            self.state.save(r)
-
-    def _event(self, writer: str | None, type_: str, reason: str, message: str) -> None:
-        where = split_writer(writer)
-        r = self.state.load("LakeWriter", *where) if where else None
-        if r is not None:
-            _add_events(r, [(type_, reason, message)], self.clock())
-            self.state.save(r)
-
-    def record(self, decision: Decision) -> bool:
-        for writer, entry in conflict_entries(decision):
-            self._update(writer, partial(with_conflict, entry=entry))
-        return True
-
-    def aborted(self, decision: Decision, applied: bool) -> None:
-        if not applied:
-            self._update(decision.loser_writer, partial(with_void_conflict, instant=decision.loser))
-        for writer, type_, reason, message in conflict_events(decision, applied):
-            self._event(writer, type_, reason, message)
-
-    def stop_loser(self, decision: Decision) -> None:
-        where = split_writer(decision.loser_writer)
-        r = self.state.load("LakeWriter", *where) if where else None
-        conflict = lost_conflict(r.body.get("status") if r else None)
-        if where is None or conflict is None or conflict.get("instant") != decision.loser:
-            return
-        name = child_name(str(conflict["submission"]))
-        pod = self.launcher.get_pod(where[0], name)
-        if pod is not None and (pod.get("status") or {}).get("phase") in ("Pending", "Running"):
-            self.launcher.delete_pod(where[0], name)
-            self._event(decision.loser_writer, "Warning", "LoserStopped",
-                        f"write {decision.loser} still ran after its abort: its driver was stopped")
-
-    def observed(self, report: TableReport) -> None:
-        if self._commits.new_commit(report):
-            self.committed.add(report.table.key)
-        for writer, instant, info in self._current.changes(report):
-            self._update(writer, partial(with_current_instant, instant=instant, info=info))
-            self._current.shown(writer, instant)
-
-
 @dataclass
 class Runner:
     """One reconcile loop over a state directory; with `supervise`, the Ready tables' live writes are
@@ -284,11 +211,12 @@ class Runner:
     supervise: bool = True
     conflict_grace_s: float = 10.0
     supervisor: Supervisor | None = field(default=None, init=False)
-    sink: LocalSink = field(init=False)
+    sink: StoreSink = field(init=False)
     _due: set[tuple[str, str]] = field(default_factory=set, init=False)   # tables whose status is due
 
     def __post_init__(self) -> None:
-        self.sink = LocalSink(self.state, self.launcher, self.clock)
+        self.sink = StoreSink(self.state, self.launcher, grace_s=self.conflict_grace_s,
+                              on_commit=lambda namespace, name: self._due.add((namespace, name)))
         if self.supervise:
             self.supervisor = Supervisor(self.sink, grace_s=self.conflict_grace_s, clock=self.clock,
                                          abort_flag=zookeeper_abort_flag)
@@ -337,7 +265,7 @@ class Runner:
         """Derive again, after the step's writers and scan, the status of each table a commit was seen on
         or a writer's attempt ended for (the step's table pass came before): what `weir get` shows is
         the table as it is now. Written only when it changed."""
-        due, self._due, self.sink.committed = self._due | self.sink.committed, set(), set()
+        due, self._due = self._due, set()
         for namespace, name in sorted(due):
             r = self.state.load("LakeTable", namespace, name)
             if r is None:

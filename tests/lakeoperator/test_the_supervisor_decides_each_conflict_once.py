@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,8 @@ from lakecore.write import conform, route, write_file_group
 from lakecore.write.heartbeat import HeartbeatConfig, read_aborted
 from lakeoperator.builders.driver_pod import child_name
 from lakeoperator.launch.local import LocalLauncher
-from lakeoperator.local import LocalSink, Resource, StateDir
-from lakeoperator.supervision import Supervisor, WatchedTable, zookeeper_abort_flag
+from lakeoperator.local import Resource, StateDir
+from lakeoperator.supervision import StoreSink, Supervisor, WatchedTable, zookeeper_abort_flag
 from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket
 from tests.support.operator import wait_until
 from tests.support.zookeeper import ZooKeeperServer
@@ -84,7 +83,7 @@ def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
                          zookeeper_credentials=TENANT)
 
     def supervisor() -> Supervisor:
-        return Supervisor(LocalSink(state, launcher, lambda: datetime.now(UTC)), grace_s=0.5,
+        return Supervisor(StoreSink(state, launcher, grace_s=0.5), grace_s=0.5,
                           abort_flag=zookeeper_abort_flag)
 
     shared = keys_in_bucket(2, 6)
@@ -124,6 +123,10 @@ def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
     pod = launcher.get_pod("default", child_name("younger-1-bbbbbbbb"))
     assert pod is None or (pod.get("status") or {}).get("phase") != "Running"
     assert reasons(state, "younger").count("LoserStopped") == 1
+    r = state.load("LakeWriter", "default", "younger")
+    (stopped,) = [e for e in (r.events if r else None) or [] if e["reason"] == "LoserStopped"]
+    assert stopped["message"] == (f"write {younger.instant.requested_time} still ran 0.5s after its abort: "
+                                  "its driver was deleted")   # the same Event as on a cluster
     second.run_once()
     assert reasons(state, "younger").count("LoserStopped") == 1
     assert reasons(state, "younger").count("ConflictLost") == 1
@@ -162,8 +165,8 @@ def test_a_winner_that_committed_already_is_named_by_its_commit(
     fast, fast_stats = start_write(t, connect, "default/ingest", shared[2:], "ingest",
                                    extra={"weir.writer": "default/ingest"})
     fast.commit(fast_stats)
-    supervisor = Supervisor(LocalSink(state, LocalLauncher(tmp_path / "pods"), lambda: datetime.now(UTC)),
-                            grace_s=60, abort_flag=zookeeper_abort_flag)
+    supervisor = Supervisor(StoreSink(state, LocalLauncher(tmp_path / "pods"), grace_s=60), grace_s=60,
+                            abort_flag=zookeeper_abort_flag)
     supervisor.watch(WatchedTable("default", "orders", t.uri, "optimistic", HB, zookeeper=connect))
     (decision,) = supervisor.run_once()
     assert (decision.loser, decision.winner_writer) == (slow.instant.requested_time, "default/ingest")
@@ -186,7 +189,7 @@ def test_supervision_goes_on_across_a_zookeeper_restart(
     state = StateDir(tmp_path / "state")
     writer_resource(state, "older", "older-1-aaaaaaaa")
     writer_resource(state, "younger", "younger-1-bbbbbbbb")
-    sink = LocalSink(state, LocalLauncher(tmp_path / "pods"), lambda: datetime.now(UTC))
+    sink = StoreSink(state, LocalLauncher(tmp_path / "pods"), grace_s=60)
     supervisor = Supervisor(sink, grace_s=60, abort_flag=zookeeper_abort_flag)
     supervisor.watch(WatchedTable("default", "orders", t.uri, "optimistic", HB, zookeeper=connect))
     assert supervisor.run_once() == []      # the table's paths, lock and registry watch are set up
