@@ -31,13 +31,17 @@ def running_in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
-def require_zookeeper() -> None:
-    reason = zookeeper_missing_reason()
+def require(what: str, reason: str | None) -> None:
+    """Skip the test because `what` is missing for `reason` (None: it is there), or fail it under CI."""
     if reason is None:
         return
     if running_in_ci():
-        pytest.fail(f"ZooKeeper is required under CI: {reason}", pytrace=False)
-    pytest.skip(f"ZooKeeper not available: {reason}")
+        pytest.fail(f"{what} is required under CI: {reason}", pytrace=False)
+    pytest.skip(f"{what} not available: {reason}")
+
+
+def require_zookeeper() -> None:
+    require("ZooKeeper", zookeeper_missing_reason())
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -158,12 +162,7 @@ def kubelet(kube_api: KubeApi, tmp_path: Path) -> Iterator[ProcessKubelet]:
 
 def require_controlplane() -> None:
     """The control plane binary (`make controlplane`), or skip (fail under CI)."""
-    reason = controlplane_missing_reason()
-    if reason is None:
-        return
-    if running_in_ci():
-        pytest.fail(f"a real Kubernetes API server is required under CI: {reason}", pytrace=False)
-    pytest.skip(f"no real Kubernetes API server: {reason}")
+    require("A real Kubernetes API server", controlplane_missing_reason())
 
 
 STARTUP_KEY = pytest.StashKey[str]()
