@@ -76,7 +76,7 @@ controlplane:
 $(CONTROLPLANE): $(CONTROLPLANE_DIR)/go.mod $(CONTROLPLANE_DIR)/go.sum $(wildcard $(CONTROLPLANE_DIR)/*.go)
 	@mkdir -p $(@D)
 	@echo "building the control plane $(KUBE_VERSION) into $@ (cold Go caches: ~14 min; warm: ~20 s)"
-	cd $(CONTROLPLANE_DIR) && go build -mod=readonly -ldflags '$(CONTROLPLANE_LDFLAGS)' -o $(CURDIR)/$@.partial .
+	cd $(CONTROLPLANE_DIR) && go build -mod=readonly -buildvcs=false -ldflags '$(CONTROLPLANE_LDFLAGS)' -o $(CURDIR)/$@.partial .
 	mv $@.partial $@
 
 test: system-deps lint controlplane
