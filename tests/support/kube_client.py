@@ -123,12 +123,17 @@ class KubeClient:
     def delete(self, path: str, **body: Any) -> Any:
         return self.request("DELETE", path, body or None)
 
-    def watch(self, path: str, *, timeout: float = 30, **params: str) -> Iterator[dict[str, Any]]:
-        """Yields watch events until the server ends the stream or `timeout` seconds of silence pass."""
+    def watch(self, path: str, *, timeout: float = 30,
+              opened: Callable[[http.client.HTTPConnection], None] | None = None,
+              **params: str) -> Iterator[dict[str, Any]]:
+        """Yields watch events until the server ends the stream or `timeout` seconds of silence pass.
+        `opened` gets the connection (another thread may shut its socket down to end the watch)."""
         query = urllib.parse.urlencode({**params, "watch": "true"})
         connection = self._connection(timeout)
         try:
             connection.request("GET", f"{path}?{query}", headers=self.headers)
+            if opened is not None:
+                opened(connection)
             response = connection.getresponse()
             if response.status >= 400:
                 raise KubeClientError(response.status, response.read())

@@ -19,10 +19,13 @@ node-lifecycle controller runs).
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -100,6 +103,7 @@ class ProcessKubelet:
         self._threads: list[threading.Thread] = []
         self._watcher = threading.Thread(target=self._watch, name="kubelet-watch", daemon=True)
         self._watching = threading.Event()
+        self._watch_connection: http.client.HTTPConnection | None = None
         tls = api.kubelet_tls(node_name)
         self._log_server = None if tls is None else PodLogServer(tls, self.log_path, self._is_running)
 
@@ -125,7 +129,14 @@ class ProcessKubelet:
             thread.join(30)
         if self._log_server is not None:
             self._log_server.stop()
-        # the watch ends with its stream (at the latest after watch_seconds); do not wait on it here
+        self._end_watch()
+        if self._watcher.is_alive():
+            self._watcher.join(10)
+
+    @property
+    def watching(self) -> bool:
+        """Whether its pod watch still runs (it ends with stop())."""
+        return self._watcher.is_alive()
 
     def __enter__(self) -> ProcessKubelet:
         return self.start()
@@ -180,7 +191,8 @@ class ProcessKubelet:
                     version = listing["metadata"]["resourceVersion"]
                     self._watching.set()
                 for event in self.client.watch(self.pods_path, timeout=self.watch_seconds + 30,
-                                               resourceVersion=str(version), allowWatchBookmarks="true",
+                                               opened=self._watch_opened, resourceVersion=str(version),
+                                               allowWatchBookmarks="true",
                                                timeoutSeconds=str(self.watch_seconds)):
                     if self._stopping.is_set():
                         return
@@ -197,6 +209,18 @@ class ProcessKubelet:
                 if isinstance(error, KubeClientError) and error.status == 410:
                     version = None
                 self._stopping.wait(0.5)
+
+    def _watch_opened(self, connection: http.client.HTTPConnection) -> None:
+        self._watch_connection = connection
+        if self._stopping.is_set():  # stop() came first: end this watch too
+            self._end_watch()
+
+    def _end_watch(self) -> None:
+        """Ends the open watch at once (a stopped kubelet holds no stream on a shared server)."""
+        connection = self._watch_connection
+        if connection is not None and connection.sock is not None:
+            with contextlib.suppress(OSError):
+                connection.sock.shutdown(socket.SHUT_RDWR)
 
     def _relisted(self, pods: list[dict[str, Any]]) -> None:
         listed = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}

@@ -224,6 +224,7 @@ def test_stop_kills_every_process_it_started(pods: Pods, tmp_path: Path) -> None
     process = kubelet.pods[(pods.namespace, "orphan")].process
     kubelet.stop()
     assert process.poll() is not None
+    assert not kubelet.watching  # no stream left open on a server other tests share
 
 
 def test_pods_created_after_the_watch_ended_still_run(pods: Pods, tmp_path: Path) -> None:
