@@ -35,7 +35,7 @@ from lakeoperator.reconcile import (
     reconcile_table,
     reconcile_writer,
 )
-from lakeoperator.run_verdict import Verdict, judge_all, over
+from lakeoperator.run_verdict import Verdict, judge_all, over, unphased_reason
 from lakeoperator.specs import SpecError
 from lakeoperator.status import ended_attempts, lost_conflict
 from lakeoperator.supervise import (
@@ -387,7 +387,8 @@ def row(r: Resource) -> dict[str, str]:
     else:
         detail = str((s.get("lastRun") or {}).get("outcome") or "")
     return {"kind": r.kind, "namespace": r.key[1], "name": r.key[2],
-            "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled") or "Pending"),
+            "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled")
+                         or unphased_reason(r.body) or "Pending"),
             "table": str((spec.get("tableRef") or {}).get("name") or spec.get("location") or ""),
             "detail": detail}
 
