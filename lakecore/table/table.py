@@ -26,6 +26,7 @@ from lakecore.concurrency import (
 )
 from lakecore.concurrency.activity import activity
 from lakecore.config import (
+    CONFIG_PATH,
     ColumnGroup,
     ConcurrencyMode,
     LockSpec,
@@ -97,7 +98,6 @@ from lakecore.write import (
     list_markers,
 )
 
-CONFIG_PATH = ".weir/table.json"
 QueryType = Literal["snapshot", "read_optimized"]
 
 
