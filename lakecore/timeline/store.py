@@ -192,8 +192,9 @@ class TimelineStore:
             names = ", ".join(i.file_name for i, _ in bad)
             raise CorruptTimeline(
                 f"the timeline of {self.storage.uri} has damaged instant file(s) {names} ({bad[0][1]}); "
-                f"writers refuse the table until `weir table repair {self.storage.uri} --run` quarantines "
-                "them (see `weir table check`)") from bad[0][1]
+                f"writers refuse the table until `weir table repair {self.storage.uri} --run` rebuilds "
+                "them from their data files (see `weir table check`)") from bad[0][1]
+
     def _archived_metadata(self, instant: Instant, path: str) -> CommitMetadata:
         """A completed instant's file vanishes only when archival moved it: answer from the history."""
         t = instant.requested_time
