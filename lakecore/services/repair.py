@@ -333,17 +333,13 @@ def _repair_instant(storage: Storage, lock: Lock, rb: Rebuild, *, dry_run: bool,
     what = f"rebuild it {rb.describe()}"
     if dry_run:
         return RepairAction("rebuild_instant", path, f"would {what}")
+    store = TimelineStore(storage)
     with lock:
         ensure_held(lock, f"rebuilding {path}")
-        try:
-            CommitMetadata.loads(storage.read(path), source=path)
+        if not store.damaged(Timeline((rb.instant,))):
             return RepairAction("rebuild_instant", path, "left as it is: it parses now (restored meanwhile)")
-        except CorruptMetadata:
-            pass
         kept = keep_copy(storage, path, clock)
-        # The one rewrite of a completed instant file: an atomic replace (rename locally, one PUT on an
-        # object store) of a body nothing could parse, so nobody read, cached or built on it.
-        storage.write(path, rb.metadata.dumps())
+        store.replace_damaged(rb.instant, rb.metadata)
     log.info("rebuilt the damaged instant file %s/%s %s; its damaged bytes are in %s", storage.uri, path,
              rb.describe(), kept)
     return RepairAction("rebuild_instant", path, f"rebuilt it {rb.describe()}; the damaged bytes are kept "
