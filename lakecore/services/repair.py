@@ -159,7 +159,7 @@ def check_table(storage: Storage, *, deep: bool = False) -> tuple[Problem, ...]:
     for rb, err in zip(rebuilds(storage, timeline, [i for i, _ in damaged]), (e for _, e in damaged),
                        strict=True):
         problems.append(Problem("instant_corrupt", f"{TIMELINE_DIR}/{rb.instant.file_name}", _short(err),
-                                _instant_remedy(rb, uri), True, rb.instant.requested_time))
+                                _instant_remedy(storage, rb), True, rb.instant.requested_time))
     for inst, err in damaged_plans(store, timeline):
         problems.append(Problem("plan_corrupt", f"{TIMELINE_DIR}/{inst.requested_file()}", _short(err),
                                 f"{repair} to quarantine it and "
@@ -193,19 +193,15 @@ def _bytes(storage: Storage, inst: Instant) -> bytes:
         return b""
 
 
-def _instant_remedy(rb: Rebuild, uri: str) -> str:
-    cmd = f"`weir table repair {uri} --run`"
+def _instant_remedy(storage: Storage, rb: Rebuild) -> str:
+    cmd = f"`weir table repair {storage.uri} --run`"
     if rb.metadata is not None:
         return f"run {cmd} to rebuild it {rb.describe()}; no row is lost"
-    if _is_write_action(rb.instant.action):
+    if _is_write(storage, rb.instant):
         return (f"restore the missing data file(s), or the instant file, from a backup, then run {cmd} to "
                 f"rebuild the instant; without a backup, {cmd} rolls its write back ({rb.why}): its rows "
                 "are then no longer read")
     return f"run {cmd} to quarantine it ({rb.why}): its {rb.instant.action} is then pending again"
-
-
-def _is_write_action(action: str) -> bool:
-    return action in ("commit", "deltacommit", "replacecommit")
 
 
 def _config_remedy(p: Problem, store: TimelineStore, readable: Timeline, repair: str) -> Problem:
@@ -350,8 +346,7 @@ def _quarantine_instant(storage: Storage, lock: Lock, rb: Rebuild, *, dry_run: b
                         ) -> RepairAction:
     inst = rb.instant
     path = f"{TIMELINE_DIR}/{inst.file_name}"
-    is_write = inst.action in ("commit", "deltacommit") or (inst.action == "replacecommit" and _is_overwrite(
-        storage, inst))
+    is_write = _is_write(storage, inst)
     then = (f"then roll its write back ({rb.why})" if is_write else
             f"its {inst.action} {inst.requested_time} is pending again ({rb.why}): "
             + ("finish it with `weir table compact --resume` / `cluster --resume` or roll it back"
@@ -394,8 +389,13 @@ def _quarantine_plan(storage: Storage, lock: Lock, path: str, *, dry_run: bool, 
     return RepairAction("quarantine_plan", path, f"moved to {moved}, {then}")
 
 
-def _is_overwrite(storage: Storage, inst: Instant) -> bool:
-    """A replacecommit is a write (an overwrite) when its requested file holds a scope, not a plan."""
+def _is_write(storage: Storage, inst: Instant) -> bool:
+    """A data write: a commit or deltacommit, or a replacecommit whose requested file holds an
+    overwrite's scope (not a clustering's plan)."""
+    if inst.action in ("commit", "deltacommit"):
+        return True
+    if inst.action != "replacecommit":
+        return False
     try:
         return requested_scope(TimelineStore(storage).read_plan(inst)) is not None
     except FileNotFoundError:
