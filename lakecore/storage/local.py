@@ -219,20 +219,20 @@ class LocalStorage:
         stays. Returns how many were removed."""
         base = self._abs(directory)
         try:
-            children = [e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+            with os.scandir(base) as entries:
+                children = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
         except (FileNotFoundError, NotADirectoryError):
             return 0
         removed = 0
-        for name in children:
-            if keep(name):
-                continue
-            for dirpath, _, _ in sorted(os.walk(os.path.join(base, name)), key=lambda w: -len(w[0])):
-                try:
-                    os.rmdir(dirpath)
-                    removed += 1
-                except OSError as exc:  # not empty (a file, or a directory that kept one), or gone
-                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
-                        raise
+        with translated("removing empty directories in", base):
+            for name in (n for n in children if not keep(n)):
+                for dirpath, _, _ in os.walk(os.path.join(base, name), topdown=False):
+                    try:
+                        os.rmdir(dirpath)
+                        removed += 1
+                    except OSError as exc:  # not empty (a file, or a directory that kept one), or gone
+                        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                            raise
         return removed
 
     def arrow(self) -> tuple[pafs.FileSystem, str]:
