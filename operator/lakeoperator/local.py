@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from lakecore.errors import StorageError
 from lakeoperator.build.driver_pod import PodSettings, child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError
@@ -279,7 +280,7 @@ class Runner:
                     watched = watched_table(r.key[1], table.body, None)
                     winner_running = conflict_winner_running(r.body.get("status"), watched.location,
                                                              watched.storage_options, watched.heartbeat)
-                except (SpecError, OSError):
+                except (SpecError, OSError, StorageError):  # the table unreadable now: do not wait on it
                     winner_running = False
             self._reconcile(r, partial(reconcile_writer, r.body, table.body if table else None, self.launcher,
                                        now, self.settings, applied=r.applied,
