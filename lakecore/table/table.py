@@ -27,6 +27,7 @@ from lakecore.concurrency import (
 )
 from lakecore.concurrency.activity import activity
 from lakecore.config import (
+    CONFIG_PATH,
     ColumnGroup,
     ConcurrencyMode,
     LockSpec,
@@ -98,7 +99,6 @@ from lakecore.write import (
     list_markers,
 )
 
-CONFIG_PATH = ".weir/table.json"
 QueryType = Literal["snapshot", "read_optimized"]
 
 

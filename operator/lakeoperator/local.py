@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from lakecore.errors import StorageError
 from lakeoperator.build.driver_pod import PodSettings, child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError
@@ -35,7 +36,7 @@ from lakeoperator.reconcile import (
     reconcile_table,
     reconcile_writer,
 )
-from lakeoperator.run_verdict import Verdict, judge_all, over
+from lakeoperator.run_verdict import Verdict, judge_all, over, unphased_reason
 from lakeoperator.specs import SpecError
 from lakeoperator.status import ended_attempts, lost_conflict
 from lakeoperator.supervise import (
@@ -279,7 +280,7 @@ class Runner:
                     watched = watched_table(r.key[1], table.body, None)
                     winner_running = conflict_winner_running(r.body.get("status"), watched.location,
                                                              watched.storage_options, watched.heartbeat)
-                except (SpecError, OSError):
+                except (SpecError, OSError, StorageError):  # the table unreadable now: do not wait on it
                     winner_running = False
             self._reconcile(r, partial(reconcile_writer, r.body, table.body if table else None, self.launcher,
                                        now, self.settings, applied=r.applied,
@@ -387,7 +388,8 @@ def row(r: Resource) -> dict[str, str]:
     else:
         detail = str((s.get("lastRun") or {}).get("outcome") or "")
     return {"kind": r.kind, "namespace": r.key[1], "name": r.key[2],
-            "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled") or "Pending"),
+            "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled")
+                         or unphased_reason(r.body) or "Pending"),
             "table": str((spec.get("tableRef") or {}).get("name") or spec.get("location") or ""),
             "detail": detail}
 
