@@ -35,6 +35,8 @@ LockProvider = Literal["storage", "zookeeper", "in_process"]
 # the function from record key to bucket (part of the on-disk format: fixed when the table is created)
 BucketHash = Literal["weir_v1", "spark_murmur3"]
 
+CONFIG_PATH = ".weir/table.json"  # where a table keeps this configuration, relative to its base
+
 # Meta columns. Stored in files: commit time (every file), op (log files), per-group ordering values
 # (partial-update tables). Derived on read: record key, partition path, file name.
 META_PREFIX = "_weir_"

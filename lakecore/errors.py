@@ -66,6 +66,22 @@ class UnsupportedTableVersion(LakecoreError):
     """The table was written by a newer format version than this lakecore reads."""
 
 
+class DamagedFile(LakecoreError):
+    """A data file's bytes cannot be read (truncated, garbled footer or pages): retrying does not help."""
+
+    def __init__(self, message: str, *, path: str = "", instant: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path        # relative to the table base
+        self.instant = instant  # the instant that wrote it (from its name), when the name says
+
+    def __reduce__(self) -> tuple[Any, ...]:  # survives pickling from executors to the driver
+        return (_rebuild_damaged, (str(self), self.path, self.instant))
+
+
+def _rebuild_damaged(message: str, path: str, instant: str | None) -> DamagedFile:
+    return DamagedFile(message, path=path, instant=instant)
+
+
 # -- bad input data ----------------------------------------------------------------------------
 
 
@@ -102,6 +118,16 @@ class StorageError(LakecoreError):
     retryable = True
 
 
+class StorageFull(StorageError):
+    """The storage refused a write for want of space (ENOSPC) or quota (EDQUOT); nothing of it is visible."""
+
+
+class StorageAccessDenied(StorageError):
+    """The storage refused this process an operation (permissions, a read-only file system)."""
+
+    retryable = False
+
+
 class AlreadyExists(StorageError):
     """A create-if-absent write found the object already there."""
 
@@ -120,6 +146,15 @@ class AtomicCreateUnsupported(StorageError):
 
 class InstantNotFound(LakecoreError):
     """No instant on the timeline matches the given time."""
+
+
+class BeforeFirstCommit(InstantNotFound):
+    """A time-travel point is before the table's first commit (or the table has none); the message
+    names the earliest time that can be read."""
+
+    def __init__(self, message: str, *, earliest: str | None = None) -> None:
+        super().__init__(message)
+        self.earliest = earliest  # the earliest readable point, an instant time (None: no commit yet)
 
 
 class InstantArchived(InstantNotFound):

@@ -23,10 +23,12 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
             bad_input: tuple[type[BaseException], ...], conflict: tuple[type[BaseException], ...],
             describe_conflict: Describe | None = None, busy: tuple[type[BaseException], ...] = ()) -> int:
     """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome.
-    A lock option that contradicts the table's recorded lock is bad input: retrying cannot fix it."""
+    A lock option that contradicts the table's recorded lock is bad input, and so is a damaged data
+    file (bytes that do not decode): retrying cannot fix either."""
     from lakecore.concurrency.locks import LockProviderMismatch
+    from lakecore.errors import DamagedFile
 
-    refused: tuple[type[BaseException], ...] = (*bad_input, LockProviderMismatch)
+    refused: tuple[type[BaseException], ...] = (*bad_input, LockProviderMismatch, DamagedFile)
     try:
         args = parse()
     except ValueError as exc:

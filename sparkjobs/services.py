@@ -48,6 +48,7 @@ from lakecore.services import clustering as clustering_service
 from lakecore.services import compaction as compaction_service
 from lakecore.services.compaction import load_plan
 from lakecore.timeline import Instant, TimelineStore, WriteStat
+from sparkjobs.write import lakecore_error_in
 
 SERVICES = ("compaction", "clustering", "clean", "archival")
 
@@ -119,9 +120,12 @@ def _rewrite(spark: SparkSession, table: Table, how: _Rewrite) -> ServiceOutcome
 
     try:
         stats = _run_operations(spark, plan.operations, task, how.name, running.attempt)
-    except BaseException:
+    except BaseException as exc:
         running.release()  # the next job resumes it at once
-        raise
+        cause = lakecore_error_in(exc)   # e.g. a damaged data file: the job's outcome names it
+        if cause is None:
+            raise
+        raise cause from exc
     done = how.commit(plan, running, stats)  # deletes what other task attempts wrote, as the owner
     return ServiceOutcome(how.name, done.requested_time, len(plan.operations), bool(pending))
 

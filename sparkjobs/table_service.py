@@ -5,9 +5,9 @@
 
 Pending work a dead job left comes first. Prints one JSON line (sparkjobs.services.ServiceOutcome);
 exit codes as sparkjobs.contract.EXIT_*: 0 done (also when nothing was due), 2 bad input (no such
-table, a copy-on-write table asked to compact, an unknown strategy), 3 a writer won a conflict with
-the clustering, 4 another live job runs this service on the table now (it holds the run claim: skip
-this run), 1 anything else (a run that failed half-way is resumed by the next one).
+table, a copy-on-write table asked to compact, an unknown strategy, a damaged data file), 3 a writer
+won a conflict with the clustering, 4 another live job runs this service on the table now (it holds
+the run claim: skip this run), 1 anything else (a run that failed half-way is resumed by the next one).
 """
 
 from __future__ import annotations

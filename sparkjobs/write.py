@@ -122,7 +122,7 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
                 rows = written.collect()
             except Exception as exc:
                 _await_tasks_ended(spark.sparkContext, tag)  # before the rollback (leaving the with block)
-                cause = job.outside_conflict() or _early_conflict_in(exc) or _lakecore_error_in(exc)
+                cause = job.outside_conflict() or _early_conflict_in(exc) or lakecore_error_in(exc)
                 if cause is None:
                     raise
                 raise cause from exc
@@ -355,9 +355,10 @@ def _with_token(ctx: WriteContext, token: str) -> WriteContext:
     return replace(ctx, write_token=token)
 
 
-def _lakecore_error_in(exc: BaseException) -> LakecoreError | None:
-    """The lakecore error a task failed with (bad input found in a task: null keys, wrong values),
-    rebuilt from the task's traceback text, so callers catch the same classes as for local writes."""
+def lakecore_error_in(exc: BaseException) -> LakecoreError | None:
+    """The lakecore error a task failed with (bad input found in a task: null keys, wrong values; a
+    damaged data file), rebuilt from the task's traceback text, so callers catch the same classes as
+    for local writes and services."""
     found = re.search(r"lakecore\.errors\.(\w+): ([^\n]*)", str(exc))
     kind = getattr(lakecore_errors, found.group(1), None) if found else None
     if found is None or not (isinstance(kind, type) and issubclass(kind, LakecoreError)):

@@ -3,7 +3,8 @@
 Human-readable tables by default, `--json` for machines. Every failure (lakecore errors, missing or
 unreadable files, bad input) becomes one line on stderr that ends with what to do, and exit code 1
 (`cli.errors` words it); with `--json` that line is a JSON object; `--debug` (or WEIR_DEBUG=1) also
-prints the traceback. Nothing is half-done because the library itself is atomic.
+prints the traceback. Nothing is half-done because the library itself is atomic. `check` and
+`repair` exit with the table's state besides (HEALTH_CODES: 2 repairable, 3 needs a human).
 """
 
 from __future__ import annotations
@@ -639,32 +640,45 @@ def archive(uri: Uri,
                   f"{result.version}; files per level {levels}; {result.live_files} live files)")
 
 
-@table_app.command("check")
+HEALTH_CODES = ("Exit codes (check and repair alike, dry run or --run): 0 nothing wrong (after --run: "
+                "nothing left); 2 problems that `weir table repair URI --run` fixes; 3 a problem a human "
+                "must fix (restore a file from a backup: each line says what to do); 1 the command itself "
+                "failed.")
+
+
+@table_app.command("check", help="Verify the table (read-only): table.json, the timeline and its history, "
+                   "and every data file the latest snapshot reads (that it exists, its size, its Parquet "
+                   "footer and row count; --deep also decodes every page). Prints one line per problem "
+                   "with the file, the instant that wrote it and the remedy. " + HEALTH_CODES)
 @friendly
-def check(uri: Uri, as_json: JsonFlag = False) -> None:
-    """Verify the table's metadata and that every file the latest snapshot reads exists (read-only).
-    Prints one line per problem and exits 1 if there is any."""
-    from lakecore.services.repair import check_table
+def check(uri: Uri,
+          deep: Annotated[bool, typer.Option(
+              "--deep", help="Also read every data file whole (costs a full read of the table).")] = False,
+          as_json: JsonFlag = False) -> None:
+    from lakecore.services.repair import check_table, exit_code
     from lakecore.storage import open_storage
-    problems = check_table(open_storage(uri))
+    problems = check_table(open_storage(uri), deep=deep)
+    code = exit_code(problems)
     if as_json:
-        emit_json({"ok": not problems, "problems": [p.to_json() for p in problems]})
+        emit_json({"ok": not problems, "exit_code": code, "problems": [p.to_json() for p in problems]})
     elif not problems:
         out.print(f"{uri}: no problems found")
     for p in problems if not as_json else ():
         err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
-    if problems:
-        raise typer.Exit(1)
+    if code:
+        raise typer.Exit(code)
 
 
-@table_app.command("repair")
+@table_app.command("repair", help="Repair a damaged table (dry run unless --run): rebuild a damaged "
+                   "completed instant from its data files (or, when a file it wrote is missing, roll the "
+                   "write back, with a warning), recreate a lost table.json from the timeline, fall back "
+                   "to an older history manifest, quarantine a damaged plan. Files it replaces or moves "
+                   "aside are kept in .weir/quarantine/. " + HEALTH_CODES)
 @friendly
 def repair(uri: Uri,
            dry_run: Annotated[bool, typer.Option("--dry-run/--run", help="Only print the plan.")] = True,
            as_json: JsonFlag = False) -> None:
-    """Repair damaged metadata (dry run unless --run): recreate a lost table.json from the timeline,
-    quarantine damaged instant files (.weir/quarantine/), fall back to an older history manifest."""
-    from lakecore.services.repair import repair_lock, run_repair
+    from lakecore.services.repair import exit_code, repair_lock, run_repair
     from lakecore.storage import open_storage
     storage = open_storage(uri)
     report = run_repair(storage, repair_lock(storage), dry_run=dry_run)
@@ -675,12 +689,15 @@ def repair(uri: Uri,
             out.print("nothing to repair")
         for a in report.actions:
             out.print(a.describe(), highlight=False, soft_wrap=True, markup=False)
+            if a.warning:
+                err.print(f"warning: {a.warning}", highlight=False, soft_wrap=True, markup=False)
         if dry_run and report.actions:
             out.print("run with --run to do it")
-        for p in report.remaining:
+        for p in report.remaining if not dry_run else [p for p in report.remaining if not p.repairable]:
             err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
-    if report.remaining and not dry_run:
-        raise typer.Exit(1)
+    code = exit_code(report.remaining)
+    if code:
+        raise typer.Exit(code)
 
 
 def main() -> None:  # pragma: no cover - console entry point

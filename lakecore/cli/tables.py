@@ -62,7 +62,9 @@ def fit_table(columns: Sequence[Col], rows: Sequence[Sequence[str]], width: int,
     if need(widths) > width:
         whole_words = _grow(least, word, keep, width - need(least))   # first: no word folded
         widths = _grow(whole_words, natural, keep, width - need(whole_words))
-    table = RichTable(box=None, title=title, pad_edge=False, show_header=header)
+    # a title is one line when the width allows (rich wraps it to the table's width otherwise)
+    table = RichTable(box=None, title=title, pad_edge=False, show_header=header,
+                      min_width=min(width, cell_len(title)) if title else None)
     for i in keep:
         c = columns[i]
         table.add_column(c.header, width=widths[i], overflow="fold",

@@ -2,18 +2,31 @@
 
 Owns codec and row-group choices and parallel reads of many files. Log files are Parquet too (with a
 `_weir_op` column): columnar, compressed, and read by the same vectorized path as base files.
+
+Failures: bytes that do not decode (a truncated file, a garbled footer or page) raise DamagedFile
+naming the file and the instant that wrote it, never retryable; an OSError of the storage itself
+(a full disk, a refusal) raises the storage's error (`storage.failures`), and a failed write removes
+its partial file. `read_footer` reads a file's footer only (one read): what `weir table check` does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakecore.errors import DamagedFile
+from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage
+from lakecore.storage.failures import PASS_THROUGH, storage_error, translated
+
+T = TypeVar("T")
 
 _ROW_GROUP = 1 << 20
 _SAMPLE = 16_384
@@ -47,12 +60,19 @@ def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str
     fs, root = storage.arrow()
     full = f"{root}/{path}"
     parent = full.rsplit("/", 1)[0]
-    fs.create_dir(parent, recursive=True)
-    with fs.open_output_stream(full) as out:
-        pq.write_table(table, out, compression=compression, row_group_size=row_group_size or _ROW_GROUP,
-                       use_dictionary=(dictionary or DictionaryChoice()).of(table))
-        size = out.tell()
-    storage.sync(path)
+    try:
+        with translated("writing", full):
+            fs.create_dir(parent, recursive=True)
+            with fs.open_output_stream(full) as out:
+                pq.write_table(table, out, compression=compression,
+                               row_group_size=row_group_size or _ROW_GROUP,
+                               use_dictionary=(dictionary or DictionaryChoice()).of(table))
+                size = out.tell()
+        storage.sync(path)
+    except BaseException:
+        with suppress(Exception):  # no partial file is left (a full disk); the first error is the one
+            storage.delete(path)
+        raise
     return int(size)
 
 
@@ -73,23 +93,72 @@ def dictionary_columns(table: pa.Table) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Footer:
+    """What a data file's footer says."""
+
+    rows: int
+    schema: pa.Schema
+
+
 def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None) -> pa.Table:
     """Read a data file, keeping only the wanted columns the file actually has."""
-    fs, root = storage.arrow()
-    pf = pq.ParquetFile(f"{root}/{path}", filesystem=fs)
-    names = pf.schema_arrow.names
-    cols = [c for c in columns if c in names] if columns is not None else None
-    return pf.read(columns=cols, use_threads=True)
+    with decoding(storage, path):
+        pf = _open(storage, path)
+        names = pf.schema_arrow.names
+        cols = [c for c in columns if c in names] if columns is not None else None
+        return pf.read(columns=cols, use_threads=True)
+
+
+def read_footer(storage: Storage, path: str) -> Footer:
+    """The file's row count and schema, from its footer alone."""
+    with decoding(storage, path):
+        pf = _open(storage, path)
+        return Footer(pf.metadata.num_rows, pf.schema_arrow)
 
 
 def read_schema(storage: Storage, path: str) -> pa.Schema:
+    return read_footer(storage, path).schema
+
+
+def _open(storage: Storage, path: str) -> pq.ParquetFile:
     fs, root = storage.arrow()
-    return pq.read_schema(f"{root}/{path}", filesystem=fs)
+    return pq.ParquetFile(f"{root}/{path}", filesystem=fs)
+
+
+@contextmanager
+def decoding(storage: Storage, path: str) -> Iterator[None]:
+    """Reads of `path` inside: undecodable bytes raise DamagedFile, storage failures StorageError."""
+    try:
+        yield
+    except PASS_THROUGH:
+        raise
+    except (pa.ArrowInvalid, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:  # the storage failed, not the bytes
+            raise storage_error(exc, "reading", f"{storage.uri}/{path}") from exc
+        raise damaged(storage, path, exc) from exc
+
+
+def damaged(storage: Storage, path: str, exc: BaseException) -> DamagedFile:
+    """The error for a data file whose bytes do not decode as Parquet."""
+    name = parse_data_file_name(path.rsplit("/", 1)[-1])
+    instant = name.instant_time if name is not None else None
+    by = f" (written by instant {instant})" if instant else ""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return DamagedFile(
+        f"data file {path}{by} of table {storage.uri} is damaged: {reason}. Retrying does not help: "
+        f"restore it from a backup; `weir table check {storage.uri}` lists every damaged file with "
+        "its remedy", path=path, instant=instant)
+
+
+def map_files(fn: Callable[[str], T], paths: Sequence[str]) -> list[T]:
+    """`fn` over many files concurrently (I/O bound: footers, whole files)."""
+    if len(paths) <= 1:
+        return [fn(p) for p in paths]
+    return list(_pool.map(fn, paths))
 
 
 def read_files(storage: Storage, paths: Sequence[str], columns: Sequence[str] | None = None
                ) -> list[pa.Table]:
     """Read several files concurrently (Arrow releases the GIL while decoding)."""
-    if len(paths) <= 1:
-        return [read_file(storage, p, columns) for p in paths]
-    return list(_pool.map(lambda p: read_file(storage, p, columns), paths))
+    return map_files(lambda p: read_file(storage, p, columns), paths)

@@ -8,6 +8,8 @@ policy lets go (pure), `clean.py` rolls back dead writes, deletes and records a 
 Archival (`archive.py`) moves old completed instants into the history (timeline.history).
 Savepoints (`savepoint.py`) pin a completed write for clean and restore; `rollback_completed.py`
 undoes completed instants: the latest write (rollback) or all after a savepoint (restore).
+`time_travel.py` says whether the table can be read as of a point. `repair.py` checks and repairs a
+damaged table (`verify.py`: its data files; `rebuild.py`: a damaged instant's metadata from its files).
 Services sit above `concurrency` and below `table`.
 """
 
@@ -18,7 +20,7 @@ from lakecore.services.archive import (
     plan_archival,
     run_archival,
 )
-from lakecore.services.clean import check_readable, pending_cleans, run_clean
+from lakecore.services.clean import pending_cleans, run_clean
 from lakecore.services.clean_plan import CleanOperation, CleanPlan, CleanPolicy, all_slices, plan_clean
 from lakecore.services.clustering import (
     commit_clustering,
@@ -64,6 +66,7 @@ from lakecore.services.errors import (
 )
 from lakecore.services.rewrite import Running
 from lakecore.services.savepoint import Savepoint, create_savepoint, delete_savepoint, list_savepoints
+from lakecore.services.time_travel import check_readable, earliest_readable
 from lakecore.services.triggers import Trigger, due
 from lakecore.services.undo import UndoPlan, restore, resume_undos, rollback_completed
 
@@ -81,6 +84,7 @@ __all__ = [
     "all_slices",
     "check_readable",
     "due",
+    "earliest_readable",
     "execute_operation",
     "pending_cleans",
     "pending_compactions",

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, ensure_held
 from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
-from lakecore.errors import InvalidTableConfig
+from lakecore.errors import InvalidTableConfig, StorageError
 from lakecore.services.savepoint import savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import WRITE_ACTIONS, CommitMetadata, Instant, Timeline, TimelineStore, parse_file_name
@@ -200,7 +200,7 @@ def _discard(history: HistoryStore, written: Manifest, previous: Manifest) -> No
     for name in [*ours, written.live] if written.live else ours:
         try:
             history.storage.delete(f"{HISTORY_DIR}/{name}")
-        except OSError as exc:
+        except (OSError, StorageError) as exc:
             log.warning("could not delete %s, written by an archival that did not commit (%s); the next "
                         "archival's garbage collection removes it", name, exc)
 

@@ -1,7 +1,8 @@
 """The clean service: delete data files that no retained read needs, recorded as a `clean` instant.
 
     lazy rollback: roll back pending writes whose heartbeat expired (rollback_failed_writes); under
-                   the lock, drop savepoint instants a dead process left pending
+                   the lock, drop savepoint instants a dead process left pending; remove empty
+                   marker directories older versions left (prune_marker_dirs)
     schedule:      lock -> reload timeline -> no clean pending? -> draw T -> plan (clean_plan.py)
                    -> create T.clean.requested (body: the plan) -> unlock
     execute:       T.clean.inflight -> delete the planned files (a missing file is fine)
@@ -13,8 +14,8 @@ resumed by the next `run_clean`; one clean at a time, run by one process at a ti
 concurrency/runs.py, taken in the same locked section that picks or schedules the clean: a second
 caller gets ServiceRunning while the first is alive). Planning under the lock is safe to act on later:
 instants completing afterwards only add newer slices, so what was garbage stays garbage.
-A time-travel read older than the retained points finds its files gone: `check_readable` names the
-clean that deleted them.
+A time-travel read older than the retained points finds its files gone: `time_travel.check_readable`
+names the clean that deleted them.
 """
 
 from __future__ import annotations
@@ -22,17 +23,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from lakecore.concurrency import Lock, ensure_held, rollback_failed_writes, view_of
+from lakecore.concurrency import Lock, ensure_held, rollback_failed_writes
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.concurrency.runs import ServiceRun, forget
 from lakecore.config import TableConfig
 from lakecore.errors import InvalidInstantState
-from lakecore.layout import FileSystemView
 from lakecore.services.clean_plan import CleanPlan, CleanPolicy, plan_clean
 from lakecore.services.clustering import load_clustering_plan, pending_clusterings
 from lakecore.services.compaction import pending_compactions
 from lakecore.services.compaction_plan import CompactionPlan
-from lakecore.services.errors import FilesCleaned
 from lakecore.services.savepoint import drop_abandoned_savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -45,6 +44,7 @@ from lakecore.timeline import (
     next_instant_time,
     now_ms,
 )
+from lakecore.write import prune_marker_dirs
 from lakecore.write.heartbeat import (
     DEFAULT_HEARTBEAT,
     HeartbeatConfig,
@@ -110,6 +110,8 @@ def run_clean(storage: Storage, config: TableConfig, lock: Lock, policy: CleanPo
         plan = _plan(storage, store, timeline, policy, clock(), heartbeat)
         return plan if plan.operations or plan.rollbacks else None
     rolled_back = rollback_failed_writes(storage, lock, heartbeat, clock=clock)
+    loaded = store.load()
+    prune_marker_dirs(storage, {i.requested_time for i in loaded.pending}, loaded.newest_time())
     with lock:
         timeline = store.load()
         drop_abandoned_savepoints(storage, lock, timeline)
@@ -143,9 +145,7 @@ def _execute(storage: Storage, lock: Lock, store: TimelineStore, instant: Instan
     inflight = store.transition_inflight(instant) if instant.state is State.REQUESTED else instant
     for path in plan.files:
         _delete_file(storage, path)
-    meta = CommitMetadata(ACTION, (), None, {"deleted": list(plan.files), "policy": plan.policy.to_json(),
-                                             "earliest_retained": plan.earliest_retained,
-                                             "rolled_back": list(plan.rollbacks)})
+    meta = CommitMetadata(ACTION, (), None, plan.record())
     t = instant.requested_time
     with lock:
         run.ensure_owned(lock, f"completing clean {t}")
@@ -158,32 +158,3 @@ def _execute(storage: Storage, lock: Lock, store: TimelineStore, instant: Instan
                                       "its deletions are done: run the clean again to record a new one")
         ensure_held(lock, f"completing clean {t}")
         return store.complete(inflight, next_instant_time(clock(), timeline.newest_time()), meta)
-
-
-def check_readable(storage: Storage, timeline: Timeline, point: str,
-                   view: FileSystemView | None = None) -> None:
-    """Raise FilesCleaned when reading the table as of `point` needs files a completed clean deleted.
-    `view`: the view as of `point`, when the caller has built it already."""
-    store = TimelineStore(storage)
-    cleans = [c for c in timeline.completed if c.action == ACTION]
-    in_history = store.resolve_point(timeline, point) < timeline.archived.boundary
-    if not cleans and not in_history:
-        return
-    view = view if view is not None else view_of(storage, store.as_of(timeline, point))
-    needed = {f.path for s in view.slices for f in s.files}
-    for c in cleans:
-        extra = store.metadata(c).extra
-        gone = needed.intersection(extra.get("deleted", ()))
-        if gone:
-            _refuse(point, gone, f"clean {c.requested_time}", extra.get("earliest_retained"))
-    if in_history:  # cleans archived since are in the history
-        deleted = store.cleaned_in_history(timeline.archived.manifest)
-        gone = needed.intersection(deleted.to_pylist()) if len(deleted) else set()
-        if gone:
-            _refuse(point, gone, "an archived clean", None)
-
-
-def _refuse(point: str, gone: set[str], by: str, since: object) -> None:
-    raise FilesCleaned(f"reading as of {point} needs {len(gone)} file(s) (e.g. {min(gone)}) that {by} "
-                       f"deleted; time travel works from {since or 'the latest commit'} on: read a later "
-                       "point, or retain more with the clean policy")

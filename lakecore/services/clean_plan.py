@@ -90,6 +90,11 @@ class CleanPlan:
     def files(self) -> tuple[str, ...]:
         return tuple(sorted(f for op in self.operations for f in op.files))
 
+    def record(self) -> dict[str, Any]:
+        """What the completed clean records (its commit metadata's extra)."""
+        return {"deleted": list(self.files), "policy": self.policy.to_json(),
+                "earliest_retained": self.earliest_retained, "rolled_back": list(self.rollbacks)}
+
     def dumps(self) -> bytes:
         return json.dumps({"instant_time": self.instant_time, "policy": self.policy.to_json(),
                            "earliest_retained": self.earliest_retained, "rollbacks": list(self.rollbacks),

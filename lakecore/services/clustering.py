@@ -149,7 +149,7 @@ def commit_clustering(storage: Storage, lock: Lock, plan: ClusteringPlan, run: R
     def metadata(timeline: Timeline) -> CommitMetadata | None:
         conflicts.extend(base_writes_since(store, timeline, run.inflight, plan.file_groups))
         return None if conflicts else \
-            CommitMetadata(OPERATION, tuple(stats), store.latest_schema(timeline), _extra(plan))
+            CommitMetadata(OPERATION, tuple(stats), store.latest_schema(timeline), clustering_extra(plan))
 
     done = commit(storage, lock, store, run.inflight, "clustering", metadata, clock, run=run,
                   reported=[s.path for s in stats] if reconcile else None)
@@ -181,7 +181,8 @@ def run_clustering(storage: Storage, config: TableConfig, lock: Lock, plan: Clus
     return commit_clustering(storage, lock, plan, run, stats, clock=clock)
 
 
-def _extra(plan: ClusteringPlan) -> dict[str, object]:
+def clustering_extra(plan: ClusteringPlan) -> dict[str, object]:
+    """What a completed clustering records besides its write stats (repair rebuilds it from the plan)."""
     replaced = [{"partition": o.partition, "file_id": o.file_id, "base_instant": o.base_instant,
                  "files": o.paths()} for o in plan.operations]
     return {"replaced": replaced, "sort_columns": list(plan.strategy.sort_columns),

@@ -1,48 +1,50 @@
-"""Checking and repairing a table's metadata (`weir table check`, `weir table repair`).
+"""Checking and repairing a table (`weir table check`, `weir table repair`).
 
-Owns what counts as damage (`check_table`: read-only, one Problem per finding) and how each kind is
-repaired (`run_repair`: dry run by default; with dry_run=False under the table lock). A repair never
-deletes metadata: a damaged file is moved into `.weir/quarantine/`.
+Owns what counts as damage (`check_table`: read-only, one Problem per finding), how each kind is
+repaired (`run_repair`: dry run by default; with dry_run=False under the table lock) and what the
+commands' exit codes say (`exit_code`). A repair never deletes metadata: a file it replaces or moves
+aside is kept in `.weir/quarantine/`.
 
     table.json missing or unreadable   -> recreate it from the newest write's recorded configuration
                                           (CommitMetadata.table) and the newest recorded schema
-    a completed instant does not parse -> quarantine it; a write (commit/deltacommit/overwrite) is then rolled
-                                          back (its rows are lost unless the file is restored from a
-                                          backup); a table service's instant is pending again
-    the newest history manifest is     -> fall back to the newest kept version that parses
-      missing or does not parse           (history_store.KEPT_VERSIONS) and reactivate the instants
-                                          archived since from the history files the newer versions
-                                          wrote; quarantine the newer manifests and pointers
+    a completed instant does not parse -> rebuild its body from the instant's data files and plan
+                                          (rebuild.py) and replace it in place (atomically, under the
+                                          lock; the damaged bytes are kept in quarantine). When a file
+                                          it wrote is missing, or it cannot be attributed: quarantine
+                                          it; a write is then rolled back (its rows are no longer read;
+                                          its data files stay), a table service's instant is pending again
+    the newest history manifest is     -> fall back to the newest kept version that parses and
+      missing or does not parse           reactivate the instants archived since (repair_history.py)
     a pending table service's plan     -> quarantine it; a pending compaction or clustering is then
       does not parse                      rolled back (its files deleted through its markers), a
                                           pending clean, restore or rollback dropped: run it again
-    a history file does not parse,     -> reported only: restore it from a backup
-      a data file the latest view needs
-      is missing
+    a history file does not parse, a   -> reported only, with the remedy that loses least (verify.py):
+      data file the latest view reads     restore it from a backup, or roll back the instant that
+      is missing or damaged               wrote it when that loses nothing
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from lakecore.concurrency import Lock, ensure_held, rollback_write
 from lakecore.concurrency.lock_choice import lock_for_spec
 from lakecore.concurrency.rollback import TABLE_SERVICES
-from lakecore.config import LockSpec, TableConfig
-from lakecore.errors import AlreadyExists, CorruptMetadata, TableNotFound
+from lakecore.config import CONFIG_PATH, LockSpec, TableConfig
+from lakecore.errors import CorruptMetadata, TableNotFound
 from lakecore.layout import build_view
 from lakecore.services.clean_plan import CleanPlan
 from lakecore.services.clustering_plan import ClusteringPlan
 from lakecore.services.compaction_plan import CompactionPlan
+from lakecore.services.quarantine import QUARANTINE_DIR, keep_copy, quarantine
+from lakecore.services.rebuild import Rebuild, data_files, rebuild_instant
+from lakecore.services.repair_history import fall_back_history
 from lakecore.services.undo import UndoPlan
+from lakecore.services.verify import verify_files
 from lakecore.storage import Storage
 from lakecore.timeline import (
     TIMELINE_DIR,
@@ -55,17 +57,21 @@ from lakecore.timeline import (
     parse_file_name,
 )
 from lakecore.timeline.history import EMPTY, HISTORY_DIR, Manifest
-from lakecore.timeline.history_store import HistoryMoved, HistoryStore, manifest_path, pointer_name
+from lakecore.timeline.history_store import HistoryMoved, HistoryStore, manifest_path
 from lakecore.timeline.overwrite import requested_scope
+from lakecore.write import delete_markers, prune_marker_dirs
 
 log = logging.getLogger(__name__)
 
-CONFIG_PATH = ".weir/table.json"
-QUARANTINE_DIR = ".weir/quarantine"
 ProblemKind = Literal["config_missing", "config_corrupt", "instant_corrupt", "plan_corrupt",
-                      "history_corrupt", "history_file_corrupt", "data_file_missing"]
-ActionKind = Literal["recreate_config", "quarantine_instant", "quarantine_plan", "fall_back_history"]
+                      "history_corrupt", "history_file_corrupt", "data_file_missing", "data_file_damaged"]
+ActionKind = Literal["recreate_config", "rebuild_instant", "quarantine_instant", "quarantine_plan",
+                     "fall_back_history"]
 Clock = Callable[[], int]
+
+# What `weir table check` and `weir table repair` (dry run or --run) exit with: the state of the table
+# as the command leaves it. 1 is every weir command's "the command itself failed".
+HEALTHY, REPAIRABLE, NEEDS_A_HUMAN = 0, 2, 3
 
 
 @dataclass(frozen=True)
@@ -75,13 +81,14 @@ class Problem:
     detail: str
     remedy: str
     repairable: bool     # `weir table repair --run` fixes it
+    instant: str | None = None  # the instant the file belongs to (data files: the one that wrote it)
 
     def describe(self) -> str:
         return f"{self.path}: {self.detail}; {self.remedy}"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "path": self.path, "detail": self.detail, "remedy": self.remedy,
-                "repairable": self.repairable}
+                "repairable": self.repairable, "instant": self.instant}
 
 
 @dataclass(frozen=True)
@@ -89,31 +96,40 @@ class RepairAction:
     kind: ActionKind
     path: str
     detail: str
+    warning: str = ""    # what the action loses (a write rolled back), said on its own line
 
     def describe(self) -> str:
         return f"{self.kind.replace('_', ' ')} {self.path}: {self.detail}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "detail": self.detail}
+        return {"kind": self.kind, "path": self.path, "detail": self.detail, "warning": self.warning or None}
 
 
 @dataclass(frozen=True)
 class RepairReport:
     dry_run: bool
     actions: tuple[RepairAction, ...]   # planned (dry run) or done
-    remaining: tuple[Problem, ...]      # what no action fixes (after the repair, when it ran)
+    remaining: tuple[Problem, ...]      # dry run: every problem found; run: what is left after it
 
     def to_json(self) -> dict[str, Any]:
         return {"dry_run": self.dry_run, "actions": [a.to_json() for a in self.actions],
-                "remaining": [p.to_json() for p in self.remaining]}
+                "remaining": [p.to_json() for p in self.remaining], "exit_code": exit_code(self.remaining)}
+
+
+def exit_code(problems: tuple[Problem, ...] | list[Problem]) -> int:
+    """0 nothing wrong; 2 only problems `weir table repair --run` fixes; 3 a problem a human must fix
+    (restore a file from a backup, ...), whatever else there is. Pure."""
+    if not problems:
+        return HEALTHY
+    return REPAIRABLE if all(p.repairable for p in problems) else NEEDS_A_HUMAN
 
 
 # -- check (read-only) ----------------------------------------------------------------------------
 
 
-def check_table(storage: Storage) -> tuple[Problem, ...]:
+def check_table(storage: Storage, *, deep: bool = False) -> tuple[Problem, ...]:
     """Every problem found: table.json, the history manifest and files, the completed instants, and
-    the data files the latest snapshot needs. Reads only."""
+    the data files the latest snapshot reads (their footers; `deep`: every page). Reads only."""
     uri = storage.uri
     repair = f"run `weir table repair {uri} --run`"
     problems: list[Problem] = []
@@ -124,11 +140,9 @@ def check_table(storage: Storage) -> tuple[Problem, ...]:
         if not has_timeline:
             raise TableNotFound(f"no table at {uri} (neither {CONFIG_PATH} nor a timeline); check the "
                                 "URI") from None
-        problems.append(Problem("config_missing", CONFIG_PATH, "missing while the timeline exists",
-                                f"{repair} to recreate it from the timeline", True))
+        problems.append(Problem("config_missing", CONFIG_PATH, "missing while the timeline exists", "", True))
     except CorruptMetadata as exc:
-        problems.append(Problem("config_corrupt", CONFIG_PATH, _short(exc),
-                                f"{repair} to quarantine it and recreate it from the timeline", True))
+        problems.append(Problem("config_corrupt", CONFIG_PATH, _short(exc), "", True))
     store = TimelineStore(storage)
     try:
         timeline = store.load()
@@ -141,18 +155,67 @@ def check_table(storage: Storage) -> tuple[Problem, ...]:
     else:
         problems += _history_files(store, timeline.archived.manifest)
     damaged = store.damaged(timeline)
-    for inst, err in damaged:
-        problems.append(Problem("instant_corrupt", f"{TIMELINE_DIR}/{inst.file_name}", _short(err),
-                                f"{repair} to quarantine it and roll its write back (or restore it "
-                                "from a backup to keep its data)", True))
+    readable = _without(timeline, {i for i, _ in damaged})
+    for rb, err in zip(rebuilds(storage, timeline, [i for i, _ in damaged]), (e for _, e in damaged),
+                       strict=True):
+        problems.append(Problem("instant_corrupt", f"{TIMELINE_DIR}/{rb.instant.file_name}", _short(err),
+                                _instant_remedy(storage, rb), True, rb.instant.requested_time))
     for inst, err in damaged_plans(store, timeline):
         problems.append(Problem("plan_corrupt", f"{TIMELINE_DIR}/{inst.requested_file()}", _short(err),
                                 f"{repair} to quarantine it and "
                                 + ("roll the pending service back" if inst.action in TABLE_SERVICES else
-                                   f"drop the pending {inst.action}") + ", then run the service again", True))
+                                   f"drop the pending {inst.action}") + ", then run the service again", True,
+                                inst.requested_time))
+    problems = [_config_remedy(p, store, readable, repair) if p.kind.startswith("config_") else p
+                for p in problems]
     if not any(p.kind == "history_corrupt" for p in problems):
-        problems += _missing_data_files(storage, store, timeline, {i for i, _ in damaged})
+        view = build_view(readable, store.metadata)
+        for f in verify_files(storage, readable, view, store.metadata, deep=deep):
+            by = f" (written by instant {f.instant})" if f.instant else ""
+            kind: ProblemKind = "data_file_missing" if f.state == "missing" else "data_file_damaged"
+            problems.append(Problem(kind, f.stat.path, f"{f.detail}{by}", f.remedy, False, f.instant))
     return tuple(problems)
+
+
+def rebuilds(storage: Storage, timeline: Timeline, damaged: list[Instant]) -> list[Rebuild]:
+    """How each damaged completed instant would be rebuilt (or why it cannot be). Reads only."""
+    if not damaged:
+        return []
+    files = data_files(storage)
+    readable = _without(timeline, set(damaged))
+    return [rebuild_instant(storage, i, _bytes(storage, i), files, timeline, readable) for i in damaged]
+
+
+def _bytes(storage: Storage, inst: Instant) -> bytes:
+    try:
+        return storage.read(f"{TIMELINE_DIR}/{inst.file_name}")
+    except FileNotFoundError:
+        return b""
+
+
+def _instant_remedy(storage: Storage, rb: Rebuild) -> str:
+    cmd = f"`weir table repair {storage.uri} --run`"
+    if rb.metadata is not None:
+        return f"run {cmd} to rebuild it {rb.describe()}; no row is lost"
+    if _is_write(storage, rb.instant):
+        return (f"restore the missing data file(s), or the instant file, from a backup, then run {cmd} to "
+                f"rebuild the instant; without a backup, {cmd} rolls its write back ({rb.why}): its rows "
+                "are then no longer read")
+    return f"run {cmd} to quarantine it ({rb.why}): its {rb.instant.action} is then pending again"
+
+
+def _config_remedy(p: Problem, store: TimelineStore, readable: Timeline, repair: str) -> Problem:
+    """table.json's remedy: recreated from the timeline when a write recorded the configuration."""
+    if recorded_config(store, readable) is None:
+        return Problem(p.kind, p.path, p.detail, "no commit on the timeline recorded the table's "
+                       "configuration (tables last written before weir recorded it): restore table.json "
+                       "from a backup", False)
+    what = "recreate it" if p.kind == "config_missing" else "quarantine it and recreate it"
+    return Problem(p.kind, p.path, p.detail, f"{repair} to {what} from the timeline", True)
+
+
+def _without(timeline: Timeline, damaged: set[Instant]) -> Timeline:
+    return Timeline(tuple(i for i in timeline.instants if i not in damaged), timeline.archived)
 
 
 def _parse_undo(data: bytes, source: str) -> None:
@@ -215,44 +278,35 @@ def _history_files(store: TimelineStore, manifest: Manifest) -> list[Problem]:
     return out
 
 
-def _missing_data_files(storage: Storage, store: TimelineStore, timeline: Timeline,
-                        damaged: set[Instant]) -> list[Problem]:
-    readable = Timeline(tuple(i for i in timeline.instants if i not in damaged), timeline.archived)
-    view = build_view(readable, store.metadata)
-    out = []
-    for part in view.partitions():
-        present = set(storage.list_names(part))
-        for s in (s for s in view.slices if s.partition == part):
-            for stat in s.files:
-                if stat.file_name not in present:
-                    out.append(Problem("data_file_missing", stat.path,
-                                       f"a data file of file group {stat.file_id} the latest snapshot "
-                                       "reads is missing", "restore it from a backup (nothing else "
-                                       "holds its rows); reads fail until then", False))
-    return out
-
-
 # -- repair ---------------------------------------------------------------------------------------
 
 
 def run_repair(storage: Storage, lock: Lock, *, dry_run: bool = True, clock: Clock = now_ms
                ) -> RepairReport:
     """Repair what check_table finds repairable (history first, then instants, then table.json: each
-    step needs the one before). Dry run by default: the actions it would take."""
+    step needs the one before). Dry run by default: the actions it would take. A run also removes
+    the empty marker directories older versions left."""
     problems = check_table(storage)
     actions: list[RepairAction] = []
     kinds = {p.kind for p in problems}
     if "history_corrupt" in kinds:
-        actions.append(_fall_back_history(storage, lock, dry_run=dry_run, clock=clock))
+        path, what = fall_back_history(storage, lock, dry_run=dry_run, clock=clock)
+        actions.append(RepairAction("fall_back_history", path, what))
+    store = TimelineStore(storage)
+    timeline = _loadable(storage)
+    damaged = [inst for inst, _ in store.damaged(timeline)]
+    for rb in rebuilds(storage, timeline, damaged):
+        actions.append(_repair_instant(storage, lock, rb, dry_run=dry_run, clock=clock))
     for p in problems:
-        if p.kind == "instant_corrupt":
-            actions.append(_quarantine_instant(storage, lock, p.path, dry_run=dry_run, clock=clock))
-        elif p.kind == "plan_corrupt":
+        if p.kind == "plan_corrupt":
             actions.append(_quarantine_plan(storage, lock, p.path, dry_run=dry_run, clock=clock))
     if kinds & {"config_missing", "config_corrupt"}:
         actions.append(_recreate_config(storage, lock, dry_run=dry_run, clock=clock))
-    remaining = [p for p in problems if not p.repairable] if dry_run else list(check_table(storage))
-    return RepairReport(dry_run, tuple(actions), tuple(remaining))
+    if dry_run:
+        return RepairReport(True, tuple(actions), problems)
+    loaded = _loadable(storage)
+    prune_marker_dirs(storage, {i.requested_time for i in loaded.pending}, loaded.newest_time())
+    return RepairReport(False, tuple(actions), check_table(storage))
 
 
 def repair_lock(storage: Storage) -> Lock:
@@ -266,38 +320,53 @@ def repair_lock(storage: Storage) -> Lock:
     return lock_for_spec(storage, spec)
 
 
-def quarantine(storage: Storage, path: str, clock: Clock = now_ms) -> str:
-    """Move a file into .weir/quarantine/ (copy, then delete: works on every storage); returns where."""
-    dest = f"{QUARANTINE_DIR}/{clock()}-{path.replace('/', '__')}"
-    data = storage.read(path)
-    try:
-        storage.write_if_absent(dest, data)
-    except AlreadyExists:
-        dest = f"{dest}.{uuid.uuid4().hex[:8]}"
-        storage.write_if_absent(dest, data)
-    storage.delete(path)
-    log.info("quarantined %s/%s as %s", storage.uri, path, dest)
-    return dest
+def _repair_instant(storage: Storage, lock: Lock, rb: Rebuild, *, dry_run: bool, clock: Clock
+                    ) -> RepairAction:
+    """Rebuild a damaged completed instant in place or, when it cannot be rebuilt, quarantine it."""
+    path = f"{TIMELINE_DIR}/{rb.instant.file_name}"
+    if rb.metadata is None:
+        return _quarantine_instant(storage, lock, rb, dry_run=dry_run, clock=clock)
+    what = f"rebuild it {rb.describe()}"
+    if dry_run:
+        return RepairAction("rebuild_instant", path, f"would {what}")
+    store = TimelineStore(storage)
+    with lock:
+        ensure_held(lock, f"rebuilding {path}")
+        if not store.damaged(Timeline((rb.instant,))):
+            return RepairAction("rebuild_instant", path, "left as it is: it parses now (restored meanwhile)")
+        kept = keep_copy(storage, path, clock)
+        store.replace_damaged(rb.instant, rb.metadata)
+    log.info("rebuilt the damaged instant file %s/%s %s; its damaged bytes are in %s", storage.uri, path,
+             rb.describe(), kept)
+    return RepairAction("rebuild_instant", path, f"rebuilt it {rb.describe()}; the damaged bytes are kept "
+                                                 f"as {kept}")
 
 
-def _quarantine_instant(storage: Storage, lock: Lock, path: str, *, dry_run: bool, clock: Clock
+def _quarantine_instant(storage: Storage, lock: Lock, rb: Rebuild, *, dry_run: bool, clock: Clock
                         ) -> RepairAction:
-    inst = parse_file_name(path.rsplit("/", 1)[-1])
-    assert inst is not None and inst.is_completed
-    is_write = inst.action in ("commit", "deltacommit") or (inst.action == "replacecommit" and _is_overwrite(
-        storage, inst))
-    then = ("then roll its write back (its rows are no longer read)" if is_write else
-            f"its {inst.action} {inst.requested_time} is pending again: "
+    inst = rb.instant
+    path = f"{TIMELINE_DIR}/{inst.file_name}"
+    is_write = _is_write(storage, inst)
+    then = (f"then roll its write back ({rb.why})" if is_write else
+            f"its {inst.action} {inst.requested_time} is pending again ({rb.why}): "
             + ("finish it with `weir table compact --resume` / `cluster --resume` or roll it back"
                if inst.action in TABLE_SERVICES else "the next run of that service finishes it"))
+    lost = (f"write {inst.requested_time} {'would be' if dry_run else 'is'} rolled back: its rows are no "
+            f"longer read, because {rb.why}; the data files it left stay on storage, unread"
+            if is_write else "")
     if dry_run:
-        return RepairAction("quarantine_instant", path, f"would move it into {QUARANTINE_DIR}/, {then}")
+        keep = ("; to keep its rows, restore the missing file(s) from a backup first: the repair then "
+                "rebuilds the instant instead") if is_write else ""
+        return RepairAction("quarantine_instant", path, f"would move it into {QUARANTINE_DIR}/, {then}",
+                            lost + keep)
     with lock:
         ensure_held(lock, f"quarantining {path}")
         moved = quarantine(storage, path, clock)
     if is_write:
+        delete_markers(storage, inst.requested_time)  # so the rollback deletes none of its data files
         rollback_write(storage, lock, Instant(inst.requested_time, inst.action, State.INFLIGHT), clock=clock)
-    return RepairAction("quarantine_instant", path, f"moved to {moved}, {then}")
+        log.info("repair of %s: %s", storage.uri, lost)
+    return RepairAction("quarantine_instant", path, f"moved to {moved}, {then}", lost)
 
 
 def _quarantine_plan(storage: Storage, lock: Lock, path: str, *, dry_run: bool, clock: Clock
@@ -320,85 +389,17 @@ def _quarantine_plan(storage: Storage, lock: Lock, path: str, *, dry_run: bool, 
     return RepairAction("quarantine_plan", path, f"moved to {moved}, {then}")
 
 
-def _is_overwrite(storage: Storage, inst: Instant) -> bool:
-    """A replacecommit is a write (an overwrite) when its requested file holds a scope, not a plan."""
+def _is_write(storage: Storage, inst: Instant) -> bool:
+    """A data write: a commit or deltacommit, or a replacecommit whose requested file holds an
+    overwrite's scope (not a clustering's plan)."""
+    if inst.action in ("commit", "deltacommit"):
+        return True
+    if inst.action != "replacecommit":
+        return False
     try:
         return requested_scope(TimelineStore(storage).read_plan(inst)) is not None
     except FileNotFoundError:
         return False
-
-
-def _fall_back_history(storage: Storage, lock: Lock, *, dry_run: bool, clock: Clock) -> RepairAction:
-    history = HistoryStore(storage)
-    versions = history.pointer_versions()
-    newest = versions[-1] if versions else 0
-    back_to, manifest = 0, Manifest()
-    for v in reversed(versions[:-1]):
-        try:
-            manifest = history.summary(v).manifest
-            back_to = v
-            break
-        except CorruptMetadata:
-            continue
-    rows = _archived_after(history, manifest)
-    newer = [v for v in versions if v > back_to]
-    what = (f"fall back from history version {newest} to {back_to or 'none'}, reactivate the "
-            f"{rows.num_rows} instant(s) archived since, quarantine pointer(s)/manifest(s) "
-            f"{', '.join(map(str, newer))}")
-    if dry_run:
-        return RepairAction("fall_back_history", manifest_path(newest), f"would {what}")
-    with lock:
-        ensure_held(lock, "falling back to an older history version")
-        _reactivate(storage, rows)
-        for v in newer:  # manifests first: a crash in between leaves a pointer to a missing one: rerun
-            if storage.exists(manifest_path(v)):
-                quarantine(storage, manifest_path(v), clock)
-        for v in newer:
-            quarantine(storage, f"{TIMELINE_DIR}/{pointer_name(v)}", clock)
-    return RepairAction("fall_back_history", manifest_path(newest), f"did {what}")
-
-
-def _archived_after(history: HistoryStore, manifest: Manifest) -> pa.Table:
-    """History rows archived after `manifest` (completed after its boundary), from every history file
-    on storage that `manifest` does not name, one row per instant."""
-    named = {f.name for f in manifest.files}
-    columns = ["requested_time", "completion_time", "action", "metadata", "plan"]
-    parts = []
-    for name in sorted(history.storage.list_names(HISTORY_DIR)):
-        if not name.startswith("L") or not name.endswith(".parquet") or name in named:
-            continue
-        try:
-            parts.append(history.read_file(name, columns))
-        except CorruptMetadata as exc:  # another copy of its rows may be in a merged file
-            log.warning("skipping unreadable history file %s: %s", name, exc)
-    if not parts:
-        return pa.table({c: pa.array([], pa.binary() if c in ("metadata", "plan") else pa.string())
-                         for c in columns})
-    rows = pa.concat_tables(parts)
-    if manifest.boundary:
-        rows = rows.filter(pc.greater(rows.column("completion_time"), manifest.boundary))
-    # an instant may sit in an L0 file and in the merged file that replaced it: keep one row each
-    # (a loop per archived instant, not per record)
-    seen: dict[str, int] = {}
-    for i, t in enumerate(rows.column("requested_time").to_pylist()):
-        seen.setdefault(t, i)
-    return rows.take(sorted(seen.values()))
-
-
-def _reactivate(storage: Storage, rows: pa.Table) -> None:
-    """Write the rows' instants back into the active timeline: requested files (plans) first, then
-    the completed files (immutable copies of what they held before archival)."""
-    entries = list(zip(rows.column("requested_time").to_pylist(), rows.column("completion_time").to_pylist(),
-                       rows.column("action").to_pylist(), rows.column("metadata").to_pylist(),
-                       rows.column("plan").to_pylist(), strict=True))
-    for state in (State.REQUESTED, State.COMPLETED):
-        for t, c, action, meta, plan in entries:
-            inst = Instant(t, action, state, c if state is State.COMPLETED else None)
-            body = (plan or b"") if state is State.REQUESTED else meta
-            try:
-                storage.write_if_absent(f"{TIMELINE_DIR}/{inst.file_name}", body)
-            except AlreadyExists:
-                continue
 
 
 def recorded_config(store: TimelineStore, timeline: Timeline) -> dict[str, Any] | None:

@@ -218,7 +218,7 @@ def rollback_completed(storage: Storage, config: TableConfig, lock: Lock, instan
             raise InvalidInstantState(f"{target} is not a completed write; roll back pending writes with "
                                       "Table.rollback")
         _refuse_live(storage, store, timeline, heartbeat, clock(), f"rolling back {instant_time}")
-        _check_latest(storage, store, timeline, target, config)
+        _check_latest(storage, store, timeline, target, config.name)
         plan = UndoPlan("rollback", (target.file_name,), _stats_files(store, [target]))
         if dry_run:
             return plan
@@ -227,8 +227,18 @@ def rollback_completed(storage: Storage, config: TableConfig, lock: Lock, instan
     return _run_undo(storage, lock, store, u, plan, clock)
 
 
+def rollback_blocker(storage: Storage, timeline: Timeline, target: Instant) -> str | None:
+    """Why the completed write `target` cannot be rolled back alone now (the reason only), or None:
+    the checks rollback_completed makes under the lock, made read-only (`weir table check`)."""
+    try:
+        _check_latest(storage, TimelineStore(storage), timeline, target, storage.uri)
+    except RollbackBlocked as exc:
+        return str(exc).split("; ")[0].split(": roll back")[0]
+    return None
+
+
 def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, target: Instant,
-                  config: TableConfig) -> None:
+                  table: str) -> None:
     after = target.completion_time or ""
     groups = store.metadata(target).file_groups
     for i in reversed(timeline.completed):
@@ -237,7 +247,7 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
         if target.action not in DATA_WRITES:
             raise RollbackBlocked(f"{i.action} {i.requested_time} completed after {target.action} "
                                   f"{target.requested_time}; a table service instant can be rolled back only "
-                                  f"while it is the latest write of table {config.name!r}: roll back "
+                                  f"while it is the latest write of table {table!r}: roll back "
                                   f"{i.requested_time} first, or restore to a savepoint")
         # later log files of the same file groups are independent deltas: the target's can go; a
         # later BASE file of one of its groups holds the target's data, so it cannot

@@ -7,6 +7,7 @@ above this layer knows which backend it runs on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -110,6 +111,15 @@ def stage(storage: Storage, directory: str, data: bytes) -> Staged:
     stores create the whole file when it is published."""
     ahead = getattr(storage, "stage", None)
     return ahead(directory, data) if ahead is not None else _WriteOnPublish(storage, data)
+
+
+def remove_empty_dirs(storage: Storage, directory: str, keep: Callable[[str], bool] = lambda name: False
+                      ) -> int:
+    """Remove the empty directories below `directory` except under the children `keep` protects, where
+    the storage has directories (local disk: `LocalStorage.remove_empty_dirs`); object stores have none
+    to leave behind, so elsewhere this does nothing. Returns how many were removed."""
+    remove = getattr(storage, "remove_empty_dirs", None)
+    return int(remove(directory, keep)) if remove is not None else 0
 
 
 def join(*parts: str) -> str:

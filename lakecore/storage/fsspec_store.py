@@ -22,6 +22,7 @@ import pyarrow.fs as pafs
 
 from lakecore.errors import AlreadyExists, AtomicCreateUnsupported, StorageError
 from lakecore.storage.base import FileInfo
+from lakecore.storage.failures import storage_error, translated
 from lakecore.storage.options import OptionsRef
 
 ATOMIC_CREATE = frozenset({"memory", "s3", "s3a"})
@@ -72,15 +73,12 @@ class FsspecStorage:
         return full[len(self._root):].lstrip("/")
 
     def read(self, path: str) -> bytes:
-        try:
+        with translated("reading", f"{self._uri}/{path}"):
             return bytes(self.fs.cat_file(self._abs(path)))
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            raise StorageError(f"reading {self._uri}/{path} failed: {exc}; check connectivity") from exc
 
     def write(self, path: str, data: bytes, *, durable: bool = True) -> None:  # durable at PUT
-        self.fs.pipe_file(self._abs(path), data)
+        with translated("writing", f"{self._uri}/{path}"):
+            self.fs.pipe_file(self._abs(path), data)
 
     def write_if_absent(self, path: str, data: bytes, *, durable: bool = True) -> None:
         proto = self.protocol
@@ -103,8 +101,7 @@ class FsspecStorage:
                 if kind == "exists":
                     raise AlreadyExists(f"{path} already exists") from None
                 if kind == "other":
-                    raise StorageError(f"creating {self._uri}/{path} failed: {exc}; check connectivity and "
-                                       "permissions, then retry") from exc
+                    raise storage_error(exc, "creating", f"{self._uri}/{path}") from exc
                 if attempt == CONFLICT_RETRIES:
                     raise StorageError(
                         f"creating {self._uri}/{path} met {CONFLICT_RETRIES + 1} conflicting conditional "
@@ -131,7 +128,8 @@ class FsspecStorage:
 
     def list_dir(self, directory: str) -> list[FileInfo]:
         try:
-            return self._infos(self.fs.ls(self._abs(directory), detail=True, refresh=True))
+            with translated("listing", f"{self._uri}/{directory}"):
+                return self._infos(self.fs.ls(self._abs(directory), detail=True, refresh=True))
         except FileNotFoundError:
             return []
 
@@ -140,14 +138,16 @@ class FsspecStorage:
 
     def list_tree(self, directory: str) -> list[FileInfo]:
         try:
-            found = self.fs.find(self._abs(directory), detail=True)
+            with translated("listing", f"{self._uri}/{directory}"):
+                found = self.fs.find(self._abs(directory), detail=True)
         except FileNotFoundError:
             return []
         return self._infos(found.values())
 
     def delete(self, path: str) -> None:
         try:
-            self.fs.rm_file(self._abs(path))
+            with translated("deleting", f"{self._uri}/{path}"):
+                self.fs.rm_file(self._abs(path))
         except FileNotFoundError:
             pass
 

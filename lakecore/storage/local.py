@@ -11,17 +11,25 @@ empty requested/inflight files: nothing reads them after a power loss, when ever
 is dead) skip both syncs and stay atomic. `sync` does the same for files written through
 `arrow()` (data files), which the write path calls before the commit point. `WEIR_FSYNC=off` (or
 `LocalStorage(root, fsync=False)`) turns syncing off: for benchmarks and tables on tmpfs only.
+
+Failures: an OSError (a full disk, a refusal, an I/O error) leaves no temp file behind and is raised
+as a lakecore StorageError (`failures.translated`); absence stays FileNotFoundError. Directories:
+`remove_empty_dirs` removes the ones a table no longer needs (per-instant marker dirs), which only a
+file system has: object stores have no directories to leave behind.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
+from collections.abc import Callable
 
 import pyarrow.fs as pafs
 
 from lakecore.errors import AlreadyExists
 from lakecore.storage.base import FileInfo
+from lakecore.storage.failures import translated
 
 TMP_MARK = ".weirtmp-"
 FSYNC_ENV = "WEIR_FSYNC"
@@ -91,10 +99,11 @@ class LocalStorage:
         if not self._fsync:
             return
         target = self._abs(path)
-        self._sync_fd_of(target, os.O_RDONLY)
-        directory = os.path.dirname(target)
-        self._ensure_dir(directory)
-        self._sync_dir(directory)
+        with translated("syncing", target):
+            self._sync_fd_of(target, os.O_RDONLY)
+            directory = os.path.dirname(target)
+            self._ensure_dir(directory)
+            self._sync_dir(directory)
 
     # -- reads and writes ------------------------------------------------------------------------
 
@@ -104,38 +113,50 @@ class LocalStorage:
     def _temp_in(self, directory: str, data: bytes, durable: bool) -> str:
         self._ensure_dir(directory, durable)
         tmp = f"{directory}/{TMP_MARK}{uuid.uuid4().hex}"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            if durable and self._fsync and data:  # an empty file has no data: its entry is synced after
-                fh.flush()
-                os.fsync(fh.fileno())
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                if durable and self._fsync and data:  # an empty file has no data: its entry is synced after
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        except BaseException:
+            _unlink(tmp)  # a full disk leaves no partial temp file behind
+            raise
         return tmp
 
     def read(self, path: str) -> bytes:
-        with open(self._abs(path), "rb") as fh:
+        with translated("reading", self._abs(path)), open(self._abs(path), "rb") as fh:
             return fh.read()
 
     def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
         target = self._abs(path)
-        tmp = self._temp_beside(target, data, durable)
-        os.replace(tmp, target)
-        if durable:
-            self._sync_dir(os.path.dirname(target))
+        with translated("writing", target):
+            tmp = self._temp_beside(target, data, durable)
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                _unlink(tmp)
+                raise
+            if durable:
+                self._sync_dir(os.path.dirname(target))
 
     def write_if_absent(self, path: str, data: bytes, *, durable: bool = True) -> None:
         target = self._abs(path)
-        tmp = self._temp_beside(target, data, durable)
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            raise AlreadyExists(f"{path} already exists") from None
-        finally:
-            os.unlink(tmp)
-        if durable:
-            self._sync_dir(os.path.dirname(target))
+        with translated("creating", target):
+            tmp = self._temp_beside(target, data, durable)
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                raise AlreadyExists(f"{path} already exists") from None
+            finally:
+                _unlink(tmp)
+            if durable:
+                self._sync_dir(os.path.dirname(target))
+
     def stage(self, directory: str, data: bytes) -> _Staged:
         """A durable temp file in `directory` holding `data`, published by hard-linking it (base.stage)."""
-        return _Staged(self, self._temp_in(self._abs(directory), data, durable=True))
+        with translated("staging a file in", self._abs(directory)):
+            return _Staged(self, self._temp_in(self._abs(directory), data, durable=True))
 
     def exists(self, path: str) -> bool:
         return os.path.exists(self._abs(path))
@@ -144,7 +165,8 @@ class LocalStorage:
         base = self._abs(directory)
         out = []
         try:
-            entries = os.scandir(base)
+            with translated("listing", base):
+                entries = os.scandir(base)
         except (FileNotFoundError, NotADirectoryError):
             return []
         with entries:
@@ -164,7 +186,7 @@ class LocalStorage:
 
     def list_names(self, directory: str) -> list[str]:
         try:
-            with os.scandir(self._abs(directory)) as entries:
+            with translated("listing", self._abs(directory)), os.scandir(self._abs(directory)) as entries:
                 # d_type comes with the directory entry: no stat per file
                 return [e.name for e in entries
                         if TMP_MARK not in e.name and e.is_file(follow_symlinks=False)]
@@ -188,10 +210,30 @@ class LocalStorage:
         return out
 
     def delete(self, path: str) -> None:
+        with translated("deleting", self._abs(path)):
+            _unlink(self._abs(path))
+
+    def remove_empty_dirs(self, directory: str, keep: Callable[[str], bool] = lambda name: False) -> int:
+        """Remove the empty directories below `directory` (bottom-up; `directory` itself stays), except
+        those under a child of it whose name `keep` protects. A directory that gains a file meanwhile
+        stays. Returns how many were removed."""
+        base = self._abs(directory)
         try:
-            os.unlink(self._abs(path))
-        except FileNotFoundError:
-            pass
+            with os.scandir(base) as entries:
+                children = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+        removed = 0
+        with translated("removing empty directories in", base):
+            for name in (n for n in children if not keep(n)):
+                for dirpath, _, _ in os.walk(os.path.join(base, name), topdown=False):
+                    try:
+                        os.rmdir(dirpath)
+                        removed += 1
+                    except OSError as exc:  # not empty (a file, or a directory that kept one), or gone
+                        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                            raise
+        return removed
 
     def arrow(self) -> tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), self._root
@@ -209,7 +251,8 @@ class _Staged:
         if os.path.dirname(target) != os.path.dirname(self._tmp):
             raise ValueError(f"{path} is not in the directory its bytes were staged in")
         try:
-            os.link(self._tmp, target)
+            with translated("creating", target):
+                os.link(self._tmp, target)
         except FileExistsError:
             raise AlreadyExists(f"{path} already exists") from None
         self._published = target
@@ -219,10 +262,15 @@ class _Staged:
 
     def sync(self) -> None:
         if self._published is not None:
-            self._storage._sync_dir(os.path.dirname(self._published))
+            with translated("syncing", self._published):
+                self._storage._sync_dir(os.path.dirname(self._published))
 
     def discard(self) -> None:
-        try:
-            os.unlink(self._tmp)
-        except FileNotFoundError:
-            pass
+        _unlink(self._tmp)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

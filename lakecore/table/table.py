@@ -28,6 +28,7 @@ from lakecore.concurrency import (
 )
 from lakecore.concurrency.activity import activity
 from lakecore.config import (
+    CONFIG_PATH,
     ColumnGroup,
     ConcurrencyMode,
     LockSpec,
@@ -99,7 +100,6 @@ from lakecore.write import (
     list_markers,
 )
 
-CONFIG_PATH = ".weir/table.json"
 QueryType = Literal["snapshot", "read_optimized"]
 
 

@@ -129,9 +129,10 @@ class CommitMetadata:
                 AttributeError) as exc:
             raise CorruptMetadata(
                 f"instant file {source} is truncated or corrupted ({exc!r}); the table cannot be read "
-                f"past it and writers refuse it: run `weir table repair {table} --run` to move the file "
-                "into .weir/quarantine/ and roll its write back (its data is lost unless you restore "
-                "the file from a backup instead)") from exc
+                f"past it and writers refuse it: `weir table repair {table}` shows how it is repaired and "
+                f"`weir table repair {table} --run` does it, rebuilding the instant from its data files "
+                "(when a file it wrote is missing, the write is rolled back instead: restore that file "
+                "from a backup first to keep its rows)") from exc
 
 
 WRITER_KEYS = ("writer", "weir.writer")  # the operator's --extra writer=ns/name; a streaming writer's own key

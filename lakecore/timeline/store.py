@@ -2,7 +2,9 @@
 
 State transitions are file creations with create-if-absent semantics; nothing is renamed or
 rewritten, so a crash leaves either the old state or the new one. Completed instant files are
-immutable, so their parsed metadata is cached per process by (table URI, file name).
+immutable, so their parsed metadata is cached per process by (table URI, file name). The one
+exception is `replace_damaged`, for `weir table repair`: a body that never parsed (so nobody cached
+or acted on it) replaced atomically by the one rebuilt from the instant's files (docs/format.md).
 """
 
 from __future__ import annotations
@@ -173,6 +175,20 @@ class TimelineStore:
         _remember(self.storage.uri, instant.file_name, meta)
         return meta
 
+    def replace_damaged(self, instant: Instant, metadata: CommitMetadata) -> bool:
+        """Replace the body of a completed instant file that does not parse with `metadata`, in one
+        atomic write (a rename locally, one PUT on an object store: never a moment without the file,
+        which would make the instant look pending). Call under the table lock, with the damaged bytes
+        kept elsewhere. False, and nothing written, when the body parses (restored meanwhile)."""
+        try:
+            self.metadata(instant)
+            return False
+        except CorruptMetadata:
+            pass
+        self.storage.write(self._path(instant.file_name), metadata.dumps())
+        _remember(self.storage.uri, instant.file_name, metadata)
+        return True
+
     def damaged(self, timeline: Timeline) -> list[tuple[Instant, CorruptMetadata]]:
         """The active timeline's completed instants whose files do not parse (read-only)."""
         out = []
@@ -192,8 +208,9 @@ class TimelineStore:
             names = ", ".join(i.file_name for i, _ in bad)
             raise CorruptTimeline(
                 f"the timeline of {self.storage.uri} has damaged instant file(s) {names} ({bad[0][1]}); "
-                f"writers refuse the table until `weir table repair {self.storage.uri} --run` quarantines "
-                "them (see `weir table check`)") from bad[0][1]
+                f"writers refuse the table until `weir table repair {self.storage.uri} --run` rebuilds "
+                "them from their data files (see `weir table check`)") from bad[0][1]
+
     def _archived_metadata(self, instant: Instant, path: str) -> CommitMetadata:
         """A completed instant's file vanishes only when archival moved it: answer from the history."""
         t = instant.requested_time

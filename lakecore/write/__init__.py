@@ -20,6 +20,7 @@ from lakecore.write.markers import (
     delete_markers,
     delete_unreported,
     list_markers,
+    prune_marker_dirs,
 )
 from lakecore.write.routing import FileGroupRows, file_group_codes, route
 
@@ -45,6 +46,7 @@ __all__ = [
     "evolved_schema",
     "file_group_codes",
     "list_markers",
+    "prune_marker_dirs",
     "route",
     "write_file_group",
 ]

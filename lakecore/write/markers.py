@@ -5,17 +5,18 @@ Batched (written by the marker service, `marker_service.py`): the same names, re
 instant's marker dir, one per line in `<base>/.weir/markers/<T>/MARKERS<i>`, beside a `MARKERS.type`
 file. Reading understands both at once, so a reader never needs to know which kind a writer used. A
 crashed or aborted write is cleaned up from its markers alone (every file it may have created is
-named by one), and the markers are deleted after the instant completes.
+named by one), and the markers are deleted after the instant completes, with the instant's marker
+directory where the storage has directories (`prune_marker_dirs` removes what older versions left).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from lakecore.storage import Storage, join
+from lakecore.storage import Storage, join, remove_empty_dirs
 
 MARKERS_DIR = ".weir/markers"
 IOType = Literal["create", "merge", "append"]
@@ -23,6 +24,7 @@ IO_TYPES: tuple[IOType, ...] = ("create", "merge", "append")
 MARKER_TYPE_FILE = "MARKERS.type"    # says the dir holds batched markers; readers do not need it
 BATCHED_TYPE = b"BATCHED"
 _BATCH_FILE = re.compile(r"MARKERS\d+")
+_INSTANT_DIR = re.compile(r"\d{17}")
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,19 @@ def delete_markers(storage: Storage, instant_time: str) -> None:
     # The type file goes last, so a dir with batched markers left is never without it.
     for f in sorted(files, key=lambda f: f.path.endswith("/" + MARKER_TYPE_FILE)):
         storage.delete(f.path)
+    remove_empty_dirs(storage, MARKERS_DIR, keep=lambda name: name != instant_time)
+
+
+def prune_marker_dirs(storage: Storage, pending: Collection[str], newest: str | None) -> int:
+    """Remove the empty marker directories that versions deleting marker files only left behind, of
+    instants neither `pending` nor newer than `newest` (the newest time of the timeline the caller
+    loaded: a new instant, whose writer makes its directory just before its first marker, is newer).
+    Returns how many directories were removed."""
+
+    def keep(name: str) -> bool:
+        return name in pending or not _INSTANT_DIR.fullmatch(name) or newest is None or name > newest
+
+    return remove_empty_dirs(storage, MARKERS_DIR, keep=keep)
 
 
 def delete_unreported(storage: Storage, instant_time: str, reported: Iterable[str]) -> list[str]:

@@ -32,7 +32,7 @@ from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError
 from lakeoperator.observe import Inputs, TableInputs, observe
 from lakeoperator.reconcile import Outcome, reconcile
-from lakeoperator.run_verdict import Verdict, judge_all, over
+from lakeoperator.run_verdict import Verdict, judge_all, over, unphased_reason
 from lakeoperator.specs import SpecError
 from lakeoperator.status import ended_attempts
 from lakeoperator.supervision import StoreSink, Supervisor, watched_table, zookeeper_abort_flag
@@ -327,7 +327,8 @@ def row(r: Resource) -> dict[str, str]:
     else:
         detail = str((s.get("lastRun") or {}).get("outcome") or "")
     return {"kind": r.kind, "namespace": r.key[1], "name": r.key[2],
-            "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled") or "Pending"),
+            "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled")
+                         or unphased_reason(r.body) or "Pending"),
             "table": str((spec.get("tableRef") or {}).get("name") or spec.get("location") or ""),
             "detail": detail}
 

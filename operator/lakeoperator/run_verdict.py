@@ -145,13 +145,23 @@ def explanation(body: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def unphased_reason(body: Mapping[str, Any]) -> str | None:
+    """What stands for the phase of a resource that never got one because it cannot start (an invalid
+    spec, a missing table): the reason it is stalled, paused or degraded. `weir run` and `weir get` show
+    it in the phase column."""
+    if (body.get("status") or {}).get("phase"):
+        return None
+    why = explanation(body)
+    return why[0] if why is not None and why[0] else None
+
+
 def progress_lines(label: str, phase: str, detail: str, body: Mapping[str, Any]) -> list[str]:
     """What `weir run` prints for a resource whose state changed: `Kind/name: Phase detail`, and under it
     the reason and message when there is one to tell (a stalled resource that never got a phase shows
     its reason as its phase)."""
     why = explanation(body)
-    if why is not None and why[0] and not (body.get("status") or {}).get("phase"):
-        phase, detail = why[0], ""
+    if unphased_reason(body) is not None:
+        phase, detail = str(unphased_reason(body)), ""
     lines = [f"{label}: {phase} {detail}".rstrip()]
     if why is not None:
         lines.append(f"  {why[0]}: {why[1]}" if why[0] else f"  {why[1]}")

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from lakecore.cli.tables import Col
+from lakeoperator.run_verdict import unphased_reason
 from lakeoperator.status import parse_timestamp
 
 SHORT_KINDS = {"LakeTable": "lt", "LakeWriter": "lw", "TableService": "lts"}   # what `weir describe` takes
@@ -61,6 +62,12 @@ def _fields(title: str | None, pairs: Iterable[tuple[str, Any]]) -> Fields:
 # -- weir get --------------------------------------------------------------------------------------
 
 
+def shown_phase(body: Mapping[str, Any]) -> str:
+    """The phase, or for a resource that cannot start (no phase: an invalid spec, a missing table) the
+    reason it is stalled, as `weir run` shows it; Pending before the first reconcile."""
+    return str((body.get("status") or {}).get("phase") or unphased_reason(body) or "Pending")
+
+
 def _get_columns(kind: str) -> tuple[Col, ...]:
     name = Col("NAME", "id")
     if kind == "LakeTable":
@@ -78,10 +85,10 @@ def _get_row(kind: str, body: Mapping[str, Any], now: datetime, name: str) -> tu
     created = age((body.get("metadata") or {}).get("creationTimestamp"), now)
     table = _text((spec.get("tableRef") or {}).get("name"))
     if kind == "LakeTable":
-        return (name, _text(s.get("phase") or "Pending"), _text(s.get("latestInstant")),
+        return (name, shown_phase(body), _text(s.get("latestInstant")),
                 _text(s.get("location") or spec.get("location")), created)
     if kind == "LakeWriter":
-        return (name, table, _text(spec.get("mode")), _text(s.get("phase") or "Pending"),
+        return (name, table, _text(spec.get("mode")), shown_phase(body),
                 _text((s.get("attempts") or {}).get("total", 0)), _text(s.get("currentInstant")), created)
     last = s.get("lastRun") or {}
     running = (s.get("activeRun") or {}).get("id")
@@ -151,7 +158,7 @@ def _table_fields(spec: Mapping[str, Any], s: Mapping[str, Any], now: datetime) 
             ("Partition fields", ", ".join(spec.get("partitionFields") or ())),
             ("Concurrency", (spec.get("concurrency") or {}).get("mode")),
             ("Lock", f"{lock.get('provider')}{f' at {zk}' if zk else ''}" if lock.get("provider") else None),
-            ("Phase", s.get("phase") or "Pending"),
+            ("Phase", shown_phase({"status": s})),
             ("Latest instant", f"{instant} (completed {s['latestInstantTime']})"
              if instant and s.get("latestInstantTime") else instant),
             ("Pending compactions", s.get("pendingCompactions") or None),
@@ -170,7 +177,7 @@ def _writer_fields(spec: Mapping[str, Any], s: Mapping[str, Any], now: datetime)
             ("Source", " ".join(str(v) for v in (source.get("format"), source.get("path") or
                                                   (source.get("table") or {}).get("name")) if v)),
             ("State", spec.get("state")),
-            ("Phase", s.get("phase") or "Pending"),
+            ("Phase", shown_phase({"status": s})),
             ("Submission", f"{s['submissionId']} (submitted {s['submittedAt']})"
              if s.get("submissionId") and s.get("submittedAt") else s.get("submissionId")),
             ("Driver pod", s.get("driverPod")), ("Current instant", current),

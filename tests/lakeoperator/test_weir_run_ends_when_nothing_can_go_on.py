@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from lakeoperator.cli import app
 from tests.lakeoperator.local_run import TABLE, weir_run
 
 WRITER = """apiVersion: weir.dev/v1alpha1
@@ -85,3 +88,13 @@ def test_a_paused_writer_is_left_as_it_is_and_the_run_ends_0(tmp_path: Path) -> 
     assert code == 0, out + err
     assert "LakeWriter/load: Paused\n  Paused: annotation weir.dev/paused is \"true\"; remove it to resume " \
            "reconciliation" in out
+
+
+def test_weir_get_shows_an_invalid_writers_reason_as_its_phase_like_the_run(tmp_path: Path) -> None:
+    code, out, _ = run(tmp_path, ("table.yaml", TABLE), ("writers.yaml", writer("no-source", extra="")))
+    assert code == 1 and "LakeWriter/no-source: InvalidSpec" in out
+    shown = CliRunner().invoke(app, ["get", "lw", "--state", str(tmp_path / ".weir-run")])
+    assert shown.exit_code == 0, shown.stdout + shown.stderr
+    header, line = shown.stdout.splitlines()[:2]
+    assert line.split()[0] == "no-source", shown.stdout
+    assert line.split()[header.split().index("PHASE")] == "InvalidSpec", shown.stdout   # not Pending

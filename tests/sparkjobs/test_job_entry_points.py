@@ -90,6 +90,22 @@ def test_the_service_job_compacts_and_says_when_there_is_nothing_to_do(spark, tm
     assert code == EXIT_BAD_INPUT and "NotMergeOnRead" in out["error"]
 
 
+@pytest.mark.spark
+def test_a_damaged_data_file_is_not_retried_and_named(spark, tmp_path):
+    """Bytes that do not decode stay bad on every retry: the job ends bad input (no restart loop) and
+    its error names the file, so the status and Event quote it."""
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1)
+    for ts in range(2):
+        t.upsert(pa.table({"id": list(range(20)), "ts": [ts] * 20, "v": ["x"] * 20}, schema=SCHEMA))
+    log = next(p for p in (tmp_path / "t").rglob(".*.log.*") if p.is_file())
+    data = bytearray(log.read_bytes())
+    data[-12:-8] = b"\xff\xff\xff\x7f"   # the footer's length: garbled, the file's size unchanged
+    log.write_bytes(bytes(data))
+    code, out = run_service(TableServiceArgs(table=t.uri, service="compaction"), tmp_path)
+    assert code == EXIT_BAD_INPUT and out["outcome"] == "bad_input", out
+    assert "DamagedFile" in out["error"] and log.name in out["error"], out
+
+
 def test_stream_contract_needs_a_writer_id_and_a_checkpoint():
     args = StreamWriteArgs(table="t", source="/in", writer_id="w1", checkpoint="/cp", trigger_seconds=2.5,
                            max_files_per_trigger=3)

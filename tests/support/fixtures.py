@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.kube_api import KubeApi
+from tests.support.kube_server import ControlPlane, controlplane_missing_reason
 from tests.support.kubectl import Kubectl, ToolsMissing, extract_tools
 from tests.support.kubelet import ProcessKubelet
 from tests.support.operator import Cluster, start_cluster
@@ -30,13 +31,17 @@ def running_in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
-def require_zookeeper() -> None:
-    reason = zookeeper_missing_reason()
+def require(what: str, reason: str | None) -> None:
+    """Skip the test because `what` is missing for `reason` (None: it is there), or fail it under CI."""
     if reason is None:
         return
     if running_in_ci():
-        pytest.fail(f"ZooKeeper is required under CI: {reason}", pytrace=False)
-    pytest.skip(f"ZooKeeper not available: {reason}")
+        pytest.fail(f"{what} is required under CI: {reason}", pytrace=False)
+    pytest.skip(f"{what} not available: {reason}")
+
+
+def require_zookeeper() -> None:
+    require("ZooKeeper", zookeeper_missing_reason())
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -153,6 +158,57 @@ def kubelet(kube_api: KubeApi, tmp_path: Path) -> Iterator[ProcessKubelet]:
     with ProcessKubelet(kube_api, tmp_path / "pod-logs", cwd=root,
                         python_path=[root, root / "operator"]) as kubelet:
         yield kubelet
+
+
+def require_controlplane() -> None:
+    """The control plane binary (`make controlplane`), or skip (fail under CI)."""
+    require("A real Kubernetes API server", controlplane_missing_reason())
+
+
+STARTUP_KEY = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def kube_server(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory,
+                pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
+    """One real control plane for the session (etcd, kube-apiserver, kube-controller-manager; see
+    kube_server.py). Tests share it: each works in a namespace of its own (`kube_namespace`)."""
+    require_controlplane()
+    with ControlPlane(tmp_path_factory.mktemp("controlplane")) as server:
+        pytestconfig.stash[STARTUP_KEY] = (
+            f"real Kubernetes API server: {server.client().get('/version')['gitVersion']} "
+            f"(etcd, kube-apiserver, kube-controller-manager) ready in {server.startup_seconds:.1f} s")
+        yield server
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    line = config.stash.get(STARTUP_KEY, None)
+    if line is not None:
+        terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def kube_namespace(kube_server: ControlPlane, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of this test's own on the real API server (deleted afterwards, its pods at once)."""
+    with kube_server.namespace(request.node.name) as name:
+        yield name
+
+
+@pytest.fixture
+def real_kubelet(kube_server: ControlPlane, kube_namespace: str, tmp_path: Path) -> Iterator[ProcessKubelet]:
+    """The process kubelet on the real API server, for this test's namespace (pods' cwd and PYTHONPATH:
+    this checkout); logs in tmp_path."""
+    root = Path(__file__).resolve().parents[2]
+    with ProcessKubelet(kube_server, tmp_path / "pod-logs", cwd=root, python_path=[root, root / "operator"],
+                        namespace=kube_namespace) as kubelet:
+        yield kubelet
+
+
+@pytest.fixture
+def real_kubectl(kube_server: ControlPlane, kube_namespace: str, kube_tools: Path, tmp_path: Path) -> Kubectl:
+    """kubectl as the admin of the real API server, in this test's namespace."""
+    kubeconfig = kube_server.write_kubeconfig(tmp_path / "real-kubeconfig", namespace=kube_namespace)
+    return Kubectl(kube_tools / "kubectl", kubeconfig)
 
 
 @pytest.fixture(scope="session")

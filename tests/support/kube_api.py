@@ -8,7 +8,7 @@ watches that resume from a resourceVersion, merge/JSON/strategic-merge patches, 
 a missing object, finalizers (deletionTimestamp until they are gone) and ownerReferences garbage
 collection. Applying a CustomResourceDefinition registers its resource in discovery.
 `KubeApi` runs the handler on 127.0.0.1 on a free port in its own thread (usable from sync tests, a
-kopf operator thread and kubectl subprocesses) and `KubeClient` is a small synchronous client for tests.
+kopf operator thread and kubectl subprocesses); `client()` gives a `KubeClient` (kube_client.py).
 
 Tests can make a verb on a resource fail (`KubeApiHandler.faults`, e.g. POST pods -> 503).
 Not emulated: schema validation, admission, CEL, namespace existence and deletion of their contents,
@@ -24,14 +24,13 @@ import base64
 import copy
 import datetime
 import gzip
-import http.client
 import importlib.resources
 import json
 import re
+import ssl
 import threading
-import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,12 @@ import attrs
 import kmock
 import yaml
 from typing_extensions import override
+
+# re-exported: the emulator's tests import the client from here
+from tests.support.kube_client import KubeClient as KubeClient
+from tests.support.kube_client import KubeClientError as KubeClientError
+from tests.support.kube_client import resource_path as resource_path
+from tests.support.kube_client import secret_value as secret_value
 
 ResourceKey = tuple[str, str, str]  # group, version, plural
 ObjectKey = tuple[ResourceKey, str | None, str]  # resource, namespace, name
@@ -52,6 +57,7 @@ ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "up
 CORE_RESOURCES = (
     "v1/namespaces",
     "v1/pods",
+    "v1/nodes",  # the process kubelet registers its node
     "v1/events",
     "v1/configmaps",
     "v1/secrets",
@@ -192,8 +198,13 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+# list fields whose items a strategic merge matches by another key than `name` (pod and node conditions)
+MERGE_KEYS = {"conditions": "type", "addresses": "type"}
+
+
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """Enough of strategic merge for kubectl: lists of named dicts merge by `name`; directives dropped."""
+    """Enough of strategic merge for kubectl and a kubelet: lists of dicts merge by `name` (conditions and
+    addresses by `type`); directives dropped."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     if patch.get("$patch") == "replace":
@@ -205,21 +216,23 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
         old = result.get(key)
         if value is None:
             result.pop(key, None)
-        elif isinstance(value, list) and isinstance(old, list) and _named_dicts(value) and _named_dicts(old):
-            merged = {item["name"]: item for item in old}
+        elif (isinstance(value, list) and isinstance(old, list)
+              and _keyed_dicts(value, merge_key := MERGE_KEYS.get(key, "name"))
+              and _keyed_dicts(old, merge_key)):
+            merged = {item[merge_key]: item for item in old}
             for item in value:
                 if item.get("$patch") == "delete":
-                    merged.pop(item["name"], None)
+                    merged.pop(item[merge_key], None)
                 else:
-                    merged[item["name"]] = strategic_merge_patch(merged.get(item["name"]), item)
+                    merged[item[merge_key]] = strategic_merge_patch(merged.get(item[merge_key]), item)
             result[key] = list(merged.values())
         else:
             result[key] = strategic_merge_patch(old, value)
     return result
 
 
-def _named_dicts(items: list[Any]) -> bool:
-    return all(isinstance(item, dict) and "name" in item for item in items)
+def _keyed_dicts(items: list[Any], key: str) -> bool:
+    return all(isinstance(item, dict) and key in item for item in items)
 
 
 def _pointer(path: str) -> list[str]:
@@ -542,6 +555,10 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             )
             await self._notify()
             return aiohttp.web.json_response(result)
+        if method == "POST" and subresource == "binding" and resource == ("", "v1", "pods"):
+            result = self.bind_pod(namespace or "default", name, self._body(request))
+            await self._notify()
+            return aiohttp.web.json_response(result, status=201)
         if method == "PUT":
             result = self.replace_object(
                 resource, namespace, name, self._body(request), subresource, dry_run=dry_run
@@ -843,6 +860,22 @@ class KubeApiHandler(kmock.KubernetesScaffold):
             )
         return self._update(key, old, new, subresource, dry_run=dry_run), False
 
+    def bind_pod(self, namespace: str, name: str, binding: Obj) -> Obj:
+        """pods/NAME/binding (what a scheduler posts): the pod goes to the target node, once."""
+        key: ObjectKey = (("", "v1", "pods"), namespace, name)
+        pod = copy.deepcopy(self._get(*key))
+        node = (binding.get("target") or {}).get("name")
+        if not node:
+            raise KubeApiError(400, "BadRequest", "a Binding needs target.name (the node)")
+        if pod["spec"].get("nodeName"):
+            raise KubeApiError(409, "Conflict",
+                               f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"')
+        pod["spec"]["nodeName"] = node
+        conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()})
+        self._write(key, pod, "MODIFIED")
+        return {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Success", "code": 201}
+
     def delete_object(
         self, resource: ResourceKey, namespace: str | None, name: str, *, orphan: bool = False
     ) -> Obj:
@@ -975,6 +1008,13 @@ class KubeApi:
     def client(self) -> KubeClient:
         return KubeClient(self.url)
 
+    def publish_pod_log(self, namespace: str, name: str, path: Path) -> None:
+        """Serve `path` as the pod's log (`pods/NAME/log`, `kubectl logs`)."""
+        self.call(lambda: self.handler.pod_logs.__setitem__((namespace, name), path))
+
+    def kubelet_tls(self, node_name: str) -> ssl.SSLContext | None:
+        return None  # the emulator serves pods' logs itself and calls no kubelet
+
     def write_kubeconfig(self, path: Path, namespace: str = "default") -> Path:
         path.write_text(
             yaml.safe_dump(
@@ -994,133 +1034,3 @@ class KubeApi:
             )
         )
         return path
-
-
-# ---------------------------------------------------------------- a synchronous client
-
-
-def resource_path(
-    api_version: str,
-    plural: str,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-) -> str:
-    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    parts = [base] + ([f"namespaces/{namespace}"] if namespace else []) + [plural]
-    parts += [name] if name else []
-    parts += [subresource] if subresource else []
-    return "/".join(parts)
-
-
-class KubeClientError(Exception):
-    def __init__(self, status: int, body: Any) -> None:
-        super().__init__(f"HTTP {status}: {body}")
-        self.status, self.body = status, body
-
-
-class KubeClient:
-    """A tiny synchronous JSON client for tests and the kubelet (one connection per call)."""
-
-    def __init__(self, url: str) -> None:
-        parsed = urllib.parse.urlsplit(url)
-        self.host, self.port = parsed.hostname or "127.0.0.1", parsed.port or 80
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        content_type: str = "application/json",
-        params: Mapping[str, str] | None = None,
-    ) -> Any:
-        query = ("?" + urllib.parse.urlencode(params)) if params else ""
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
-        try:
-            payload = None if body is None else json.dumps(body).encode()
-            connection.request(method, path + query, body=payload, headers={"Content-Type": content_type})
-            response = connection.getresponse()
-            data = json.loads(response.read() or b"null")
-            if response.status >= 400:
-                raise KubeClientError(response.status, data)
-            return data
-        finally:
-            connection.close()
-
-    def get(self, path: str, **params: str) -> Any:
-        return self.request("GET", path, params=params)
-
-    def create(self, path: str, body: Obj) -> Any:
-        return self.request("POST", path, body)
-
-    def replace(self, path: str, body: Obj) -> Any:
-        return self.request("PUT", path, body)
-
-    def patch(self, path: str, body: Any, kind: str = "merge") -> Any:
-        types = {
-            "merge": "application/merge-patch+json",
-            "json": "application/json-patch+json",
-            "strategic": "application/strategic-merge-patch+json",
-            "apply": "application/apply-patch+yaml",
-        }
-        return self.request("PATCH", path, body, content_type=types[kind])
-
-    def delete(self, path: str, **body: Any) -> Any:
-        return self.request("DELETE", path, body or None)
-
-    def watch(self, path: str, *, timeout: float = 30, **params: str) -> Iterator[dict[str, Any]]:
-        """Yields watch events until the server ends the stream or `timeout` seconds of silence pass."""
-        query = urllib.parse.urlencode({**params, "watch": "true"})
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            connection.request("GET", f"{path}?{query}")
-            response = connection.getresponse()
-            if response.status >= 400:
-                raise KubeClientError(response.status, response.read())
-            for line in response:
-                if line.strip():
-                    yield json.loads(line)
-        finally:
-            connection.close()
-
-    def wait_for(self, path: str, predicate: Callable[[Obj], bool], *, timeout: float = 30) -> Obj:
-        """The object at `path` once `predicate` holds (watching it, no polling)."""
-        parent, name = path.rsplit("/", 1)
-        current = self.get(path)
-        if predicate(current):
-            return current
-        for event in self.watch(
-            parent,
-            timeout=timeout,
-            fieldSelector=f"metadata.name={name}",
-            resourceVersion=current["metadata"]["resourceVersion"],
-        ):
-            if event["type"] != "DELETED" and predicate(event["object"]):
-                return dict(event["object"])
-        raise TimeoutError(f"{path} did not reach the expected state within {timeout}s")
-
-    def wait_deleted(self, path: str, *, timeout: float = 30) -> None:
-        parent, name = path.rsplit("/", 1)
-        try:
-            current = self.get(path)
-        except KubeClientError as error:
-            if error.status == 404:
-                return
-            raise
-        for event in self.watch(
-            parent,
-            timeout=timeout,
-            fieldSelector=f"metadata.name={name}",
-            resourceVersion=current["metadata"]["resourceVersion"],
-        ):
-            if event["type"] == "DELETED":
-                return
-        raise TimeoutError(f"{path} was not deleted within {timeout}s")
-
-
-def secret_value(secret: Obj, key: str) -> str | None:
-    if key in (secret.get("stringData") or {}):
-        return str(secret["stringData"][key])
-    encoded = (secret.get("data") or {}).get(key)
-    return None if encoded is None else base64.b64decode(encoded).decode()

@@ -41,10 +41,17 @@ def test_kubectl_and_helm_come_from_the_wheel(kubectl: Kubectl, kube_tools: Path
     assert (kube_tools / "helm").stat().st_mode & 0o111
 
 
-def test_kubectl_logs_reads_a_pods_process_log(kubectl: Kubectl, kubelet: ProcessKubelet) -> None:
+@pytest.mark.parametrize("server", ["emulator", "apiserver"])
+def test_kubectl_logs_reads_a_pods_process_log(server: str, request: pytest.FixtureRequest) -> None:
+    """A real API server asks the pod's kubelet (the process kubelet's log endpoint); the emulator reads
+    the log file itself."""
+    prefix = "" if server == "emulator" else "real_"
+    kubectl: Kubectl = request.getfixturevalue(f"{prefix}kubectl")
+    kubelet: ProcessKubelet = request.getfixturevalue(f"{prefix}kubelet")
+    namespace = "default" if server == "emulator" else request.getfixturevalue("kube_namespace")
     client = kubelet.client
     client.create(
-        "/api/v1/namespaces/default/pods",
+        f"/api/v1/namespaces/{namespace}/pods",
         {
             "metadata": {"name": "talker"},
             "spec": {
@@ -60,8 +67,9 @@ def test_kubectl_logs_reads_a_pods_process_log(kubectl: Kubectl, kubelet: Proces
         },
     )
     client.wait_for(
-        "/api/v1/namespaces/default/pods/talker",
+        f"/api/v1/namespaces/{namespace}/pods/talker",
         lambda o: o.get("status", {}).get("phase") in {"Succeeded", "Failed"},
     )
     assert kubectl.run("logs", "talker").stdout == "one\ntwo\n"
     assert kubectl.run("logs", "talker", "--tail=1").stdout == "two\n"
+    assert kubectl.run("logs", "-f", "talker").stdout == "one\ntwo\n"  # follows until the process ended

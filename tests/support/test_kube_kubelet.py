@@ -1,21 +1,57 @@
-"""The process kubelet runs the emulator's Pods as local processes and reports them through the API."""
+"""The process kubelet runs Pods as local processes and reports them through the API, on the emulator and on
+a real API server (which validates every status it writes and waits for it to finish deleted pods)."""
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.kube_api import KubeApi, KubeClient
+from tests.support.kube_client import KubeClient, KubeServer, resource_path
 from tests.support.kubelet import ProcessKubelet
 
 pytestmark = pytest.mark.k8s
+ROOT = Path(__file__).resolve().parents[2]
 
-PODS = "/api/v1/namespaces/default/pods"
+
+@dataclass
+class Pods:
+    """A test's pods: the server, its admin client, the namespace and its pods' path."""
+
+    server: KubeServer
+    client: KubeClient
+    namespace: str
+
+    @property
+    def path(self) -> str:
+        return resource_path("v1", "pods", self.namespace)
+
+    def kubelet(self, log_dir: Path, **options: Any) -> ProcessKubelet:
+        return ProcessKubelet(self.server, log_dir, cwd=ROOT, python_path=[ROOT, ROOT / "operator"],
+                              namespace=self.namespace, **options)
+
+
+@pytest.fixture(params=["emulator", "apiserver"])
+def pods(request: pytest.FixtureRequest) -> Pods:
+    if request.param == "emulator":
+        server: KubeServer = request.getfixturevalue("kube_api")
+        return Pods(server, server.client(), "default")
+    server = request.getfixturevalue("kube_server")
+    return Pods(server, server.client(), request.getfixturevalue("kube_namespace"))
+
+
+@pytest.fixture
+def kubelet(pods: Pods, tmp_path: Path) -> Iterator[ProcessKubelet]:
+    with pods.kubelet(tmp_path / "pod-logs") as kubelet:
+        yield kubelet
 
 
 def pod(
@@ -47,26 +83,27 @@ def finished(obj: dict[str, Any]) -> bool:
     return obj.get("status", {}).get("phase") in {"Succeeded", "Failed"}
 
 
+def is_running(obj: dict[str, Any]) -> bool:
+    return obj.get("status", {}).get("phase") == "Running"
+
+
+def has_container_status(obj: dict[str, Any]) -> bool:
+    return bool(obj.get("status", {}).get("containerStatuses"))
+
+
 def terminated(obj: dict[str, Any]) -> dict[str, Any]:
     state: dict[str, Any] = obj["status"]["containerStatuses"][0]["state"]["terminated"]
     return state
 
 
-@pytest.fixture
-def client(kube_api: KubeApi) -> KubeClient:
-    return kube_api.client()
-
-
-def test_a_pod_that_exits_0_succeeds_with_its_env_resolved(
-    kube_api: KubeApi, kubelet: ProcessKubelet, client: KubeClient
-) -> None:
+def test_a_pod_that_exits_0_succeeds_with_its_env_resolved(pods: Pods, kubelet: ProcessKubelet) -> None:
+    client, ns = pods.client, pods.namespace
     client.create(
-        "/api/v1/namespaces/default/secrets",
+        resource_path("v1", "secrets", ns),
         {"metadata": {"name": "creds"}, "data": {"options": base64.b64encode(b'{"key": "s3cr3t"}').decode()}},
     )
-    client.create(
-        "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "conf"}, "data": {"mode": "batch"}}
-    )
+    client.create(resource_path("v1", "configmaps", ns),
+                  {"metadata": {"name": "conf"}, "data": {"mode": "batch"}})
     env: list[dict[str, Any]] = [
         {"name": "LITERAL", "value": "1"},
         {"name": "STORAGE", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "options"}}},
@@ -74,23 +111,43 @@ def test_a_pod_that_exits_0_succeeds_with_its_env_resolved(
         {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
     ]
     code = "import os, sparkjobs; print(*(os.environ[k] for k in ('LITERAL','STORAGE','MODE','IP')))"
-    client.create(PODS, pod("ok", code, env=env))
-    done = client.wait_for(f"{PODS}/ok", finished)
+    client.create(pods.path, pod("ok", code, env=env))
+    done = client.wait_for(f"{pods.path}/ok", finished)
     assert done["status"]["phase"] == "Succeeded"
     assert terminated(done)["exitCode"] == 0 and terminated(done)["reason"] == "Completed"
-    assert done["status"]["podIP"] == "127.0.0.1" and done["spec"]["nodeName"]
-    assert kubelet.log_of("default", "ok").strip() == '1 {"key": "s3cr3t"} batch 127.0.0.1'
+    assert done["status"]["podIP"] == "127.0.0.1" and done["spec"]["nodeName"] == kubelet.node_name
+    assert kubelet.log_of(ns, "ok").strip() == '1 {"key": "s3cr3t"} batch 127.0.0.1'
 
 
-def test_a_pod_that_exits_3_fails_with_that_exit_code(kubelet: ProcessKubelet, client: KubeClient) -> None:
-    client.create(PODS, pod("conflict", "raise SystemExit(3)"))
-    done = client.wait_for(f"{PODS}/conflict", finished)
+def test_a_pod_is_bound_to_the_kubelets_ready_node_and_succeeds_with_its_termination_message(
+    pods: Pods, kubelet: ProcessKubelet
+) -> None:
+    code = ("import json, os, pathlib\n"
+            "pathlib.Path(os.environ['WEIR_TERMINATION_LOG']).write_text(json.dumps({'outcome': 'ok'}))\n")
+    pods.client.create(pods.path, pod("told", code))
+    done = pods.client.wait_for(f"{pods.path}/told", finished)
+    state = terminated(done)
+    assert done["status"]["phase"] == "Succeeded"
+    assert (state["exitCode"], state["reason"]) == (0, "Completed")
+    assert json.loads(state["message"]) == {"outcome": "ok"}
+    assert state["startedAt"] <= state["finishedAt"]
+    conditions = {c["type"]: c["status"] for c in done["status"]["conditions"]}
+    assert conditions == {"PodScheduled": "True", "Ready": "False"}  # bound, then finished
+    node = pods.client.get(resource_path("v1", "nodes", name=kubelet.node_name))
+    ready = {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"]
+    address = node["status"]["addresses"][0]["address"]
+    assert (ready, address, node["spec"].get("taints")) == ("True", "127.0.0.1", None)
+
+
+def test_a_pod_that_exits_3_fails_with_that_exit_code(pods: Pods, kubelet: ProcessKubelet) -> None:
+    pods.client.create(pods.path, pod("conflict", "raise SystemExit(3)"))
+    done = pods.client.wait_for(f"{pods.path}/conflict", finished)
     assert done["status"]["phase"] == "Failed"
     assert terminated(done)["exitCode"] == 3 and terminated(done)["reason"] == "Error"
 
 
-def test_a_running_pod_reports_running_then_dies_on_delete(
-    kubelet: ProcessKubelet, client: KubeClient, tmp_path: Path
+def test_a_running_pod_reports_running_then_dies_on_delete_and_is_removed(
+    pods: Pods, kubelet: ProcessKubelet, tmp_path: Path
 ) -> None:
     marker, ready = tmp_path / "terminated", tmp_path / "ready"
     os.mkfifo(ready)
@@ -101,18 +158,19 @@ def test_a_running_pod_reports_running_then_dies_on_delete(
         f"pathlib.Path({str(ready)!r}).write_text('up')\n"
         "while True: time.sleep(1)\n"
     )
-    client.create(PODS, pod("long", code, grace=30))
-    running = client.wait_for(f"{PODS}/long", lambda o: o.get("status", {}).get("phase") == "Running")
+    pods.client.create(pods.path, pod("long", code, grace=30))
+    running = pods.client.wait_for(f"{pods.path}/long", is_running)
     assert "running" in running["status"]["containerStatuses"][0]["state"]
     assert ready.read_text() == "up"  # blocks until the handler is installed
-    process = kubelet.pods[("default", "long")].process
-    client.delete(f"{PODS}/long")
+    process = kubelet.pods[(pods.namespace, "long")].process
+    pods.client.delete(f"{pods.path}/long")
     assert process.wait(30) == 0
     assert marker.read_text() == "x"  # it got SIGTERM first
+    pods.client.wait_deleted(f"{pods.path}/long")  # a real API server waits for the kubelet to finish it
 
 
 def test_a_pod_ignoring_sigterm_is_killed_after_its_grace_period(
-    kubelet: ProcessKubelet, client: KubeClient, tmp_path: Path
+    pods: Pods, kubelet: ProcessKubelet, tmp_path: Path
 ) -> None:
     ready = tmp_path / "ready"
     os.mkfifo(ready)
@@ -120,63 +178,67 @@ def test_a_pod_ignoring_sigterm_is_killed_after_its_grace_period(
         "import pathlib, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         f"pathlib.Path({str(ready)!r}).write_text('up')\nwhile True: time.sleep(1)\n"
     )
-    client.create(PODS, pod("stubborn", code, grace=0))
-    client.wait_for(f"{PODS}/stubborn", lambda o: o.get("status", {}).get("phase") == "Running")
+    pods.client.create(pods.path, pod("stubborn", code, grace=1))
+    pods.client.wait_for(f"{pods.path}/stubborn", is_running)
     assert ready.read_text() == "up"  # SIGTERM is ignored from here on
-    process = kubelet.pods[("default", "stubborn")].process
-    client.delete(f"{PODS}/stubborn")
+    process = kubelet.pods[(pods.namespace, "stubborn")].process
+    pods.client.delete(f"{pods.path}/stubborn")
     assert process.wait(30) == -9
+    pods.client.wait_deleted(f"{pods.path}/stubborn")
 
 
-def test_an_oom_killed_pod_fails_as_oomkilled(kubelet: ProcessKubelet, client: KubeClient) -> None:
-    client.create(PODS, pod("hungry", "import time\nwhile True: time.sleep(1)\n"))
-    client.wait_for(f"{PODS}/hungry", lambda o: o.get("status", {}).get("phase") == "Running")
-    kubelet.oom_kill("default", "hungry")
-    done = client.wait_for(f"{PODS}/hungry", finished)
+def test_an_oom_killed_pod_fails_as_oomkilled(pods: Pods, kubelet: ProcessKubelet) -> None:
+    pods.client.create(pods.path, pod("hungry", "import time\nwhile True: time.sleep(1)\n"))
+    pods.client.wait_for(f"{pods.path}/hungry", is_running)
+    kubelet.oom_kill(pods.namespace, "hungry")
+    done = pods.client.wait_for(f"{pods.path}/hungry", finished)
     assert done["status"]["phase"] == "Failed"
     assert (terminated(done)["reason"], terminated(done)["exitCode"]) == ("OOMKilled", 137)
 
 
-def test_an_image_that_never_pulls_stays_pending_in_image_pull_back_off(
-    kube_api: KubeApi, tmp_path: Path
-) -> None:
-    client = kube_api.client()
-    with ProcessKubelet(kube_api, tmp_path / "logs", image_pull_failures=r"^missing/"):
-        client.create(PODS, pod("nopull", "print('never')", image="missing/spark:1"))
-        waiting = client.wait_for(
-            f"{PODS}/nopull", lambda o: bool(o.get("status", {}).get("containerStatuses"))
-        )
-    assert waiting["status"]["phase"] == "Pending"
-    assert waiting["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ImagePullBackOff"
-    assert not (tmp_path / "logs" / "default_nopull.log").exists()
+def test_an_image_that_never_pulls_stays_pending_in_image_pull_back_off(pods: Pods, tmp_path: Path) -> None:
+    with pods.kubelet(tmp_path / "logs", image_pull_failures=r"^missing/"):
+        pods.client.create(pods.path, pod("nopull", "print('never')", image="missing/spark:1"))
+        waiting = pods.client.wait_for(f"{pods.path}/nopull", has_container_status)
+        assert waiting["status"]["phase"] == "Pending"
+        assert waiting["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ImagePullBackOff"
+        pods.client.delete(f"{pods.path}/nopull")  # a pod that never ran is finished by its kubelet too
+        pods.client.wait_deleted(f"{pods.path}/nopull")
+    assert not (tmp_path / "logs" / f"{pods.namespace}_nopull.log").exists()
 
 
-def test_a_missing_secret_key_is_a_config_error(kubelet: ProcessKubelet, client: KubeClient) -> None:
+def test_a_missing_secret_key_is_a_config_error(pods: Pods, kubelet: ProcessKubelet) -> None:
     env = [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "absent", "key": "k"}}}]
-    client.create(PODS, pod("noconf", "print('never')", env=env))
-    waiting = client.wait_for(f"{PODS}/noconf", lambda o: bool(o.get("status", {}).get("containerStatuses")))
+    pods.client.create(pods.path, pod("noconf", "print('never')", env=env))
+    waiting = pods.client.wait_for(f"{pods.path}/noconf", has_container_status)
     assert (
         waiting["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
         == "CreateContainerConfigError"
     )
 
 
-def test_stop_kills_every_process_it_started(kube_api: KubeApi, tmp_path: Path) -> None:
-    client = kube_api.client()
-    kubelet = ProcessKubelet(kube_api, tmp_path / "logs", grace_seconds=0).start()
-    client.create(PODS, pod("orphan", "import time\nwhile True: time.sleep(1)\n"))
-    client.wait_for(f"{PODS}/orphan", lambda o: o.get("status", {}).get("phase") == "Running")
-    process = kubelet.pods[("default", "orphan")].process
+def test_stop_kills_every_process_it_started(pods: Pods, tmp_path: Path) -> None:
+    kubelet = pods.kubelet(tmp_path / "logs", grace_seconds=0).start()
+    pods.client.create(pods.path, pod("orphan", "import time\nwhile True: time.sleep(1)\n"))
+    pods.client.wait_for(f"{pods.path}/orphan", is_running)
+    process = kubelet.pods[(pods.namespace, "orphan")].process
     kubelet.stop()
     assert process.poll() is not None
+    assert not kubelet.watching  # no stream left open on a server other tests share
 
 
-def test_a_pod_runs_a_sparkjobs_entry_point_from_this_checkout(
-    kubelet: ProcessKubelet, client: KubeClient
-) -> None:
+def test_pods_created_after_the_watch_ended_still_run(pods: Pods, tmp_path: Path) -> None:
+    with pods.kubelet(tmp_path / "logs", watch_seconds=1):
+        time.sleep(2.5)  # the server ended the first watch (or two); the kubelet resumed
+        pods.client.create(pods.path, pod("later", "print('ran')"))
+        done = pods.client.wait_for(f"{pods.path}/later", finished)
+    assert done["status"]["phase"] == "Succeeded"
+
+
+def test_a_pod_runs_a_sparkjobs_entry_point_from_this_checkout(pods: Pods, kubelet: ProcessKubelet) -> None:
     spec = pod("job", "")
     spec["spec"]["containers"][0].update(command=["python", "-m", "sparkjobs.batch_write"], args=[])
-    client.create(PODS, spec)
-    done = client.wait_for(f"{PODS}/job", finished)
+    pods.client.create(pods.path, spec)
+    done = pods.client.wait_for(f"{pods.path}/job", finished)
     assert terminated(done)["exitCode"] == 2  # bad input: the job ran and rejected its missing arguments
-    assert '"outcome": "bad_input"' in kubelet.log_of("default", "job")
+    assert '"outcome": "bad_input"' in kubelet.log_of(pods.namespace, "job")

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shutil
 import signal
 import sys
 import tempfile
@@ -463,11 +462,11 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
 
 def weir_command(cwd: Path | None = None) -> str:
     """`weir` as a shell started where the demo was runs it: the one beside this interpreter (the
-    virtualenv's: `make demo` prints .venv/bin/weir), relative to `cwd` when it lies under it; plain
-    `weir` when that is the one PATH finds, or when there is none beside the interpreter."""
+    virtualenv's: `make demo` prints .venv/bin/weir), relative to `cwd` when it lies under it, also when
+    this process's PATH finds it (make puts .venv/bin on its own PATH, not on the user's shell's);
+    plain `weir` only when there is none beside the interpreter."""
     beside = Path(sys.executable).parent / "weir"
-    found = shutil.which("weir")
-    if not beside.exists() or (found is not None and Path(found).resolve() == beside.resolve()):
+    if not beside.exists():
         return "weir"
     try:
         return str(beside.relative_to(cwd or Path.cwd()))

@@ -1,7 +1,9 @@
 """Every kind of damaged metadata gives an error that names a command, and that command (run here,
 parsed from the error) makes the table readable and correct again:
 (a) a corrupted newest history manifest, (b) a lost table.json, (c) a truncated newest completed
-instant, (d) a garbled older instant (writers refuse the table until it is repaired)."""
+instant, (d) a garbled older instant (writers refuse the table until it is repaired): both instants
+are rebuilt from their data files, so no row is lost. `check` and `repair` exit 0 (nothing wrong),
+2 (what `repair --run` fixes) or 3 (what needs a human), a dry run and a run alike."""
 
 import json
 import os
@@ -36,10 +38,12 @@ def forget_caches() -> None:
 
 
 def run_named_command(error: str) -> str:
-    """Run the `weir ...` command an error names; returns its output (it must succeed)."""
+    """Run the `weir ...` command an error names (the one that acts, when it names a dry run first);
+    returns its output (it must succeed)."""
     commands = re.findall(r"`(weir [^`]+)`", error)
     assert commands, f"the error names no command: {error}"
-    args = shlex.split(commands[0])[1:]
+    acting = [c for c in commands if "--run" in c]
+    args = shlex.split((acting or commands)[0])[1:]
     code, out = weir(*args)
     assert code == 0, out
     return out
@@ -75,9 +79,9 @@ def test_a_corrupted_history_manifest_falls_back_without_losing_archived_instant
     code, out = weir("table", "read", uri)
     assert code == 1 and "manifest" in out
     code, check = weir("table", "check", uri, "--json")
-    assert code == 1 and [p["kind"] for p in json.loads(check)["problems"]] == ["history_corrupt"]
+    assert code == 2 and [p["kind"] for p in json.loads(check)["problems"]] == ["history_corrupt"]
     code, plan = weir("table", "repair", uri)  # dry run: nothing changes
-    assert code == 0 and "fall back" in plan and weir("table", "read", uri)[0] == 1
+    assert code == 2 and "fall back" in plan and weir("table", "read", uri)[0] == 1
     run_named_command(out)
     assert ids(uri) == list(range(35))
     assert weir("table", "check", uri)[0] == 0
@@ -111,7 +115,7 @@ def test_b_a_lost_table_json_is_recreated_from_the_timeline_and_create_refuses_t
     assert ids(uri) == [0, 1, 2, 3]  # upserts still land on the same buckets: no duplicate keys
 
 
-def test_c_a_truncated_newest_instant_is_quarantined_and_its_write_rolled_back(tmp_path):
+def test_c_a_truncated_newest_instant_is_rebuilt_from_its_data_files(tmp_path):
     uri = str(tmp_path / "t")
     t = table_with_rows(uri, 5)
     newest = t.timeline().completed[-1]
@@ -123,15 +127,15 @@ def test_c_a_truncated_newest_instant_is_quarantined_and_its_write_rolled_back(t
     code, out = weir("table", "read", uri)
     assert code == 1 and newest.file_name in out and "weir table repair" in out
     code, check = weir("table", "check", uri)
-    assert code == 1 and newest.file_name in check
+    assert code == 2 and newest.file_name in check and "rebuild it from its 1 data file(s)" in check
     run_named_command(out)
-    assert ids(uri) == [0, 1, 2, 3]  # the damaged write is rolled back; everything before stays
+    assert ids(uri) == [0, 1, 2, 3, 4]  # the damaged write's rows are still read: nothing lost
     quarantined = os.listdir(os.path.join(uri, ".weir", "quarantine"))
-    assert [n for n in quarantined if n.endswith(newest.file_name)]
+    assert [n for n in quarantined if n.endswith(newest.file_name)], "the damaged bytes are kept"
     assert weir("table", "check", uri)[0] == 0
 
 
-def test_d_writers_refuse_a_garbled_older_instant_until_repair_quarantines_it(tmp_path):
+def test_d_writers_refuse_a_garbled_older_instant_until_repair_rebuilds_it(tmp_path):
     uri = str(tmp_path / "t")
     t = table_with_rows(uri, 6)
     older = t.timeline().completed[2]  # wrote id 2
@@ -148,9 +152,9 @@ def test_d_writers_refuse_a_garbled_older_instant_until_repair_quarantines_it(tm
     forget_caches()
     assert len(t.timeline().instants) == before, "nothing was committed on top of the damage"
     run_named_command(out)
-    assert ids(uri) == [0, 1, 3, 4, 5]
+    assert ids(uri) == [0, 1, 2, 3, 4, 5]
     assert weir("table", "upsert", uri, "-i", str(src))[0] == 0
-    assert ids(uri) == [0, 1, 3, 4, 5, 10]
+    assert ids(uri) == [0, 1, 2, 3, 4, 5, 10]
 
 
 def test_a_garbled_table_json_is_quarantined_and_recreated(tmp_path):
@@ -179,9 +183,9 @@ def test_a_table_whose_writes_never_recorded_their_config_cannot_be_recreated(tm
     forget_caches()
     os.remove(os.path.join(uri, ".weir", "table.json"))
     code, out = weir("table", "repair", uri)
-    assert code == 0 and "cannot" in out and "backup" in out
+    assert code == 3 and "cannot" in out and "backup" in out
     code, out = weir("table", "repair", uri, "--run")
-    assert code == 1 and "table.json" in out
+    assert code == 3 and "table.json" in out
     assert not os.path.exists(os.path.join(uri, ".weir", "table.json"))
 
 
@@ -191,9 +195,10 @@ def test_check_reports_a_missing_data_file_and_repair_leaves_it_to_a_backup(tmp_
     stat = t.commit_metadata(t.timeline().completed[0]).write_stats[0]
     os.remove(os.path.join(uri, stat.path))
     code, out = weir("table", "check", uri)
-    assert code == 1 and stat.path in out and "backup" in out
+    assert code == 3 and stat.path in out and "backup" in out
+    assert weir("table", "repair", uri)[0] == 3, "a dry run says what a run leaves"
     code, out = weir("table", "repair", uri, "--run")
-    assert code == 1 and stat.path in out
+    assert code == 3 and stat.path in out
 
 
 @pytest.mark.parametrize("damage", ["manifest", "instant"])
@@ -209,8 +214,8 @@ def test_check_is_read_only(tmp_path, damage):
         return sorted(os.path.relpath(os.path.join(d, f), uri) for d, _, fs in os.walk(uri) for f in fs)
 
     before = listing()
-    assert weir("table", "check", uri)[0] == 1
-    assert weir("table", "repair", uri)[0] == 0
+    assert weir("table", "check", uri)[0] == 2
+    assert weir("table", "repair", uri)[0] == 2
     assert listing() == before
 
 
@@ -227,10 +232,18 @@ def test_a_damaged_compaction_plan_is_quarantined_and_the_compaction_rolled_back
     code, out = weir("table", "compact", uri, "--resume")
     assert code == 1 and f"weir table repair {uri} --run" in out
     code, check = weir("table", "check", uri)
-    assert code == 1 and "compaction.requested" in check
+    assert code == 2 and "compaction.requested" in check
     run_named_command(out)
     assert weir("table", "check", uri)[0] == 0
     assert ids(uri) == [0, 1, 2, 3]
     code, out = weir("table", "compact", uri)
     assert code == 0, out
     assert ids(uri) == [0, 1, 2, 3]
+
+
+def test_the_exit_codes_are_documented_in_the_help():
+    for command in ("check", "repair"):
+        code, out = weir("table", command, "--help")
+        text = " ".join(out.replace("│", " ").split())
+        assert code == 0 and "0 nothing wrong" in text
+        assert "2 problems that" in text and "3 a problem a human" in text

@@ -33,10 +33,17 @@ STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "regio
            "status": ("firmware", "healthy")}
 
 
-def environment(home: Path) -> dict[str, str]:
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def environment(home: Path, *, venv_on_path: bool = True) -> dict[str, str]:
+    """As `make demo` runs it (the virtualenv's bin first on PATH), or as the user's shell is after make
+    ended (`venv_on_path=False`: no virtualenv on PATH)."""
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != VENV_BIN]
     return {**os.environ, "HOME": str(home), "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
-            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}",
+            "PATH": os.pathsep.join([VENV_BIN, *path] if venv_on_path else path)}
 
 
 @pytest.fixture(scope="module")
@@ -156,10 +163,10 @@ def test_the_commands_it_prints_run_as_printed(demo: Path, tmp_path: Path) -> No
     after = output[output.index("Look around"):].splitlines()
     commands = [line for line in after if line.split(" ", 1)[0].endswith("weir")]
     assert len(commands) == 8, after
-    weir = weir_command(ROOT)   # under make: .venv/bin/weir, the weir beside the interpreter
-    assert all(line.startswith(f"{weir} ") for line in commands), commands
-    for command in commands:
-        ran = subprocess.run(["bash", "-c", command], cwd=ROOT, env=environment(tmp_path),
+    weir = weir_command(ROOT)   # .venv/bin/weir, the weir beside the interpreter, though make's PATH has it
+    assert weir != "weir" and all(line.startswith(f"{weir} ") for line in commands), commands
+    for command in commands:   # in the user's shell after `make demo`: no virtualenv on its PATH
+        ran = subprocess.run(["bash", "-c", command], cwd=ROOT, env=environment(tmp_path, venv_on_path=False),
                              capture_output=True, text=True, timeout=120)
         assert ran.returncode == 0 and ran.stdout, (command, ran.stdout[-2000:], ran.stderr[-2000:])
 

@@ -17,7 +17,7 @@ import pytest
 from lakecore import Table
 from tests.lakeoperator.kube.manifests import batch_writer, table
 from tests.support.kube_api import KubeApi
-from tests.support.operator import Cluster, start_cluster
+from tests.support.operator import Cluster, start_cluster, wait_until
 
 pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.int64()), ("ts", pa.int64())])
@@ -65,7 +65,10 @@ def test_bad_input_fails_at_once_and_a_new_nonce_runs_the_fixed_input(cluster: C
     cause = "SchemaMismatch: column 'id' is declared non-nullable but has 1 nulls; fill them before writing"
     ready = next(c for c in failed["status"]["conditions"] if c["type"] == "Ready")
     assert ready["reason"] == "BadInput" and cause in ready["message"], ready
-    assert any(e["reason"] == "BadInput" and cause in e["message"] for e in cluster.events("orders-load"))
+    # the Event follows the status patch: wait for it rather than race it
+    wait_until(lambda: any(e["reason"] == "BadInput" and cause in e["message"]
+                           for e in cluster.events("orders-load")), timeout=30,
+               show=lambda: cluster.events("orders-load"))
     assert Table.open(str(cluster.work / "lake" / "orders")).read().num_rows == 0
 
     pq.write_table(pa.table({"id": [1, 2], "amount": [1, 2], "ts": [1, 1]}, schema=SCHEMA),

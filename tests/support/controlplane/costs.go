@@ -26,7 +26,7 @@ func printCosts(root *apiextensions.JSONSchemaProps) {
 			return
 		}
 		results, err := cel.Compile(node, model.SchemaDeclType(node, isRoot), celconfig.PerCallLimit,
-			environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion(), true), cel.NewExpressionsEnvLoader())
+			environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()), cel.NewExpressionsEnvLoader())
 		if err != nil {
 			fmt.Println("  compile:", path, err)
 			return
