@@ -333,7 +333,8 @@ class Controller:
             body = self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
         inputs = observe_table(self.kube, body)
         outcome = reconcile(inputs, self.launcher, self.clock(), self.settings.pod)
-        self._supervise(key, inputs, outcome.status)
+        if inputs.secret_error is None:   # (a missing Secret: the supervisor goes on as it was)
+            self._supervise(key, inputs, outcome.status)
         return self._report(key, body, outcome, key[2])
 
     def _writer(self, key: Key, body: dict[str, Any]) -> float | None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from lakecore.errors import InvalidTableConfig
 from lakeoperator.plan.writer import WriterPhase
@@ -37,6 +37,7 @@ from lakeoperator.store import Store
 from lakeoperator.supervision import watched_table
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,9 @@ def observe(store: Store, kind: str, body: Mapping[str, Any]) -> Inputs:
 
 def observe_table(store: Store, body: Mapping[str, Any]) -> TableInputs:
     namespace = _namespace(body)
-    try:
-        spec = parse_lake_table(body)
-    except SpecError:
-        return TableInputs(body)   # the core reports the spec
+    spec = _parsed(parse_lake_table, body)
+    if spec is None:
+        return TableInputs(body)
     try:
         options = storage_options(store, namespace, spec)
     except SpecError as exc:
@@ -97,10 +97,9 @@ def observe_table(store: Store, body: Mapping[str, Any]) -> TableInputs:
 def observe_writer(store: Store, body: Mapping[str, Any]) -> WriterInputs:
     namespace = _namespace(body)
     applied = store.applied_spec(body)
-    try:
-        spec = parse_lake_writer(body)
-    except SpecError:
-        return WriterInputs(body, applied=applied)   # the core reports the spec
+    spec = _parsed(parse_lake_writer, body)
+    if spec is None:
+        return WriterInputs(body, applied=applied)
     table = store.get("LakeTable", namespace, spec.table_ref.name)
     source_location = None
     if spec.source.table is not None:
@@ -114,10 +113,9 @@ def observe_writer(store: Store, body: Mapping[str, Any]) -> WriterInputs:
 
 def observe_service(store: Store, body: Mapping[str, Any]) -> ServiceInputs:
     namespace = _namespace(body)
-    try:
-        spec = parse_table_service(body)
-    except SpecError:
-        return ServiceInputs(body)   # the core reports the spec
+    spec = _parsed(parse_table_service, body)
+    if spec is None:
+        return ServiceInputs(body)
     table = store.get("LakeTable", namespace, spec.table_ref.name)
     options = None
     if table is not None:
@@ -203,6 +201,14 @@ def conflict_winner_running(status: Mapping[str, Any] | None, location: str,
     winner = str(conflict["other"])
     pending = {i.requested_time for i in TimelineStore(storage).load().pending}
     return winner in pending and is_alive(storage, winner, now_ms(), heartbeat)
+
+
+def _parsed(parse: Callable[[Mapping[str, Any]], S], body: Mapping[str, Any]) -> S | None:
+    """The resource's spec; None when it does not parse (the core reports that: nothing to observe)."""
+    try:
+        return parse(body)
+    except SpecError:
+        return None
 
 
 def _namespace(body: Mapping[str, Any]) -> str:
