@@ -54,6 +54,7 @@ from lakeoperator.status import (
 )
 
 S = TypeVar("S")
+LOCK_SWITCH_TIMEOUT_S = 30.0   # waits out a commit holding the old lock; longer: retried at the next pass
 
 
 @dataclass(frozen=True)
@@ -147,21 +148,24 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
     if plan.action == TableAction.REFUSE and error is None:
         status = table_status(ref, plan, old, now)
         return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
-    info = None
+    info = switched = None
     added: list[str] = []
     if error is None:
         try:
             if plan.action == TableAction.CREATE:
                 _create_table(spec, desired, options)
             elif plan.action == TableAction.EVOLVE:
+                switched = _switch_lock(spec, desired, options)
                 added = _add_columns(spec, plan, options)
             info = _table_info(spec, options)
         except Exception as exc:
             error = _storage_error(spec, exc)
     status = table_status(ref, plan, old, now, info=info, error=error, location=spec.location)
-    events = (("Warning", "StorageError", error),) if error else \
+    events: tuple[tuple[str, str, str], ...] = (("Warning", "StorageError", error),) if error else \
         (("Normal", "Created", f"created table at {spec.location}"),) if plan.action == TableAction.CREATE \
         else (("Normal", "Evolved", f"added column(s) {', '.join(added)} to the table"),) if added else ()
+    if switched and not error:
+        events += (("Normal", "LockSwitched", switched),)
     return Outcome(status, requeue_after=30.0 if error else 60.0, events=events)
 
 
@@ -193,6 +197,20 @@ def _create_table(spec: LakeTableSpec, desired: TableConfig, options: dict[str, 
     from lakecore import Table
 
     Table.create_from_config(spec.location, desired, storage_options=options)
+
+
+def _switch_lock(spec: LakeTableSpec, desired: TableConfig, options: dict[str, Any] | None) -> str | None:
+    """Record the spec's lock in table.json when the table records another (lakecore holds both locks
+    meanwhile, so no commit runs under either; writers that opened the table before stop at their next
+    critical section and reopen it). What was done, for the Event; None when nothing was to do."""
+    from lakecore import Table
+
+    table = Table.open(spec.location, storage_options=options)
+    before = table.config.lock
+    if before.mismatch(desired.lock) is None:
+        return None
+    now = table.set_lock_provider(desired.lock, timeout=LOCK_SWITCH_TIMEOUT_S)
+    return f"the table's lock is now {now.describe()} (was {before.describe()})"
 
 
 def _add_columns(spec: LakeTableSpec, plan: TablePlan, options: dict[str, Any] | None = None) -> list[str]:
