@@ -48,6 +48,7 @@ from lakeoperator.status import (
     paused_status,
     read_service_status,
     read_writer_status,
+    run_ended,
     service_status,
     table_status,
     writer_status,
@@ -382,7 +383,9 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
         launcher.delete_pod(ref.namespace, child_name(run_id))
     if plan.finished is not None:
         kind = "Warning" if plan.finished.outcome.value not in ("success", "busy") else "Normal"
-        events.append((kind, "RunFinished", f"run {plan.finished.id}: {plan.finished.outcome.value}"))
+        said = run_ended(plan.finished) if kind == "Warning" else \
+            f"run {plan.finished.id}: {plan.finished.outcome.value}"
+        events.append((kind, "RunFinished", said))
     return Outcome(status, requeue_after=plan.requeue_after if plan.requeue_after is not None else 1.0,
                    events=tuple(events), done=plan.action.value == "none",
                    submitted=submitted)

@@ -202,7 +202,13 @@ def writer_status(ref: ObjectRef, plan: WriterPlan, old: Mapping[str, Any] | Non
 # slot is computed from the run's start, which lies in the slot it ran for
 def run_json(r: RunRecord) -> dict[str, Any]:
     return {"id": r.id, "startedAt": timestamp(r.started_at), "finishedAt": timestamp(r.finished_at),
-            "outcome": r.outcome.value, "instant": r.instant}
+            "outcome": r.outcome.value, "instant": r.instant, **({"message": r.error} if r.error else {})}
+
+
+def run_ended(r: RunRecord) -> str:
+    """How a run ended, with the job's own error when it names one (what broke and what to do)."""
+    said = f"run {r.id} ended with {r.outcome.value}"
+    return f"{said}: {r.error}" if r.error else f"{said}; see its pod's log"
 
 
 def active_run_json(r: ActiveRun, driver_pod: str | None = None) -> dict[str, Any]:
@@ -217,8 +223,7 @@ def service_conditions(ref: ObjectRef, plan: ServicePlan) -> tuple[Condition, ..
             Condition("Progressing", _flag(plan.active_run is not None), plan.reason,
                       plan.message if plan.active_run is not None else ""),
             Condition("Degraded", _flag(bad), "LastRunFailed" if bad else "AsExpected",
-                      f"run {last.id} ended with {last.outcome.value}; see its pod's log"
-                      if bad and last is not None else ""),
+                      run_ended(last) if bad and last is not None else ""),
             _paused(ref),
             # a service's spec is in effect once its schedule is: runs (and a failed one, Degraded) are
             # its normal life, not progress towards the spec, so kstatus sees it Current
@@ -344,7 +349,7 @@ def read_service_status(status: Mapping[str, Any] | None, created_at: datetime) 
         active_run=ActiveRun(id=active["id"], started_at=_time(active["startedAt"])) if active else None,
         history=tuple(RunRecord(id=r["id"], started_at=_time(r["startedAt"]),
                                 finished_at=_time(r["finishedAt"]), outcome=Cause(r["outcome"]),
-                                instant=r.get("instant"))
+                                instant=r.get("instant"), error=r.get("message"))
                       for r in s.get("history") or ()))
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 from croniter import croniter
 
-from lakeoperator.plan.writer import Cause, DriverObservation, classify_exit, job_outcome
+from lakeoperator.plan.writer import Cause, DriverObservation, classify_exit, job_error, job_outcome
 from lakeoperator.specs import ObjectRef, ServiceTriggerSpec, TableServiceSpec
 
 # a trigger is evaluated again this often (commits are not events the operator watches), and a skipped
@@ -50,6 +50,7 @@ class RunRecord:
     exit_code: int | None = None
     scheduled_at: datetime | None = None
     instant: str | None = None
+    error: str | None = None        # the job's own error from its termination message, when it failed
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,8 @@ def plan_service(ref: ObjectRef, spec: TableServiceSpec, observed: ServiceObserv
         cause = classify_exit(pod.exit_code, pod.reason)
         finished = RunRecord(id=active.id, started_at=active.started_at, finished_at=now,
                              outcome=cause, exit_code=pod.exit_code,
-                             scheduled_at=active.scheduled_at, instant=reported_instant(pod.message))
+                             scheduled_at=active.scheduled_at, instant=reported_instant(pod.message),
+                             error=None if cause in (Cause.SUCCESS, Cause.BUSY) else job_error(pod.message))
         history, active = (*history, finished), None
     history, dropped = trim_history(history, spec.successful_runs_history_limit,
                                     spec.failed_runs_history_limit)

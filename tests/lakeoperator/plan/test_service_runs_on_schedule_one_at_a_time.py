@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -161,3 +162,32 @@ def test_trimming_is_bounded_and_keeps_order(outcomes: list[Cause], ok: int, bad
     assert sum(not failed(r) for r in kept) <= ok
     assert list(kept) == [r for r in history if r in kept] and len(kept) + len(dropped) == len(history)
     assert trim_history(kept, ok, bad) == (kept, ())
+
+
+def test_a_failed_run_tells_the_jobs_own_error_in_status_conditions_and_event() -> None:
+    """The job's outcome line (its driver's termination message) names what broke, e.g. a damaged file:
+    lastRun.message and the Degraded condition quote it (not 'see its pod's log'; the RunFinished Event
+    says the same run_ended line); a run that succeeded records none, and the record survives a round trip
+    through status."""
+    from lakeoperator.status import read_service_status, run_json, service_conditions
+
+    error = ("DamagedFile: part-0.parquet of instant 20261123115900123 cannot be read (the Parquet footer "
+             "is garbled); `weir table check URI` names the remedy")
+    message = json.dumps({"outcome": "bad_input", "error": error})
+    slot = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    active = ActiveRun("orders-compact-20261123120000", started_at=slot, scheduled_at=slot)
+    pod = DriverObservation(active.id, "Failed", exit_code=2, message=message)
+    plan = plan_service(REF, service(), ServiceObserved(created_at=CREATED, active_run=active, run_pod=pod),
+                        NOW)
+    assert plan.finished is not None and plan.finished.error == error
+    degraded = next(c for c in service_conditions(REF, plan) if c.type == "Degraded")
+    assert degraded.message == f"run {active.id} ended with badInput: {error}"
+    assert run_json(plan.finished)["message"] == error
+    back = read_service_status({"history": [run_json(plan.finished)]}, CREATED)
+    assert back.history[0].error == error
+
+    ok = DriverObservation(active.id, "Succeeded", exit_code=0, message=json.dumps({"outcome": "done"}))
+    fine = plan_service(REF, service(), ServiceObserved(created_at=CREATED, active_run=active, run_pod=ok),
+                        NOW)
+    assert fine.finished is not None and fine.finished.error is None
+    assert "message" not in run_json(fine.finished)
