@@ -2,10 +2,11 @@
 
 An Iceberg table written by pyiceberg (SQL catalog, partitioned, appends, a copy-on-write delete) and a
 Delta table written by deltalake (partitioned, appends, a delete) are read by every engine, at every
-snapshot/version the engine can travel to. pyiceberg and deltalake write no position deletes or deletion
-vectors: Spark writes them (Iceberg v2 position-delete files, Iceberg v3 deletion vectors, Delta deletion
-vectors), and the other readers must apply them. Spark also reads through pyiceberg's SQL catalog and
-through Apache Iceberg's REST catalog server.
+snapshot/version the engine can travel to; Parquet files without field ids need the name mapping.
+pyiceberg and deltalake write no position deletes or deletion vectors: Spark writes them (Iceberg v2
+position-delete files, Iceberg v3 deletion vectors, Delta deletion vectors), and the other readers must
+apply them. Spark also reads through pyiceberg's SQL catalog and through Apache Iceberg's REST catalog
+server.
 """
 
 from __future__ import annotations
@@ -123,6 +124,40 @@ def test_spark_reads_through_pyicebergs_sql_catalog(readers: Readers,
                          {"type": "jdbc", "uri": f"jdbc:sqlite:{iceberg_history.catalog_db}",
                           "warehouse": iceberg_history.catalog_db.parent.as_uri()})
     assert_same_rows(readers.spark_iceberg(table), iceberg_history.expected[None])
+
+
+@pytest.fixture(scope="module")
+def name_mapped(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, pa.Table]:
+    """Parquet files without field ids registered by pyiceberg's add_files: readers must apply the
+    table's name mapping (`schema.name-mapping.default`), as for Weir's files written before field ids."""
+    import pyarrow.parquet as pq
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    root = tmp_path_factory.mktemp("name-mapped")
+    catalog = SqlCatalog(CATALOG, uri=f"sqlite:///{root / 'catalog.db'}", warehouse=root.as_uri())
+    catalog.create_namespace("db")
+    files = [root / "a.parquet", root / "b.parquet"]
+    for number, path in enumerate(files):
+        pq.write_table(rows(range(number * 10, number * 10 + 10), "a"), path)
+    assert pq.read_schema(files[0]).field("id").metadata is None, "no field ids"
+    table = catalog.create_table("db.files", schema=pq.read_schema(files[0]))
+    table.add_files([str(path) for path in files])
+    table = catalog.load_table("db.files")
+    assert "schema.name-mapping.default" in table.properties
+    return table.metadata_location, table.scan().to_arrow()
+
+
+DAFT_NAME_MAPPING = pytest.mark.xfail(raises=ReaderError, strict=True,
+                                      reason="daft 0.7.26 refuses Parquet files without field ids")
+
+
+@pytest.mark.parametrize("reader", [pytest.param(name, marks=DAFT_NAME_MAPPING) if name == "daft" else name
+                                    for name in ICEBERG_READERS])
+def test_iceberg_readers_apply_the_name_mapping_to_files_without_field_ids(
+        reader: str, readers: Readers, name_mapped: tuple[str, pa.Table]) -> None:
+    metadata, expected = name_mapped
+    assert expected.num_rows == 20
+    assert_same_rows(ICEBERG_READERS[reader](readers, metadata, None), expected)
 
 
 # --- a Delta table written by deltalake ------------------------------------------------------------------

@@ -36,7 +36,7 @@ class RestCatalogServer:
         self.startup_seconds = 0.0
         classpath = f"{self.environment.directory / 'classes'}:{self.environment.jars / '*'}"
         self.component = Component("rest-catalog", [
-            java_executable() or "java", "-Xmx256m", "-cp", classpath, MAIN_CLASS,
+            java_executable() or "java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath, MAIN_CLASS,
             f"uri=jdbc:sqlite:{workdir / 'catalog.db'}", f"warehouse={self.warehouse.as_uri()}",
             f"rest.host={HOST}", f"rest.port={self.port}",
         ], workdir / "rest-catalog.log")
