@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import pyarrow as pa
 
@@ -24,6 +25,7 @@ from tests.support.readers.environments import (
 from tests.support.readers.workers import ReaderProcess
 
 Require = Callable[[str, str | None], None]
+Engine = Literal["duckdb", "daft", "spark"]
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,9 @@ class Readers:
     def __init__(self, workdir: Path, require: Require) -> None:
         self.workdir = workdir
         self.require = require
-        self._processes: dict[str, ReaderProcess] = {}
+        self._processes: dict[Engine, ReaderProcess] = {}
 
-    def _environment(self, engine: str) -> tuple[Environment, dict[str, str]]:
+    def _environment(self, engine: Engine) -> tuple[Environment, dict[str, str]]:
         if engine == "duckdb":
             return duckdb_environment(), {}
         if engine == "daft":
@@ -62,7 +64,7 @@ class Readers:
                              "WEIR_SPARK_JARS": str(environment.jars),
                              "WEIR_SPARK_WORKDIR": str(self.workdir / "spark")}
 
-    def process(self, engine: str) -> ReaderProcess:
+    def process(self, engine: Engine) -> ReaderProcess:
         """The engine's reader process ("duckdb", "daft" or "spark"), started on first use (and again
         after it died: one crash fails one test, not the rest of the session's)."""
         if engine not in self._processes or not self._processes[engine].running:
