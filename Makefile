@@ -80,12 +80,12 @@ $(CONTROLPLANE): $(CONTROLPLANE_DIR)/go.mod $(CONTROLPLANE_DIR)/go.sum $(wildcar
 	cd $(CONTROLPLANE_DIR) && go build -mod=readonly -buildvcs=false -ldflags '$(CONTROLPLANE_LDFLAGS)' -o $(CURDIR)/$@.partial .
 	mv $@.partial $@
 
-# Other engines' readers for the interoperability tests (tests/support/readers/, docs/interop.md "Test
-# readers"), under .tools/readers/: a venv each for DuckDB with its extension wheels, daft and Spark 4.1
+# Other engines' readers for the interoperability tests (tests/support/readers/, docs/readers.md), under
+# .tools/readers/: a venv each for DuckDB with its extension wheels, daft and Spark 4.1
 # (pins that clash with the project's venv), Spark's Iceberg and Delta jars, and Apache Iceberg's REST
 # catalog fixture, all from the pinned files in tests/support/readers (pip --require-hashes; jars checked
-# against jars.sha256). A part is rebuilt only when its pinned files change. Cold: ~3 min (pyspark is a
-# 450 MB source package); warm: nothing to do. Without Maven and a JDK the JVM parts are skipped with a
+# against jars.sha256). A part is rebuilt only when its pinned files change. Cold: ~2 min (no pip cache,
+# empty Maven repository; most of it the 450 MB pyspark source package); warm: nothing to do. Without Maven and a JDK the JVM parts are skipped with a
 # note: their tests skip locally and fail under CI=true. `make readers-lock` re-pins after a version change.
 READERS_SRC := tests/support/readers
 READERS := .tools/readers
