@@ -18,6 +18,8 @@ from tests.support.kube_server import ControlPlane, controlplane_missing_reason
 from tests.support.kubectl import Kubectl, ToolsMissing, extract_tools
 from tests.support.kubelet import ProcessKubelet
 from tests.support.operator import Cluster, start_cluster
+from tests.support.readers import Readers, RestCatalogServer
+from tests.support.readers.environments import rest_catalog_environment
 from tests.support.s3 import S3Server
 from tests.support.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 
@@ -166,6 +168,7 @@ def require_controlplane() -> None:
 
 
 STARTUP_KEY = pytest.StashKey[str]()
+READERS_KEY = pytest.StashKey[list[str]]()
 
 
 @pytest.fixture(scope="session")
@@ -184,6 +187,8 @@ def kube_server(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory,
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     line = config.stash.get(STARTUP_KEY, None)
     if line is not None:
+        terminalreporter.write_line(line)
+    for line in config.stash.get(READERS_KEY, []):
         terminalreporter.write_line(line)
 
 
@@ -226,3 +231,25 @@ def kube_tools() -> Path:
 def kubectl(kube_api: KubeApi, kube_tools: Path, tmp_path: Path) -> Kubectl:
     """kubectl with a throw-away kubeconfig pointing at `kube_api`."""
     return Kubectl(kube_tools / "kubectl", kube_api.write_kubeconfig(tmp_path / "kubeconfig"))
+
+
+@pytest.fixture(scope="session")
+def readers(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory,
+            pytestconfig: pytest.Config) -> Iterator[Readers]:
+    """Other engines' readers in venvs of their own (`make readers`): DuckDB, daft, Spark 4.1 with Iceberg
+    and Delta. Each engine's process starts on its first read and serves the whole session; an engine
+    that is not built skips its test (fails it under CI)."""
+    session = Readers(tmp_path_factory.mktemp("readers"), require)
+    yield session
+    pytestconfig.stash[READERS_KEY] = session.startup_lines()
+    session.close()
+
+
+@pytest.fixture(scope="session")
+def rest_catalog(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory,
+                 pytestconfig: pytest.Config) -> Iterator[RestCatalogServer]:
+    """Apache Iceberg's REST catalog fixture (`make readers`) on a free 127.0.0.1 port for the session;
+    its backend an SQLite JdbcCatalog and its warehouse in a temp dir. Tests use namespaces of their own."""
+    require("Apache Iceberg's REST catalog", rest_catalog_environment().missing_reason())
+    with RestCatalogServer(tmp_path_factory.mktemp("rest-catalog")) as server:
+        yield server
