@@ -37,7 +37,7 @@ from lakecore.storage import Storage
 from lakecore.timeline import Timeline, TimelineStore
 
 Target = Literal["iceberg", "delta"]
-TARGETS: tuple[Target, ...] = ("iceberg",)
+TARGETS: tuple[Target, ...] = ("iceberg", "delta")
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,10 @@ def _module(target: str) -> ModuleType:
         from lakecore.publish import iceberg
 
         return iceberg
+    if target == "delta":
+        from lakecore.publish import delta
+
+        return delta
     raise NotPublishable(f"unknown publish format {target!r}; use one of {', '.join(TARGETS)}")
 
 

@@ -53,7 +53,7 @@ def sample(schema: pa.Schema) -> pa.Table:
     return pa.table({f.name: pa.array(values[f.name], f.type) for f in schema}, schema=schema)
 
 
-@pytest.mark.parametrize("target,extra", [("iceberg", ICEBERG_ONLY)])
+@pytest.mark.parametrize("target,extra", [("iceberg", ICEBERG_ONLY), ("delta", DELTA_ONLY)])
 def test_every_type_reads_back_as_the_type_map_says(tmp_path, target, extra):
     schema = pa.schema([*COMMON, *extra])
     t = Table.create(str(tmp_path / "t"), schema=schema, record_key="k", buckets=1)
@@ -67,7 +67,10 @@ def test_every_type_reads_back_as_the_type_map_says(tmp_path, target, extra):
 
 @pytest.mark.parametrize("target,field,why", [
     ("iceberg", pa.field("ts", pa.timestamp("ns")), "microseconds"),
+    ("delta", pa.field("ts", pa.timestamp("ns", "UTC")), "microseconds"),
     ("iceberg", pa.field("big", pa.uint64()), "unsigned"),
+    ("delta", pa.field("big", pa.uint64()), "unsigned"),
+    ("delta", pa.field("at", pa.time64("us")), "no time-of-day type"),
     ("iceberg", pa.field("at", pa.time64("ns")), "microseconds"),
     ("iceberg", pa.field("at", pa.time32("ms")), "microseconds"),
     ("iceberg", pa.field("nested", pa.list_(pa.timestamp("ns"))), "microseconds"),
