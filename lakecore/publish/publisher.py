@@ -9,7 +9,9 @@ it for clean, commit it, trim the pins. The I/O shell around `plan.py` and the t
     pin       under the table lock: no clean (pending, or completed since we looked) deletes a file
               of the snapshot, then `.weir/publish/<target>.json` += the new instant
     commit    the target writes everything, its pointer last (Iceberg metadata, Delta log entry)
-    trim      the pins become exactly the snapshots the target retains
+    trim      the pins become exactly the snapshots the retention keeps (a Delta log drops older
+              versions lazily, at its next checkpoint: until then such a version is listed but, as
+              after Delta's own VACUUM, its files may be gone)
 
 A kill at any step leaves the previous published snapshot or the new one; pins are a superset of
 what is retained in between, so clean never deletes what a retained snapshot needs.
@@ -29,7 +31,7 @@ from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict
 from lakecore.layout import FileSlice, FileSystemView
 from lakecore.publish.plan import PublishPlan, PublishView, choose_view, plan_publish
-from lakecore.publish.snapshots import PublishedSnapshot, Retention
+from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
 from lakecore.read.positions import FileRows, shown_rows
 from lakecore.services.clean import load_clean_plan
 from lakecore.services.published import read_pins, write_pins
@@ -103,8 +105,8 @@ def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, v
     _pin(storage, lock, target, (*[s.completion for s in published], instant.completion_time or ""),
          now, timeline)
     snapshot = mod.commit(storage, plan, state, retention)
-    kept = mod.load(storage).snapshots
-    write_pins(storage, target, tuple(s.completion for s in kept) or (snapshot.completion,))
+    kept = retained([*published, snapshot], retention)
+    write_pins(storage, target, tuple(s.completion for s in kept))
     return _result(target, snapshot, plan)
 
 
