@@ -68,7 +68,8 @@ class IcebergState:
 
 def load(storage: Storage) -> IcebergState:
     """The newest committed metadata: the hint's version, then any newer one a crash left unhinted."""
-    version = _hinted(storage)
+    hint = _hint(storage)
+    version = hint if hint is not None else _listed(storage)
     while storage.exists(metadata_path(version + 1)):
         version += 1
     if version == 0:
@@ -79,17 +80,21 @@ def load(storage: Storage) -> IcebergState:
             raise ValueError("not format-version 2 table metadata")
     except (FileNotFoundError, UnicodeDecodeError, ValueError):
         return IcebergState(version, None)
-    if _hinted(storage) != version:  # a publish died between its commit and the hint: finish it
+    if hint != version:  # a publish died between its commit and the hint: finish it
         storage.write(HINT, str(version).encode())
     return IcebergState(version, metadata)
 
 
-def _hinted(storage: Storage) -> int:
+def _hint(storage: Storage) -> int | None:
     try:
         return int(storage.read(HINT).decode().strip())
     except (FileNotFoundError, UnicodeDecodeError, ValueError):
-        found = [int(m.group(1)) for n in storage.list_names(METADATA_DIR) if (m := _VERSION.match(n))]
-        return max(found, default=0)
+        return None
+
+
+def _listed(storage: Storage) -> int:
+    found = [int(m.group(1)) for n in storage.list_names(METADATA_DIR) if (m := _VERSION.match(n))]
+    return max(found, default=0)
 
 
 def check_schema(schema: pa.Schema) -> None:
@@ -122,6 +127,8 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
            retention: Retention) -> PublishedSnapshot:
     """Write the snapshot `plan` describes as the table's current one (see the module docstring)."""
     location = storage.uri.rstrip("/")
+    if state.metadata is not None and state.metadata.get("location") != location:
+        state = IcebergState(state.version, None)  # copied or moved here: its snapshots read files elsewhere
     prev = state.metadata
     props = (prev or {}).get("properties") or {}
     ids = FieldIds(known_ids(json.loads(props[im.NAME_MAPPING])) if im.NAME_MAPPING in props else {},
@@ -307,5 +314,6 @@ def _expire(storage: Storage, before: Sequence[PublishedSnapshot], keep: Sequenc
             paths = json.loads(storage.read(listed))
         except (FileNotFoundError, ValueError):
             continue
-        _discard(storage, [_relative(p, storage.uri.rstrip("/")) for p in paths])
+        location = storage.uri.rstrip("/")  # never a file elsewhere (a table copied from there)
+        _discard(storage, [_relative(p, location) for p in paths if p.startswith(location + "/")])
         storage.delete(listed)

@@ -5,6 +5,8 @@ restore) rewrote history, the next publish is a full rebuild, and readers see Ta
 
 from __future__ import annotations
 
+import shutil
+
 import pyarrow as pa
 import pytest
 
@@ -72,3 +74,18 @@ def test_an_undo_means_a_full_rebuild_and_a_new_published_history(tmp_path, undo
     assert all(r.full for r in results)
     agree(t)
     assert len(iceberg.load(t.storage).snapshots) == 1  # older snapshots showed undone rows
+
+
+def test_a_copied_table_publishes_afresh_and_leaves_the_original_alone(tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", buckets=2)
+    t.upsert(rows(list(range(20)), "a"))
+    t.publish("iceberg")
+    t.upsert(rows([1, 2], "b"))
+    t.publish("iceberg")
+    shutil.copytree(tmp_path / "t", tmp_path / "copy")  # Iceberg metadata names absolute paths
+    copy = Table.open(str(tmp_path / "copy"))
+    copy.upsert(rows([3], "c"))
+    assert copy.publish("iceberg", keep=1).full
+    for table, name in ((copy, "copy"), (t, "original")):
+        want = readers.expected(table.read(), "iceberg")
+        readers.assert_same(readers.iceberg(table.uri), want, ["id"], reader=name)
