@@ -75,7 +75,7 @@ def load(storage: Storage) -> DeltaState:
         weir = _commit_info(storage, v).get("weir")
         if isinstance(weir, dict) and "instant" in weir:
             snapshots.append(PublishedSnapshot(weir["instant"], weir["completion"],
-                                               weir.get("view", "snapshot"), v))
+                                               weir.get("view", "snapshot"), v, weir.get("schema", "")))
     return DeltaState(versions[-1], start, checkpoints, snapshots)
 
 
@@ -109,7 +109,7 @@ def commit(storage: Storage, plan: PublishPlan, state: DeltaState, retention: Re
         "timestamp": stamp, "operation": "WRITE", "operationParameters": {"mode": "Overwrite"},
         "engineInfo": "weir", "isBlindAppend": False,
         "weir": {"instant": plan.instant.requested_time, "completion": plan.instant.completion_time,
-                 "view": plan.view, "action": plan.instant.action}}}]
+                 "view": plan.view, "action": plan.instant.action, "schema": plan.fingerprint}}}]
     protocol, metadata = _protocol(plan), _metadata(plan, log.metadata)
     if log.protocol != protocol:
         actions.append({"protocol": protocol})
@@ -149,8 +149,7 @@ def commit(storage: Storage, plan: PublishPlan, state: DeltaState, retention: Re
     except BaseException:
         storage.delete(dvs.path)
         raise
-    new = PublishedSnapshot(plan.instant.requested_time, plan.instant.completion_time or "", plan.view,
-                            version)
+    new = PublishedSnapshot.of(plan, version)
     log.apply(actions)
     after = DeltaState(version, state.start, state.checkpoints, [*state.snapshots, new])
     newest = max(state.checkpoints, default=-1)

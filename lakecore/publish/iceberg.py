@@ -150,11 +150,9 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
             snap.id, parent["snapshot-id"] if parent else None, snap.sequence)))
         if parent:
             snap.retired.append(parent["manifest-list"])
-        entry = im.snapshot_entry(snap.id, parent["snapshot-id"] if parent else None, snap.sequence,
-                                  plan.instant.requested_time, plan.instant.completion_time or "", plan.view,
-                                  plan.instant.action, snap.uri(list_path), 0, _totals(manifests))
-        new = PublishedSnapshot(plan.instant.requested_time, plan.instant.completion_time or "", plan.view,
-                                snap.id)
+        entry = im.snapshot_entry(snap.id, parent["snapshot-id"] if parent else None, snap.sequence, plan,
+                                  snap.uri(list_path), _totals(manifests))
+        new = PublishedSnapshot.of(plan, snap.id)
         keep = retained([*state.snapshots, new], retention)
         if snap.retired:
             _write(storage, snap, f"{METADATA_DIR}/retired-{snap.id}.json", json.dumps(snap.retired).encode())

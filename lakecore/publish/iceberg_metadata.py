@@ -21,14 +21,14 @@ import pyarrow as pa
 
 from lakecore.layout import parse_partition_path
 from lakecore.publish.iceberg_avro import PartitionField
-from lakecore.publish.plan import PublishView
+from lakecore.publish.plan import PublishPlan
 from lakecore.publish.snapshots import PublishedSnapshot
 from lakecore.publish.types import FieldIds
 from lakecore.timeline import to_epoch_ms
 
 NAME_MAPPING = "schema.name-mapping.default"
 BUCKETS = "weir.manifest-buckets"
-INSTANT, COMPLETION, VIEW = "weir.instant", "weir.completion-time", "weir.view"
+INSTANT, COMPLETION, VIEW, SCHEMA = "weir.instant", "weir.completion-time", "weir.view", "weir.schema"
 FIRST_PARTITION_ID = 1000
 METADATA_LOG = 10  # previous metadata files the metadata lists
 
@@ -96,8 +96,8 @@ def published_snapshots(metadata: Mapping[str, Any]) -> list[PublishedSnapshot]:
     for s in sorted(metadata.get("snapshots") or (), key=lambda s: s["sequence-number"]):
         summary = s.get("summary") or {}
         if INSTANT in summary and COMPLETION in summary:
-            out.append(PublishedSnapshot(summary[INSTANT], summary[COMPLETION],
-                                         summary.get(VIEW, "snapshot"), int(s["snapshot-id"])))
+            out.append(PublishedSnapshot(summary[INSTANT], summary[COMPLETION], summary.get(VIEW, "snapshot"),
+                                         int(s["snapshot-id"]), summary.get(SCHEMA, "")))
     return out
 
 
@@ -109,14 +109,16 @@ def current_snapshot(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def snapshot_entry(snapshot_id: int, parent: int | None, sequence: int, instant: str, completion: str,
-                   view: PublishView, action: str, manifest_list: str, schema_id: int,
+def snapshot_entry(snapshot_id: int, parent: int | None, sequence: int, plan: PublishPlan, manifest_list: str,
                    totals: Mapping[str, int]) -> dict[str, Any]:
-    summary = {"operation": "overwrite", INSTANT: instant, COMPLETION: completion, VIEW: view,
-               "weir.action": action, **{k: str(v) for k, v in totals.items()}}
+    """The snapshot's entry (its schema id is set by `table_metadata`)."""
+    completion = plan.instant.completion_time or ""
+    summary = {"operation": "overwrite", INSTANT: plan.instant.requested_time, COMPLETION: completion,
+               VIEW: plan.view, SCHEMA: plan.fingerprint, "weir.action": plan.instant.action,
+               **{k: str(v) for k, v in totals.items()}}
     entry: dict[str, Any] = {"snapshot-id": snapshot_id, "sequence-number": sequence,
                              "timestamp-ms": to_epoch_ms(completion), "summary": summary,
-                             "manifest-list": manifest_list, "schema-id": schema_id}
+                             "manifest-list": manifest_list, "schema-id": 0}
     if parent is not None:
         entry["parent-snapshot-id"] = parent
     return entry

@@ -20,13 +20,15 @@ Files showing no row (a log of deletes only, an emptied file group's base) are l
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 import pyarrow as pa
 
-from lakecore.config import TableConfig
+from lakecore.config import TableConfig, schema_to_json
 from lakecore.errors import NotPublishable
 from lakecore.layout import FileSlice, FileSystemView
 from lakecore.read.positions import FileRows, Positions
@@ -82,9 +84,19 @@ class PublishPlan:
         return tuple(f for g in self.groups for f in g.files)
 
     @property
+    def fingerprint(self) -> str:
+        return schema_fingerprint(self.schema)
+
+    @property
     def replaced(self) -> frozenset[GroupKey]:
         """Incremental: the groups whose previous entries the target drops."""
         return frozenset(g.key for g in self.groups) | self.dropped
+
+
+def schema_fingerprint(schema: pa.Schema) -> str:
+    """Names the columns a snapshot shows: a table that gained columns (add_columns, no new instant)
+    is published again."""
+    return hashlib.sha256(json.dumps(schema_to_json(schema), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def choose_view(config: TableConfig, asked: str | None) -> PublishView:

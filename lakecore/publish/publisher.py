@@ -30,7 +30,7 @@ from lakecore.concurrency import Lock, ensure_held, view_of
 from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict
 from lakecore.layout import FileSlice, FileSystemView
-from lakecore.publish.plan import PublishPlan, PublishView, choose_view, plan_publish
+from lakecore.publish.plan import PublishPlan, PublishView, choose_view, plan_publish, schema_fingerprint
 from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
 from lakecore.read.positions import FileRows, shown_rows
 from lakecore.services.clean import load_clean_plan
@@ -90,7 +90,8 @@ def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, v
     state = mod.load(storage)
     published: list[PublishedSnapshot] = state.snapshots
     last = published[-1] if published else None
-    if last is not None and last.instant == instant.requested_time and last.view == kind:
+    if last is not None and (last.instant, last.view, last.schema) == \
+            (instant.requested_time, kind, schema_fingerprint(config.schema)):
         return PublishResult(target, last, False, 0, 0, 0, up_to_date=True)  # type: ignore[arg-type]
     now = view_of(storage, timeline)
     continues = last is not None and _continues(store, timeline, last, kind) and \

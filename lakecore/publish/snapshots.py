@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lakecore.publish.plan import PublishView
+from lakecore.publish.plan import PublishPlan, PublishView
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,12 @@ class PublishedSnapshot:
     completion: str     # its completion time (what `read(as_of=instant)` resolves to)
     view: PublishView
     id: int             # the Iceberg snapshot id or the Delta version
+    schema: str = ""    # plan.schema_fingerprint of its columns
+
+    @classmethod
+    def of(cls, plan: PublishPlan, snapshot_id: int) -> PublishedSnapshot:
+        return cls(plan.instant.requested_time, plan.instant.completion_time or "", plan.view, snapshot_id,
+                   plan.fingerprint)
 
 
 @dataclass(frozen=True)

@@ -89,3 +89,15 @@ def test_a_copied_table_publishes_afresh_and_leaves_the_original_alone(tmp_path)
     for table, name in ((copy, "copy"), (t, "original")):
         want = readers.expected(table.read(), "iceberg")
         readers.assert_same(readers.iceberg(table.uri), want, ["id"], reader=name)
+
+
+def test_a_column_added_without_a_write_is_published_again(tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", buckets=2)
+    t.upsert(rows(list(range(5)), "a"))
+    for target in TARGETS:
+        t.publish(target)
+    t.add_columns([pa.field("extra", pa.int32())])  # no instant: table.json alone
+    results = [t.publish(target) for target in TARGETS]
+    assert not any(r.up_to_date or r.full for r in results) and {r.groups for r in results} == {0}
+    agree(t)
+    assert "extra" in readers.iceberg(t.uri).column_names
