@@ -58,6 +58,11 @@ class DeltaState:
     snapshots: list[PublishedSnapshot] = field(default_factory=list)
 
 
+def location(storage: Storage) -> str:
+    """What Delta readers open: the table root (they find `_delta_log/` there)."""
+    return storage.uri
+
+
 def check_schema(schema: pa.Schema) -> None:
     """Raise NotPublishable for a column type Delta cannot hold."""
     delta_struct(schema)

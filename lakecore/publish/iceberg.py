@@ -97,6 +97,11 @@ def _listed(storage: Storage) -> int:
     return max(found, default=0)
 
 
+def location(storage: Storage) -> str:
+    """The metadata file readers open (a catalog registers it; Hadoop-style readers find it by the hint)."""
+    return f"{storage.uri.rstrip('/')}/{metadata_path(load(storage).version)}"
+
+
 def check_schema(schema: pa.Schema) -> None:
     """Raise NotPublishable for a column type Iceberg v2 cannot hold."""
     iceberg_schema(schema, FieldIds())

@@ -24,13 +24,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from types import ModuleType
-from typing import Literal
+from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, view_of
 from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict
 from lakecore.layout import FileSlice, FileSystemView
-from lakecore.publish.plan import PublishPlan, PublishView, choose_view, plan_publish, schema_fingerprint
+from lakecore.publish.plan import PublishView, choose_view, plan_publish, schema_fingerprint
 from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
 from lakecore.read.positions import FileRows, shown_rows
 from lakecore.services.clean import load_clean_plan
@@ -50,16 +50,25 @@ class PublishResult:
     groups: int                   # file groups planned (changed ones, or all)
     files: int                    # their data files listed
     hidden: int                   # rows those files hide
+    location: str                 # what readers open: Iceberg's metadata file, Delta's table root
     up_to_date: bool = False      # the instant was published already: nothing written
+    note: str = ""                # what readers of this view do not see
 
     def describe(self) -> str:
         s = self.snapshot
         if self.up_to_date:
             return f"{self.target}: already shows instant {s.instant} ({s.view})"
         how = "full rebuild" if self.full else f"{self.groups} changed file group(s)"
-        note = " (column groups: the compacted view only)" if s.view == "read_optimized" else ""
-        return (f"{self.target}: snapshot {s.id} shows instant {s.instant} ({s.view}{note}); {how}, "
-                f"{self.files} data file(s), {self.hidden:,} row(s) hidden")
+        note = f"; {self.note}" if self.note else ""
+        return (f"{self.target}: snapshot {s.id} shows instant {s.instant} ({s.view}); {how}, "
+                f"{self.files} data file(s), {self.hidden:,} row(s) hidden{note}")
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.snapshot
+        return {"format": self.target, "location": self.location, "up_to_date": self.up_to_date,
+                "snapshot": {"id": s.id, "instant": s.instant, "completion": s.completion, "view": s.view},
+                "full": self.full, "file_groups": self.groups, "files": self.files,
+                "hidden_rows": self.hidden, "note": self.note}
 
 
 def _module(target: str) -> ModuleType:
@@ -92,7 +101,8 @@ def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, v
     last = published[-1] if published else None
     if last is not None and (last.instant, last.view, last.schema) == \
             (instant.requested_time, kind, schema_fingerprint(config.schema)):
-        return PublishResult(target, last, False, 0, 0, 0, up_to_date=True)  # type: ignore[arg-type]
+        return PublishResult(target, last, False, 0, 0, 0, mod.location(storage),  # type: ignore[arg-type]
+                             up_to_date=True, note=_note(config, kind))
     now = view_of(storage, timeline)
     continues = last is not None and _continues(store, timeline, last, kind) and \
         mod.can_continue(state, storage.uri.rstrip("/"))
@@ -108,12 +118,19 @@ def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, v
     snapshot = mod.commit(storage, plan, state, retention)
     kept = retained([*published, snapshot], retention)
     write_pins(storage, target, tuple(s.completion for s in kept))
-    return _result(target, snapshot, plan)
-
-
-def _result(target: Target | str, snapshot: PublishedSnapshot, plan: PublishPlan) -> PublishResult:
     return PublishResult(target, snapshot, plan.full, len(plan.groups), len(plan.files),  # type: ignore[arg-type]
-                         sum(len(f.hidden) for f in plan.files))
+                         sum(len(f.hidden) for f in plan.files), mod.location(storage),
+                         note=_note(config, kind))
+
+
+def _note(config: TableConfig, kind: PublishView) -> str:
+    if kind == "snapshot":
+        return ""
+    if config.merge_mode == "partial_update":
+        return ("column groups: readers see the last compacted state only (compact the table, then publish, "
+                "to show newer writes)")
+    return "read-optimized: readers see the base files only, not the writes in log files since"
+
 
 
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-publish")
