@@ -3,11 +3,13 @@ readers see and where they open it (--json: the same as an object); a second run
 an unknown format or view is one line saying what to use, and writes nothing."""
 
 import json
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
+import lakecore.publish
 from lakecore.cli.main import app
 from tests.lakecore.publish import readers
 
@@ -52,3 +54,15 @@ def test_bad_requests_are_one_line_and_write_nothing(tmp_path):
     code, out = weir("table", "publish", uri, "--format", "iceberg", "--view", "merged")
     assert code == 1 and "unknown view 'merged'; use one of snapshot, read_optimized" in out
     assert not (tmp_path / "t" / "metadata").exists() and not (tmp_path / "t" / "_delta_log").exists()
+
+
+def test_without_the_publish_extra_the_command_names_it(tmp_path, monkeypatch):
+    uri = _table(tmp_path)
+    monkeypatch.setitem(sys.modules, "fastavro", None)  # as if `pip install weir` had no `publish` extra
+    for name in ("lakecore.publish.iceberg", "lakecore.publish.iceberg_avro"):  # imported afresh
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.delattr(lakecore.publish, "iceberg", raising=False)
+    monkeypatch.delattr(lakecore.publish, "iceberg_avro", raising=False)
+    code, out = weir("table", "publish", uri, "--format", "iceberg")
+    assert code == 1 and "pip install 'weir[publish]'" in out and out.count("\n") == 1, out
+    assert not (tmp_path / "t" / "metadata").exists()
