@@ -156,8 +156,8 @@ def _continues(store: TimelineStore, timeline: Timeline, last: PublishedSnapshot
 
 
 def _undone_since(store: TimelineStore, timeline: Timeline, last: PublishedSnapshot) -> bool:
-    return any(i.action in ("rollback", "restore") and store.metadata(i).extra.get("undone")
-               for i in timeline.completed_between(last.completion, "99999999999999999"))
+    return any(i.action in ("rollback", "restore") and (i.completion_time or "") > last.completion
+               and store.metadata(i).extra.get("undone") for i in timeline.completed)
 
 
 def _weir_earliest(store: TimelineStore, timeline: Timeline) -> str | None:

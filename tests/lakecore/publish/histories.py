@@ -5,6 +5,9 @@ partitioned or not."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +35,13 @@ table_kind = st.fixed_dictionaries({
 })
 
 
+@contextmanager
+def history(kind: dict[str, Any]) -> Iterator[History]:
+    """A History on a table in a temporary directory (hypothesis runs many in one test)."""
+    with tempfile.TemporaryDirectory() as d:
+        yield History.create(f"{d}/t", kind)
+
+
 def part(k: int) -> str:
     return f"p{k % 3}"
 
@@ -46,6 +56,13 @@ class History:
     @classmethod
     def create(cls, uri: str, kind: dict[str, Any]) -> History:
         return cls(Table.create(uri, schema=SCHEMA, record_key="k", buckets=2, **kind))
+
+    def run(self, steps: Sequence[tuple[str, list[Any]]]) -> Iterator[str]:
+        """Apply `steps` one by one, yielding each step's op once the table has a completed instant."""
+        for op, rows in steps:
+            self.apply(op, rows)
+            if self.table.timeline().completed:
+                yield op
 
     def apply(self, op: str, rows: list[Any]) -> bool:
         """Run one step; False when it does not apply to this table (compaction of copy-on-write)."""

@@ -6,14 +6,12 @@ examples: each step publishes and reads twice."""
 
 from __future__ import annotations
 
-import tempfile
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.lakecore.publish import readers
-from tests.lakecore.publish.histories import History, step, table_kind
+from tests.lakecore.publish.histories import history, step, table_kind
 
 pytestmark = pytest.mark.slow
 
@@ -21,12 +19,8 @@ pytestmark = pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(table_kind, st.lists(step, min_size=1, max_size=6))
 def test_every_reader_reads_what_weir_reads_after_every_step(kind, steps):
-    with tempfile.TemporaryDirectory() as d:
-        h = History.create(f"{d}/t", kind)
-        for op, rows in steps:
-            h.apply(op, rows)
-            if not h.table.timeline().completed:
-                continue
+    with history(kind) as h:
+        for op in h.run(steps):
             want = h.table.read()
             for target in ("iceberg", "delta"):
                 h.table.publish(target)

@@ -5,8 +5,6 @@ from lakecore's own merged read, so this holds for every history the merge handl
 
 from __future__ import annotations
 
-import tempfile
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +18,7 @@ from lakecore.errors import NotPublishable
 from lakecore.merge import conform
 from lakecore.publish.plan import choose_view, plan_publish
 from lakecore.read.positions import shown_rows
-from tests.lakecore.publish.histories import History, step, table_kind
+from tests.lakecore.publish.histories import history, step, table_kind
 
 
 def shown(table: Table, view: str) -> pa.Table:
@@ -48,12 +46,8 @@ def same(got: pa.Table, want: pa.Table) -> bool:
 @settings(max_examples=60, deadline=None)
 @given(table_kind, st.lists(step, min_size=1, max_size=8))
 def test_shown_rows_are_the_rows_weir_reads(kind, steps):
-    with tempfile.TemporaryDirectory() as d:
-        h = History.create(f"{d}/t", kind)
-        for op, rows in steps:
-            h.apply(op, rows)
-            if not h.table.timeline().completed:
-                continue
+    with history(kind) as h:
+        for op in h.run(steps):
             assert same(shown(h.table, "snapshot"), h.table.read()), f"snapshot after {op}"
             assert same(shown(h.table, "read_optimized"), h.table.read(query="read_optimized")), \
                 f"read-optimized after {op}"
