@@ -253,3 +253,22 @@ class SchemaConflict(LakecoreError):
 
 class HeartbeatExpired(LakecoreError):
     """This writer missed its heartbeats for too long; its instant may be rolled back by others."""
+
+
+# -- publishing for other engines --------------------------------------------------------------
+
+
+class PublishError(LakecoreError):
+    """Publishing a table's Iceberg or Delta metadata failed."""
+
+
+class NotPublishable(PublishError, InvalidInput):
+    """The target format cannot show what was asked: a column type it cannot hold, a merged view of
+    column groups; nothing was published."""
+
+
+class PublishConflict(PublishError):
+    """Another publish of the same target committed first, or a clean removed a file the snapshot
+    needs; publishing again (of the newest instant) succeeds."""
+
+    retryable = True

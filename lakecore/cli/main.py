@@ -702,3 +702,6 @@ def repair(uri: Uri,
 
 def main() -> None:  # pragma: no cover - console entry point
     app()
+
+
+from lakecore.cli import publish as _publish  # noqa: E402, F401  (registers `weir table publish`)

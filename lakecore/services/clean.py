@@ -32,6 +32,7 @@ from lakecore.services.clean_plan import CleanPlan, CleanPolicy, plan_clean
 from lakecore.services.clustering import load_clustering_plan, pending_clusterings
 from lakecore.services.compaction import pending_compactions
 from lakecore.services.compaction_plan import CompactionPlan
+from lakecore.services.published import pinned_points
 from lakecore.services.savepoint import drop_abandoned_savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -87,7 +88,8 @@ def _plan(storage: Storage, store: TimelineStore, timeline: Timeline, policy: Cl
           heartbeat: HeartbeatConfig, instant_time: str = "") -> CleanPlan:
     return plan_clean(timeline, store.metadata, policy, now,
                       expired=_expired_writes(storage, store, timeline, heartbeat, now),
-                      in_use=_in_use(storage, store, timeline), instant_time=instant_time)
+                      in_use=_in_use(storage, store, timeline), published=pinned_points(storage),
+                      instant_time=instant_time)
 
 
 def load_clean_plan(storage: Storage, instant: Instant) -> CleanPlan:

@@ -48,6 +48,7 @@ from lakecore.errors import (
     TableAlreadyExists,
     TableNotFound,
 )
+from lakecore.publish import PublishResult, publish
 from lakecore.read.changes import read_changes
 from lakecore.read.snapshot import read_view
 from lakecore.services import (
@@ -418,6 +419,16 @@ class Table:
         timeline = self.timeline()
         return read_changes(self.storage, self.config, timeline, parse_point_in_time(start),
                             None if end is None else parse_point_in_time(end), columns=columns)
+
+    # -- other engines ------------------------------------------------------------------------
+
+    def publish(self, format: str, *, view: str | None = None, keep: int = 10) -> PublishResult:
+        """Write `format` ("iceberg" or "delta") metadata beside the table, over its Parquet files as they
+        are, so other engines read the table as of its latest completed instant: the merged snapshot
+        (`view="snapshot"`, the default) or its base files only (`"read_optimized"`, the only view of
+        column-group tables). Incremental when it can be; crash-safe. `keep`: published snapshots kept
+        for time travel at most (clean keeps their files). See docs/interop.md."""
+        return publish(self.storage, self.config, self.lock, format, view=view, keep=keep)
 
     # -- inspection ---------------------------------------------------------------------------
 

@@ -1,0 +1,33 @@
+"""`weir table publish`: Iceberg or Delta metadata beside a table, so other engines read it.
+
+Registered on the `table` command group by lakecore.cli.main; the work is Table.publish.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lakecore.cli.main import JsonFlag, Uri, emit_json, friendly, out, table_app
+from lakecore.table import Table
+
+
+@table_app.command("publish")
+@friendly
+def publish(uri: Uri,
+            format: Annotated[str, typer.Option("--format", help="iceberg | delta")],
+            view: Annotated[str | None, typer.Option(
+                help="snapshot (merged, the default) | read_optimized (base files only; the only view of "
+                     "column-group tables)")] = None,
+            keep: Annotated[int, typer.Option(help="Published snapshots kept for time travel (clean keeps "
+                                                   "their files).")] = 10,
+            as_json: JsonFlag = False) -> None:
+    """Publish the table's latest instant as Iceberg or Delta metadata beside it, over its files as they
+    are (see docs/interop.md): incremental when it can be, crash-safe."""
+    result = Table.open(uri).publish(format, view=view, keep=keep)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    out.print(result.describe(), highlight=False, soft_wrap=True, markup=False)
+    out.print(f"readers open: {result.location}", highlight=False, soft_wrap=True, markup=False)
