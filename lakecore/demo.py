@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from lakecore import ColumnGroup, Instant, Table
-from lakecore.services import CleanPolicy, FilesCleaned
+from lakecore.errors import FilesCleaned
+from lakecore.services import CleanPolicy
 
 SCHEMA = pa.schema([
     ("device", pa.string()),

@@ -2,16 +2,7 @@
 
 from lakecore.concurrency.in_process_lock import InProcessLock
 from lakecore.concurrency.lock_choice import TableLock, check_lock, lock_for_spec, lock_from_options
-from lakecore.concurrency.locks import (
-    Lock,
-    LockAlreadyHeld,
-    LockProviderChanged,
-    LockProviderMismatch,
-    LockUnavailable,
-    LockUnsupported,
-    ensure_held,
-    spec_of,
-)
+from lakecore.concurrency.locks import Lock, ensure_held, spec_of
 from lakecore.concurrency.rollback import rollback_failed_writes, rollback_write
 from lakecore.concurrency.storage_lock import StorageLock
 from lakecore.concurrency.transaction import (
@@ -25,8 +16,7 @@ from lakecore.concurrency.transaction import (
 )
 
 # ZooKeeperLock lives in lakecore.concurrency.zookeeper_lock, not re-exported: importing it imports kazoo.
-__all__ = ["InProcessLock", "Lock", "LockAlreadyHeld", "LockProviderChanged", "LockProviderMismatch",
-           "LockUnavailable", "LockUnsupported", "StorageLock", "TableLock", "WriteTransaction",
-           "begin_write", "check_lock", "commit_write", "draw_instant", "ensure_held", "lock_for_spec",
+__all__ = ["InProcessLock", "Lock", "StorageLock", "TableLock", "WriteTransaction", "begin_write",
+           "check_lock", "commit_write", "draw_instant", "ensure_held", "lock_for_spec",
            "lock_from_options", "replaced_groups", "rollback_failed_writes", "rollback_write", "spec_of",
            "view_for_services", "view_of"]

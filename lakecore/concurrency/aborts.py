@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from lakecore.concurrency.writers import decode_info
-from lakecore.errors import InvalidTableConfig, LakecoreError
+from lakecore.errors import AbortFlagUnavailable, InvalidTableConfig
 from lakecore.storage import Storage
 from lakecore.write.heartbeat import is_aborted, read_aborted
 
@@ -34,12 +34,6 @@ Record = dict[str, Any]
 OnAbort = Callable[[Record], None]
 
 log = logging.getLogger(__name__)
-
-
-class AbortFlagUnavailable(LakecoreError):
-    """ZooKeeper did not answer in time while raising, listing or clearing abort flags."""
-
-    retryable = True
 
 
 # -- the flags -----------------------------------------------------------------------------------
@@ -122,8 +116,8 @@ def _connection(connect: str | Connection, timeout_s: float) -> Connection:
 
 
 def _client(connect: str | Connection, timeout_s: float, doing: str) -> Any:
-    from lakecore.concurrency.locks import LockUnavailable
     from lakecore.concurrency.zookeeper import shared_clients
+    from lakecore.errors import LockUnavailable
 
     connection = _connection(connect, timeout_s)
     try:
@@ -133,7 +127,7 @@ def _client(connect: str | Connection, timeout_s: float, doing: str) -> Any:
 
 
 def _call(connect: str | Connection, timeout_s: float, doing: str, fn: Callable[[Any], Any]) -> Any:
-    from lakecore.concurrency.locks import LockUnavailable
+    from lakecore.errors import LockUnavailable
 
     client = _client(connect, timeout_s, doing)
     try:

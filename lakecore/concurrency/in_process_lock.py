@@ -10,9 +10,9 @@ import threading
 import time
 import weakref
 
-from lakecore.concurrency.locks import GuardedLock, LockAlreadyHeld
+from lakecore.concurrency.locks import GuardedLock
 from lakecore.config import LockSpec
-from lakecore.errors import LockTimeout
+from lakecore.errors import LockAlreadyHeld, LockTimeout
 
 
 class _Slot:

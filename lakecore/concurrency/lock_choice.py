@@ -15,10 +15,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from lakecore.concurrency.in_process_lock import InProcessLock
-from lakecore.concurrency.locks import Lock, LockProviderChanged, LockProviderMismatch, LockTimes, lock_times
+from lakecore.concurrency.locks import Lock, LockTimes, lock_times
 from lakecore.concurrency.storage_lock import StorageLock
 from lakecore.config import LockSpec
-from lakecore.errors import InvalidTableConfig
+from lakecore.errors import InvalidTableConfig, LockProviderChanged, LockProviderMismatch
 from lakecore.storage import Storage
 
 if TYPE_CHECKING:

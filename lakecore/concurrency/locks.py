@@ -22,35 +22,7 @@ from types import TracebackType
 from typing import Protocol, Self
 
 from lakecore.config import LockSpec
-from lakecore.errors import InvalidTableConfig, LockError, LockTimeout
-
-
-class LockAlreadyHeld(LockError):
-    """The calling thread already holds this lock; locks are not reentrant."""
-
-    retryable = False
-
-
-class LockUnavailable(LockError):
-    """The lock service cannot be reached, or the session holding the lock was lost."""
-
-
-class LockUnsupported(LockError):
-    """The configured lock provider cannot work on this table's storage."""
-
-    retryable = False
-
-
-class LockProviderMismatch(LockError):
-    """A writer asked for another lock than the one the table records in table.json."""
-
-    retryable = False
-
-
-class LockProviderChanged(LockError):
-    """The table's lock provider was changed while this writer had the table open."""
-
-    retryable = False
+from lakecore.errors import InvalidTableConfig, LockAlreadyHeld, LockError, LockTimeout
 
 
 class Lock(Protocol):

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from lakecore.concurrency.locks import GuardedLock, LockUnsupported, backoff_s
+from lakecore.concurrency.locks import GuardedLock, backoff_s
 from lakecore.concurrency.processes import process_gone, process_space
 from lakecore.config import LockSpec
 from lakecore.errors import (
@@ -42,6 +42,7 @@ from lakecore.errors import (
     AtomicCreateUnsupported,
     InvalidTableConfig,
     LockTimeout,
+    LockUnsupported,
     StorageError,
 )
 from lakecore.storage import Storage

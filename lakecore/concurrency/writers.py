@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
-from lakecore.errors import LakecoreError
+from lakecore.errors import WriterAlreadyRegistered, WriterRegistryUnavailable
 from lakecore.timeline import now_ms
 from lakecore.timeline.instant_time import to_epoch_ms
 
@@ -36,16 +36,6 @@ WatchCallback = Callable[[frozenset[str]], None]
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-
-
-class WriterRegistryUnavailable(LakecoreError):
-    """The writer registry (ZooKeeper) could not be reached in time."""
-
-    retryable = True
-
-
-class WriterAlreadyRegistered(LakecoreError):
-    """A writer is registered for this instant already."""
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -365,7 +355,7 @@ class ZooKeeperWriterRegistry:
         return self._call(lambda: self._clients.client(self.settings))
 
     def _call(self, fn: Callable[[], T]) -> T:
-        from lakecore.concurrency.locks import LockUnavailable
+        from lakecore.errors import LockUnavailable
 
         try:
             return fn()

@@ -49,8 +49,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl
 
-from lakecore.concurrency.locks import LockUnavailable
-from lakecore.errors import InvalidTableConfig, ZooKeeperAccessDenied
+from lakecore.errors import InvalidTableConfig, LockUnavailable, ZooKeeperAccessDenied
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ from kazoo.exceptions import AuthFailedError, ConnectionLoss, KazooException, No
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
-from lakecore.concurrency.locks import GuardedLock, LockUnavailable, backoff_s
+from lakecore.concurrency.locks import GuardedLock, backoff_s
 from lakecore.concurrency.zookeeper import (
     Credentials,
     ZooKeeperClients,
@@ -64,7 +64,7 @@ from lakecore.concurrency.zookeeper import (
     znode_name,
 )
 from lakecore.config import LockSpec
-from lakecore.errors import InvalidTableConfig, LockTimeout
+from lakecore.errors import InvalidTableConfig, LockTimeout, LockUnavailable
 
 log = logging.getLogger(__name__)
 

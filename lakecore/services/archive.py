@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, ensure_held
 from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
-from lakecore.errors import InvalidTableConfig, StorageError
+from lakecore.errors import HistoryMoved, InvalidTableConfig, StorageError
 from lakecore.services.savepoint import savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import WRITE_ACTIONS, CommitMetadata, Instant, Timeline, TimelineStore, parse_file_name
@@ -49,7 +49,7 @@ from lakecore.timeline.history import (
     history_rows,
     latest_slices,
 )
-from lakecore.timeline.history_store import TIMELINE_DIR, HistoryMoved, HistoryStore
+from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore
 from lakecore.write.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig
 
 Clock = Callable[[], int]

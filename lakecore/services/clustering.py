@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from lakecore.concurrency import Lock, rollback_write, view_for_services
 from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts
 from lakecore.config import TableConfig
+from lakecore.errors import ClusteringConflict, ClusteringPending
 from lakecore.formats import write_file
 from lakecore.layout import base_file_name
 from lakecore.services.clustering_plan import (
@@ -39,7 +40,6 @@ from lakecore.services.clustering_plan import (
     plan_clustering,
 )
 from lakecore.services.compaction import merge_slice, tombstones
-from lakecore.services.errors import ClusteringConflict, ClusteringPending
 from lakecore.services.rewrite import (
     DEFAULT_HEARTBEAT,
     Running,

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, view_for_services
 from lakecore.config import OP, TableConfig
+from lakecore.errors import CompactionPending, NotMergeOnRead
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
@@ -36,7 +37,6 @@ from lakecore.services.compaction_plan import (
     CompactionStrategy,
     plan_compaction,
 )
-from lakecore.services.errors import CompactionPending, NotMergeOnRead
 from lakecore.services.rewrite import (
     DEFAULT_HEARTBEAT,
     Running,

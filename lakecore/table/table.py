@@ -91,6 +91,7 @@ from lakecore.timeline import (
 )
 from lakecore.write import (
     Operation,
+    WriteInput,
     as_table,
     check_operation,
     combine_and_route,
@@ -211,37 +212,39 @@ class Table:
 
     # -- writes -------------------------------------------------------------------------------
 
-    def upsert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def upsert(self, data: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Insert new keys and update existing ones (per the table's merge mode)."""
         return self.write(data, "upsert", extra=extra)
 
-    def insert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def insert(self, data: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Write records expected to be new; an existing key is still merged, never duplicated."""
         return self.write(data, "insert", extra=extra)
 
-    def bulk_insert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def bulk_insert(self, data: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Fast initial load: empty file groups get base files directly (no log, no merge)."""
         return self.write(data, "bulk_insert", extra=extra)
 
-    def delete(self, keys: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def delete(self, keys: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Delete by record key (plus partition fields; plus the ordering field for event-time
         ordering, where a delete older than the live row is ignored)."""
         return self.write(keys, "delete", extra=extra)
 
-    def insert_overwrite(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def insert_overwrite(self, data: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Replace the partitions the input touches with the input's rows (others stay as they are),
         atomically: one replacecommit; readers see the old partitions or the new, never a mix."""
         return self.write(data, "insert_overwrite", extra=extra)
 
-    def insert_overwrite_table(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def insert_overwrite_table(self, data: WriteInput, *,
+                               extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Replace the whole table with the input's rows (an empty input empties it), atomically."""
         return self.write(data, "insert_overwrite_table", extra=extra)
 
-    def write(self, data: Any, operation: Operation, *,
+    def write(self, data: WriteInput, operation: Operation, *,
               extra: Mapping[str, Any] | None = None) -> WriteResult:
-        """Run one write. `operation` is one of lakecore.write.OPERATIONS (anything else raises
-        UnknownOperation before an instant exists). `extra` is stored in the commit metadata (e.g.
-        source offsets)."""
+        """Run one write. `data` is a pyarrow Table or RecordBatch, a pandas DataFrame or anything that
+        exports an Arrow stream (else InvalidInput). `operation` is one of lakecore.write.OPERATIONS
+        (anything else raises UnknownOperation before an instant exists). `extra` is stored in the
+        commit metadata (e.g. source offsets)."""
         operation = check_operation(operation)
         table = as_table(data)
         config = self.config

@@ -42,6 +42,9 @@ from lakecore.concurrency.schema_conflict import complete_writer_schema
 from lakecore.concurrency.writers import Registration, WriterRegistry, launch_info, writer_info
 from lakecore.config import TableConfig
 from lakecore.errors import (
+    CleanPending,
+    ClusteringPending,
+    CompactionPending,
     EarlyConflict,
     InvalidInstantState,
     SchemaConflict,
@@ -51,11 +54,8 @@ from lakecore.errors import (
 )
 from lakecore.services import (
     ArchivalPolicy,
-    CleanPending,
     CleanPolicy,
-    ClusteringPending,
     ClusteringStrategy,
-    CompactionPending,
     run_archival,
     run_clean,
     run_clustering,

@@ -80,8 +80,9 @@ def test_the_cli_takes_the_zookeeper_lock_the_table_records(tmp_path: Path, zook
 
 
 def test_a_lock_that_contradicts_the_table_is_refused_with_the_remedy(tmp_path: Path) -> None:
-    from lakecore.concurrency import InProcessLock, LockProviderMismatch
+    from lakecore.concurrency import InProcessLock
     from lakecore.config import LockSpec
+    from lakecore.errors import LockProviderMismatch
 
     storage_table, zk_table = str(tmp_path / "s"), str(tmp_path / "z")
     Table.create(storage_table, schema=SCHEMA, record_key="id")
@@ -125,8 +126,8 @@ def test_a_table_json_written_before_the_lock_was_recorded_means_the_storage_loc
 @pytest.mark.zookeeper
 def test_changing_the_lock_waits_for_both_locks_and_stops_writers_opened_before(tmp_path: Path,
                                                                                 zookeeper_server) -> None:
-    from lakecore.concurrency import LockProviderChanged
     from lakecore.config import LockSpec
+    from lakecore.errors import LockProviderChanged
 
     uri = str(tmp_path / "t")
     Table.create(uri, schema=SCHEMA, record_key="id", buckets=1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakecore.concurrency import InProcessLock, LockAlreadyHeld
-from lakecore.errors import LockTimeout
+from lakecore.concurrency import InProcessLock
+from lakecore.errors import LockAlreadyHeld, LockTimeout
 from tests.lakecore.concurrency.test_lock_contract import in_thread
 
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from lakecore.concurrency.locks import LockAlreadyHeld
-from lakecore.errors import LockTimeout
+from lakecore.errors import LockAlreadyHeld, LockTimeout
 from tests.lakecore.concurrency.conftest import LockBench
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

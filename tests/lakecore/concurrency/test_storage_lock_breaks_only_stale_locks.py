@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from lakecore.concurrency import LockUnsupported, StorageLock, lock_from_options
-from lakecore.errors import LockTimeout
+from lakecore.concurrency import StorageLock, lock_from_options
+from lakecore.errors import LockTimeout, LockUnsupported
 from lakecore.storage import Storage, open_storage
 from lakecore.storage.fsspec_store import FsspecStorage
 from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT, in_thread

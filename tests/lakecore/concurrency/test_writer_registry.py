@@ -16,14 +16,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from lakecore.concurrency.writers import (
-    InMemoryWriterRegistry,
-    WriterAlreadyRegistered,
-    WriterRegistry,
-    WriterRegistryUnavailable,
-    writer_info,
-)
-from lakecore.errors import InstantNotFound
+from lakecore.concurrency.writers import InMemoryWriterRegistry, WriterRegistry, writer_info
+from lakecore.errors import InstantNotFound, WriterAlreadyRegistered, WriterRegistryUnavailable
 
 if TYPE_CHECKING:
     from lakecore.concurrency.writers import ZooKeeperWriterRegistry

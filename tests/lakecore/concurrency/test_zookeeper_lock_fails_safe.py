@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 from kazoo.client import KazooClient
 
 from lakecore.concurrency import zookeeper_lock as zookeeper_lock_module
-from lakecore.concurrency.locks import LockUnavailable, ensure_held
+from lakecore.concurrency.locks import ensure_held
 from lakecore.concurrency.zookeeper import close_shared_clients, shared_clients, table_lock_key, znode_name
 from lakecore.concurrency.zookeeper_lock import ZooKeeperLock, zookeeper_lock
-from lakecore.errors import LockError, LockTimeout
+from lakecore.errors import LockError, LockTimeout, LockUnavailable
 from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT, in_thread
 from tests.support.zookeeper import ZooKeeperServer, free_port
 

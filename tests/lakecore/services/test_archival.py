@@ -8,8 +8,8 @@ import pytest
 
 from lakecore import Table
 from lakecore.config import FILE_NAME
-from lakecore.errors import CorruptMetadata, InvalidTableConfig
-from lakecore.services import ArchivalPolicy, CleanPolicy, ServiceError
+from lakecore.errors import CorruptMetadata, InvalidTableConfig, ServiceError
+from lakecore.services import ArchivalPolicy, CleanPolicy
 from lakecore.table.writer import WriterOptions
 from lakecore.timeline.history import HISTORY_DIR
 from lakecore.timeline.history_store import KEPT_VERSIONS, HistoryStore, clear_history_cache

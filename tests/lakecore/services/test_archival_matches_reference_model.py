@@ -10,14 +10,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lakecore import Table
-from lakecore.services import (
-    ArchivalPolicy,
-    CleanPolicy,
-    ClusteringStrategy,
-    FilesCleaned,
-    check_readable,
-    run_clean,
-)
+from lakecore.errors import FilesCleaned
+from lakecore.services import ArchivalPolicy, CleanPolicy, ClusteringStrategy, check_readable, run_clean
 from tests.lakecore.services.conftest import SCHEMA, compact, keys, rows
 
 IDS = st.lists(st.integers(0, 11), min_size=1, max_size=6, unique=True)

@@ -10,14 +10,11 @@ from lakecore import Table, WriterOptions
 from lakecore.concurrency import commit_write, view_of
 from lakecore.concurrency.early import EarlyDetection, find_early_conflict
 from lakecore.config import FILE_NAME
-from lakecore.errors import WriteConflict
+from lakecore.errors import ClusteringConflict, ClusteringPending, RollbackBlocked, WriteConflict
 from lakecore.layout import parse_data_file_name
 from lakecore.services import (
     CleanPolicy,
-    ClusteringConflict,
-    ClusteringPending,
     ClusteringStrategy,
-    RollbackBlocked,
     rollback_clustering,
     run_clean,
     run_clustering,

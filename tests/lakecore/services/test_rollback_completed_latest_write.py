@@ -4,10 +4,9 @@ not the latest write, a savepointed one, and while a writer is live."""
 
 import pytest
 
+from lakecore.errors import RollbackBlocked, WriterLive
 from lakecore.services import (
     CleanPolicy,
-    RollbackBlocked,
-    WriterLive,
     create_savepoint,
     delete_savepoint,
     rollback_completed,

@@ -10,14 +10,8 @@ import sys
 import pytest
 
 from lakecore import State, Table
-from lakecore.services import (
-    UndoPlan,
-    WriterLive,
-    create_savepoint,
-    list_savepoints,
-    restore,
-    schedule_compaction,
-)
+from lakecore.errors import WriterLive
+from lakecore.services import UndoPlan, create_savepoint, list_savepoints, restore, schedule_compaction
 from tests.lakecore.services.conftest import HeldWrite, compact, create, rows, snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -17,11 +17,10 @@ import pytest
 
 from lakecore import State, Table
 from lakecore.config import LockSpec
-from lakecore.errors import InvalidInstantState
+from lakecore.errors import FilesCleaned, InvalidInstantState
 from lakecore.services import (
     CleanPlan,
     CleanPolicy,
-    FilesCleaned,
     list_savepoints,
     pending_compactions,
     resume_undos,
