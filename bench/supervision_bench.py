@@ -49,10 +49,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import pyarrow as pa
 
 from lakecore import Table, WriteJob, WriterOptions
-from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 from lakecore.config import LockSpec
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import HeartbeatConfig
 from lakeoperator.supervise import Decision, Supervisor, TableReport, WatchedTable, zookeeper_abort_flag
 from tests.support.zookeeper import ZooKeeperServer
 
@@ -110,7 +110,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def stop_latency(root: Path, connect: str, rounds: int) -> dict[str, Any]:
-    from lakecore.concurrency.aborts import raise_abort_flag
+    from lakecore.concurrency.liveness.aborts import raise_abort_flag
 
     supervisor = Supervisor(NullSink(), abort_flag=zookeeper_abort_flag)
     supervisor.start()

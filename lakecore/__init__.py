@@ -7,6 +7,7 @@ strategies, and every error (all defined in `lakecore.errors`).
 """
 
 from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import ColumnGroup, LockSpec, TableConfig
 from lakecore.errors import (
     AbortFlagUnavailable,
@@ -71,7 +72,6 @@ from lakecore.services import ArchivalPolicy, CleanPolicy, ClusteringStrategy, C
 from lakecore.table import Table, WriteJob, WriteResult, WriterOptions
 from lakecore.timeline import Instant, State, Timeline
 from lakecore.write import WriteInput
-from lakecore.write.heartbeat import HeartbeatConfig
 
 __all__ = ["AbortFlagUnavailable", "AlreadyExists", "ArchivalPolicy", "AtomicCreateUnsupported",
            "BeforeFirstCommit", "CleanPending", "CleanPolicy", "ClusteringConflict", "ClusteringPending",

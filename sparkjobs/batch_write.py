@@ -29,7 +29,7 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
     (`spark`'s conf), so executors on other hosts reach it."""
     from lakecore import WriterOptions
     from lakecore.concurrency.early import EarlyDetection
-    from lakecore.concurrency.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
+    from lakecore.concurrency.liveness.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
 
     detection = None
     if args.early_detection:  # the contract checked the strategy's name
@@ -46,7 +46,7 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
 
         driver_bind, driver_host = driver_endpoint(spark)
         bind, advertise = bind or driver_bind, advertise or driver_host
-    from lakecore.write.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 
     heartbeat = HeartbeatConfig(args.heartbeat_interval_s or HeartbeatConfig.interval_s,
                                 args.heartbeat_misses or HeartbeatConfig.tolerable_misses)

@@ -6,7 +6,7 @@ for writes that completed on that file group since ours started. Only older writ
 so of two overlapping writers the younger always loses and they never abort each other. A writer
 is live while its heartbeat is fresh (a write that has not beaten yet counts from its start) and
 nothing declared it dead: an instant a rollback claimed or whose writer aborted (its proof of death,
-write/heartbeat.py) is dead at once, so an aborted writer never blocks the others.
+concurrency/liveness/heartbeat.py) is dead at once, so an aborted writer never blocks the others.
 
 Strategies (`EarlyDetection.strategy`):
 - "direct": list the candidate writers' markers of this partition only (two writers checking at
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, is_alive
 from lakecore.concurrency.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
 from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
 from lakecore.errors import EarlyConflict, InvalidTableConfig
@@ -30,7 +31,6 @@ from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage, join
 from lakecore.timeline import Instant, Timeline, TimelineStore, now_ms
 from lakecore.write import Marker, create_marker, list_markers
-from lakecore.write.heartbeat import HeartbeatConfig, is_alive
 from lakecore.write.markers import MARKERS_DIR
 
 Strategy = Literal["direct", "direct_zk", "marker_service"]

@@ -27,6 +27,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lakecore.concurrency.liveness.heartbeat import (
+    HeartbeatConfig,
+    is_aborted,
+    last_sign_of_life,
+    mark_aborted,
+)
 from lakecore.concurrency.locks import Lock, ensure_held
 from lakecore.concurrency.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
@@ -34,7 +40,6 @@ from lakecore.config import ConcurrencyMode
 from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage, join
 from lakecore.timeline import Instant, Timeline, TimelineStore, now_ms, scope_of
-from lakecore.write.heartbeat import HeartbeatConfig, is_aborted, last_sign_of_life, mark_aborted
 from lakecore.write.markers import MARKERS_DIR, is_batch_file, parse_marker_name, read_batch_file
 
 FileGroup = tuple[str, str]

@@ -17,6 +17,15 @@ import json
 import logging
 from collections.abc import Callable
 
+from lakecore.concurrency.liveness.heartbeat import (
+    HeartbeatConfig,
+    delete_heartbeat,
+    is_aborted,
+    is_alive,
+    is_expired,
+    last_sign_of_life,
+    mark_aborted,
+)
 from lakecore.concurrency.locks import Lock, ensure_held
 from lakecore.errors import CorruptMetadata, InvalidInstantState, ServiceRunning, WriterLive
 from lakecore.storage import Storage
@@ -31,15 +40,6 @@ from lakecore.timeline import (
     now_ms,
     pending_overwrite,
     to_epoch_ms,
-)
-from lakecore.write.heartbeat import (
-    HeartbeatConfig,
-    delete_heartbeat,
-    is_aborted,
-    is_alive,
-    is_expired,
-    last_sign_of_life,
-    mark_aborted,
 )
 from lakecore.write.markers import delete_markers, list_markers
 
@@ -114,7 +114,7 @@ def _alive(storage: Storage, target: Instant, now: int, config: HeartbeatConfig)
     write beats its heartbeat."""
     t = target.requested_time
     if target.action in SERVICE_ACTIONS and not is_pending_write(TimelineStore(storage), target):
-        from lakecore.concurrency.runs import live_run
+        from lakecore.concurrency.liveness.runs import live_run
 
         run = live_run(storage, t, now, config)
         return None if run is None else f"run by {run.describe()}"

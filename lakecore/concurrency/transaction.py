@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakecore.concurrency.liveness.heartbeat import is_aborted
 from lakecore.concurrency.locks import Lock, ensure_held
 from lakecore.concurrency.occ import (
     Conflict,
@@ -64,7 +65,6 @@ from lakecore.timeline import (
     pending_overwrites,
 )
 from lakecore.write import OVERWRITES, Operation, WriteContext, check_operation, delete_markers
-from lakecore.write.heartbeat import is_aborted
 
 Clock = Callable[[], int]
 log = logging.getLogger(__name__)

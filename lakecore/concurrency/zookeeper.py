@@ -433,7 +433,7 @@ def _share_open_base(client: Any, base: str, timeout: float) -> None:
         raise _unreachable(f"sharing {base}", exc) from exc
 
 
-# -- ephemeral nodes and child watches: the writer registry (lakecore.concurrency.writers) ---------
+# -- ephemeral nodes and child watches: the writer registry (lakecore.concurrency.liveness.writers) --
 # Each call answers within `timeout` or raises LockUnavailable (this module's "ZooKeeper did not
 # answer"); the registry translates that into its own error.
 
@@ -544,7 +544,7 @@ def watch_children(client: Any, path: str, callback: Callable[[list[str]], bool]
         raise _unreachable(f"watching {path}", NoNodeError(f"{path} was deleted meanwhile"))
 
 
-# -- persistent flags and data watches: abort flags (lakecore.concurrency.aborts) -------------------
+# -- persistent flags and data watches: abort flags (lakecore.concurrency.liveness.aborts) ----------
 
 
 def create_persistent(client: Any, path: str, data: bytes, timeout: float) -> bool:

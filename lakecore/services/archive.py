@@ -1,6 +1,6 @@
 """Archival: move the oldest completed instants out of the active timeline into the history.
 
-    claim the archival run (concurrency/runs.py, key `archival`: ServiceRunning while another
+    claim the archival run (concurrency/liveness/runs.py, key `archival`: ServiceRunning while another
     process archives) -> load timeline -> finish a crashed archival's deletions -> plan (pure) ->
     write a level-0 history
     file with the instants' metadata and plans -> new live files (old live files + the archived
@@ -34,7 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, ensure_held
-from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
+from lakecore.concurrency.liveness.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig
+from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun
 from lakecore.errors import HistoryMoved, InvalidTableConfig, StorageError
 from lakecore.services.savepoint import savepoints
 from lakecore.storage import Storage
@@ -50,7 +51,6 @@ from lakecore.timeline.history import (
     latest_slices,
 )
 from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore
-from lakecore.write.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig
 
 Clock = Callable[[], int]
 log = logging.getLogger(__name__)

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, rollback_write, view_for_services
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts
 from lakecore.config import TableConfig
 from lakecore.errors import ClusteringConflict, ClusteringPending
@@ -61,7 +62,6 @@ from lakecore.timeline import (
     now_ms,
 )
 from lakecore.write import Marker, create_marker
-from lakecore.write.heartbeat import HeartbeatConfig
 
 Clock = Callable[[], int]
 ACTION: Action = "replacecommit"

@@ -7,7 +7,7 @@ after every task has stopped (so no task writes a file after its markers were us
 Bounded retry of a whole write that lost a conflict is opt-in.
 
 An abort decided outside the writer (the operator's, on a conflict between writers) is heard by the
-job's abort watch (concurrency/aborts.py): the engine is told (`on_abort`), tasks here stop before
+job's abort watch (concurrency/liveness/aborts.py): the engine is told (`on_abort`), tasks here stop before
 their next file, the commit refuses, and the write ends with the EarlyConflict built from the
 decision — never retried: whoever decided expects this writer to stop.
 """
@@ -35,11 +35,12 @@ from lakecore.concurrency import (
     rollback_failed_writes,
     rollback_write,
 )
-from lakecore.concurrency.aborts import AbortWatch
 from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
+from lakecore.concurrency.liveness.aborts import AbortWatch
+from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted, read_aborted
+from lakecore.concurrency.liveness.writers import Registration, WriterRegistry, launch_info, writer_info
 from lakecore.concurrency.locks import lock_times
 from lakecore.concurrency.schema_conflict import complete_writer_schema
-from lakecore.concurrency.writers import Registration, WriterRegistry, launch_info, writer_info
 from lakecore.config import TableConfig
 from lakecore.errors import (
     CleanPending,
@@ -77,7 +78,6 @@ from lakecore.write import (
     empty_group,
     write_file_group,
 )
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted, read_aborted
 from lakecore.write.marker_service import MarkerClient, MarkerService, ServiceMarkers
 from lakecore.write.markers import bytes_named
 

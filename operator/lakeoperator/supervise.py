@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.concurrency.outside import (
     LiveWrite,
     OutsideConflict,
@@ -45,7 +46,6 @@ from lakecore.concurrency.outside import (
 )
 from lakecore.timeline import Timeline, TimelineStore
 from lakecore.timeline.metadata import writer_of
-from lakecore.write.heartbeat import HeartbeatConfig
 from lakecore.write.markers import bytes_named
 from lakeoperator.specs import parse_lake_table
 
@@ -270,8 +270,8 @@ class Supervisor:
         if opened is not None:
             return opened
         from lakecore import Table
+        from lakecore.concurrency.liveness.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
         from lakecore.concurrency.lock_choice import lock_for_spec
-        from lakecore.concurrency.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
 
         t = Table.open(table.location, storage_options=dict(table.storage_options or {}) or None)
         lock, registry = t.lock, cast(Any, StorageWriterRegistry(t.storage))
@@ -356,9 +356,9 @@ class Supervisor:
 
     def _roll_back_dead(self, opened: _Open, table: WatchedTable, timeline: Any, writes: list[LiveWrite],
                         writers: Mapping[str, str], now: int) -> None:
+        from lakecore.concurrency.liveness.heartbeat import is_expired, last_sign_of_life, read_aborted
         from lakecore.concurrency.rollback import is_pending_write, rollback_write
         from lakecore.timeline import TimelineStore
-        from lakecore.write.heartbeat import is_expired, last_sign_of_life, read_aborted
 
         live = {w.instant for w in writes}
         store = TimelineStore(opened.storage)
@@ -554,7 +554,7 @@ class CommitsSeen:
 def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mapping[str, Any] | None,
                   zookeeper_credentials: Any = None) -> WatchedTable:
     """What the supervisor needs of a LakeTable (SpecError when its spec is invalid)."""
-    from lakecore.write.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 
     spec = parse_lake_table(body)
     options = {**spec.storage.options, **(secret_options or {})}
@@ -568,7 +568,7 @@ def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mappi
 def zookeeper_abort_flag(table: WatchedTable, table_uri: str, instant: str,
                           record: Mapping[str, Any]) -> None:
     """The loser's abort flag in ZooKeeper (its writer watches it), with the table's tenant credentials."""
-    from lakecore.concurrency.aborts import raise_abort_flag
+    from lakecore.concurrency.liveness.aborts import raise_abort_flag
     from lakecore.concurrency.zookeeper import Endpoint
 
     assert table.zookeeper is not None

@@ -16,13 +16,13 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table, WriteJob, WriterOptions
-from lakecore.concurrency.aborts import abort_flags
-from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+from lakecore.concurrency.liveness.aborts import abort_flags
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, read_aborted
+from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 from lakecore.concurrency.zookeeper import Credentials, Endpoint
 from lakecore.config import LockSpec
 from lakecore.errors import InvalidInstantState, WriteConflict
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import HeartbeatConfig, read_aborted
 from lakeoperator.build.driver_pod import child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import LocalSink, Resource, StateDir

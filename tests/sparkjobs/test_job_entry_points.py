@@ -170,7 +170,7 @@ def test_the_job_takes_the_zookeeper_lock_and_reports_an_early_conflict(spark, t
 
 
 def test_writer_options_follow_the_arguments():
-    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+    from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
     from sparkjobs.batch_write import writer_options
 
     plain = writer_options(BatchWriteArgs("t", "s"))
@@ -183,8 +183,8 @@ def test_writer_options_follow_the_arguments():
 
 
 def test_a_service_job_exits_busy_while_another_run_holds_the_service(tmp_path):
-    from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
-    from lakecore.write.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun
     from sparkjobs.contract import EXIT_BUSY
 
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2)

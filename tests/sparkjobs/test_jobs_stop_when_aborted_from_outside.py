@@ -25,11 +25,11 @@ import sparkjobs.batch_write as batch_write
 import sparkjobs.stream_write as stream_write
 import sparkjobs.write as spark_write
 from lakecore import Table
-from lakecore.concurrency.aborts import raise_abort_flag
-from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+from lakecore.concurrency.liveness.aborts import raise_abort_flag
+from lakecore.concurrency.liveness.heartbeat import mark_aborted, read_aborted
+from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 from lakecore.config import LockSpec
 from lakecore.timeline import now_ms
-from lakecore.write.heartbeat import mark_aborted, read_aborted
 from sparkjobs.contract import EXIT_CONFLICT, BatchWriteArgs, StreamWriteArgs
 from tests.support.operator import wait_until
 

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 from lakecore import Table
 from lakecore.cli.main import app
 from lakecore.concurrency import begin_write
-from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
+from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted
+from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun
 from lakecore.services import schedule_compaction
 from lakecore.table.writer import WriterOptions
 from lakecore.timeline import now_ms
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted
 from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT
 
 

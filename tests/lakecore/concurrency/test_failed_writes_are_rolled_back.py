@@ -12,10 +12,10 @@ import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write, rollback_failed_writes
+from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.timeline import now_ms
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig
 from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, data_files
 
 FAST = HeartbeatConfig(interval_s=0.1, tolerable_misses=2)
@@ -72,7 +72,7 @@ def test_the_next_writer_cleans_up_after_a_killed_one(tmp_path):
     Table.create(uri, schema=SCHEMA, record_key="id")
     code = ("import sys, os, signal, pyarrow as pa\n"
             "from lakecore import Table, WriterOptions\n"
-            "from lakecore.write.heartbeat import HeartbeatConfig\n"
+            "from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig\n"
             "import lakecore.concurrency.transaction as tx\n"
             "tx.commit_write = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
             "import lakecore.table.writer as w\n"

@@ -11,8 +11,8 @@ import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import StorageLock
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import LockSpec
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.table.crash_writer import batch
 from tests.lakecore.table.test_crash_leaves_table_readable import ROOT, actual, data_files, expected
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lakecore.concurrency.writers import ZooKeeperWriterRegistry, writer_info
+from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry, writer_info
 from lakecore.concurrency.zookeeper import (
     PASSWORD_ENV,
     SHARED_ACL,

@@ -35,11 +35,11 @@ def main() -> None:
 
     from lakecore import Table, WriterOptions
     from lakecore.concurrency.early import EarlyDetection
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
     from lakecore.concurrency.zookeeper import table_lock_key
     from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.errors import EarlyConflict, LakecoreError, WriteConflict
     from lakecore.timeline import now_ms
-    from lakecore.write.heartbeat import HeartbeatConfig
 
     uri, connect, writer, commits, seed, log = sys.argv[1:7]
     flags = sys.argv[7:]  # "tolerate-outages", "early=<strategy>"

@@ -10,12 +10,12 @@ import time
 import pytest
 
 from lakecore import Table
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.errors import ServiceRunning
 from lakecore.services import ArchivalPolicy
 from lakecore.table.writer import WriterOptions
 from lakecore.timeline.history import HISTORY_DIR, Manifest
 from lakecore.timeline.history_store import HistoryStore, manifest_path
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import create, rows, snapshot
 
 POLICY = ArchivalPolicy(3, 5, 3)
@@ -149,7 +149,7 @@ def test_a_savepoint_taken_meanwhile_stops_the_archival(table, monkeypatch):
 def test_a_writer_finds_a_running_archival_without_waiting_on_the_lock(table, monkeypatch):
     """Writers archive inline after their commits: while one archives, the others learn it from its
     live claim, before taking the table lock every writer waits on."""
-    from lakecore.concurrency.runs import ServiceRun
+    from lakecore.concurrency.liveness.runs import ServiceRun
     from lakecore.services.archive import ARCHIVAL, DEFAULT_HEARTBEAT, run_archival
 
     with table.lock:

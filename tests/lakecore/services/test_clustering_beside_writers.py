@@ -9,6 +9,7 @@ import pytest
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import commit_write, view_of
 from lakecore.concurrency.early import EarlyDetection, find_early_conflict
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import FILE_NAME
 from lakecore.errors import ClusteringConflict, ClusteringPending, RollbackBlocked, WriteConflict
 from lakecore.layout import parse_data_file_name
@@ -22,7 +23,6 @@ from lakecore.services import (
 )
 from lakecore.services.clustering import execute_operation
 from lakecore.write import list_markers
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import (
     HeldBaseWrite,
     HeldWrite,

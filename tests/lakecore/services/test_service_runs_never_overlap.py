@@ -13,7 +13,8 @@ import pytest
 
 import lakecore.services.compaction as compaction
 from lakecore import Table, WriterOptions
-from lakecore.concurrency.runs import ARCHIVAL, ServiceRun, live_run
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun, live_run
 from lakecore.errors import ServiceRunning
 from lakecore.services import (
     ArchivalPolicy,
@@ -26,7 +27,6 @@ from lakecore.services import (
     schedule_compaction,
 )
 from lakecore.services.compaction import load_plan
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import create, keys, rows, snapshot
 
 FAST = HeartbeatConfig(interval_s=0.2, tolerable_misses=2)

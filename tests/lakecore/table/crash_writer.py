@@ -72,7 +72,7 @@ def main() -> None:
 
     from lakecore import Table, WriterOptions
     from lakecore.concurrency import StorageLock
-    from lakecore.write.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 
     uri, mode = sys.argv[1], sys.argv[2]
     table = Table.open(uri)

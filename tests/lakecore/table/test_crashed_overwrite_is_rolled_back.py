@@ -7,10 +7,10 @@ import subprocess
 import pytest
 
 from lakecore.concurrency import rollback_failed_writes
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.errors import WriterLive
 from lakecore.services import pending_clusterings
 from lakecore.timeline import TimelineStore, now_ms
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.table.crash_writer import batch
 from tests.lakecore.table.test_crash_leaves_table_readable import actual, child, data_files, fresh, reopen
 

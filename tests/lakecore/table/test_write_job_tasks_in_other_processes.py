@@ -13,10 +13,10 @@ import pytest
 
 from lakecore import Table
 from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, read_last_beat
 from lakecore.errors import EarlyConflict
 from lakecore.table.writer import WriteJob, WriterOptions
 from lakecore.write import combine_and_route, conform, list_markers, write_file_group
-from lakecore.write.heartbeat import HeartbeatConfig, read_last_beat
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 SPAWN = multiprocessing.get_context("spawn")

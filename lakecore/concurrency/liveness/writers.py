@@ -8,7 +8,7 @@ so a writer killed with SIGKILL disappears after its session timeout — and so 
 off from ZooKeeper for longer than that (its node is not re-created).
 
 Advisory only: whether an in-flight instant may be rolled back is decided by its heartbeat on storage
-(write/heartbeat.py), never by this registry. Kazoo-free: the ZooKeeper calls are in `zookeeper.py`,
+(`heartbeat.py`), never by this registry. Kazoo-free: the ZooKeeper calls are in `zookeeper.py`,
 imported only when a ZooKeeper registry is made, so the in-memory registry works without kazoo.
 """
 

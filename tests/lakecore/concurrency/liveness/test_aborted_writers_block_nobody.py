@@ -14,10 +14,10 @@ import lakecore.table.writer as writer_module
 from lakecore import Table, WriteJob, WriterOptions
 from lakecore.concurrency import rollback_failed_writes, rollback_write
 from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, is_aborted
 from lakecore.concurrency.rollback import resume_rollbacks
 from lakecore.errors import LockTimeout
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import HeartbeatConfig, is_aborted
 from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket
 
 SLOW = HeartbeatConfig(interval_s=10.0, tolerable_misses=3)  # 30 s: far longer than this test

@@ -21,10 +21,10 @@ from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from lakecore.concurrency.writers import decode_info
+from lakecore.concurrency.liveness.heartbeat import is_aborted, read_aborted
+from lakecore.concurrency.liveness.writers import decode_info
 from lakecore.errors import AbortFlagUnavailable, InvalidTableConfig
 from lakecore.storage import Storage
-from lakecore.write.heartbeat import is_aborted, read_aborted
 
 if TYPE_CHECKING:
     from lakecore.concurrency.zookeeper import Connection

@@ -15,10 +15,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from lakecore.errors import HeartbeatExpired, InvalidInstantState, InvalidTableConfig, StorageError
-from lakecore.storage import FileInfo, Storage, open_storage
-from lakecore.timeline import now_ms
-from lakecore.write.heartbeat import (
+from lakecore.concurrency.liveness.heartbeat import (
     HEARTBEATS_DIR,
     Heartbeat,
     HeartbeatConfig,
@@ -30,8 +27,11 @@ from lakecore.write.heartbeat import (
     list_heartbeats,
     read_last_beat,
 )
+from lakecore.errors import HeartbeatExpired, InvalidInstantState, InvalidTableConfig, StorageError
+from lakecore.storage import FileInfo, Storage, open_storage
+from lakecore.timeline import now_ms
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 T1, T2 = "20261122101500123", "20261122101500456"
 FAST = HeartbeatConfig(interval_s=0.05, tolerable_misses=3)
 SLOW = HeartbeatConfig(interval_s=10.0, tolerable_misses=3)  # the thread never beats within a test
@@ -39,7 +39,7 @@ SLOW = HeartbeatConfig(interval_s=10.0, tolerable_misses=3)  # the thread never 
 WRITER = """
 import sys, time
 from lakecore.storage import open_storage
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig
+from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig
 table, instant, interval = sys.argv[1], sys.argv[2], float(sys.argv[3])
 Heartbeat(open_storage(table), instant, HeartbeatConfig(interval_s=interval, tolerable_misses=3)).start()
 print("beating", flush=True)

@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, is_expired, read_beat_at
 from lakecore.concurrency.locks import Lock, ensure_held
 from lakecore.concurrency.processes import process_gone, process_space
 from lakecore.errors import AlreadyExists, ServiceRunning
 from lakecore.storage import Storage, join
 from lakecore.timeline import now_ms
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, is_expired, read_beat_at
 
 RUNS_DIR = ".weir/runs"
 ARCHIVAL = "archival"  # the key of archival runs (archival has no instant of its own)

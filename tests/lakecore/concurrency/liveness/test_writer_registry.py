@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from lakecore.concurrency.writers import InMemoryWriterRegistry, WriterRegistry, writer_info
+from lakecore.concurrency.liveness.writers import InMemoryWriterRegistry, WriterRegistry, writer_info
 from lakecore.errors import InstantNotFound, WriterAlreadyRegistered, WriterRegistryUnavailable
 
 if TYPE_CHECKING:
-    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+    from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 TABLE, OTHER_TABLE = "s3://lake/orders", "s3://lake/customers"
 T1, T2 = "20261122101500123", "20261122101500456"
 
 WRITER = """
 import sys, time
-from lakecore.concurrency.writers import ZooKeeperWriterRegistry, writer_info
+from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry, writer_info
 connect, base_path, table, instant = sys.argv[1:5]
 registry = ZooKeeperWriterRegistry(connect, base_path=base_path, session_timeout_s=2.0)
 registry.register(table, instant, writer_info("upsert"))
@@ -56,7 +56,7 @@ class Seen:
 
 def zookeeper_registry(request: pytest.FixtureRequest, base_path: str | None = None,
                        share_client: bool = True) -> ZooKeeperWriterRegistry:
-    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+    from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 
     server = request.getfixturevalue("zookeeper_server")
     return ZooKeeperWriterRegistry(server.connect_string, base_path=base_path or new_base_path(),
@@ -147,7 +147,7 @@ def test_a_failing_callback_does_not_break_the_registry(registry: WriterRegistry
 
 @pytest.mark.zookeeper
 def test_a_sigkilled_writer_leaves_after_its_session_timeout(request: pytest.FixtureRequest) -> None:
-    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+    from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
     from lakecore.concurrency.zookeeper import close_shared_clients
 
     server = request.getfixturevalue("zookeeper_server")
@@ -197,7 +197,7 @@ def test_closing_a_private_client_ends_its_writers(request: pytest.FixtureReques
 
 @pytest.mark.zookeeper
 def test_unreachable_zookeeper_fails_fast_and_says_so() -> None:
-    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+    from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
     from tests.support.zookeeper import free_port
 
     connect = f"127.0.0.1:{free_port()}"  # nothing listens there
@@ -213,7 +213,7 @@ def test_table_writes_register_while_they_run(tmp_path):
     import pyarrow as pa
 
     from lakecore import Table, WriterOptions
-    from lakecore.concurrency.writers import InMemoryWriterRegistry
+    from lakecore.concurrency.liveness.writers import InMemoryWriterRegistry
 
     registry = InMemoryWriterRegistry()
     seen: list[frozenset[str]] = []

@@ -16,11 +16,11 @@ import pytest
 from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.zookeeper]
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 CHILD = r"""
 import sys, time
-from lakecore.concurrency.aborts import AbortWatch
+from lakecore.concurrency.liveness.aborts import AbortWatch
 from lakecore.storage import open_storage
 storage = open_storage(sys.argv[2])
 watch = AbortWatch(storage, "20261123120000000", lambda record: None, table_uri=sys.argv[2], check_s=600,

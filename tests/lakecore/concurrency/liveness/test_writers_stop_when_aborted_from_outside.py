@@ -15,7 +15,7 @@ import pytest
 
 import lakecore.concurrency.transaction as tx
 from lakecore import Table
-from lakecore.concurrency.aborts import (
+from lakecore.concurrency.liveness.aborts import (
     AbortWatch,
     abort_flag_path,
     abort_flags,
@@ -23,14 +23,14 @@ from lakecore.concurrency.aborts import (
     instant_flag_path,
     raise_abort_flag,
 )
-from lakecore.concurrency.writers import launch_info
+from lakecore.concurrency.liveness.heartbeat import is_aborted, mark_aborted, read_aborted
+from lakecore.concurrency.liveness.writers import launch_info
 from lakecore.concurrency.zookeeper import shared_clients
 from lakecore.concurrency.zookeeper_lock import ZooKeeperLockConfig
 from lakecore.errors import EarlyConflict
 from lakecore.table.writer import WriteJob, WriterOptions
 from lakecore.timeline import now_ms
 from lakecore.write import combine_and_route, conform, list_markers, write_file_group
-from lakecore.write.heartbeat import is_aborted, mark_aborted, read_aborted
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 WINNER = "20261123101500123"
