@@ -23,8 +23,8 @@ from lakecore.concurrency.liveness.heartbeat import (
     last_sign_of_life,
 )
 from lakecore.concurrency.liveness.runs import ARCHIVAL, Claim, live_run
+from lakecore.concurrency.locks.storage import newest_generation
 from lakecore.concurrency.rollback import is_pending_write
-from lakecore.concurrency.storage_lock import newest_generation
 from lakecore.config import LockSpec
 from lakecore.storage import Storage
 from lakecore.timeline import Timeline, TimelineStore

@@ -134,8 +134,8 @@ class EarlyConflictDetector:
 
     def create(self, storage: Storage, marker: Marker, partition: str, file_id: str) -> None:
         if self.detection.strategy == "direct_zk":
+            from lakecore.concurrency.locks.zookeeper import zookeeper_lock
             from lakecore.concurrency.zookeeper import table_lock_key
-            from lakecore.concurrency.zookeeper_lock import zookeeper_lock
 
             assert self.detection.zookeeper
             key = f"{table_lock_key(storage.uri)}/{partition}/{file_id}"

@@ -33,7 +33,7 @@ from lakecore.concurrency.liveness.heartbeat import (
     last_sign_of_life,
     mark_aborted,
 )
-from lakecore.concurrency.locks import Lock, ensure_held
+from lakecore.concurrency.locks.protocol import Lock, ensure_held
 from lakecore.concurrency.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.config import ConcurrencyMode

@@ -26,7 +26,7 @@ from lakecore.concurrency.liveness.heartbeat import (
     last_sign_of_life,
     mark_aborted,
 )
-from lakecore.concurrency.locks import Lock, ensure_held
+from lakecore.concurrency.locks.protocol import Lock, ensure_held
 from lakecore.errors import CorruptMetadata, InvalidInstantState, ServiceRunning, WriterLive
 from lakecore.storage import Storage
 from lakecore.timeline import (

@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.concurrency.liveness.heartbeat import is_aborted
-from lakecore.concurrency.locks import Lock, ensure_held
+from lakecore.concurrency.locks.protocol import Lock, ensure_held
 from lakecore.concurrency.occ import (
     Conflict,
     completed_since,

@@ -1,9 +1,9 @@
-"""The kazoo client plumbing: the only module besides `zookeeper_lock.py` that imports kazoo.
+"""The kazoo client plumbing: the only module besides `locks/zookeeper.py` that imports kazoo.
 
 Owns a cache of started kazoo clients per (connect string, session timeout, credentials), the mapping
 of keys (table URIs, `partition/fileId` pairs) to znode names, the bounded calls the writer registry
 makes (ephemeral nodes, child watches), and who may touch Weir's nodes. Knows nothing of locks beyond
-raising `LockUnavailable` when ZooKeeper does not answer; the lock itself is `zookeeper_lock.py`.
+raising `LockUnavailable` when ZooKeeper does not answer; the lock itself is `locks/zookeeper.py`.
 
 Access: a process takes its ZooKeeper credentials from WEIR_ZOOKEEPER_USERNAME/PASSWORD (the operator
 fills them from the LakeTable's `lock.zookeeper.credentialsSecret`; they are never written to table.json

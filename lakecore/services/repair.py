@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write
-from lakecore.concurrency.lock_choice import lock_for_spec
+from lakecore.concurrency.locks.choice import lock_for_spec
 from lakecore.concurrency.rollback import TABLE_SERVICES
 from lakecore.config import CONFIG_PATH, LockSpec, TableConfig
 from lakecore.errors import CorruptMetadata, HistoryMoved, TableNotFound

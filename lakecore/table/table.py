@@ -486,7 +486,7 @@ def _spec_to_record(lock: Lock | LockSpec | None, uri: str) -> LockSpec:
         raise InvalidTableConfig(f"{lock!r} does not say which table lock it is (no `spec`); pass a lakecore "
                                  "lock (StorageLock, InProcessLock, ZooKeeperLock) or a LockSpec")
     if spec.provider == "zookeeper" and spec.path is None:
-        from lakecore.concurrency.zookeeper_lock import zookeeper_spec
+        from lakecore.concurrency.locks.zookeeper import zookeeper_spec
 
         spec = zookeeper_spec(spec.connect or "", uri)
     return spec

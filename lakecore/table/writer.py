@@ -39,7 +39,7 @@ from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Fo
 from lakecore.concurrency.liveness.aborts import AbortWatch
 from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted, read_aborted
 from lakecore.concurrency.liveness.writers import Registration, WriterRegistry, launch_info, writer_info
-from lakecore.concurrency.locks import lock_times
+from lakecore.concurrency.locks.protocol import lock_times
 from lakecore.concurrency.schema_conflict import complete_writer_schema
 from lakecore.config import TableConfig
 from lakecore.errors import (

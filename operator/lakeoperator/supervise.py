@@ -271,7 +271,7 @@ class Supervisor:
             return opened
         from lakecore import Table
         from lakecore.concurrency.liveness.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
-        from lakecore.concurrency.lock_choice import lock_for_spec
+        from lakecore.concurrency.locks.choice import lock_for_spec
 
         t = Table.open(table.location, storage_options=dict(table.storage_options or {}) or None)
         lock, registry = t.lock, cast(Any, StorageWriterRegistry(t.storage))

@@ -139,8 +139,8 @@ def test_the_stream_job_writes_what_is_there_and_stops(spark, tmp_path):
 @pytest.mark.spark
 @pytest.mark.zookeeper
 def test_the_job_takes_the_zookeeper_lock_and_reports_an_early_conflict(spark, tmp_path, zookeeper_server):
+    from lakecore.concurrency.locks.zookeeper import zookeeper_lock
     from lakecore.concurrency.zookeeper import table_lock_key
-    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.config import LockSpec
     from lakecore.table.writer import WriteJob
     from lakecore.write import combine_and_route, conform, write_file_group

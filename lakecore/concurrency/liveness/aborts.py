@@ -109,7 +109,7 @@ def decode_record(data: bytes) -> Record:
 def _connection(connect: str | Connection, timeout_s: float) -> Connection:
     if not isinstance(connect, str):
         return connect
-    from lakecore.concurrency.zookeeper_lock import ZooKeeperLockConfig
+    from lakecore.concurrency.locks.zookeeper import ZooKeeperLockConfig
 
     # the client cache takes a lock config: same session timeout as the table lock's, so one client
     return ZooKeeperLockConfig(connect, "aborts", connection_timeout_s=timeout_s)

@@ -35,7 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, is_expired, read_beat_at
-from lakecore.concurrency.locks import Lock, ensure_held
+from lakecore.concurrency.locks.protocol import Lock, ensure_held
 from lakecore.concurrency.processes import process_gone, process_space
 from lakecore.errors import AlreadyExists, ServiceRunning
 from lakecore.storage import Storage, join

@@ -28,8 +28,8 @@ from lakecore.timeline import now_ms
 from lakecore.timeline.instant_time import to_epoch_ms
 
 if TYPE_CHECKING:
+    from lakecore.concurrency.locks.zookeeper import ZooKeeperLockConfig
     from lakecore.concurrency.zookeeper import Auth, ZooKeeperClients
-    from lakecore.concurrency.zookeeper_lock import ZooKeeperLockConfig
 
 Info = dict[str, Any]
 WatchCallback = Callable[[frozenset[str]], None]
@@ -288,8 +288,8 @@ class ZooKeeperWriterRegistry:
     def __init__(self, connect: str, *, base_path: str = "/weir/writers", session_timeout_s: float = 30.0,
                  connection_timeout_s: float = 15.0, share_client: bool = True,
                  credentials: Auth = "environment") -> None:
+        from lakecore.concurrency.locks.zookeeper import ZooKeeperLockConfig
         from lakecore.concurrency.zookeeper import ZooKeeperClients, resolve_credentials, shared_clients
-        from lakecore.concurrency.zookeeper_lock import ZooKeeperLockConfig
 
         # The client cache takes a lock config; it also validates connect, base_path and the timeouts.
         # `credentials`: this process's WEIR_ZOOKEEPER_USERNAME/PASSWORD by default (see zookeeper.py);

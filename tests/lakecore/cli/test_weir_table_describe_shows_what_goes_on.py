@@ -22,7 +22,7 @@ from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun
 from lakecore.services import schedule_compaction
 from lakecore.table.writer import WriterOptions
 from lakecore.timeline import now_ms
-from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT
+from tests.lakecore.concurrency.locks.test_lock_contract import REPO_ROOT
 
 
 def describe(uri: str) -> tuple[dict[str, Any], str]:
@@ -51,7 +51,7 @@ def test_describe_names_the_lock_holder_the_pending_instants_and_the_runs(tmp_pa
     table.upsert(rows([1, 2]))
 
     holder = subprocess.Popen(
-        [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold",
+        [sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "hold",
          json.dumps({"provider": "storage", "expiry_s": 600}), uri],
         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry, writer_info
+from lakecore.concurrency.locks.zookeeper import ZooKeeperLock, ZooKeeperLockConfig
 from lakecore.concurrency.zookeeper import (
     PASSWORD_ENV,
     SHARED_ACL,
@@ -26,7 +27,6 @@ from lakecore.concurrency.zookeeper import (
     process_credentials,
     shared_clients,
 )
-from lakecore.concurrency.zookeeper_lock import ZooKeeperLock, ZooKeeperLockConfig
 from lakecore.errors import InvalidTableConfig, ZooKeeperAccessDenied
 
 pytestmark = pytest.mark.zookeeper

@@ -11,8 +11,8 @@ import pytest
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write, rollback_failed_writes
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+from lakecore.concurrency.locks.zookeeper import zookeeper_lock
 from lakecore.concurrency.zookeeper import table_lock_key
-from lakecore.concurrency.zookeeper_lock import zookeeper_lock
 from lakecore.config import LockSpec
 from lakecore.errors import LockError
 from lakecore.write import conform, route, write_file_group

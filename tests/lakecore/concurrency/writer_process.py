@@ -36,8 +36,8 @@ def main() -> None:
     from lakecore import Table, WriterOptions
     from lakecore.concurrency.early import EarlyDetection
     from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.locks.zookeeper import zookeeper_lock
     from lakecore.concurrency.zookeeper import table_lock_key
-    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.errors import EarlyConflict, LakecoreError, WriteConflict
     from lakecore.timeline import now_ms
 

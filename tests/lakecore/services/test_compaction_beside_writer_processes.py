@@ -9,8 +9,8 @@ import time
 import pytest
 
 from lakecore import Table
+from lakecore.concurrency.locks.zookeeper import zookeeper_lock
 from lakecore.concurrency.zookeeper import table_lock_key
-from lakecore.concurrency.zookeeper_lock import zookeeper_lock
 from lakecore.config import LockSpec
 from lakecore.errors import CompactionPending
 from lakecore.services import run_compaction, schedule_compaction

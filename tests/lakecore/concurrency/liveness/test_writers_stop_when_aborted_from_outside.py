@@ -25,8 +25,8 @@ from lakecore.concurrency.liveness.aborts import (
 )
 from lakecore.concurrency.liveness.heartbeat import is_aborted, mark_aborted, read_aborted
 from lakecore.concurrency.liveness.writers import launch_info
+from lakecore.concurrency.locks.zookeeper import ZooKeeperLockConfig
 from lakecore.concurrency.zookeeper import shared_clients
-from lakecore.concurrency.zookeeper_lock import ZooKeeperLockConfig
 from lakecore.errors import EarlyConflict
 from lakecore.table.writer import WriteJob, WriterOptions
 from lakecore.timeline import now_ms

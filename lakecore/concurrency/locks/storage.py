@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from lakecore.concurrency.locks import GuardedLock, backoff_s
+from lakecore.concurrency.locks.protocol import GuardedLock, backoff_s
 from lakecore.concurrency.processes import process_gone, process_space
 from lakecore.config import LockSpec
 from lakecore.errors import (

@@ -22,12 +22,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kazoo.client import KazooClient
 
-from lakecore.concurrency import zookeeper_lock as zookeeper_lock_module
-from lakecore.concurrency.locks import ensure_held
+from lakecore.concurrency.locks import zookeeper as zookeeper_lock_module
+from lakecore.concurrency.locks.protocol import ensure_held
+from lakecore.concurrency.locks.zookeeper import ZooKeeperLock, zookeeper_lock
 from lakecore.concurrency.zookeeper import close_shared_clients, shared_clients, table_lock_key, znode_name
-from lakecore.concurrency.zookeeper_lock import ZooKeeperLock, zookeeper_lock
 from lakecore.errors import LockError, LockTimeout, LockUnavailable
-from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT, in_thread
+from tests.lakecore.concurrency.locks.test_lock_contract import REPO_ROOT, in_thread
 from tests.support.zookeeper import ZooKeeperServer, free_port
 
 pytestmark = pytest.mark.zookeeper
@@ -66,8 +66,8 @@ def test_a_sigkilled_holder_frees_the_lock_after_its_session_timeout(
 ) -> None:
     options = {"provider": "zookeeper", "connect": zookeeper_server.connect_string, "key": "orders",
                "base_path": base_path(), "session_timeout_s": 2.0}
-    command = [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold", json.dumps(options),
-               str(tmp_path / "table")]
+    command = [sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "hold",
+               json.dumps(options), str(tmp_path / "table")]
     with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True) as holder:
         try:
             assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -97,7 +97,7 @@ def test_a_released_lock_is_free_even_if_its_process_ends_abruptly_right_after(
     options = {"provider": "zookeeper", "connect": zookeeper_server.connect_string, "key": "orders",
                "base_path": base_path(), "session_timeout_s": 20.0}
     for _ in range(3):
-        subprocess.run([sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "drop",
+        subprocess.run([sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "drop",
                         json.dumps(options), str(tmp_path / "table")], cwd=REPO_ROOT, check=True, timeout=60)
         contender = zookeeper_lock(zookeeper_server.connect_string, "orders", base_path=options["base_path"])
         locks.append(contender)
@@ -113,8 +113,8 @@ def test_a_holder_stopped_past_its_session_is_told_it_lost_the_lock(
     waking that it lost it, before it could complete anything."""
     options = {"provider": "zookeeper", "connect": zookeeper_server.connect_string, "key": "orders",
                "base_path": base_path(), "session_timeout_s": 2.0}
-    command = [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "ask", json.dumps(options),
-               str(tmp_path / "table")]
+    command = [sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "ask",
+               json.dumps(options), str(tmp_path / "table")]
     with subprocess.Popen(command, cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           text=True) as holder:
         assert holder.stdin is not None and holder.stdout is not None

@@ -22,7 +22,7 @@ from lakecore.concurrency import StorageLock, lock_from_options
 from lakecore.errors import LockTimeout, LockUnsupported
 from lakecore.storage import Storage, open_storage
 from lakecore.storage.fsspec_store import FsspecStorage
-from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT, in_thread
+from tests.lakecore.concurrency.locks.test_lock_contract import REPO_ROOT, in_thread
 
 
 def test_a_dead_holders_lock_is_broken_after_its_lease(tmp_path: Path) -> None:
@@ -127,8 +127,8 @@ def test_two_contenders_breaking_one_stale_lock_never_both_hold_it(tmp_path: Pat
 
 
 def _hold_in_process(table: Path, options: dict[str, Any], skew_s: float) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold", json.dumps(options),
-               str(table)]
+    command = [sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "hold",
+               json.dumps(options), str(table)]
     worker = subprocess.Popen(
         command,
         cwd=REPO_ROOT, env={**os.environ, "WEIR_TEST_CLOCK_SKEW_S": str(skew_s)}, stdout=subprocess.PIPE,
@@ -146,7 +146,7 @@ def test_skewed_wall_clocks_never_break_a_live_lock(tmp_path: Path, holder_skew_
     holder = _hold_in_process(table, {"provider": "storage", "expiry_s": 30}, holder_skew_s)
     try:
         contender = subprocess.run(
-            [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "try",
+            [sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "try",
              json.dumps({"provider": "storage"}), str(table), "1.0"],
             cwd=REPO_ROOT, env={**os.environ, "WEIR_TEST_CLOCK_SKEW_S": str(contender_skew_s)},
             capture_output=True, text=True, timeout=60)
@@ -239,7 +239,7 @@ os._exit(0)
 
 
 def test_a_fork_of_a_holder_neither_holds_nor_frees_its_lock(tmp_path: Path) -> None:
-    from lakecore.concurrency.storage_lock import newest_generation
+    from lakecore.concurrency.locks.storage import newest_generation
 
     table = tmp_path / "table"
     with _forking(_HELD_THEN_FORKED, table) as (maker, (_, held_there)):
@@ -253,13 +253,13 @@ def test_a_fork_of_a_holder_neither_holds_nor_frees_its_lock(tmp_path: Path) -> 
 def test_on_an_object_store_a_killed_holder_waits_out_its_lease(s3_server: Any, tmp_path: Path) -> None:
     """A killed process's last request may still be on its way to an object store and land later (a
     commit, say): there a contender gives it the lease even when the holder is known to be gone."""
-    from lakecore.concurrency.storage_lock import newest_generation
+    from lakecore.concurrency.locks.storage import newest_generation
 
     bucket = f"weir-{os.urandom(6).hex()}"
     s3_server.client().create_bucket(Bucket=bucket)
     uri, options = f"s3://{bucket}/table", s3_server.s3fs_options()
     holder = subprocess.Popen(
-        [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold",
+        [sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "hold",
          json.dumps({"provider": "storage", "expiry_s": 600, "storage_options": options}), uri],
         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert holder.stdout is not None
@@ -282,8 +282,8 @@ def _gone_pid() -> int:
 @pytest.mark.parametrize("where", ["another host", "another PID namespace or boot",
                                    "no process space recorded", "its process still runs"])
 def test_a_holder_that_may_still_run_waits_out_its_lease(tmp_path: Path, where: str) -> None:
+    from lakecore.concurrency.locks.storage import Generation, path_of
     from lakecore.concurrency.processes import process_space
-    from lakecore.concurrency.storage_lock import Generation, path_of
 
     storage = open_storage(str(tmp_path / "table"))
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -307,7 +307,7 @@ def test_a_holder_that_may_still_run_waits_out_its_lease(tmp_path: Path, where: 
 
 
 def test_breaking_is_decided_on_the_contenders_own_clock_alone() -> None:
-    from lakecore.concurrency.storage_lock import Generation, next_step
+    from lakecore.concurrency.locks.storage import Generation, next_step
 
     held = Generation(7, "held", "host:1:x", "t7", lease_s=10.0)
     assert next_step(None, None, 0.0) == "create"  # no lock yet

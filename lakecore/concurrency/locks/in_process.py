@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 
-from lakecore.concurrency.locks import GuardedLock
+from lakecore.concurrency.locks.protocol import GuardedLock
 from lakecore.config import LockSpec
 from lakecore.errors import LockAlreadyHeld, LockTimeout
 

@@ -1,8 +1,8 @@
 """The ZooKeeper table lock: kazoo's lock recipe, under `<base_path>/<znode name of the key>`.
 
 Owns the lock's config and the lock; the kazoo clients it runs on (one per connect string, shared
-with the writer registry) are `zookeeper.py`'s. Must not decide what the lock protects
-(transaction.py) nor retry whole commits.
+with the writer registry) are `concurrency/zookeeper`'s. Must not decide what the lock protects
+(concurrency/transaction.py) nor retry whole commits.
 
 Failure behaviour, which is the point of this module:
 - ZooKeeper unreachable: `LockUnavailable` within `connection_timeout_s`, naming the connect string.
@@ -48,7 +48,7 @@ from kazoo.exceptions import AuthFailedError, ConnectionLoss, KazooException, No
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
-from lakecore.concurrency.locks import GuardedLock, backoff_s
+from lakecore.concurrency.locks.protocol import GuardedLock, backoff_s
 from lakecore.concurrency.zookeeper import (
     Credentials,
     ZooKeeperClients,

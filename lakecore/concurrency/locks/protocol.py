@@ -1,14 +1,16 @@
-"""Table locks: the protocol every provider implements, its errors, and what the providers share.
+"""Table locks: the protocol every provider implements and what the providers share (their errors are
+in lakecore.errors).
 
 A lock guards the short critical sections of a table: drawing instant times and completing instants.
-The providers live one per module and import this one, never each other: `in_process_lock.py`
-(threads of one process), `storage_lock.py` (generation files on the table's storage),
-`zookeeper_lock.py` (kazoo's Lock recipe; the kazoo client plumbing is in `zookeeper.py`).
-`lock_choice.py` picks one from options or from the provider a table records in table.json.
+The providers live one per module of this package and import this one, never each other:
+`in_process.py` (threads of one process), `storage.py` (generation files on the table's storage),
+`zookeeper.py` (kazoo's Lock recipe; the kazoo client plumbing is `concurrency/zookeeper`).
+`choice.py` picks one from options or from the provider a table records in table.json.
 
 Every lock is not reentrant (acquiring again from the holding thread raises `LockAlreadyHeld`
 instead of deadlocking) and may be shared by threads: they queue on the object before contending for
-the table. Not here: deciding what the lock protects (transaction.py) or retrying a whole commit.
+the table. Not here: deciding what the lock protects (concurrency/transaction.py) or retrying a whole
+commit.
 """
 
 from __future__ import annotations

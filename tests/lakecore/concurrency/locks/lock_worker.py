@@ -1,4 +1,4 @@
-"""A lock contender in another process: `python -m tests.lakecore.concurrency.lock_worker MODE ...`.
+"""A lock contender in another process: `python -m tests.lakecore.concurrency.locks.lock_worker MODE ...`.
 
     count <options-json> <table> <counter-file> <n> <go-file>   print "ready", wait for go-file, then n
                                                                 times: under the lock, read-sleep-write

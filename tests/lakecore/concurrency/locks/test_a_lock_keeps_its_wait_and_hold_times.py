@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
-from lakecore.concurrency.in_process_lock import InProcessLock
-from lakecore.concurrency.locks import lock_times
+from lakecore.concurrency.locks.in_process import InProcessLock
+from lakecore.concurrency.locks.protocol import lock_times
 
 
 def test_the_waiter_waited_at_least_until_the_holder_let_go_and_the_holder_held_that_long() -> None:

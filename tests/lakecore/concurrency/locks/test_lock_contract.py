@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from lakecore.errors import LockAlreadyHeld, LockTimeout
-from tests.lakecore.concurrency.conftest import LockBench
+from tests.lakecore.concurrency.locks.conftest import LockBench
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 
 
 def in_thread(fn: Callable[[], Any]) -> BaseException | None:
@@ -126,7 +126,7 @@ def test_processes_never_hold_it_together(cross_process_bench: LockBench, tmp_pa
     processes, rounds = 3, 20
     counter, go = tmp_path / "counter", tmp_path / "go"
     counter.write_text("0")
-    command = [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "count",
+    command = [sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "count",
                cross_process_bench.worker_options(), cross_process_bench.storage.uri, str(counter),
                str(rounds), str(go)]
     workers = [subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

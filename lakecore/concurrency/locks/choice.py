@@ -4,7 +4,7 @@ and refusing a lock that is not the recorded one.
 `TableLock` is the lock a `Table` hands to its writers and services: the recorded provider's lock,
 which after every acquire checks that the table still records it. So a writer that opened the table
 before `Table.set_lock_provider` stops at its next critical section instead of serializing on a lock
-nobody else takes any more. Providers are imported only when asked for (zookeeper_lock imports kazoo).
+nobody else takes any more. Providers are imported only when asked for (`zookeeper.py` imports kazoo).
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from lakecore.concurrency.in_process_lock import InProcessLock
-from lakecore.concurrency.locks import Lock, LockTimes, lock_times
-from lakecore.concurrency.storage_lock import StorageLock
+from lakecore.concurrency.locks.in_process import InProcessLock
+from lakecore.concurrency.locks.protocol import Lock, LockTimes, lock_times
+from lakecore.concurrency.locks.storage import StorageLock
 from lakecore.config import LockSpec
 from lakecore.errors import InvalidTableConfig, LockProviderChanged, LockProviderMismatch
 from lakecore.storage import Storage
 
 if TYPE_CHECKING:
-    from lakecore.concurrency.zookeeper_lock import ZooKeeperLock
+    from lakecore.concurrency.locks.zookeeper import ZooKeeperLock
 
 PROVIDERS = ("zookeeper", "storage", "in_process")
 LOCK_OPTIONS = frozenset({"provider", "connect", "base_path", "key", "path", "session_timeout_s",
@@ -139,8 +139,8 @@ def _zookeeper_lock(storage: Storage, options: Mapping[str, Any], timeout: float
     if not isinstance(connect, str) or not connect.strip():
         raise InvalidTableConfig("lock provider 'zookeeper' needs a connect string: set the lock option "
                                  "connect to 'host:2181' (comma-separate the servers of an ensemble)")
+    from lakecore.concurrency.locks.zookeeper import ZooKeeperLock, ZooKeeperLockConfig
     from lakecore.concurrency.zookeeper import table_lock_key
-    from lakecore.concurrency.zookeeper_lock import ZooKeeperLock, ZooKeeperLockConfig
 
     extra: dict[str, Any] = {"acquire_timeout_s": timeout}
     for name in ("session_timeout_s", "connection_timeout_s"):

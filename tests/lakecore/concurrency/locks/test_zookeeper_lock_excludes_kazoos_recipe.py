@@ -21,10 +21,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import LockTimeout as KazooLockTimeout
 from kazoo.recipe.lock import Lock as KazooLock
 
+from lakecore.concurrency.locks.zookeeper import NODE_MARK, ZooKeeperLock, predecessor, zookeeper_lock
 from lakecore.concurrency.zookeeper import close_shared_clients
-from lakecore.concurrency.zookeeper_lock import NODE_MARK, ZooKeeperLock, predecessor, zookeeper_lock
 from lakecore.errors import LockTimeout
-from tests.lakecore.concurrency.test_lock_contract import in_thread
+from tests.lakecore.concurrency.locks.test_lock_contract import in_thread
 from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zookeeper

@@ -6,7 +6,7 @@ import pytest
 
 from lakecore.concurrency import InProcessLock
 from lakecore.errors import LockAlreadyHeld, LockTimeout
-from tests.lakecore.concurrency.test_lock_contract import in_thread
+from tests.lakecore.concurrency.locks.test_lock_contract import in_thread
 
 
 def test_keys_are_independent_and_objects_of_one_key_exclude_each_other(tmp_path: object) -> None:

@@ -17,7 +17,7 @@ import pytest
 from lakecore import Table
 from lakecore.concurrency import StorageLock, lock_from_options
 from lakecore.errors import LockError, LockTimeout
-from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT, in_thread
+from tests.lakecore.concurrency.locks.test_lock_contract import REPO_ROOT, in_thread
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

@@ -12,7 +12,7 @@ import pytest
 from lakecore.concurrency import InProcessLock, StorageLock, lock_from_options
 from lakecore.errors import InvalidTableConfig
 from lakecore.storage import open_storage
-from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT
+from tests.lakecore.concurrency.locks.test_lock_contract import REPO_ROOT
 
 
 def test_storage_is_the_default_and_in_process_is_keyed_by_the_table(tmp_path: Path) -> None:
@@ -25,8 +25,8 @@ def test_storage_is_the_default_and_in_process_is_keyed_by_the_table(tmp_path: P
 
 def test_zookeeper_options_reach_the_lock_config(tmp_path: Path) -> None:
     pytest.importorskip("kazoo")
+    from lakecore.concurrency.locks.zookeeper import ZooKeeperLock
     from lakecore.concurrency.zookeeper import table_lock_key
-    from lakecore.concurrency.zookeeper_lock import ZooKeeperLock
 
     storage = open_storage(str(tmp_path / "table"))
     lock = lock_from_options(storage, {"provider": "zookeeper", "connect": "127.0.0.1:1", "base_path": "/x",
