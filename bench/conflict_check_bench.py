@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from lakecore import Table
 from lakecore.concurrency import begin_write
-from lakecore.concurrency.early import find_early_conflict
+from lakecore.concurrency.conflicts.early import find_early_conflict
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, beat
 from lakecore.layout import bucket_file_id, log_file_name
 from lakecore.timeline import now_ms

@@ -104,7 +104,7 @@ def writer_data(role: str, base: int, a_rows: int, b_rows: int) -> pa.Table:
 
 def options(variant: str, connect: str, rows_per_file: int) -> Any:
     from lakecore import WriterOptions
-    from lakecore.concurrency.early import EarlyDetection
+    from lakecore.concurrency.conflicts.early import EarlyDetection
 
     detection = {"none": None, "direct": EarlyDetection("direct"),
                  "direct_zk": EarlyDetection("direct_zk", zookeeper=connect)}[variant]

@@ -6,7 +6,7 @@ surface: the table, its configuration and writer options, the table services' po
 strategies, and every error (all defined in `lakecore.errors`).
 """
 
-from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.conflicts.early import EarlyDetection
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import ColumnGroup, LockSpec, TableConfig
 from lakecore.errors import (

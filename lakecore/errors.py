@@ -249,7 +249,7 @@ class WriteConflict(LakecoreError):
     def __init__(self, message: str, *, instant: str = "", conflicts: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
         self.instant = instant
-        self.conflicts = conflicts  # lakecore.concurrency.occ.Conflict values
+        self.conflicts = conflicts  # lakecore.concurrency.conflicts.occ.Conflict values
 
     @classmethod
     def of(cls, instant: str, conflicts: Sequence[Any]) -> WriteConflict:

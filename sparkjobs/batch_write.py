@@ -28,7 +28,7 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
     service listens and is advertised where the arguments say, else where the Spark driver is
     (`spark`'s conf), so executors on other hosts reach it."""
     from lakecore import WriterOptions
-    from lakecore.concurrency.early import EarlyDetection
+    from lakecore.concurrency.conflicts.early import EarlyDetection
     from lakecore.concurrency.liveness.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
 
     detection = None

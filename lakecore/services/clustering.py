@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, rollback_write, view_for_services
+from lakecore.concurrency.conflicts.occ import Conflict, completed_since, find_conflicts
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
-from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts
 from lakecore.config import TableConfig
 from lakecore.errors import ClusteringConflict, ClusteringPending
 from lakecore.formats import write_file

@@ -35,12 +35,12 @@ from lakecore.concurrency import (
     rollback_failed_writes,
     rollback_write,
 )
-from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
+from lakecore.concurrency.conflicts.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
+from lakecore.concurrency.conflicts.schema import complete_writer_schema
 from lakecore.concurrency.liveness.aborts import AbortWatch
 from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted, read_aborted
 from lakecore.concurrency.liveness.writers import Registration, WriterRegistry, launch_info, writer_info
 from lakecore.concurrency.locks.protocol import lock_times
-from lakecore.concurrency.schema_conflict import complete_writer_schema
 from lakecore.config import TableConfig
 from lakecore.errors import (
     CleanPending,

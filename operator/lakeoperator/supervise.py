@@ -7,7 +7,7 @@ launcher does the same on its processes). Each watched table is scanned every `p
 supervisor's thread (lakecore reads are blocking):
 
 1. the timeline and the live writes with the file groups their markers hold
-   (lakecore.concurrency.outside), the registered writers (who writes which instant); reported to
+   (lakecore.concurrency.conflicts.outside), the registered writers (who writes which instant); reported to
    `sink.observed` (writers' current instants, and a commit, `CommitsSeen`: the table's status and its
    services' triggers are due at once, not at their periodic refresh);
 2. for every conflict (loser = the younger write, the rules of the commit check): the decision goes to
@@ -36,14 +36,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
-from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
-from lakecore.concurrency.outside import (
+from lakecore.concurrency.conflicts.outside import (
     LiveWrite,
     OutsideConflict,
     abort_loser,
     find_outside_conflicts,
     live_writes,
 )
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.timeline import Timeline, TimelineStore
 from lakecore.timeline.metadata import writer_of
 from lakecore.write.markers import bytes_named
@@ -397,7 +397,7 @@ class Supervisor:
         if known or now_ms - at < self.grace_s * 1000:
             return
         # decided by an earlier operator (or before a restart): stop it once, as it would have
-        from lakecore.concurrency.outside import OutsideConflict
+        from lakecore.concurrency.conflicts.outside import OutsideConflict
 
         conflict = OutsideConflict(instant, str(record.get("other") or ""),
                                    frozenset(tuple(g) for g in record.get("file_groups") or ()), None,

@@ -27,7 +27,7 @@ from lakeoperator.build.driver_pod import child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import LocalSink, Resource, StateDir
 from lakeoperator.supervise import Supervisor, WatchedTable, zookeeper_abort_flag
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, keys_in_bucket
 from tests.support.operator import wait_until
 from tests.support.zookeeper import ZooKeeperServer
 

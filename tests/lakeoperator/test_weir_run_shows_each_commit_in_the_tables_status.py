@@ -22,7 +22,7 @@ from lakecore.write import conform, route, write_file_group
 from lakeoperator.build.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Runner, StateDir, apply, local_settings
-from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import keys_in_bucket
 from tests.lakeoperator.kube.manifests import held_writer, reached, table, write_input
 from tests.support.operator import ROOT, pod_environment, wait_until
 

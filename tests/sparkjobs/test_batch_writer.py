@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
-from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.conflicts.early import EarlyDetection
 from lakecore.errors import EarlyConflict, MissingColumn, NullKey
 from lakecore.table.writer import WriteJob, WriterOptions
 from lakecore.write import combine_and_route, conform, list_markers, write_file_group

@@ -20,15 +20,15 @@ from lakecore import Table
 from lakecore.cli.main import app
 from lakecore.cli.timeline_html import render, timeline_html, write_timeline_html
 from lakecore.cli.timeline_spans import Span, TimelineFacts, read_facts
+from lakecore.concurrency.conflicts.outside import abort_loser, find_outside_conflicts
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, mark_aborted
 from lakecore.concurrency.liveness.writers import StorageWriterRegistry
-from lakecore.concurrency.outside import abort_loser, find_outside_conflicts
 from lakecore.concurrency.rollback import rollback_write
 from lakecore.concurrency.transaction import commit_write
 from lakecore.layout import bucket_file_id
 from lakecore.services import ArchivalPolicy, CleanPolicy, CompactionStrategy
 from lakecore.timeline import now_ms
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket, start
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, keys_in_bucket, start
 from tests.support.browser import read_png, screenshot
 
 EVIL = 'team/<script>alert("x")</script>'

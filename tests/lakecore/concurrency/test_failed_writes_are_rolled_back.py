@@ -16,7 +16,7 @@ from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.timeline import now_ms
 from lakecore.write import conform, route, write_file_group
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, data_files
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, data_files
 
 FAST = HeartbeatConfig(interval_s=0.1, tolerable_misses=2)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -34,7 +34,7 @@ def main() -> None:
     import time
 
     from lakecore import Table, WriterOptions
-    from lakecore.concurrency.early import EarlyDetection
+    from lakecore.concurrency.conflicts.early import EarlyDetection
     from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
     from lakecore.concurrency.locks.zookeeper import zookeeper_lock
     from lakecore.concurrency.zookeeper import table_lock_key

@@ -8,7 +8,7 @@ import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import commit_write, view_of
-from lakecore.concurrency.early import EarlyDetection, find_early_conflict
+from lakecore.concurrency.conflicts.early import EarlyDetection, find_early_conflict
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import FILE_NAME
 from lakecore.errors import ClusteringConflict, ClusteringPending, RollbackBlocked, WriteConflict

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
-from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.conflicts.early import EarlyDetection
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, read_last_beat
 from lakecore.errors import EarlyConflict
 from lakecore.table.writer import WriteJob, WriterOptions

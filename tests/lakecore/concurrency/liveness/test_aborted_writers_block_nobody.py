@@ -13,12 +13,12 @@ import lakecore.concurrency.rollback as rollback_module
 import lakecore.table.writer as writer_module
 from lakecore import Table, WriteJob, WriterOptions
 from lakecore.concurrency import rollback_failed_writes, rollback_write
-from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.conflicts.early import EarlyDetection
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, is_aborted
 from lakecore.concurrency.rollback import resume_rollbacks
 from lakecore.errors import LockTimeout
 from lakecore.write import conform, route, write_file_group
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, keys_in_bucket
 
 SLOW = HeartbeatConfig(interval_s=10.0, tolerable_misses=3)  # 30 s: far longer than this test
 OPTIONS = WriterOptions(heartbeat=SLOW, early_detection=EarlyDetection("direct"), inline_archival=None)

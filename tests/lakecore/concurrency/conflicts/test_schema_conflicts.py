@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakecore.concurrency.schema_conflict import (
+from lakecore.concurrency.conflicts.schema import (
     SchemaDecision,
     complete_writer_schema,
     evolution_problems,

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 
 from lakecore import Table
+from lakecore.concurrency.conflicts.outside import abort_loser, find_outside_conflicts, live_writes
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, mark_aborted, read_aborted
-from lakecore.concurrency.outside import abort_loser, find_outside_conflicts, live_writes
 from lakecore.concurrency.transaction import commit_write
 from lakecore.errors import InvalidInstantState, WriteConflict
 from lakecore.layout import bucket_file_id
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket, start
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, keys_in_bucket, start
 
 HB = HeartbeatConfig(interval_s=10.0, tolerable_misses=3)
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lakecore.concurrency.conflicts.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
 from lakecore.concurrency.liveness.heartbeat import (
     HeartbeatConfig,
     is_aborted,
@@ -34,7 +35,6 @@ from lakecore.concurrency.liveness.heartbeat import (
     mark_aborted,
 )
 from lakecore.concurrency.locks.protocol import Lock, ensure_held
-from lakecore.concurrency.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.config import ConcurrencyMode
 from lakecore.layout import parse_data_file_name

@@ -1,4 +1,4 @@
-"""Schema evolution through writes, and concurrent evolutions decided at commit (schema_conflict.py)."""
+"""Schema evolution through writes, and concurrent evolutions decided at commit (conflicts/schema.py)."""
 
 import pyarrow as pa
 import pytest

@@ -9,12 +9,12 @@ import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write
-from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection
+from lakecore.concurrency.conflicts.early import EarlyConflictDetector, EarlyDetection
 from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig
 from lakecore.errors import EarlyConflict, WriteConflict
 from lakecore.layout import bucket_file_id
 from lakecore.write import conform, route, write_file_group
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, data_files, keys_in_bucket
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, data_files, keys_in_bucket
 
 FAST = HeartbeatConfig(interval_s=0.2, tolerable_misses=3)
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from lakecore.concurrency.conflicts.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, is_alive
-from lakecore.concurrency.occ import CHECKED_ACTIONS, SLICE_REWRITES, completed_since
 from lakecore.concurrency.rollback import TABLE_SERVICES, claimed_by_rollbacks
 from lakecore.errors import EarlyConflict, InvalidTableConfig
 from lakecore.layout import parse_data_file_name
