@@ -1,4 +1,4 @@
-"""The kazoo client plumbing: the only module besides `locks/zookeeper.py` that imports kazoo.
+"""The kazoo client plumbing: with `locks/zookeeper.py`, the only module that imports kazoo.
 
 Owns a cache of started kazoo clients per (connect string, session timeout, credentials), the mapping
 of keys (table URIs, `partition/fileId` pairs) to znode names, the bounded calls the writer registry
