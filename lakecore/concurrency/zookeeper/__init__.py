@@ -1,12 +1,21 @@
 """The kazoo client plumbing: with `locks/zookeeper.py` (the lock recipe), the only code that imports
 kazoo. Everything else reaches ZooKeeper through the names below.
 
-`clients.py` holds it all for now.
+`clients.py` (who a process is to ZooKeeper, one started client per connection, znode names of keys,
+refusals and timeouts as lakecore errors), `access.py` (shared bases and a tenant's own table nodes),
+`nodes.py` (the bounded calls of the writer registry and of the abort flags). Knows nothing of locks,
+registries or flags beyond these calls.
 """
 
+from lakecore.concurrency.zookeeper.access import (
+    SHARED_ACL,
+    ensure_owned_node,
+    ensure_shared_base,
+    ensure_table_paths,
+    table_node_paths,
+)
 from lakecore.concurrency.zookeeper.clients import (
     PASSWORD_ENV,
-    SHARED_ACL,
     USERNAME_ENV,
     Auth,
     Connection,
@@ -16,15 +25,7 @@ from lakecore.concurrency.zookeeper.clients import (
     access_denied,
     acl_for,
     check_connect,
-    child_names,
-    children_data,
     close_shared_clients,
-    create_ephemeral,
-    create_persistent,
-    delete_node,
-    ensure_owned_node,
-    ensure_shared_base,
-    ensure_table_paths,
     forget,
     owner_acl,
     process_credentials,
@@ -32,12 +33,19 @@ from lakecore.concurrency.zookeeper.clients import (
     session_of,
     shared_clients,
     table_lock_key,
-    table_node_paths,
+    unreachable,
     user_of,
     wait_connected,
+    znode_name,
+)
+from lakecore.concurrency.zookeeper.nodes import (
+    child_names,
+    children_data,
+    create_ephemeral,
+    create_persistent,
+    delete_node,
     watch_children,
     watch_data,
-    znode_name,
 )
 
 __all__ = [
@@ -69,6 +77,7 @@ __all__ = [
     "shared_clients",
     "table_lock_key",
     "table_node_paths",
+    "unreachable",
     "user_of",
     "wait_connected",
     "watch_children",

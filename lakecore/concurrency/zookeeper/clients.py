@@ -1,23 +1,12 @@
-"""The kazoo client plumbing: with `locks/zookeeper.py`, the only module that imports kazoo.
+"""ZooKeeper clients: who a process is to ZooKeeper, and one started kazoo client per connection.
 
-Owns a cache of started kazoo clients per (connect string, session timeout, credentials), the mapping
-of keys (table URIs, `partition/fileId` pairs) to znode names, the bounded calls the writer registry
-makes (ephemeral nodes, child watches), and who may touch Weir's nodes. Knows nothing of locks beyond
-raising `LockUnavailable` when ZooKeeper does not answer; the lock itself is `locks/zookeeper.py`.
-
-Access: a process takes its ZooKeeper credentials from WEIR_ZOOKEEPER_USERNAME/PASSWORD (the operator
-fills them from the LakeTable's `lock.zookeeper.credentialsSecret`; they are never written to table.json
-or job args). With credentials, a client authenticates with the digest scheme and every node it creates
-carries the digest ACL of those credentials (all rights for that user, none for anyone else: kazoo's
-`default_acl`, which its Lock recipe and `makepath` parents use too) — except the shared bases
-(/weir, /weir/locks, /weir/writers, /weir/aborts), which every tenant must be able to create its
-table's node under: they get `SHARED_ACL` (anyone may read them and create children; nobody may delete
-or change them). ZooKeeper checks a delete against the parent's ACL, so a table's nodes can only be
-created or deleted by its tenant. A refusal is `ZooKeeperAccessDenied`, never retried. Without
-credentials everything is created open, as before.
-
-No call waits unbounded: kazoo queues requests while it reconnects and waits for them without a
-deadline, so every call here has a timeout.
+Owns a cache of started kazoo clients per (connect string, session timeout, credentials), this
+process's credentials (WEIR_ZOOKEEPER_USERNAME/PASSWORD: the operator fills them from the LakeTable's
+`lock.zookeeper.credentialsSecret`; they are never written to table.json or job args), the ACL a
+client gives the nodes it creates (the digest ACL of its credentials: all rights for that user, none
+for anyone else, kazoo's `default_acl`; open without credentials), the errors for a refusal
+(`ZooKeeperAccessDenied`, never retried) and for no answer (`LockUnavailable`), and the mapping of keys
+(table URIs, `partition/fileId` pairs) to znode names. Knows nothing of locks, registries or flags.
 """
 
 from __future__ import annotations
@@ -29,7 +18,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
@@ -40,14 +29,11 @@ from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
-    NoAuthError,
-    NodeExistsError,
     NoNodeError,
     SessionExpiredError,
 )
-from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
-from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl
+from kazoo.security import ACL, OPEN_ACL_UNSAFE, make_digest_acl
 
 from lakecore.errors import InvalidTableConfig, LockUnavailable, ZooKeeperAccessDenied
 
@@ -60,9 +46,6 @@ _MAX_NAME = 200
 
 USERNAME_ENV = "WEIR_ZOOKEEPER_USERNAME"
 PASSWORD_ENV = "WEIR_ZOOKEEPER_PASSWORD"
-# The shared bases: every tenant creates its table's node under them; nobody deletes or changes them.
-SHARED_ACL = [ACL(Permissions.READ | Permissions.CREATE, Id("world", "anyone"))]
-_USE = Permissions.READ | Permissions.WRITE | Permissions.CREATE | Permissions.DELETE
 
 
 @dataclass(frozen=True)
@@ -288,7 +271,7 @@ def forget(client: Any, path: str, *, tries: int = 5) -> None:
     result.rawlink(done)
 
 
-# -- access: ACLs and refusals ---------------------------------------------------------------------
+# -- who may: ACLs and refusals -----------------------------------------------------------------
 
 
 def owner_acl(credentials: Credentials | None) -> list[ACL]:
@@ -327,306 +310,6 @@ def access_denied(client: Any, path: str, doing: str,
         "tenant's credentials)", path=path, user=user)
 
 
-def ensure_shared_base(client: Any, base_path: str, timeout: float) -> None:
-    """Create `base_path` (e.g. /weir/locks) and its missing ancestors as shared nodes (`SHARED_ACL`
-    with credentials, open without), so that the table nodes made under it carry their tenant's ACL
-    while any tenant can still add its own."""
-    acl = SHARED_ACL if client.default_acl else None
-    try:
-        client.ensure_path_async(base_path, acl=acl).get(timeout=timeout)
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, base_path, "creating", exc) from exc
-    except (KazooException, KazooTimeoutError) as exc:
-        raise _unreachable(f"creating {base_path}", exc) from exc
-
-
-def ensure_owned_node(client: Any, path: str, timeout: float) -> bool:
-    """Create `path` (its parent must exist) with the client's ACL, or check that an existing one lets the
-    client use it; an open node found by a client with credentials gets the client's ACL (a table moving
-    to credentials). True when the node was created or its ACL changed."""
-    try:
-        client.create_async(path, b"").get(timeout=timeout)
-        return True
-    except NodeExistsError:
-        pass
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, path, "creating", exc) from exc
-    except (KazooException, KazooTimeoutError) as exc:
-        raise _unreachable(f"creating {path}", exc) from exc
-    try:
-        acls, stat = client.get_acls_async(path).get(timeout=timeout)
-        if not _may_use(client, acls):
-            raise access_denied(client, path, "using")
-        mine = acl_for(client)
-        if mine is not None and list(acls) != mine and _is_open(acls):
-            client.set_acls_async(path, mine, version=stat.aversion).get(timeout=timeout)
-            log.warning("ZooKeeper node %s was open; it now carries the ACL of user %r", path,
-                        user_of(client))
-            return True
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, path, "using", exc) from exc
-    except (KazooException, KazooTimeoutError) as exc:
-        raise _unreachable(f"reading the ACL of {path}", exc) from exc
-    return False
-
-
-def _is_open(acls: list[ACL]) -> bool:
-    return any(a.id.scheme == "world" and a.id.id == "anyone" and a.perms & _USE == _USE for a in acls)
-
-
-def _may_use(client: Any, acls: list[ACL]) -> bool:
-    if _is_open(acls):
-        return True
-    mine = acl_for(client)
-    ids = {(a.id.scheme, a.id.id) for a in mine} if mine else set()
-    return any((a.id.scheme, a.id.id) in ids and a.perms & _USE == _USE for a in acls)
-
-
-def table_node_paths(table_uri: str, *, lock_path: str | None = None, locks_base: str = "/weir/locks",
-                     writers_base: str = "/weir/writers", aborts_base: str = "/weir/aborts") -> list[str]:
-    """A table's ZooKeeper nodes: its lock's parent, its writer registry, its abort flags."""
-    name = znode_name(table_lock_key(table_uri))
-    return [lock_path or f"{locks_base}/{name}", f"{writers_base}/{name}", f"{aborts_base}/{name}"]
-
-
-def ensure_table_paths(connect: str, table_uri: str, *, credentials: Auth = "environment",
-                       lock_path: str | None = None, locks_base: str = "/weir/locks",
-                       writers_base: str = "/weir/writers", aborts_base: str = "/weir/aborts",
-                       session_timeout_s: float = 30.0, connection_timeout_s: float = 15.0) -> list[str]:
-    """Create the table's lock parent, writers path and aborts path (`table_node_paths`) with the ACL of
-    `credentials` (default: this process's), their bases as shared nodes; idempotent. Returns the paths.
-    With credentials, a base found open (made by a client without credentials) becomes shared, so
-    nobody can delete a tenant's idle node and re-create it as theirs. ZooKeeperAccessDenied when a
-    path exists but these credentials may not use it; LockUnavailable when ZooKeeper does not answer
-    within `connection_timeout_s`. The operator calls it when a LakeTable on ZooKeeper becomes Ready."""
-    check_connect(connect)
-    endpoint = Endpoint(connect.strip(), session_timeout_s, connection_timeout_s,
-                        resolve_credentials(credentials))
-    client = shared_clients.client(endpoint)
-    paths = table_node_paths(table_uri, lock_path=lock_path, locks_base=locks_base,
-                             writers_base=writers_base, aborts_base=aborts_base)
-    bases = [locks_base, writers_base, aborts_base]
-    for path in paths:
-        if any(base == path or base.startswith(path + "/") for base in bases):
-            raise InvalidTableConfig(f"the table's ZooKeeper node {path} is (or is above) one of the shared "
-                                     f"bases {', '.join(bases)}; give the lock its own path, like "
-                                     f"{locks_base}/<table>")
-    for base in dict.fromkeys(path.rsplit("/", 1)[0] or "/" for path in paths):  # bases before any node
-        ensure_shared_base(client, base, connection_timeout_s)
-        if endpoint.credentials is not None and base != "/":
-            _share_open_base(client, base, connection_timeout_s)
-    for path in paths:
-        ensure_owned_node(client, path, connection_timeout_s)
-    return paths
-
-
-def _share_open_base(client: Any, base: str, timeout: float) -> None:
-    try:
-        acls, stat = client.get_acls_async(base).get(timeout=timeout)
-        if _is_open(acls) and any(a.perms & Permissions.ADMIN for a in acls):
-            client.set_acls_async(base, SHARED_ACL, version=stat.aversion).get(timeout=timeout)
-            log.warning("ZooKeeper node %s was open; it is now shared (anyone may read it and create "
-                        "children; nobody may delete or change it)", base)
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, base, "sharing", exc) from exc
-    except (KazooException, KazooTimeoutError) as exc:
-        raise _unreachable(f"sharing {base}", exc) from exc
-
-
-# -- ephemeral nodes and child watches: the writer registry (lakecore.concurrency.liveness.writers) --
-# Each call answers within `timeout` or raises LockUnavailable (this module's "ZooKeeper did not
-# answer"); the registry translates that into its own error.
-
-
-def _unreachable(doing: str, exc: BaseException) -> LockUnavailable:
+def unreachable(doing: str, exc: BaseException) -> LockUnavailable:
     return LockUnavailable(f"ZooKeeper did not answer while {doing} ({type(exc).__name__}: {exc}); check "
                            "that ZooKeeper is running and reachable, then retry")
-
-
-def create_ephemeral(client: Any, path: str, data: bytes, timeout: float, *, shared_base: str = "") -> bool:
-    """Create `path` holding `data` as an ephemeral node of the client's session (missing parents are
-    created as persistent nodes, with the client's ACL below `shared_base`, which is made shared);
-    False when the node exists already."""
-    if shared_base:
-        ensure_shared_base(client, shared_base, timeout)
-    try:
-        client.create_async(path, data, ephemeral=True, makepath=True).get(timeout=timeout)
-    except NodeExistsError:
-        return False
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, path.rsplit("/", 1)[0], f"creating {path} under", exc) from exc
-    except KazooTimeoutError as exc:
-        forget(client, path)  # the create is still queued; the delete is queued after it
-        raise _unreachable(f"creating {path}", exc) from exc
-    except KazooException as exc:
-        raise _unreachable(f"creating {path}", exc) from exc
-    return True
-
-
-def delete_node(client: Any, path: str, timeout: float) -> None:
-    """Delete `path`; a missing node is fine. When ZooKeeper does not answer in time the delete stays
-    queued (an ephemeral node goes with its session anyway). Never raises."""
-    try:
-        client.delete_async(path).get(timeout=timeout)
-    except NoNodeError:
-        pass
-    except KazooTimeoutError:
-        pass  # still queued
-    except Exception:
-        forget(client, path)
-
-
-def children_data(client: Any, path: str, timeout: float) -> dict[str, bytes]:
-    """Each child of `path` with its data; {} when `path` does not exist. Children that go away while
-    being read are left out."""
-    deadline = time.monotonic() + timeout
-    try:
-        names = client.get_children_async(path).get(timeout=timeout)
-    except NoNodeError:
-        return {}
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, path, "listing", exc) from exc
-    except (KazooException, KazooTimeoutError) as exc:
-        raise _unreachable(f"listing {path}", exc) from exc
-    pending = [(name, client.get_async(f"{path}/{name}")) for name in names]
-    found: dict[str, bytes] = {}
-    for name, result in pending:
-        try:
-            data, _ = result.get(timeout=max(0.0, deadline - time.monotonic()))
-        except NoNodeError:
-            continue
-        except (NoAuthError, AuthFailedError) as exc:
-            raise access_denied(client, f"{path}/{name}", "reading", exc) from exc
-        except (KazooException, KazooTimeoutError) as exc:
-            raise _unreachable(f"reading {path}/{name}", exc) from exc
-        found[name] = bytes(data or b"")
-    return found
-
-
-def watch_children(client: Any, path: str, callback: Callable[[list[str]], bool], timeout: float, *,
-                   shared_base: str = "") -> None:
-    """Call `callback(children)` now and after every change of `path`'s children (kazoo's ChildrenWatch,
-    which re-lists after a reconnect or a new session), until it returns False. `path` is created
-    (persistent, with the client's ACL below `shared_base`, which is made shared) when missing. Later
-    calls run on kazoo's event thread: the callback must not block."""
-    if shared_base:
-        ensure_shared_base(client, shared_base, timeout)
-    try:
-        client.ensure_path_async(path).get(timeout=timeout)
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, path, "creating", exc) from exc
-    except (KazooException, KazooTimeoutError) as exc:
-        raise _unreachable(f"creating {path}", exc) from exc
-    first = threading.Event()
-    done = threading.Event()
-    failed: list[BaseException] = []
-
-    def call(children: list[str]) -> bool:
-        first.set()
-        return callback(children)
-
-    def establish() -> None:  # ChildrenWatch lists synchronously, without a deadline: keep it off our thread
-        try:
-            client.ChildrenWatch(path, call)
-        except BaseException as exc:
-            failed.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=establish, name="weir-zookeeper-watch", daemon=True).start()
-    if not done.wait(timeout):
-        raise _unreachable(f"watching {path}", TimeoutError(f"no answer within {timeout:.1f}s"))
-    if failed and isinstance(failed[0], (NoAuthError, AuthFailedError)):
-        raise access_denied(client, path, "watching", failed[0]) from failed[0]
-    if failed:
-        raise _unreachable(f"watching {path}", failed[0]) from failed[0]
-    if not first.is_set():  # kazoo stops a watch silently when the node vanished before listing it
-        raise _unreachable(f"watching {path}", NoNodeError(f"{path} was deleted meanwhile"))
-
-
-# -- persistent flags and data watches: abort flags (lakecore.concurrency.liveness.aborts) ----------
-
-
-def create_persistent(client: Any, path: str, data: bytes, timeout: float) -> bool:
-    """Create `path` holding `data` as a persistent node (missing parents too); False when it exists
-    already. LockUnavailable when ZooKeeper does not answer within `timeout` (the create may still
-    land later: creating again is how to find out)."""
-    try:
-        client.create_async(path, data, makepath=True).get(timeout=timeout)
-    except NodeExistsError:
-        return False
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, path, "creating", exc) from exc
-    except (KazooException, KazooTimeoutError) as exc:
-        raise _unreachable(f"creating {path}", exc) from exc
-    return True
-
-
-def child_names(client: Any, path: str, timeout: float) -> list[str]:
-    """The children of `path`; [] when it does not exist."""
-    try:
-        return list(client.get_children_async(path).get(timeout=timeout))
-    except NoNodeError:
-        return []
-    except (NoAuthError, AuthFailedError) as exc:
-        raise access_denied(client, path, "listing", exc) from exc
-    except (KazooException, KazooTimeoutError) as exc:
-        raise _unreachable(f"listing {path}", exc) from exc
-
-
-def watch_data(client: Any, path: str, callback: Callable[[bytes | None], None],
-               timeout: float) -> Callable[[], None]:
-    """Call `callback(data)` now and after every change of the node at `path` (None while it does not
-    exist), through kazoo's DataWatch, which re-reads after a reconnect or a new session. Returns
-    `stop()`: no call after it returns (a call in progress may finish). Calls run on kazoo's event
-    thread: the callback must not block."""
-    stopped = threading.Event()
-    done = threading.Event()
-    made: list[Any] = []
-    failed: list[BaseException] = []
-    target = [callback]  # emptied by stop(): what kazoo keeps of a stopped watch must not hold the caller
-
-    def call(data: bytes | None, stat: Any, event: Any = None) -> bool:  # takes 3: kazoo retries on TypeError
-        for fn in list(target):
-            fn(None if stat is None else bytes(data or b""))
-        return bool(target) and not stopped.is_set()
-
-    def establish() -> None:  # DataWatch reads synchronously, retrying without a deadline: not on our thread
-        try:
-            watch = client.DataWatch(path, call)
-            made.append(watch)
-            if stopped.is_set():
-                _end_data_watch(client, watch)
-        except BaseException as exc:
-            failed.append(exc)
-        finally:
-            done.set()
-
-    def stop() -> None:
-        stopped.set()
-        target.clear()
-        for watch in made:
-            _end_data_watch(client, watch)
-
-    threading.Thread(target=establish, name="weir-zookeeper-data-watch", daemon=True).start()
-    if not done.wait(timeout):
-        stop()  # a watch established late ends at once
-        raise _unreachable(f"watching {path}", TimeoutError(f"no answer within {timeout:.1f}s"))
-    if failed:
-        raise _unreachable(f"watching {path}", failed[0]) from failed[0]
-    return stop
-
-
-def _end_data_watch(client: Any, watch: Any) -> None:
-    """End a DataWatch now rather than at its next event (for a flag that is never raised, never):
-    kazoo keeps each unended one's session listener (re-reading its node at every reconnect) and its
-    one-shot watcher until the node changes. Kazoo has no public way to do this; its private names
-    are looked up defensively, and the watch ends at its next call anyway."""
-    watch._stopped = True  # kazoo's own flag for a watch whose function returned False
-    try:
-        client.remove_listener(watch._session_watcher)
-        watchers = client._data_watchers.get(watch._path)
-        if watchers is not None:
-            watchers.discard(watch._watcher)
-    except (AttributeError, ValueError, KeyError, TypeError) as exc:  # another kazoo version: it ends later
-        log.debug("ending a data watch: %s", exc)
