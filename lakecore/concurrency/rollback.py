@@ -45,7 +45,8 @@ from lakecore.write.markers import delete_markers, list_markers
 
 Clock = Callable[[], int]
 TABLE_SERVICES = frozenset({"compaction", "replacecommit"})  # rolled back by their own services
-SERVICE_ACTIONS = frozenset({"compaction", "replacecommit", "clean"})  # run under a run claim (runs.py)
+# run under a run claim (liveness/runs.py)
+SERVICE_ACTIONS = frozenset({"compaction", "replacecommit", "clean"})
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
 
 
 def _alive(storage: Storage, target: Instant, now: int, config: HeartbeatConfig) -> str | None:
-    """Who runs the pending instant, if alive: a table service run holds a run claim (runs.py), a
+    """Who runs the pending instant, if alive: a table service run holds a run claim (liveness/runs.py), a
     write beats its heartbeat."""
     t = target.requested_time
     if target.action in SERVICE_ACTIONS and not is_pending_write(TimelineStore(storage), target):

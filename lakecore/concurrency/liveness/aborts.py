@@ -8,7 +8,7 @@ the flag, and in any case by polling the proof of death on storage every `check_
 
 Must not fence anything: the proof of death on storage, checked by the commit under the table lock,
 is what makes an aborted instant never complete; the flag and the watch only make the writer stop
-promptly instead of at its commit. Kazoo-free: ZooKeeper calls are in `zookeeper.py`, imported only
+promptly instead of at its commit. Kazoo-free: ZooKeeper calls are in `concurrency/zookeeper`, imported only
 when a connect string is given.
 """
 

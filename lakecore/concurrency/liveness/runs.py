@@ -20,7 +20,8 @@ Attempts only grow, and a claim is taken only when the newest attempt is dead, s
 newer can ever own the key; a stalled older run finds at its commit that it no longer owns it. A run
 deletes only files its own attempt wrote, except what dead attempts left, which the owner deletes
 after claiming (`Running.tokens` put the attempt in every file name, so attempts never share a file).
-Not here: what a service does, and when an instant may be rolled back (rollback.py asks `live_run`).
+Not here: what a service does, and when an instant may be rolled back (concurrency/rollback.py asks
+`live_run`).
 """
 
 from __future__ import annotations

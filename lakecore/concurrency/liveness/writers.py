@@ -8,7 +8,7 @@ so a writer killed with SIGKILL disappears after its session timeout — and so 
 off from ZooKeeper for longer than that (its node is not re-created).
 
 Advisory only: whether an in-flight instant may be rolled back is decided by its heartbeat on storage
-(`heartbeat.py`), never by this registry. Kazoo-free: the ZooKeeper calls are in `zookeeper.py`,
+(`heartbeat.py`), never by this registry. Kazoo-free: the ZooKeeper calls are in `concurrency/zookeeper`,
 imported only when a ZooKeeper registry is made, so the in-memory registry works without kazoo.
 """
 
@@ -292,7 +292,7 @@ class ZooKeeperWriterRegistry:
         from lakecore.concurrency.zookeeper import ZooKeeperClients, resolve_credentials, shared_clients
 
         # The client cache takes a lock config; it also validates connect, base_path and the timeouts.
-        # `credentials`: this process's WEIR_ZOOKEEPER_USERNAME/PASSWORD by default (see zookeeper.py);
+        # `credentials`: this process's WEIR_ZOOKEEPER_USERNAME/PASSWORD by default (concurrency/zookeeper);
         # a refusal is ZooKeeperAccessDenied, not WriterRegistryUnavailable.
         self.settings: ZooKeeperLockConfig = ZooKeeperLockConfig(
             connect, "writers", base_path=base_path, session_timeout_s=session_timeout_s,

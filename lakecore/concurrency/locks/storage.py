@@ -14,10 +14,11 @@ trusting its lock `lease_s` after it started creating it (so before any contende
 clock rates aside). A holder that outlives its lease loses the lock (`is_held()` turns False).
 One exception, which needs no clock: on storage where a process's writes cannot land after it ended
 (local files: `writes_may_land_after_exit` False), a holder that ran on this machine, in this PID
-namespace, and whose process is gone (killed, crashed) is broken at once (processes.py), so a crashed
-local writer does not make the next one wait out its lease. On an object store a killed holder's last
-request (its commit, say) may still be on its way and land later: there the lease covers it. A holder
-trusts its lock only in the process that took it (a fork inherits a held lock object, not the lock).
+namespace, and whose process is gone (killed, crashed) is broken at once (concurrency/processes.py),
+so a crashed local writer does not make the next one wait out its lease. On an object store a killed
+holder's last request (its commit, say) may still be on its way and land later: there the lease covers
+it. A holder trusts its lock only in the process that took it (a fork inherits a held lock object,
+not the lock).
 
 Needs atomic `write_if_absent`; storage without it is refused at the first acquire (`LockUnsupported`).
 """
@@ -67,7 +68,7 @@ class Generation:
     owner: str = ""
     token: str = ""
     lease_s: float = 0.0
-    host: str = ""      # where the holder runs, its pid there and its process space (processes.py):
+    host: str = ""      # where the holder runs, its pid there and its process space (../processes.py):
     pid: int = 0        # what tells that a holder on this machine is gone; "" / 0 in older files,
     process: str = ""   # whose holders wait out their lease as before
 
