@@ -48,7 +48,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import pyarrow as pa
 
-from lakecore import Table, WriteJob, WriterOptions
+from lakecore import (
+    AbortWatchOptions,
+    AfterCommitOptions,
+    RegistrationOptions,
+    Table,
+    WriteJob,
+    WriterOptions,
+)
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 from lakecore.config import LockSpec
@@ -93,8 +100,10 @@ def groups_of(t: Table, ids: list[int], tag: str) -> list[Any]:
 
 
 def options(connect: str, writer: str, on_abort: Any = None) -> WriterOptions:
-    return WriterOptions(heartbeat=HB, registry=ZooKeeperWriterRegistry(connect), writer_name=writer,
-                         abort_zookeeper=connect, on_abort=on_abort, inline_archival=None)
+    return WriterOptions(heartbeat=HB,
+                         registration=RegistrationOptions(ZooKeeperWriterRegistry(connect), writer),
+                         abort_watch=AbortWatchOptions(zookeeper=connect, on_abort=on_abort),
+                         after_commit=AfterCommitOptions(archival=None))
 
 
 def watched(t: Table, name: str, connect: str) -> WatchedTable:

@@ -69,23 +69,36 @@ from lakecore.errors import (
     ZooKeeperAccessDenied,
 )
 from lakecore.services import ArchivalPolicy, CleanPolicy, ClusteringStrategy, CompactionStrategy, Trigger
-from lakecore.table import Table, WriteJob, WriteResult, WriterOptions
+from lakecore.table import (
+    AbortWatchOptions,
+    AfterCommitOptions,
+    ConflictOptions,
+    FileOptions,
+    MarkerOptions,
+    RegistrationOptions,
+    Table,
+    WriteJob,
+    WriteResult,
+    WriterOptions,
+)
 from lakecore.timeline import Instant, State, Timeline
 from lakecore.write import WriteInput
 
-__all__ = ["AbortFlagUnavailable", "AlreadyExists", "ArchivalPolicy", "AtomicCreateUnsupported",
-           "BeforeFirstCommit", "CleanPending", "CleanPolicy", "ClusteringConflict", "ClusteringPending",
-           "ClusteringStrategy", "ColumnGroup", "CompactionPending", "CompactionStrategy",
-           "CorruptMetadata", "CorruptTimeline", "DamagedFile", "EarlyConflict", "EarlyDetection",
+__all__ = ["AbortFlagUnavailable", "AbortWatchOptions", "AfterCommitOptions", "AlreadyExists",
+           "ArchivalPolicy", "AtomicCreateUnsupported", "BeforeFirstCommit", "CleanPending", "CleanPolicy",
+           "ClusteringConflict", "ClusteringPending", "ClusteringStrategy", "ColumnGroup",
+           "CompactionPending", "CompactionStrategy", "ConflictOptions", "CorruptMetadata",
+           "CorruptTimeline", "DamagedFile", "EarlyConflict", "EarlyDetection", "FileOptions",
            "FilesCleaned", "HeartbeatConfig", "HeartbeatExpired", "HistoryMoved", "Instant",
            "InstantArchived", "InstantNotFound", "InvalidChanges", "InvalidClusteringStrategy",
            "InvalidInput", "InvalidInstantState", "InvalidMergeSpec", "InvalidStorageOptions",
            "InvalidTableConfig", "LakecoreError", "LockAlreadyHeld", "LockError", "LockProviderChanged",
            "LockProviderMismatch", "LockSpec", "LockTimeout", "LockUnavailable", "LockUnsupported",
-           "MarkerServiceError", "MissingColumn", "NeedsHistory", "NotMergeOnRead", "NullKey",
-           "RollbackBlocked", "SavepointNotFound", "SchemaConflict", "SchemaMismatch", "ServiceError",
-           "ServiceRunning", "State", "StorageAccessDenied", "StorageError", "StorageFull", "Table",
-           "TableAlreadyExists", "TableConfig", "TableNotFound", "Timeline", "Trigger", "UnknownOperation",
-           "UnsupportedTableVersion", "UnsupportedType", "WriteAborted", "WriteConflict", "WriteInput",
-           "WriteJob", "WriteResult", "WriterAlreadyRegistered", "WriterLive", "WriterOptions",
-           "WriterRegistryUnavailable", "ZooKeeperAccessDenied"]
+           "MarkerOptions", "MarkerServiceError", "MissingColumn", "NeedsHistory", "NotMergeOnRead",
+           "NullKey", "RegistrationOptions", "RollbackBlocked", "SavepointNotFound", "SchemaConflict",
+           "SchemaMismatch", "ServiceError", "ServiceRunning", "State", "StorageAccessDenied",
+           "StorageError", "StorageFull", "Table", "TableAlreadyExists", "TableConfig", "TableNotFound",
+           "Timeline", "Trigger", "UnknownOperation", "UnsupportedTableVersion", "UnsupportedType",
+           "WriteAborted", "WriteConflict", "WriteInput", "WriteJob", "WriteResult",
+           "WriterAlreadyRegistered", "WriterLive", "WriterOptions", "WriterRegistryUnavailable",
+           "ZooKeeperAccessDenied"]

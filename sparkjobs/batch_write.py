@@ -27,7 +27,14 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
     operator launched the job, else `writer_name`. A marker
     service listens and is advertised where the arguments say, else where the Spark driver is
     (`spark`'s conf), so executors on other hosts reach it."""
-    from lakecore import WriterOptions
+    from lakecore import (
+        AbortWatchOptions,
+        ConflictOptions,
+        FileOptions,
+        MarkerOptions,
+        RegistrationOptions,
+        WriterOptions,
+    )
     from lakecore.concurrency.conflicts.early import EarlyDetection
     from lakecore.concurrency.liveness.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
 
@@ -50,10 +57,11 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
 
     heartbeat = HeartbeatConfig(args.heartbeat_interval_s or HeartbeatConfig.interval_s,
                                 args.heartbeat_misses or HeartbeatConfig.tolerable_misses)
-    return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file,
-                         heartbeat=heartbeat, registry=registry, writer_name=writer_name,
-                         marker_bind_host=bind or "127.0.0.1", marker_advertise_host=advertise,
-                         abort_zookeeper=args.zookeeper or abort_zookeeper)
+    return WriterOptions(heartbeat=heartbeat, files=FileOptions(max_rows_per_file=args.max_rows_per_file),
+                         conflicts=ConflictOptions(early_detection=detection),
+                         markers=MarkerOptions(bind_host=bind or "127.0.0.1", advertise_host=advertise),
+                         registration=RegistrationOptions(registry, writer_name),
+                         abort_watch=AbortWatchOptions(zookeeper=args.zookeeper or abort_zookeeper))
 
 
 def table_zookeeper(table: Any) -> str | None:

@@ -79,7 +79,8 @@ from lakecore.services import (
 )
 from lakecore.services.compaction import load_plan
 from lakecore.storage import OptionsRef, Storage, open_storage
-from lakecore.table.writer import WriteResult, WriterOptions, write_groups
+from lakecore.table.options import WriterOptions
+from lakecore.table.writer import WriteResult, write_groups
 from lakecore.timeline import (
     TIMELINE_DIR,
     CommitMetadata,
@@ -248,7 +249,7 @@ class Table:
         operation = check_operation(operation)
         table = as_table(data)
         config = self.config
-        if self.options.evolve_schema and operation != "delete":
+        if self.options.files.evolve_schema and operation != "delete":
             evolved = evolved_schema(table, config)
             config = config.with_schema(evolved) if evolved is not None else config
         conformed = conform(table, config, operation)  # bad input fails here, before any instant

@@ -174,12 +174,15 @@ def test_writer_options_follow_the_arguments():
     from sparkjobs.batch_write import writer_options
 
     plain = writer_options(BatchWriteArgs("t", "s"))
-    assert plain.registry is None and plain.early_detection is None and plain.max_rows_per_file is None
+    assert plain.registration.registry is None and plain.conflicts.early_detection is None
+    assert plain.files.max_rows_per_file is None
     zk = writer_options(BatchWriteArgs("t", "s", zookeeper="127.0.0.1:2181", early_detection="direct_zk",
                                        max_rows_per_file=500), "ingest-1")
-    assert isinstance(zk.registry, ZooKeeperWriterRegistry) and zk.writer_name == "ingest-1"
-    assert zk.early_detection.strategy == "direct_zk" and zk.early_detection.zookeeper == "127.0.0.1:2181"
-    assert zk.max_rows_per_file == 500
+    assert isinstance(zk.registration.registry, ZooKeeperWriterRegistry)
+    assert zk.registration.writer_name == "ingest-1"
+    early = zk.conflicts.early_detection
+    assert early.strategy == "direct_zk" and early.zookeeper == "127.0.0.1:2181"
+    assert zk.files.max_rows_per_file == 500
 
 
 def test_a_service_job_exits_busy_while_another_run_holds_the_service(tmp_path):

@@ -183,7 +183,8 @@ def test_an_abort_flag_in_zookeeper_stops_the_job_at_once(spark, zookeeper_serve
     real = batch_write.writer_options
 
     def slow_storage_check(*a: Any, **kw: Any) -> Any:  # only the flag's watch can explain a prompt stop
-        return replace(real(*a, **kw), abort_check_s=STAGE_S * 10)
+        options = real(*a, **kw)
+        return replace(options, abort_watch=replace(options.abort_watch, check_s=STAGE_S * 10))
 
     monkeypatch.setattr(batch_write, "writer_options", slow_storage_check)
     monkeypatch.setenv("WEIR_WRITER", "lake/clicks")

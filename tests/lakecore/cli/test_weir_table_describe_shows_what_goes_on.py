@@ -20,7 +20,7 @@ from lakecore.concurrency import begin_write
 from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted
 from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun
 from lakecore.services import schedule_compaction
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline import now_ms
 from tests.lakecore.concurrency.locks.test_lock_contract import REPO_ROOT
 
@@ -41,7 +41,9 @@ def test_describe_names_the_lock_holder_the_pending_instants_and_the_runs(tmp_pa
     uri = str(tmp_path / "t")
     Table.create(uri, schema=rows([]).schema, record_key="id", ordering_field="ts",
                  table_type="merge_on_read", buckets=1)
-    table = Table.open(uri, options=WriterOptions(clean_failed_writes=False))  # keeps the dead write
+    # keeps the dead write
+    keep_dead = WriterOptions(after_commit=AfterCommitOptions(clean_failed_writes=False))
+    table = Table.open(uri, options=keep_dead)
     now, text = describe(uri)
     assert now == {"lock": {"provider": "storage", "state": "free"}, "pending": [], "running": []}
     assert "lock storage, free" in text

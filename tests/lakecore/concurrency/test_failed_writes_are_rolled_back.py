@@ -10,7 +10,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import AfterCommitOptions, Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write, rollback_failed_writes
 from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig
 from lakecore.errors import InvalidInstantState
@@ -110,7 +110,8 @@ def test_a_rollback_whose_process_died_is_resumed(tmp_path):
 
 def test_writer_options_can_turn_cleanup_off(tmp_path):
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id",
-                     options=WriterOptions(heartbeat=FAST, clean_failed_writes=False))
+                     options=WriterOptions(heartbeat=FAST,
+                                           after_commit=AfterCommitOptions(clean_failed_writes=False)))
     half_written(t, [1], heartbeat=False)
     time.sleep(FAST.timeout_ms / 1000 + 0.1)
     t.upsert(pa.table({"id": pa.array([2], pa.int64()), "ts": [1], "v": ["x"]}))

@@ -33,7 +33,7 @@ def main() -> None:
     import os
     import time
 
-    from lakecore import Table, WriterOptions
+    from lakecore import ConflictOptions, Table, WriterOptions
     from lakecore.concurrency.conflicts.early import EarlyDetection
     from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
     from lakecore.concurrency.locks.zookeeper import zookeeper_lock
@@ -48,7 +48,7 @@ def main() -> None:
     zk = connect if strategy == "direct_zk" else None
     early = EarlyDetection(strategy, zookeeper=zk, period_s=0.05) if strategy else None  # type: ignore[arg-type]
     options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.5, tolerable_misses=4),
-                            early_detection=early)
+                            conflicts=ConflictOptions(early_detection=early))
     if connect == "recorded":
         storage_options = json.loads(os.environ.get("WEIR_TEST_STORAGE_OPTIONS") or "null")
         table = Table.open(uri, storage_options=storage_options, options=options)

@@ -22,7 +22,7 @@ from lakecore import Table
 from lakecore.concurrency import begin_write
 from lakecore.services import CleanPolicy, ClusteringStrategy
 from lakecore.services.repair import check_table, exit_code, repair_lock, run_repair
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline.history_store import clear_history_cache
 from lakecore.timeline.store import clear_cache
 
@@ -40,7 +40,7 @@ def history(uri: str, table_type: str) -> Table:
     """A table whose timeline holds every kind of completed instant."""
     Table.create(uri, schema=SCHEMA, record_key="id", partition_fields=["dt"], ordering_field="ts",
                  buckets=2, table_type=table_type)  # type: ignore[arg-type]
-    t = Table.open(uri, options=WriterOptions(inline_archival=None))
+    t = Table.open(uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     t.upsert(batch(range(0, 30), 1), extra={"writer": "ns/loader"})
     t.upsert(batch(range(20, 40), 2))
     t.delete(batch([0, 1, 2, 21], 2).select(["id", "dt"]))

@@ -10,7 +10,7 @@ from lakecore import Table
 from lakecore.config import FILE_NAME
 from lakecore.errors import CorruptMetadata, InvalidTableConfig, ServiceError
 from lakecore.services import ArchivalPolicy, CleanPolicy
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline.history import HISTORY_DIR
 from lakecore.timeline.history_store import KEPT_VERSIONS, HistoryStore, clear_history_cache
 from lakecore.timeline.store import clear_cache
@@ -21,7 +21,7 @@ from tests.lakecore.services.conftest import create as create_table
 def create(uri: str, mode: str, **kw) -> Table:
     """Tables whose writes do not archive inline: these tests run archival themselves."""
     t = create_table(uri, mode, **kw)
-    return Table.open(t.uri, options=WriterOptions(inline_archival=None))
+    return Table.open(t.uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
 
 SMALL = ArchivalPolicy(min_instants=3, max_instants=5, fanout=3)
 
@@ -222,7 +222,7 @@ def test_readers_beside_a_writer_that_archives_and_merges_levels_never_fail(tmp_
     tiny = ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)
     t = create(str(tmp_path / "t"), "commit_time")
     first = t.upsert(rows([0], 0)).instant.requested_time
-    writer = Table.open(t.uri, options=WriterOptions(inline_archival=tiny))
+    writer = Table.open(t.uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=tiny)))
     stop, errors, reads = threading.Event(), [], [0]
 
     def read_loop() -> None:

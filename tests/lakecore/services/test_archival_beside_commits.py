@@ -13,13 +13,13 @@ from lakecore import Table
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.errors import ServiceRunning
 from lakecore.services import ArchivalPolicy
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline.history import HISTORY_DIR, Manifest
 from lakecore.timeline.history_store import HistoryStore, manifest_path
 from tests.lakecore.services.conftest import create, rows, snapshot
 
 POLICY = ArchivalPolicy(3, 5, 3)
-QUIET = WriterOptions(inline_archival=None)
+QUIET = WriterOptions(after_commit=AfterCommitOptions(archival=None))
 
 
 @pytest.fixture
@@ -98,7 +98,8 @@ def test_an_archival_that_lost_its_claim_discards_its_files(table, monkeypatch):
     """The first archival stalls past its heartbeat timeout while writing history; a second one
     takes over and commits; the first must then discard what it wrote, not commit over it."""
     before, state = every_instant(table), snapshot(table)
-    fast = WriterOptions(inline_archival=None, heartbeat=HeartbeatConfig(interval_s=0.25, tolerable_misses=2))
+    fast = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.25, tolerable_misses=2),
+                         after_commit=AfterCommitOptions(archival=None))
     stalled = Table.open(table.uri, options=fast)
     other = Table.open(table.uri, options=fast)
     real = HistoryStore.write_rows

@@ -6,7 +6,7 @@ one clustering at a time; clean keeps what a pending clustering reads."""
 
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import ConflictOptions, Table, WriterOptions
 from lakecore.concurrency import commit_write, view_of
 from lakecore.concurrency.conflicts.early import EarlyDetection, find_early_conflict
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
@@ -68,7 +68,7 @@ def test_writers_with_early_detection_never_abort_beside_a_clustering(tmp_path):
     t = create(str(tmp_path / "t"), "event_time")
     t.upsert(rows(list(range(20)), 1))
     t.upsert(rows(list(range(20)), 2))
-    early = Table.open(t.uri, options=WriterOptions(early_detection=EarlyDetection("direct")))
+    early = Table.open(t.uri, options=WriterOptions(conflicts=ConflictOptions(EarlyDetection("direct"))))
     before_plan = HeldWrite(t, rows(list(range(20)), 3))
     plan = schedule_clustering(t.storage, t.config, t.lock, ALL)
     assert plan is not None

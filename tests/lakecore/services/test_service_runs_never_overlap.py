@@ -12,7 +12,7 @@ import time
 import pytest
 
 import lakecore.services.compaction as compaction
-from lakecore import Table, WriterOptions
+from lakecore import AfterCommitOptions, Table, WriterOptions
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun, live_run
 from lakecore.errors import ServiceRunning
@@ -33,7 +33,8 @@ FAST = HeartbeatConfig(interval_s=0.2, tolerable_misses=2)
 
 
 def busy(tmp_path, options: WriterOptions | None = None) -> Table:
-    t = create(str(tmp_path / "t"), "event_time", options=options or WriterOptions(inline_archival=None))
+    quiet = WriterOptions(after_commit=AfterCommitOptions(archival=None))
+    t = create(str(tmp_path / "t"), "event_time", options=options or quiet)
     t.upsert(rows(list(range(40)), 1))
     t.upsert(rows(list(range(0, 40, 3)), 2))
     t.delete(keys([5, 6], 9))
@@ -109,7 +110,7 @@ def test_a_second_clustering_run_is_refused_while_the_first_executes(tmp_path, m
 
 
 def test_a_run_that_stalled_past_its_heartbeat_is_taken_over_and_cannot_commit(tmp_path, monkeypatch):
-    options = WriterOptions(inline_archival=None, heartbeat=FAST)
+    options = WriterOptions(heartbeat=FAST, after_commit=AfterCommitOptions(archival=None))
     t = busy(tmp_path, options)
     before = snapshot(t)
     plan = schedule_compaction(t.storage, t.config, t.lock)

@@ -19,12 +19,12 @@ def test_services_and_archival_on_every_backend(storage_uri):
     """Compaction, clean and archival (history files, manifest, pointer) on each backend; time travel
     into the archived range and incremental reads across it from a fresh handle."""
     from lakecore.services import ArchivalPolicy, CleanPolicy
-    from lakecore.table.writer import WriterOptions
+    from lakecore.table import AfterCommitOptions, WriterOptions
 
     uri, options = storage_uri
     schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
     t = Table.create(uri, schema=schema, record_key="id", ordering_field="ts", storage_options=options,
-                     buckets=2, options=WriterOptions(inline_archival=None))
+                     buckets=2, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     states, instants = [], []
     for n in range(12):
         instants.append(t.upsert(pa.table({"id": [n % 5], "ts": [n], "v": [f"v{n}"]})).instant.requested_time)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import FileOptions, Table, WriterOptions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-EVOLVE = WriterOptions(evolve_schema=True)
+EVOLVE = WriterOptions(files=FileOptions(evolve_schema=True))
 
 
 def rows(ids: list[int], v: str, **extra: list) -> pa.Table:

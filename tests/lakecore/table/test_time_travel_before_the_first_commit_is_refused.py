@@ -14,7 +14,7 @@ from lakecore import Table
 from lakecore.cli.main import app
 from lakecore.errors import BeforeFirstCommit, InstantNotFound
 from lakecore.services import ArchivalPolicy, CleanPolicy
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64())])
 LONG_AGO = "2020-01-01T00:00:00"
@@ -22,7 +22,7 @@ LONG_AGO = "2020-01-01T00:00:00"
 
 def table(uri: str, writes: int) -> Table:
     Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1)
-    t = Table.open(uri, options=WriterOptions(inline_archival=None))
+    t = Table.open(uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     for i in range(writes):
         t.upsert(pa.table({"id": [i], "ts": [i]}))
     return t

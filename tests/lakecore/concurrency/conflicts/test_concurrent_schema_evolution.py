@@ -3,13 +3,13 @@
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import FileOptions, Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write
 from lakecore.errors import SchemaConflict, SchemaMismatch
 from lakecore.write import conform, evolved_schema, route, write_file_group
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-EVOLVE = WriterOptions(evolve_schema=True)
+EVOLVE = WriterOptions(files=FileOptions(evolve_schema=True))
 
 
 def start(t: Table, data: pa.Table):

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import ConflictOptions, FileOptions, MarkerOptions, Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write
 from lakecore.concurrency.conflicts.early import EarlyConflictDetector, EarlyDetection
 from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig
@@ -24,7 +24,8 @@ def rows(ids, tag):
 
 
 def table(tmp_path, strategy="direct", **kw):
-    opts = WriterOptions(heartbeat=FAST, early_detection=EarlyDetection(strategy, **kw))
+    opts = WriterOptions(heartbeat=FAST,
+                         conflicts=ConflictOptions(early_detection=EarlyDetection(strategy, **kw)))
     return Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", options=opts)
 
 
@@ -126,7 +127,8 @@ def test_direct_markers_inside_a_zookeeper_lock(tmp_path, zookeeper_server):
 
 
 def test_large_writer_rolling_files_stops_within_one_file(tmp_path):
-    opts = WriterOptions(heartbeat=FAST, early_detection=EarlyDetection("direct"), max_rows_per_file=100)
+    opts = WriterOptions(heartbeat=FAST, conflicts=ConflictOptions(early_detection=EarlyDetection("direct")),
+                         files=FileOptions(max_rows_per_file=100))
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", buckets=1, options=opts)
     ours = begin_write(t.storage, t.config, t.lock, "upsert")
     ids = np.arange(5000)
@@ -139,9 +141,9 @@ def test_large_writer_rolling_files_stops_within_one_file(tmp_path):
 
 
 def test_marker_service_checks_asynchronously_and_refuses_the_next_marker(tmp_path):
-    opts = WriterOptions(heartbeat=FAST, max_rows_per_file=50,
-                         early_detection=EarlyDetection("marker_service", period_s=0.02),
-                         marker_batch_interval_s=0.01)
+    opts = WriterOptions(heartbeat=FAST, files=FileOptions(max_rows_per_file=50),
+                         conflicts=ConflictOptions(EarlyDetection("marker_service", period_s=0.02)),
+                         markers=MarkerOptions(batch_interval_s=0.01))
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", buckets=1, options=opts)
     older, older_stats, hb = open_writer(t, [1], "older")
     before = data_files(t)
@@ -158,7 +160,7 @@ def test_marker_service_checks_asynchronously_and_refuses_the_next_marker(tmp_pa
 
 
 def test_batched_markers_write_and_roll_back_like_direct_ones(tmp_path):
-    opts = WriterOptions(heartbeat=FAST, batched_markers=True, marker_batch_interval_s=0.01)
+    opts = WriterOptions(heartbeat=FAST, markers=MarkerOptions(batched=True, batch_interval_s=0.01))
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", options=opts)
     t.upsert(rows(list(range(40)), "a"))
     assert t.read().num_rows == 40

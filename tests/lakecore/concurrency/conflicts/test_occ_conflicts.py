@@ -114,10 +114,10 @@ def test_non_blocking_needs_merge_on_read(tmp_path):
 
 def test_opt_in_retry_reruns_a_write_that_lost_a_conflict(tmp_path, monkeypatch):
     import lakecore.table.writer as writer
-    from lakecore import WriterOptions
+    from lakecore import ConflictOptions, WriterOptions
 
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id",
-                     options=WriterOptions(conflict_retries=2, retry_backoff_s=0.01))
+                     options=WriterOptions(conflicts=ConflictOptions(retries=2, retry_backoff_s=0.01)))
     other = Table.open(t.uri)
     ids = keys_in_bucket(1, 2)
     real = writer.commit_write

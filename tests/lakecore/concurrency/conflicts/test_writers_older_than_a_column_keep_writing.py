@@ -9,13 +9,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import FileOptions, Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write
 from lakecore.errors import MissingColumn, SchemaConflict
 from lakecore.write import conform, route, write_file_group
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-EVOLVE = WriterOptions(evolve_schema=True)
+EVOLVE = WriterOptions(files=FileOptions(evolve_schema=True))
 
 
 def old_rows(ids: list[int]) -> pa.Table:

@@ -11,7 +11,7 @@ import pytest
 
 import lakecore.concurrency.rollback as rollback_module
 import lakecore.table.writer as writer_module
-from lakecore import Table, WriteJob, WriterOptions
+from lakecore import AfterCommitOptions, ConflictOptions, Table, WriteJob, WriterOptions
 from lakecore.concurrency import rollback_failed_writes, rollback_write
 from lakecore.concurrency.conflicts.early import EarlyDetection
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, is_aborted
@@ -21,7 +21,8 @@ from lakecore.write import conform, route, write_file_group
 from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, keys_in_bucket
 
 SLOW = HeartbeatConfig(interval_s=10.0, tolerable_misses=3)  # 30 s: far longer than this test
-OPTIONS = WriterOptions(heartbeat=SLOW, early_detection=EarlyDetection("direct"), inline_archival=None)
+OPTIONS = WriterOptions(heartbeat=SLOW, conflicts=ConflictOptions(early_detection=EarlyDetection("direct")),
+                        after_commit=AfterCommitOptions(archival=None))
 
 
 def rows(ids, tag):

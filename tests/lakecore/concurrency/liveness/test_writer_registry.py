@@ -212,14 +212,14 @@ def test_unreachable_zookeeper_fails_fast_and_says_so() -> None:
 def test_table_writes_register_while_they_run(tmp_path):
     import pyarrow as pa
 
-    from lakecore import Table, WriterOptions
+    from lakecore import RegistrationOptions, Table, WriterOptions
     from lakecore.concurrency.liveness.writers import InMemoryWriterRegistry
 
     registry = InMemoryWriterRegistry()
     seen: list[frozenset[str]] = []
     infos: list[dict] = []
     t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), record_key="id",
-                     options=WriterOptions(registry=registry, writer_name="clicks-ingest"))
+                     options=WriterOptions(registration=RegistrationOptions(registry, "clicks-ingest")))
     watch = registry.watch(t.uri, lambda live: (seen.append(live), infos.extend(
         registry.live_writers(t.uri).values())))
     result = t.upsert(pa.table({"id": pa.array([1, 2], pa.int64())}))

@@ -28,7 +28,7 @@ from lakecore.concurrency.liveness.writers import launch_info
 from lakecore.concurrency.locks.zookeeper import ZooKeeperLockConfig
 from lakecore.concurrency.zookeeper import shared_clients
 from lakecore.errors import EarlyConflict
-from lakecore.table.writer import WriteJob, WriterOptions
+from lakecore.table import AbortWatchOptions, ConflictOptions, WriteJob, WriterOptions
 from lakecore.timeline import now_ms
 from lakecore.write import combine_and_route, conform, list_markers, write_file_group
 
@@ -81,8 +81,8 @@ def test_a_write_aborted_from_outside_stops_and_ends_with_the_decision(tmp_path)
     files_before = data_files(t)
     heard: list[dict] = []
     told = threading.Event()
-    job, stats = started_job(t, WriterOptions(abort_check_s=0.05, on_abort=lambda r: (heard.append(r),
-                                                                                      told.set())))
+    watch = AbortWatchOptions(check_s=0.05, on_abort=lambda r: (heard.append(r), told.set()))
+    job, stats = started_job(t, WriterOptions(abort_watch=watch))
     mark_aborted(t.storage, job.instant.requested_time, "weir-operator", now_ms(), DECISION)
     assert told.wait(30)
     assert heard == [read_aborted(t.storage, job.instant.requested_time)]
@@ -110,7 +110,8 @@ def test_an_abort_landing_right_before_the_commit_is_refused_under_the_lock(tmp_
         return real(txn, *a, **kw)
 
     monkeypatch.setattr("lakecore.table.writer.commit_write", paused)
-    job, stats = started_job(t, WriterOptions(abort_check_s=60.0))  # its own look never comes in time
+    # its own look never comes in time
+    job, stats = started_job(t, WriterOptions(abort_watch=AbortWatchOptions(check_s=60.0)))
     outcome: list[BaseException | object] = []
     committing = threading.Thread(target=lambda: outcome.append(_outcome(lambda: job.commit(stats))))
     committing.start()
@@ -127,7 +128,8 @@ def test_an_abort_landing_right_before_the_commit_is_refused_under_the_lock(tmp_
 
 def test_a_write_aborted_from_outside_is_not_retried(tmp_path, monkeypatch):
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
-                     options=WriterOptions(conflict_retries=3, retry_backoff_s=0.01, abort_check_s=60.0))
+                     options=WriterOptions(conflicts=ConflictOptions(retries=3, retry_backoff_s=0.01),
+                                           abort_watch=AbortWatchOptions(check_s=60.0)))
     real = tx.commit_write
     attempts: list[str] = []
 
