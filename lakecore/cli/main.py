@@ -29,6 +29,7 @@ from lakecore.cli.tables import Col, show_table
 from lakecore.config import ColumnGroup, LockSpec, schema_to_json
 from lakecore.errors import InvalidInput
 from lakecore.table import Table
+from lakecore.table.maintenance import MaintenanceResult
 from lakecore.write import OPERATIONS, check_operation
 
 app = typer.Typer(help="Weir: lake tables with a timeline, merge-on-read and multi-writer control.",
@@ -115,6 +116,12 @@ def parse_group(text: str) -> ColumnGroup:
     if len(parts) != 3 or not all(parts):
         raise InvalidInput(f"--group {text!r} must look like NAME:ORDERING_FIELD:COL1+COL2")
     return ColumnGroup(parts[0], tuple(c for c in parts[2].split("+") if c), parts[1])
+
+
+def _value(result: MaintenanceResult) -> Any:
+    """A maintenance result as the one value the commands below print: the instant, the archival
+    result, else the plan (None: nothing to do)."""
+    return result.instant or result.archived or result.plan
 
 
 def emit_json(obj: Any) -> None:
@@ -422,8 +429,9 @@ def compact(uri: Uri,
     """Compact merge-on-read file slices (logs merged into new base files)."""
     from lakecore.services import CompactionPlan, CompactionStrategy
     t = Table.open(uri)
-    result = t.compact(CompactionStrategy(strategy, min_logs=min_logs),  # type: ignore[arg-type]
-                       dry_run=dry_run, resume=resume)
+    done = t.maintenance.compact(CompactionStrategy(strategy, min_logs=min_logs),  # type: ignore[arg-type]
+                                 dry_run=dry_run, resume=resume)
+    result = _value(done)
     if result is None:
         if as_json:
             emit_json({"compacted": None})
@@ -467,7 +475,8 @@ def cluster(uri: Uri,
     cols = tuple(c.strip() for c in sort_columns.split(",") if c.strip()) if sort_columns else ()
     chosen = ClusteringStrategy(strategy, cols, small_file_bytes, max_groups)  # type: ignore[arg-type]
     t = Table.open(uri)
-    result = t.cluster(chosen, dry_run=dry_run, resume=resume)
+    done = t.maintenance.cluster(chosen, dry_run=dry_run, resume=resume)
+    result = _value(done)
     if result is None:
         emit_json({"clustered": None}) if as_json else out.print("nothing to cluster")
         return
@@ -502,7 +511,8 @@ def clean(uri: Uri,
     """Delete files that no retained read needs (dry run unless --run)."""
     from lakecore.services import CleanPlan, CleanPolicy
     t = Table.open(uri)
-    result = t.clean(CleanPolicy(policy, retain), dry_run=dry_run)  # type: ignore[arg-type]
+    done = t.maintenance.clean(CleanPolicy(policy, retain), dry_run=dry_run)  # type: ignore[arg-type]
+    result = _value(done)
     if result is None:
         emit_json({"deleted": []}) if as_json else out.print("nothing to clean")
         return
@@ -530,7 +540,8 @@ def savepoint(uri: Uri, instant: Annotated[str, typer.Argument(help="Completed w
               as_json: JsonFlag = False) -> None:
     """Pin a completed write instant (clean keeps its files; restore can return to it)."""
     from lakecore.services import Savepoint
-    done = Table.open(uri).savepoint(instant, comment=comment, dry_run=dry_run)
+    result = Table.open(uri).maintenance.savepoint(instant, comment=comment, dry_run=dry_run)
+    done = _value(result)
     if isinstance(done, Savepoint):
         emit_json({"dry_run": True, "savepointed": instant, "files": list(done.files)}) if as_json else \
             out.print(f"would pin instant {instant} and the {len(done.files)} data file(s) it reads")
@@ -547,7 +558,8 @@ def restore(uri: Uri, savepoint: Annotated[str, typer.Argument(help="Savepoint t
             as_json: JsonFlag = False) -> None:
     """Make the table read as at a savepoint (dry run unless --run)."""
     from lakecore.services import UndoPlan
-    result = Table.open(uri).restore(savepoint, dry_run=dry_run)
+    done = Table.open(uri).maintenance.restore(savepoint, dry_run=dry_run)
+    result = _value(done)
     if result is None:
         emit_json({"restored": None}) if as_json else out.print("nothing to undo")
     elif isinstance(result, UndoPlan):
@@ -581,7 +593,8 @@ def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending or c
     seen = table.timeline().find(instant)
     state: Literal["pending", "completed"] = "pending" if seen is not None and not seen.is_completed \
         else "completed"
-    plan = table.rollback(instant, dry_run=True, force=force)
+    looked = table.maintenance.rollback(instant, dry_run=True, force=force)
+    plan = _value(looked)
     if not isinstance(plan, UndoPlan):  # undone already (a rollback that died half-way was finished)
         _report_rollback(instant, plan, as_json)
         return
@@ -597,7 +610,8 @@ def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending or c
                 out.print(f"would roll back {what} and delete {len(plan.files)} data file(s); rerun with "
                           "--yes to do it")
             return
-    _report_rollback(instant, table.rollback(instant, dry_run=False, force=force, expect=state), as_json)
+    done = table.maintenance.rollback(instant, dry_run=False, force=force, expect=state)
+    _report_rollback(instant, _value(done), as_json)
 
 
 def _report_rollback(instant: str, done: Any, as_json: bool) -> None:
@@ -618,7 +632,8 @@ def archive(uri: Uri,
     """Move the oldest completed instants into the archived timeline (reads keep working across it)."""
     from lakecore.services import ArchivalPlan, ArchivalPolicy
     policy = ArchivalPolicy(min_instants, max_instants, fanout)
-    result = Table.open(uri).archive(policy, dry_run=dry_run)
+    done = Table.open(uri).maintenance.archive(policy, dry_run=dry_run)
+    result = _value(done)
     if result is None or (isinstance(result, ArchivalPlan) and not result.instants):
         if as_json:
             emit_json({"archived": 0, "stopped_by": getattr(result, "stopped_by", None)})

@@ -55,7 +55,7 @@ def table_with_rows(uri: str, n: int, *, archive: bool = False, **kw) -> Table:
     for i in range(n):
         t.upsert(pa.table({"id": [i], "ts": [1]}))
         if archive and i % 6 == 5:
-            t.archive(SMALL)
+            t.maintenance.archive(SMALL)
     return t
 
 

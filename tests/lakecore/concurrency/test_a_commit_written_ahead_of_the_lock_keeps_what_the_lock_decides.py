@@ -91,7 +91,7 @@ def test_a_write_that_loses_its_conflict_leaves_no_bytes_written_ahead(tmp_path,
     stats = _write_files(txn, pa.table({"id": pa.array([1], pa.int64()), "v": ["ours"]}))
     Table.open(uri).upsert(pa.table({"id": pa.array([1], pa.int64()), "v": ["theirs"]}))
     if table_type == "merge_on_read":  # log writes conflict with base writers only: make theirs one
-        Table.open(uri).compact()
+        Table.open(uri).maintenance.compact()
     with pytest.raises(WriteConflict):
         commit_write(txn, stats, lock=table.lock)
     assert _leftovers(uri) == []

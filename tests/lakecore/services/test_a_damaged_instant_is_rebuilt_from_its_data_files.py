@@ -45,17 +45,17 @@ def history(uri: str, table_type: str) -> Table:
     t.upsert(batch(range(20, 40), 2))
     t.delete(batch([0, 1, 2, 21], 2).select(["id", "dt"]))
     if table_type == "merge_on_read":
-        t.compact()
+        t.maintenance.compact()
     t.insert_overwrite(batch([102, 105, 108], 3))  # replaces partition dt=b
     t.upsert(batch(range(30, 45), 4))
-    t.cluster(ClusteringStrategy("all", ("v",)))
-    t.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
+    t.maintenance.cluster(ClusteringStrategy("all", ("v",)))
+    t.maintenance.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
     written = t.upsert(batch(range(200, 210), 5))
-    t.savepoint(written.instant.requested_time, comment="before the late batch")
+    t.maintenance.savepoint(written.instant.requested_time, comment="before the late batch")
     pending = begin_write(t.storage, t.config, t.lock, "upsert")  # a writer that dies: rolled back
-    t.rollback(pending.instant.requested_time, dry_run=False, force=True)
+    t.maintenance.rollback(pending.instant.requested_time, dry_run=False, force=True)
     late = t.upsert(batch(range(300, 305), 6))
-    t.rollback(late.instant.requested_time, dry_run=False)  # undone on purpose
+    t.maintenance.rollback(late.instant.requested_time, dry_run=False)  # undone on purpose
     t.upsert(batch(range(40, 50), 7))
     return t
 

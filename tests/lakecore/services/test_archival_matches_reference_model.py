@@ -59,12 +59,12 @@ def test_reads_across_the_archived_timeline_match_the_model(table_type, ops):
             elif op == "compact" and table_type == "merge_on_read":
                 compact(t)
             elif op == "cluster":
-                t.cluster(ClusteringStrategy("all", sort_columns=("name",)))
+                t.maintenance.cluster(ClusteringStrategy("all", sort_columns=("name",)))
             elif op == "clean":
                 assert isinstance(arg, int)
                 run_clean(t.storage, t.config, t.lock, CleanPolicy("keep_latest_commits", arg), dry_run=False)
             elif op == "archive":
-                done = t.archive(POLICY)
+                done = t.maintenance.archive(POLICY).archived
                 event("archived" if done is not None else "nothing to archive")
             assert _rows(t) == model, (step, op)  # the snapshot after every step
         reopened = Table.open(t.uri)

@@ -166,7 +166,8 @@ def test_one_clustering_at_a_time_and_rollback_frees_the_table(tmp_path):
     with pytest.raises(ClusteringPending, match=plan.instant_time):
         schedule_clustering(t.storage, t.config, t.lock, ALL)
     with pytest.raises(RollbackBlocked, match="rollback_clustering"):
-        t.rollback(t.timeline().completed[-1].requested_time, dry_run=False)  # clustering would resurrect it
+        # clustering would resurrect it
+        t.maintenance.rollback(t.timeline().completed[-1].requested_time, dry_run=False)
     rollback_clustering(t.storage, t.lock, plan.instant_time)
     assert not t.timeline().pending
     with pytest.raises(Exception, match="rolled back"):

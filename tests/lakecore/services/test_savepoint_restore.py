@@ -87,7 +87,7 @@ def test_restore_rolls_back_dead_pending_writes_and_refuses_live_ones(tmp_path):
     with pytest.raises(WriterLive, match=live.txn.instant.requested_time):
         restore(t.storage, t.config, t.lock, sp, dry_run=False)
     assert (_timeline_files(t), _data_files(t)) == (before_timeline, before_files)
-    t.rollback(live.txn.instant.requested_time, dry_run=False, force=True)
+    t.maintenance.rollback(live.txn.instant.requested_time, dry_run=False, force=True)
 
     pending = schedule_compaction(t.storage, t.config, t.lock)
     assert pending is not None

@@ -30,9 +30,9 @@ def test_services_and_archival_on_every_backend(storage_uri):
         instants.append(t.upsert(pa.table({"id": [n % 5], "ts": [n], "v": [f"v{n}"]})).instant.requested_time)
         states.append({r["id"]: r["v"] for r in t.read().to_pylist()})
         if n % 4 == 3:
-            t.compact()
-    t.clean(CleanPolicy("keep_latest_file_versions", 10), dry_run=False)
-    done = t.archive(ArchivalPolicy(min_instants=3, max_instants=5, fanout=2))
+            t.maintenance.compact()
+    t.maintenance.clean(CleanPolicy("keep_latest_file_versions", 10), dry_run=False)
+    done = t.maintenance.archive(ArchivalPolicy(min_instants=3, max_instants=5, fanout=2)).archived
     assert done is not None and done.archived >= 8
     again = Table.open(uri, storage_options=options)
     assert again.timeline().archived.count == done.archived

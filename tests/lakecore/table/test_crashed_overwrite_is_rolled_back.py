@@ -55,7 +55,7 @@ def test_a_killed_overwrite_is_not_rolled_back_while_its_heartbeat_is_fresh_and_
     assert rollback_failed_writes(t.storage, t.lock, fresh_enough) == []
     assert t.timeline().pending == (pending,)
     with pytest.raises(WriterLive):  # an overwrite is a write: its fresh heartbeat protects it
-        t.rollback(pending.requested_time, dry_run=False)
-    t.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
+        t.maintenance.rollback(pending.requested_time, dry_run=False)
+    t.maintenance.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
     assert t.timeline().pending == ()
     assert data_files(t.uri) == files and actual(t) == before

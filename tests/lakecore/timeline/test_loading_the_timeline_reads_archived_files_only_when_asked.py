@@ -43,8 +43,8 @@ def archived_table(tmp_path) -> Table:
     for step in range(12):
         t.upsert(rows([step % 5, 10 + step], step))
         if step % 4 == 3:
-            t.compact()
-    assert t.archive(SMALL) is not None
+            t.maintenance.compact()
+    assert t.maintenance.archive(SMALL).archived is not None
     assert t.timeline().archived.count > 0
     return t
 

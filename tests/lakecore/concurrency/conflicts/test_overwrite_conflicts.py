@@ -180,6 +180,6 @@ def test_a_compaction_planned_beside_a_pending_overwrite_leaves_its_partitions_a
     assert plan is not None and {op.partition for op in plan.operations} == {"dt=b"}
     pause.go.set()
     assert ow.join().error is None
-    t.compact(resume=True)
+    t.maintenance.compact(resume=True)
     assert state(t) == sorted([("a", B0[:1][0], "new")]
                               + [("b", k, "old2") for k in B0])

@@ -85,13 +85,13 @@ def test_clean_prunes_proofs_of_death_a_week_after_their_write(tmp_path):
     job.abort(RuntimeError("a task failed"))  # rolled back; its proof of death stays
     for k in range(3):
         t.upsert(rows(keys_in_bucket(3, 2), f"v{k}"))
-        t.compact()  # base files supersede each other: the clean has work
+        t.maintenance.compact()  # base files supersede each other: the clean has work
     policy = CleanPolicy("keep_latest_file_versions", 1)
     dead = job.instant.requested_time
     assert run_clean(t.storage, t.config, t.lock, policy, dry_run=False) is not None
     assert is_aborted(t.storage, dead)  # too recent to prune
     t.upsert(rows(keys_in_bucket(3, 2), "later"))
-    t.compact()
+    t.maintenance.compact()
     week_later = now_ms() + 8 * 24 * 3600 * 1000
     assert run_clean(t.storage, t.config, t.lock, policy, dry_run=False, clock=lambda: week_later) is not None
     assert not is_aborted(t.storage, dead)
