@@ -14,8 +14,9 @@ do) into the one result shape. No decisions of its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from lakecore.concurrency import rollback_write, view_for_services
 from lakecore.errors import InstantArchived, InstantNotFound, InvalidInstantState
@@ -99,6 +100,22 @@ def _result(action: MaintenanceAction, dry_run: bool,
     return MaintenanceResult(action, dry_run, plan=value)
 
 
+P = TypeVar("P", CompactionPlan, ClusteringPlan)
+
+
+def _rewrite(action: MaintenanceAction, dry_run: bool, resume: bool, pending: Callable[[], P | None],
+             planned: Callable[[], P | None], scheduled: Callable[[], P | None],
+             run: Callable[[P], Instant | None]) -> MaintenanceResult:
+    """A service that rewrites file slices (compaction, clustering): resume the pending run (dry run or
+    not: resuming is what was asked), show the plan, or schedule and run."""
+    if dry_run and not resume:
+        return MaintenanceResult(action, True, planned())
+    plan = pending() if resume else scheduled()
+    if plan is None:
+        return MaintenanceResult(action, False)
+    return MaintenanceResult(action, False, plan, run(plan))
+
+
 class Maintenance:
     """The maintenance operations of one table (`Table.maintenance`); see the module docstring for the
     dry-run rule. Every operation runs under the table's lock and heartbeat settings."""
@@ -111,47 +128,40 @@ class Maintenance:
         """Merge file slices' log files into new base files (merge-on-read); the old files stay until a
         clean. `resume`: finish the compaction a dead process left pending instead (only when no process
         is running it: resuming deletes what it wrote so far)."""
-        t = self.table
-        if resume:
-            pending = pending_compactions(t._store, t.timeline())
-            if not pending:
-                return MaintenanceResult("compaction", False)
-            plan = load_plan(t.storage, pending[0].requested_time)
-            done = run_compaction(t.storage, t.config, t.lock, plan, heartbeat=t.options.heartbeat)
-            return MaintenanceResult("compaction", False, plan, done)
-        strategy = strategy or CompactionStrategy()
-        if dry_run:
-            ops = plan_compaction(view_for_services(t.storage, t.timeline()), t.config, strategy)
-            return MaintenanceResult("compaction", True,
-                                     CompactionPlan("", ops, strategy.kind) if ops else None)
-        scheduled = schedule_compaction(t.storage, t.config, t.lock, strategy)
-        if scheduled is None:
-            return MaintenanceResult("compaction", False)
-        done = run_compaction(t.storage, t.config, t.lock, scheduled, heartbeat=t.options.heartbeat)
-        return MaintenanceResult("compaction", False, scheduled, done)
+        t, chosen = self.table, strategy or CompactionStrategy()
+
+        def pending() -> CompactionPlan | None:
+            found = pending_compactions(t._store, t.timeline())
+            return load_plan(t.storage, found[0].requested_time) if found else None
+
+        def planned() -> CompactionPlan | None:
+            ops = plan_compaction(view_for_services(t.storage, t.timeline()), t.config, chosen)
+            return CompactionPlan("", ops, chosen.kind) if ops else None
+
+        return _rewrite("compaction", dry_run, resume, pending, planned,
+                        lambda: schedule_compaction(t.storage, t.config, t.lock, chosen),
+                        lambda plan: run_compaction(t.storage, t.config, t.lock, plan,
+                                                    heartbeat=t.options.heartbeat))
 
     def cluster(self, strategy: ClusteringStrategy | None = None, *, dry_run: bool = False,
                 resume: bool = False) -> MaintenanceResult:
         """Rewrite file groups' latest slices into one base file each, sorted by `strategy.sort_columns`
         (copy-on-write and merge-on-read; a replacecommit); the old files stay until a clean. `resume`:
         finish the clustering a dead process left pending instead (only when no process is running it)."""
-        t = self.table
-        if resume:
-            pending = pending_clusterings(t._store, t.timeline())
-            if not pending:
-                return MaintenanceResult("clustering", False)
-            plan = load_clustering_plan(t.storage, pending[0].requested_time)
-            done = run_clustering(t.storage, t.config, t.lock, plan, heartbeat=t.options.heartbeat)
-            return MaintenanceResult("clustering", False, plan, done)
-        strategy = strategy or ClusteringStrategy()
-        if dry_run:
-            ops = plan_clustering(view_for_services(t.storage, t.timeline()), t.config, strategy)
-            return MaintenanceResult("clustering", True, ClusteringPlan("", ops, strategy) if ops else None)
-        scheduled = schedule_clustering(t.storage, t.config, t.lock, strategy)
-        if scheduled is None:
-            return MaintenanceResult("clustering", False)
-        done = run_clustering(t.storage, t.config, t.lock, scheduled, heartbeat=t.options.heartbeat)
-        return MaintenanceResult("clustering", False, scheduled, done)
+        t, chosen = self.table, strategy or ClusteringStrategy()
+
+        def pending() -> ClusteringPlan | None:
+            found = pending_clusterings(t._store, t.timeline())
+            return load_clustering_plan(t.storage, found[0].requested_time) if found else None
+
+        def planned() -> ClusteringPlan | None:
+            ops = plan_clustering(view_for_services(t.storage, t.timeline()), t.config, chosen)
+            return ClusteringPlan("", ops, chosen) if ops else None
+
+        return _rewrite("clustering", dry_run, resume, pending, planned,
+                        lambda: schedule_clustering(t.storage, t.config, t.lock, chosen),
+                        lambda plan: run_clustering(t.storage, t.config, t.lock, plan,
+                                                    heartbeat=t.options.heartbeat))
 
     def clean(self, policy: CleanPolicy | None = None, *, dry_run: bool = True) -> MaintenanceResult:
         """Delete the files no retained read needs, after rolling back dead writes. Deletes data, so a
