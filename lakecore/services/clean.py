@@ -11,7 +11,7 @@
 A clean instant has no write stats, so no read changes: views are built from the write stats of
 commit/deltacommit/compaction instants only. Deleting is idempotent, so a clean whose process died is
 resumed by the next `run_clean`; one clean at a time, run by one process at a time (the run claim of
-concurrency/runs.py, taken in the same locked section that picks or schedules the clean: a second
+concurrency/liveness/runs.py, taken in the same locked section that picks or schedules the clean: a second
 caller gets ServiceRunning while the first is alive). Planning under the lock is safe to act on later:
 instants completing afterwards only add newer slices, so what was garbage stays garbage.
 A time-travel read older than the retained points finds its files gone: `time_travel.check_readable`
@@ -24,8 +24,15 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from lakecore.concurrency import Lock, ensure_held, rollback_failed_writes
+from lakecore.concurrency.liveness.heartbeat import (
+    DEFAULT_HEARTBEAT,
+    HeartbeatConfig,
+    is_expired,
+    last_sign_of_life,
+    prune_aborted,
+)
+from lakecore.concurrency.liveness.runs import ServiceRun, forget
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
-from lakecore.concurrency.runs import ServiceRun, forget
 from lakecore.config import TableConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.services.clean_plan import CleanPlan, CleanPolicy, plan_clean
@@ -46,13 +53,6 @@ from lakecore.timeline import (
     now_ms,
 )
 from lakecore.write import prune_marker_dirs
-from lakecore.write.heartbeat import (
-    DEFAULT_HEARTBEAT,
-    HeartbeatConfig,
-    is_expired,
-    last_sign_of_life,
-    prune_aborted,
-)
 
 Clock = Callable[[], int]
 ACTION: Action = "clean"

@@ -191,7 +191,7 @@ def conflict_winner_running(status: Mapping[str, Any] | None, location: str,
     and its writer alive. Reads the table only in that case."""
     from lakecore.storage import open_storage
     from lakecore.timeline import TimelineStore, now_ms
-    from lakecore.write.heartbeat import is_alive
+    from lakecore.concurrency.liveness.heartbeat import is_alive
 
     conflict = lost_conflict(status)
     backing_off = (status or {}).get("phase") == WriterPhase.BACKING_OFF

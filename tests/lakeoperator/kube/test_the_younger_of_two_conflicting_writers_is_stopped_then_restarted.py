@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from lakecore import Table
-from lakecore.write.heartbeat import read_aborted
-from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
+from lakecore.concurrency.liveness.heartbeat import read_aborted
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import keys_in_bucket
 from tests.lakeoperator.kube.manifests import held_writer, reached, table, write_input
 from tests.support.kube_api import KubeApi
 from tests.support.operator import Cluster, start_cluster, wait_until
