@@ -271,19 +271,43 @@ class ControlPlane:
                               token=token)
         return KubeClient(self.url, ssl_context=self.ssl_context())
 
-    @contextlib.contextmanager
-    def namespace(self, stem: str) -> Iterator[str]:
-        """A new namespace (`<stem>-<random>`) with its `default` ServiceAccount (pods need it); deleted
-        afterwards, its pods at once (a stopped kubelet finishes none)."""
+    def create_namespace(self, stem: str) -> str:
+        """A new namespace (`<stem>-<random>`) with its `default` ServiceAccount (pods need it)."""
         name = f"{re.sub(r'[^a-z0-9]+', '-', stem.lower()).strip('-')[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
         client = self.client()
         client.create(resource_path("v1", "namespaces"), {"metadata": {"name": name}})
         client.wait_for(resource_path("v1", "serviceaccounts", name, "default"), bool)
+        return name
+
+    @contextlib.contextmanager
+    def namespace(self, stem: str) -> Iterator[str]:
+        """A new namespace (create_namespace), deleted afterwards, its pods at once (a stopped kubelet
+        finishes none)."""
+        name = self.create_namespace(stem)
         try:
             yield name
         finally:
+            client = self.client()
             client.request("DELETE", resource_path("v1", "pods", name), {"gracePeriodSeconds": 0})
             client.delete(resource_path("v1", "namespaces", name=name))
+
+    def apply_crds(self, *paths: Path) -> list[str]:
+        """Applies (server-side) every CustomResourceDefinition in the YAML files and waits until each is
+        Established; returns their names. Applying the same files again changes nothing."""
+        client, names = self.client(), []
+        crds = resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions")
+        for path in paths:
+            for document in yaml.safe_load_all(path.read_text()):
+                if document and document.get("kind") == "CustomResourceDefinition":
+                    name = document["metadata"]["name"]
+                    client.patch(f"{crds}/{name}", document, kind="apply", fieldManager="weir-tests",
+                                 force="true")
+                    names.append(name)
+        for name in names:
+            client.wait_for(f"{crds}/{name}", lambda crd: any(
+                c["type"] == "Established" and c["status"] == "True"
+                for c in crd.get("status", {}).get("conditions", [])))
+        return names
 
     def publish_pod_log(self, namespace: str, name: str, path: Path) -> None:
         pass  # the API server asks the pod's kubelet (kubelet_tls)
