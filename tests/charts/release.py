@@ -99,7 +99,7 @@ def installed(server: ControlPlane, helm: Path, work: Path, values: dict[str, An
     for plural in ("laketables", "lakewriters", "tableservices"):   # served before anything is applied
         server.client().wait_for(f"{crds}/{plural}.weir.dev", lambda crd: any(
             c["type"] == "Established" and c["status"] == "True"
-            for c in crd.get("status", {}).get("conditions", [])))
+            for c in (crd.get("status") or {}).get("conditions") or []))
     try:
         yield release
     finally:

@@ -4,7 +4,9 @@ Owns one listening socket on 127.0.0.1 (TLS, a serving certificate from the clus
 each request on to the control plane (kube_server.py) as the admin (its client certificate; a client's
 own credentials are dropped) and streams the answer back, watches included, unless `faults` names the
 request's verb and resource: then it answers with that Kubernetes Status itself (e.g. POST pods -> 503,
-the API server briefly unable to create pods) and the server never sees the request. One request per
+the API server briefly unable to create pods) and the server never sees the request. `cut()` is a
+network partition until `heal()`: every open connection (watches included) is cut and new ones are
+closed unanswered, while other clients still reach the server directly. One request per
 connection (`Connection: close` both ways), so every request is looked at; the clients of the tests
 (kopf's aiohttp, the `kubernetes` client) reconnect as they would after a server closed a connection.
 Must not change what it passes on.
@@ -41,6 +43,7 @@ class FaultProxy:
         self.url = f"https://{HOST}:{self.port}"
         self.faults: dict[tuple[str, str], Fault] = {}
         self.refused = 0   # requests answered with a fault
+        self.partitioned = False
         serving = server.ca.issue(f"fault-proxy-{self.port}", "fault-proxy", hosts=(HOST,), server=True)
         self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._tls.load_cert_chain(str(serving.cert), str(serving.key))
@@ -60,10 +63,7 @@ class FaultProxy:
             with contextlib.suppress(OSError):
                 self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
-        with self._lock:
-            for sock in self._open:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+        self._shut_all()
         self._thread.join(10)
 
     def __enter__(self) -> FaultProxy:
@@ -71,6 +71,20 @@ class FaultProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def cut(self) -> None:
+        """A partition: the open connections end, new ones are closed unanswered (until heal())."""
+        self.partitioned = True
+        self._shut_all()
+
+    def heal(self) -> None:
+        self.partitioned = False
+
+    def _shut_all(self) -> None:
+        with self._lock:
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def write_kubeconfig(self, path: Path, namespace: str) -> Path:
         """A kubeconfig for the proxy (the cluster's CA; a placeholder token: the proxy is the admin)."""
@@ -95,6 +109,8 @@ class FaultProxy:
         client: socket.socket = raw
         upstream: socket.socket | None = None
         try:
+            if self.partitioned:
+                return
             client = self._tls.wrap_socket(raw, server_side=True)   # raw is detached from here on
             self._track(client)
             head, body = _read_request(client)
