@@ -5,8 +5,8 @@ reads again and re-plans, and no write is lost or doubled. 20 writers created, t
 each one's restartNonce changed, then half of them suspended, each step all at once under both
 replicas: after each step every writer has exactly the submissions it was asked for, one driver pod
 (none when suspended) named after its last submission, and in the end a status whose every field
-agrees with the spec — a third operator, started alone afterwards, finds nothing to write. The replicas did race (their metrics count refused writes).
-No kubelet: pods are created, not run."""
+agrees with the spec — a third operator, started alone afterwards, finds nothing to write. The
+replicas did race (their metrics count refused writes). No kubelet: pods are created, not run."""
 
 from __future__ import annotations
 
