@@ -147,13 +147,6 @@ def kube_api(_hermetic_home: Path) -> Iterator[KubeApi]:
 
 
 @pytest.fixture
-def cluster(kube_api: KubeApi, tmp_path: Path) -> Iterator[Cluster]:
-    """The emulator with Weir's CRDs, a process kubelet (pods run in tmp_path) and the real operator
-    (`python -m lakeoperator`, watching `default`)."""
-    yield from start_cluster(kube_api, tmp_path)
-
-
-@pytest.fixture
 def kubelet(kube_api: KubeApi, tmp_path: Path) -> Iterator[ProcessKubelet]:
     """Runs the emulator's Pods as local processes (cwd, PYTHONPATH: this checkout); logs in tmp_path."""
     root = Path(__file__).resolve().parents[2]
@@ -197,6 +190,13 @@ def kube_namespace(kube_server: ControlPlane, request: pytest.FixtureRequest) ->
     """A namespace of this test's own on the real API server (deleted afterwards, its pods at once)."""
     with kube_server.namespace(request.node.name) as name:
         yield name
+
+
+@pytest.fixture
+def cluster(kube_server: ControlPlane, kube_namespace: str, tmp_path: Path) -> Iterator[Cluster]:
+    """The real API server with Weir's CRDs, a process kubelet for this test's namespace (pods run in
+    tmp_path) and the real operator (`python -m lakeoperator`, as the admin, watching that namespace)."""
+    yield from start_cluster(kube_server, kube_namespace, tmp_path)
 
 
 @pytest.fixture
