@@ -68,13 +68,15 @@ class History:
         """Run one step; False when it does not apply to this table (compaction of copy-on-write)."""
         t = self.table
         if op == "compact":
-            return t.config.table_type == "merge_on_read" and t.compact() is not None
+            return t.config.table_type == "merge_on_read" and t.maintenance.compact().instant is not None
         if op == "cluster":
-            return t.cluster() is not None
+            return t.maintenance.cluster().instant is not None
         if op == "clean":
-            return t.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False) is not None
+            cleaned = t.maintenance.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)
+            return cleaned.instant is not None
         if op == "archive":
-            return t.archive(ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)) is not None
+            policy = ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)
+            return t.maintenance.archive(policy).archived is not None
         if op == "add_column":
             name = f"c{len(self.added)}"
             t.add_columns([pa.field(name, pa.int32())])
