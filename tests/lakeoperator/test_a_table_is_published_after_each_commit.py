@@ -2,9 +2,10 @@
 same reconcile core the controller runs) publishes every target, registers the Iceberg table in the
 catalog, and the table's status says per target what its readers see; `publishedInstant` (the
 `kubectl get lt` column) is the instant every target shows. Readers of both formats and of the
-catalog read exactly `Table.read()`. A target that fails (a catalog that cannot be reached) says why
-in its entry and an Event, the others publish, and the next pass retries it. The spec's rules: a
-catalog without an Iceberg target, a merged view of column groups, a malformed table name."""
+catalog read exactly `Table.read()`; `weir describe` shows each target. A target that fails (a
+catalog that cannot be reached) says why in its entry and an Event, the others publish, and the next
+pass retries it. The spec's rules: a catalog without an Iceberg target, a merged view of column
+groups, a malformed table name."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Runner, StateDir, apply
 from lakeoperator.specs import SpecError, parse_lake_table
+from lakeoperator.views import describe_sections
 from tests.lakecore.publish import readers
 from tests.lakeoperator.kube.manifests import table
 from tests.lakeoperator.test_statuses_fit_the_crd_schemas import fits
@@ -102,6 +104,11 @@ def test_each_commit_is_published_and_registered(tmp_path: Path, monkeypatch: py
     assert "lake.orders moved" in shown(state)["iceberg"]["catalog"]
     fits("laketables", status(state))
     check_readers(location, catalog_uri)
+    described = describe_sections(state.load("LakeTable", "default", "orders").body, [], datetime.now(UTC))
+    lines = dict(described[0].pairs)
+    assert lines["Published (delta)"] == f"{second} ({location})"
+    iceberg = f"{second} ({location}/metadata/v2.metadata.json); catalog 'local'"
+    assert lines["Published (iceberg)"].startswith(iceberg)
     before = status(state)
     runner.step()   # nothing new: nothing published, nothing changes
     assert status(state) == before
