@@ -52,8 +52,14 @@ def publish_targets(spec: LakeTableSpec, targets: Sequence[str], storage_options
 
 
 def _error(exc: Exception) -> str:
+    from lakecore.cli.errors import missing_extra
     from lakecore.errors import LakecoreError
 
     text = " ".join(str(exc).split())
-    return text if isinstance(exc, LakecoreError) else \
-        f"{type(exc).__name__}: {text}; check the table's storage and the operator's access to it (retried)"
+    if isinstance(exc, LakecoreError):
+        return text
+    if (extra := missing_extra(exc)) is not None:
+        return (f"publishing needs the Python module {extra[0]!r}, which weir's `{extra[1]}` extra installs "
+                f"and the operator's environment lacks; install it (pip install 'weir[{extra[1]}]')")
+    return (f"{type(exc).__name__}: {text}; check the table's storage and the operator's access to it "
+            "(retried)")

@@ -9,6 +9,7 @@ groups, a malformed table name."""
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,19 @@ def test_a_failing_target_says_why_and_is_retried(tmp_path: Path, monkeypatch: p
     runner.step()   # retried: registered now
     assert "error" not in shown(state)["iceberg"] and "registered" in shown(state)["iceberg"]["catalog"]
     check_readers(location, catalog_uri)
+
+
+def test_an_operator_without_pyiceberg_names_the_extra(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    state = StateDir(tmp_path / "state")
+    runner = Runner(state, LocalLauncher(tmp_path / "pods"), PodSettings())
+    put(state, table(tmp_path, publish={"targets": ["iceberg"], "catalog": CATALOG}))
+    runner.step()
+    Table.open(str(tmp_path / "lake" / "orders")).upsert(rows([1], 1, 1))
+    monkeypatch.setitem(sys.modules, "pyiceberg.catalog", None)   # as if the image had no `catalog` extra
+    runner.step()
+    error = shown(state)["iceberg"]["error"]
+    assert "needs the Python module 'pyiceberg', which weir's `catalog` extra installs" in error
 
 
 def lake_table(**publish: Any) -> dict[str, Any]:
