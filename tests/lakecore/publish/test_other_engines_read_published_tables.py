@@ -3,8 +3,9 @@ returns it (row for row, types as the type map says): DuckDB with its iceberg an
 daft, and Spark 4.1 with Apache Iceberg's runtime and Delta's jars. The table holds upserts that
 supersede rows in base and log files, event-time losers and deletes (rows hidden by position-delete
 files and deletion vectors), partitioned, in every type both targets hold; then again after a
-compaction and more writes left in log files. Each engine runs in its own long-lived process
-(`make readers`), one Spark JVM for the session."""
+compaction and more writes left in log files; an earlier published snapshot or version reads as
+`Table.read(as_of=<its instant>)` (DuckDB has no Delta time travel). Each engine runs in its own
+long-lived process (`make readers`), one Spark JVM for the session."""
 
 from __future__ import annotations
 
@@ -107,3 +108,26 @@ def test_engines_read_the_merged_snapshot(readers: Readers, table: Table, engine
 def test_engines_read_it_after_a_compaction_and_more_writes(readers: Readers, compacted: Table,
                                                            engine: str) -> None:
     check(readers, compacted, engine, "after compaction")
+
+
+TRAVEL: dict[str, tuple[str, Callable[[Readers, PublishResult, int], pa.Table]]] = {
+    "duckdb iceberg": ("iceberg", lambda r, p, s: r.duckdb_iceberg(p.location, snapshot=s)),
+    "spark iceberg": ("iceberg", lambda r, p, s: r.spark_iceberg(p.location, snapshot=s)),
+    "spark delta": ("delta", lambda r, p, s: r.spark_delta(p.location, version=s)),
+}
+
+
+@pytest.mark.parametrize("engine", list(TRAVEL))
+def test_engines_travel_to_an_earlier_published_snapshot(readers: Readers,
+                                                        tmp_path_factory: pytest.TempPathFactory,
+                                                        engine: str) -> None:
+    target, read = TRAVEL[engine]
+    t = written(tmp_path_factory)
+    earlier = t.publish(target).snapshot
+    t.upsert(rows([1, 2, 200], 60, "d"))
+    t.delete(keys([12, 13], 70))
+    latest = t.publish(target)
+    assert latest.snapshot.id != earlier.id
+    got = published.normalized(read(readers, latest, earlier.id))
+    want = published.expected(t.read(as_of=earlier.instant), target)
+    published.assert_same(got, want, ["id"], reader=f"{engine} at {earlier.instant}")
