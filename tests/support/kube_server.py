@@ -77,7 +77,7 @@ def controlplane_missing_reason() -> str | None:
                 "then run `make controlplane`")
     if not binary.exists():
         return (f"{binary.relative_to(ROOT)} is not built: run `make controlplane` "
-                "(cold Go caches: 15-25 min; warm: ~20 s)")
+                "(cold Go caches: 15-25 min; warm: 15-35 s)")
     return f"{binary.relative_to(ROOT)} is older than tests/support/controlplane: run `make controlplane`"
 
 
