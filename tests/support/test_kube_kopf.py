@@ -39,10 +39,10 @@ def test_a_kopf_operator_handles_a_created_resource_and_its_deletion(kube_server
         settings.watching.server_timeout = 5
 
     @kopf.on.create(GROUP, "v1", "widgets", registry=registry)
-    def created(spec: kopf.Spec, patch: kopf.Patch, logger: kopf.Logger, **_: Any) -> None:
+    def created(body: kopf.Body, spec: kopf.Spec, patch: kopf.Patch, **_: Any) -> None:
         patch.status["phase"] = "Ready"
         patch.status["size"] = spec["size"] * 2
-        logger.info("doubled the size")   # posted as an Event (kopf posts INFO and above)
+        kopf.info(body, reason="Doubled", message="doubled the size")   # an Event, posted in the background
 
     @kopf.on.delete(GROUP, "v1", "widgets", registry=registry)
     def removed(name: str, **_: Any) -> None:
@@ -57,7 +57,7 @@ def test_a_kopf_operator_handles_a_created_resource_and_its_deletion(kube_server
         client.create(widgets, widget(GROUP, "w1", size=21))
         ready = client.wait_for(f"{widgets}/w1", lambda o: o.get("status", {}).get("phase") == "Ready")
         assert ready["metadata"]["finalizers"] == ["kopf.zalando.org/KopfFinalizerMarker"]
-        deadline = time.monotonic() + 10   # kopf posts its Events in the background
+        deadline = time.monotonic() + 10
         while "doubled the size" not in messages():
             assert time.monotonic() < deadline, messages()
             time.sleep(0.1)
