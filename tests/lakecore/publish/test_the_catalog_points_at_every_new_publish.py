@@ -1,9 +1,9 @@
-"""A published Iceberg table registered in a catalog: pyiceberg's SQL catalog (SQLite) and Apache
-Iceberg's REST catalog server. The first publish registers it, each later one moves the catalog's table
-to the new metadata; pyiceberg (and Spark, through the REST catalog) reading through the catalog gets
-exactly `Table.read()`. A catalog that cannot be reached is one clear error, with the published files
-intact and readable by path, and the next publish registers them. A Delta target, a malformed table
-name or a name held by another table are refused."""
+"""A published Iceberg table registered in a catalog: pyiceberg's SQL catalog (SQLite), Apache
+Iceberg's REST catalog server, and AWS Glue (moto's). The first publish registers it, each later one
+moves the catalog's table to the new metadata; pyiceberg (and Spark, through the REST catalog)
+reading through the catalog gets exactly `Table.read()`. A catalog that cannot be reached is one
+clear error, with the published files intact and readable by path, and the next publish registers
+them. A Delta target and a name held by another table are refused."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from lakecore.publish import CatalogRef
 from lakecore.publish.catalog_updates import Shows, decide
 from tests.lakecore.publish import readers as published
 from tests.support.readers import Readers, RestCatalogServer
+from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 from tests.support.zookeeper import HOST, free_port
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("ts", pa.int64()), ("name", pa.string())])
@@ -84,6 +85,16 @@ def test_the_rest_catalog_follows_every_publish(tmp_path, rest_catalog: RestCata
     spark = readers.spark_iceberg(rest_catalog.spark_table(ref.table))
     published.assert_same(published.normalized(spark), published.expected(t.read(), "iceberg"), ["id"],
                           reader="spark through the REST catalog")
+
+
+@pytest.mark.s3
+def test_the_glue_catalog_follows_every_publish(tmp_path, s3_server: S3Server):
+    t = table(tmp_path)
+    ref = CatalogRef("weir_glue_follows.events", {
+        "type": "glue", "glue.endpoint": s3_server.endpoint_url, "glue.region": REGION,
+        "glue.access-key-id": ACCESS_KEY, "glue.secret-access-key": SECRET_KEY}, "glue")
+    shown = check_follows(t, ref)
+    assert shown.startswith(f"{t.uri}/metadata/")  # Glue's parameters name the catalog's own copy
 
 
 def test_an_unreachable_catalog_is_one_error_and_the_files_stay(tmp_path):
