@@ -4,7 +4,8 @@ catalog, and the table's status says per target what its readers see; `published
 `kubectl get lt` column) is the instant every target shows. Readers of both formats and of the
 catalog read exactly `Table.read()`; `weir describe` shows each target. A target that fails (a
 catalog that cannot be reached) says why in its entry and an Event, the others publish, and the next
-pass retries it. The spec's rules: a catalog without an Iceberg target, a merged view of column
+pass retries it; an operator without pyiceberg names the extra. `weir run -f` publishes a table it
+adopts with commits. The spec's rules: a catalog without an Iceberg target, a merged view of column
 groups, a malformed table name."""
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from lakecore import Table
 from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Runner, StateDir, apply
+from lakeoperator.plan.table import desired_config
 from lakeoperator.specs import SpecError, parse_lake_table
 from lakeoperator.views import describe_sections
 from tests.lakecore.publish import readers
 from tests.lakeoperator.kube.manifests import table
+from tests.lakeoperator.local_run import TABLE, weir_run
 from tests.lakeoperator.test_statuses_fit_the_crd_schemas import fits
 from tests.support.operator import ROOT
 from tests.support.zookeeper import HOST, free_port
@@ -184,3 +187,19 @@ def test_the_published_instant_is_a_column_of_kubectl_get() -> None:
     columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
     assert {"name": "Published", "type": "string", "jsonPath": ".status.publishedInstant"}.items() <= \
         next(c for c in columns if c["name"] == "Published").items()
+
+
+def test_weir_run_publishes_a_table_that_holds_commits(tmp_path: Path) -> None:
+    manifest = TABLE + "  publish: {targets: [iceberg, delta]}\n"
+    body = yaml.safe_load(manifest)
+    location = tmp_path / "lake" / "people"   # the manifest's relative location, from the run's directory
+    t = Table.create_from_config(str(location), desired_config(parse_lake_table(body), "people"))
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["Ada", "Alan"]}))
+    code, out, err = weir_run(tmp_path, {"table.yaml": manifest}, "--timeout", "60")
+    assert code == 0, out + err
+    instant = t.timeline().last_completed().requested_time
+    r = StateDir(tmp_path / ".weir-run").load("LakeTable", "default", "people")
+    assert r is not None and r.body["status"]["publishedInstant"] == instant, r.body["status"]
+    for target in ("iceberg", "delta"):
+        readers.assert_same(readers.READERS[target](str(location)), readers.expected(t.read(), target),
+                            ["id"], reader=target)
