@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS := s3,zookeeper,spark,operator,publish,test,dev
+EXTRAS := s3,zookeeper,spark,operator,publish,catalog,test,dev
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 PYTEST_ARGS ?=
 
