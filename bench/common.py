@@ -10,7 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEERS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "bench", "peers"))
+# beside the repository (a worktree elsewhere names it in WEIR_PEERS)
+PEERS = os.environ.get("WEIR_PEERS") or os.path.normpath(
+    os.path.join(HERE, "..", "..", "shared", "bench", "peers"))
 
 
 def datagen() -> Any:

@@ -31,8 +31,9 @@ from lakecore import Table
 from lakecore.concurrency import view_of
 from lakecore.config import TableConfig
 from lakecore.layout import FileSlice
+from lakecore.read.scan import Scan, ScanPlan
 from lakecore.read.slices import merge_columns
-from lakecore.read.snapshot import finish, prune, read_slices
+from lakecore.read.snapshot import prune
 from lakecore.services import check_readable
 from lakecore.storage import OptionsRef, Storage
 from lakecore.timeline import TimelineStore, parse_point_in_time
@@ -148,9 +149,7 @@ class WeirReader(DataSourceReader):
         assert isinstance(partition, SlicePartition)
         _freeze_imports()
         config = partition.config
-        wanted = merge_columns(config, self.columns)
-        slices = [partition.slice] if partition.slice is not None else []
-        rows = read_slices(partition.storage, config, slices, wanted, meta=False,
-                           base_only=partition.base_only)
-        out = finish(rows, config, columns=self.columns, filter=None, with_meta=False)
-        yield from out.to_batches()
+        plan = ScanPlan(slices=(partition.slice,) if partition.slice is not None else (),
+                        wanted=tuple(merge_columns(config, self.columns)), columns=tuple(self.columns),
+                        filter=None, meta=False, base_only=partition.base_only)
+        yield from Scan(partition.storage, config, plan).to_batches()

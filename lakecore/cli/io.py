@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Literal
 
@@ -93,16 +94,37 @@ def _typed(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table
 
 
-def write_output(table: pa.Table, fmt: Format, output: str | None) -> None:
+def write_output(rows: pa.Table | pa.RecordBatchReader, fmt: Format, output: str | None) -> int:
+    """Write `rows` batch by batch (a reader is never held whole); returns how many were written."""
+    reader = rows.to_reader() if isinstance(rows, pa.Table) else rows
+    written = 0
     if fmt == "parquet":
         if output is None:
             raise InvalidInput("--format parquet needs --output FILE")
-        pq.write_table(table, output)
+        with pq.ParquetWriter(output, reader.schema) as parquet:
+            for batch in reader:
+                parquet.write_batch(batch)
+                written += batch.num_rows
     elif fmt == "csv":
-        pcsv.write_csv(table, output if output else sys.stdout.buffer)
+        with pcsv.CSVWriter(output if output else sys.stdout.buffer, reader.schema) as csv:
+            for batch in reader:
+                csv.write_batch(batch)
+                written += batch.num_rows
     else:
-        lines = "".join(json.dumps(r, default=str) + "\n" for r in table.to_pylist())
-        if output:
-            Path(output).write_text(lines)
-        else:
-            sys.stdout.write(lines)
+        with open(output, "w") if output else nullcontext(sys.stdout) as lines:
+            for batch in reader:
+                lines.write("".join(json.dumps(r, default=str) + "\n" for r in batch.to_pylist()))
+                written += batch.num_rows
+    return written
+
+
+def head_and_count(rows: pa.RecordBatchReader, limit: int) -> tuple[pa.Table, int]:
+    """The first `limit` rows and how many there are in all, holding no more than one batch besides."""
+    head: list[pa.RecordBatch] = []
+    kept = total = 0
+    for batch in rows:
+        if kept < limit:
+            head.append(batch.slice(0, limit - kept))
+            kept += head[-1].num_rows
+        total += batch.num_rows
+    return pa.Table.from_batches(head, schema=rows.schema), total

@@ -47,11 +47,11 @@ class JsonOutput:
                    "records": result.records, "rows_written": counts.written,
                    "delete_keys": counts.delete_keys, "file_groups": result.file_groups})
 
-    def rows(self, table: Table, data: pa.Table, limit: int) -> None:
+    def rows(self, table: Table, data: pa.RecordBatchReader, limit: int) -> None:
         write_output(data, "json", None)
 
-    def rows_saved(self, data: pa.Table, path: str) -> None:
-        emit_json({"rows": data.num_rows, "output": path})
+    def rows_saved(self, rows: int, path: str) -> None:
+        emit_json({"rows": rows, "output": path})
 
     def timeline(self, table: Table, rows: list[dict[str, Any]], archived: int,
                  archived_listed: bool) -> None:

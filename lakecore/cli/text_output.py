@@ -16,6 +16,7 @@ from rich.text import Text
 
 from lakecore.cli.consoles import err, out
 from lakecore.cli.errors import CliError
+from lakecore.cli.io import head_and_count
 from lakecore.cli.tables import Col, show_table
 from lakecore.config import LockSpec, schema_to_json
 from lakecore.services import ArchivalPlan, ClusteringPlan, CompactionPlan, Savepoint, UndoPlan
@@ -54,17 +55,17 @@ class TextOutput:
 
     # -- read and inspect ---------------------------------------------------------------------
 
-    def rows(self, table: Table, data: pa.Table, limit: int) -> None:
-        keys = {*table.config.record_key, *(c for c in data.column_names if c.startswith("_weir_"))}
-        shown = data.slice(0, limit).to_pylist()
-        show_table(out, [Col(c, "id" if c in keys else "text") for c in data.column_names],
-                   [["" if v is None else str(v) for v in row.values()] for row in shown],
-                   title=f"{table.config.name}: {data.num_rows} rows")
-        if data.num_rows > limit:
-            out.print(f"... {data.num_rows - limit} more rows (use --output or --format)")
+    def rows(self, table: Table, data: pa.RecordBatchReader, limit: int) -> None:
+        head, total = head_and_count(data, limit)
+        keys = {*table.config.record_key, *(c for c in head.column_names if c.startswith("_weir_"))}
+        show_table(out, [Col(c, "id" if c in keys else "text") for c in head.column_names],
+                   [["" if v is None else str(v) for v in row.values()] for row in head.to_pylist()],
+                   title=f"{table.config.name}: {total} rows")
+        if total > limit:
+            out.print(f"... {total - limit} more rows (use --output or --format)")
 
-    def rows_saved(self, data: pa.Table, path: str) -> None:
-        out.print(f"wrote {data.num_rows} rows to {path}")
+    def rows_saved(self, rows: int, path: str) -> None:
+        out.print(f"wrote {rows} rows to {path}")
 
     def timeline(self, table: Table, rows: list[dict[str, Any]], archived: int,
                  archived_listed: bool) -> None:

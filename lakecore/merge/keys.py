@@ -23,6 +23,10 @@ _CODE_LIMIT = 1 << 62
 # of the span) rather than hashed: keys hashed into buckets span the whole key range, several
 # times wider than one bucket's rows.
 _BITMAP_SPAN = 32
+# Up to this many times the rows, `probe` looks keys up in a table of int32 positions over the span
+# (4 bytes per value: at most 64 per row, less than the rows themselves take) rather than a bitmap:
+# one random read per row where the bitmap needs a read, a gather and a hash of its hits.
+_TABLE_SPAN = 16
 
 
 def key_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[IntArray, int]:
@@ -124,8 +128,8 @@ def _probe_dense(column: pa.ChunkedArray, keys: pa.Array) -> IntArray | None:
     if span > _BITMAP_SPAN * (len(column) + len(wanted)) or len(wanted) >= 1 << 31:
         return None
     rows = np.asarray(column.to_numpy(), dtype=np.int64)
-    inside = (rows >= low) & (rows <= high)
-    if span > 4 * (len(column) + len(wanted)):
+    if span > _TABLE_SPAN * (len(column) + len(wanted)):
+        inside = (rows >= low) & (rows <= high)
         marked = np.zeros(span, dtype=np.bool_)
         marked[wanted - low] = True
         hits = np.flatnonzero(inside)
@@ -136,7 +140,9 @@ def _probe_dense(column: pa.ChunkedArray, keys: pa.Array) -> IntArray | None:
     # int32 positions: half the table, so more of it stays in cache during the random lookups.
     table = np.full(span + 1, -1, dtype=np.int32)  # the extra slot answers for out-of-range rows
     table[wanted - low] = np.arange(len(wanted), dtype=np.int32)
-    result: IntArray = table[np.where(inside, rows - low, span)].astype(np.int64)
+    offsets = rows - low  # a new array: the column's own buffer is never written
+    offsets[(rows < low) | (rows > high)] = span  # compared as values: a difference may wrap around
+    result: IntArray = table[offsets].astype(np.int64)
     return result
 
 

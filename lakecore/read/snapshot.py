@@ -1,11 +1,13 @@
-"""Table queries over a file-system view: snapshot (merged), read-optimized (base only), and the
-finishing steps every query shares (meta columns, column-group defaults, projection).
+"""The pieces of table queries over a file-system view: which slices (partition pruning), one slice's
+merged rows with their meta columns, many slices at once, and the finishing steps every query shares
+(meta columns, column-group defaults, filter, projection). `lakecore.read.scan` streams them.
 
-Slices are independent, so they are read concurrently; the merge inside each is vectorized.
+Slices are independent, so they are read concurrently (one per core); the merge inside each is vectorized.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,11 +28,12 @@ from lakecore.config import (
 )
 from lakecore.errors import InvalidInput
 from lakecore.layout import FileSlice, FileSystemView, parse_partition_path
-from lakecore.read.slices import file_names, merge_columns, read_slice
+from lakecore.read.slices import file_names, read_slice
 from lakecore.read.spec import file_schema
 from lakecore.storage import Storage
 
-_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-slice")
+# Slices are merged in parallel, one per core: decoding releases the GIL, the merge mostly does too.
+slice_pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="weir-slice")
 
 
 def prune(view: FileSystemView, config: TableConfig,
@@ -62,34 +65,32 @@ def check_columns(config: TableConfig, columns: Sequence[str] | None) -> None:
                            f"and meta columns {list(META_COLUMNS)}")
 
 
-def read_view(storage: Storage, config: TableConfig, view: FileSystemView, *,
-              columns: Sequence[str] | None = None, partitions: Mapping[str, Any] | None = None,
-              filter: pc.Expression | None = None, with_meta: bool = False,
-              base_only: bool = False) -> pa.Table:
-    check_columns(config, columns)
-    slices = prune(view, config, partitions)
-    wanted = merge_columns(config, None if columns is None else
-                           [c for c in columns if c not in META_COLUMNS] + _filter_columns(filter))
-    meta = with_meta or bool(columns and set(columns) & set(META_COLUMNS))
-
-    table = read_slices(storage, config, slices, wanted, meta=meta, base_only=base_only)
-    return finish(table, config, columns=columns, filter=filter, with_meta=meta)
-
-
 def read_slices(storage: Storage, config: TableConfig, slices: Sequence[FileSlice], wanted: list[str], *,
                 meta: bool, base_only: bool = False, keep_deletes: bool = False) -> pa.Table:
     """Merged rows of many slices, concurrently; with `meta`, plus file name and partition path."""
 
     def one(fs: FileSlice) -> pa.Table:
-        t = read_slice(storage, config, fs, wanted, base_only=base_only, keep_deletes=keep_deletes)
-        if meta:
-            t = t.append_column(FILE_NAME, file_names(fs, t.column(COMMIT_TIME)))
-            t = t.append_column(PARTITION_PATH, pa.array([fs.partition] * t.num_rows, pa.string()))
-        return t
+        return merged_slice(storage, config, fs, wanted, meta=meta, base_only=base_only,
+                            keep_deletes=keep_deletes)
 
     if slices:
-        parts = list(_pool.map(one, slices)) if len(slices) > 1 else [one(slices[0])]
+        parts = list(slice_pool.map(one, slices)) if len(slices) > 1 else [one(slices[0])]
         return pa.concat_tables(parts)
+    return no_slices(config, wanted, meta=meta, keep_deletes=keep_deletes)
+
+
+def merged_slice(storage: Storage, config: TableConfig, fs: FileSlice, wanted: list[str], *, meta: bool,
+                 base_only: bool = False, keep_deletes: bool = False) -> pa.Table:
+    """One slice's merged rows (see `read_slices`)."""
+    t = read_slice(storage, config, fs, wanted, base_only=base_only, keep_deletes=keep_deletes)
+    if meta:
+        t = t.append_column(FILE_NAME, file_names(fs, t.column(COMMIT_TIME)))
+        t = t.append_column(PARTITION_PATH, pa.array([fs.partition] * t.num_rows, pa.string()))
+    return t
+
+
+def no_slices(config: TableConfig, wanted: list[str], *, meta: bool, keep_deletes: bool = False) -> pa.Table:
+    """What `read_slices` gives for no slices: no rows, in the columns it gives for some."""
     schema = file_schema(config)
     table = pa.schema([schema.field(c) for c in wanted]).empty_table()
     if keep_deletes:
@@ -100,7 +101,7 @@ def read_slices(storage: Storage, config: TableConfig, slices: Sequence[FileSlic
     return table
 
 
-def _filter_columns(expr: pc.Expression | None) -> list[str]:
+def filter_columns(expr: pc.Expression | None) -> list[str]:
     # pyarrow has no public accessor for an expression's field references; its text names them, and
     # merge_columns keeps only names that are real columns, so an extra word here reads nothing more.
     return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(expr)) if expr is not None else []

@@ -46,7 +46,7 @@ from lakecore.errors import (
 )
 from lakecore.publish import CatalogRef, PublishResult, publish
 from lakecore.read.changes import read_changes
-from lakecore.read.snapshot import read_view
+from lakecore.read.scan import Scan, plan_scan
 from lakecore.services import (
     ArchivalPlan,
     ArchivalPolicy,
@@ -350,7 +350,18 @@ class Table:
     def read(self, *, as_of: str | datetime | None = None, columns: Sequence[str] | None = None,
              partitions: Mapping[str, Any] | None = None, filter: pc.Expression | None = None,
              with_meta: bool = False, query: QueryType = "snapshot") -> pa.Table:
-        """The table's rows: latest (snapshot), as of a past instant or time, or base files only."""
+        """The table's rows: latest (snapshot), as of a past instant or time, or base files only. All of
+        them in memory: `scan` streams them instead."""
+        return self.scan(as_of=as_of, columns=columns, partitions=partitions, filter=filter,
+                         with_meta=with_meta, query=query).to_arrow()
+
+    def scan(self, *, columns: Sequence[str] | None = None, filter: pc.Expression | None = None,
+             partitions: Mapping[str, Any] | None = None, as_of: str | datetime | None = None,
+             with_meta: bool = False, query: QueryType = "snapshot") -> Scan:
+        """The rows `read` returns with the same arguments, as a stream: `.to_batches()`,
+        `.to_arrow_batch_reader()` (DuckDB, Polars and anything taking an Arrow C stream read the scan
+        itself too) or `.to_arrow()`. Planned now (the view as of now or `as_of`; bad arguments raise
+        here), read when consumed: file slice by file slice, a few slices in memory at a time."""
         timeline = full = self.timeline()
         if as_of is not None:
             point = parse_point_in_time(as_of)
@@ -358,8 +369,9 @@ class Table:
         view = view_of(self.storage, timeline)
         if as_of is not None:
             check_readable(self.storage, full, point, view)  # a clear error if a clean removed files
-        return read_view(self.storage, self.config, view, columns=columns, partitions=partitions,
-                         filter=filter, with_meta=with_meta, base_only=query == "read_optimized")
+        plan = plan_scan(view, self.config, columns=columns, partitions=partitions, filter=filter,
+                         with_meta=with_meta, base_only=query == "read_optimized")
+        return Scan(self.storage, self.config, plan)
 
     def read_changes(self, start: str | datetime, end: str | datetime | None = None, *,
                      columns: Sequence[str] | None = None) -> pa.Table:

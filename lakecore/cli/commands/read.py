@@ -1,4 +1,5 @@
-"""`weir table read`: the table's rows (snapshot, or as of an instant) as a table, a file or a stream."""
+"""`weir table read`: the table's rows (snapshot, or as of an instant) as a table, a file or a stream; read
+with a scan, so the rows go out slice by slice and never all sit in memory."""
 
 from __future__ import annotations
 
@@ -27,15 +28,15 @@ def read(uri: Uri,
     shown = output_for(as_json)
     t = Table.open(uri)
     cols = [c.strip() for c in columns.split(",")] if columns else None
-    data = t.read(as_of=as_of, columns=cols, with_meta=with_meta)
     fmt = fmt or shown.data_format
+    if fmt is not None and fmt not in ("parquet", "csv", "json"):
+        raise InvalidInput(f"--format {fmt!r}: use parquet, csv or json")
+    # streamed: a table larger than memory is written out slice by slice
+    rows = t.scan(as_of=as_of, columns=cols, with_meta=with_meta).to_arrow_batch_reader()
     if fmt is not None:
-        if fmt not in ("parquet", "csv", "json"):
-            raise InvalidInput(f"--format {fmt!r}: use parquet, csv or json")
-        write_output(data, fmt, output)  # type: ignore[arg-type]
+        write_output(rows, fmt, output)  # type: ignore[arg-type]
         return
     if output:
-        write_output(data, guess_format(output), output)
-        shown.rows_saved(data, output)
+        shown.rows_saved(write_output(rows, guess_format(output), output), output)
         return
-    shown.rows(t, data, limit)
+    shown.rows(t, rows, limit)

@@ -51,7 +51,7 @@ def _type(i: int) -> pa.DataType:
     return [pa.int64(), pa.string(), pa.bool_()][i]
 
 
-_spread = st.sampled_from([1, 7, 1_000, 1 << 40])  # dense, bitmap-wide and sparse integer spans
+_spread = st.sampled_from([1, 7, 40, 1_000, 1 << 40])  # dense, table-wide, bitmap-wide, sparse spans
 
 
 @settings(max_examples=100, deadline=None)

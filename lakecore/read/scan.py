@@ -1,0 +1,133 @@
+"""The streaming scan: a query's merged rows as record batches, file slice by file slice.
+
+Owns the pipeline of every snapshot and read-optimized query (`Table.read`, `Table.scan`, the CLI,
+the Spark data source): plan (which slices, which columns; pure) -> per slice read, merge and finish
+on the slice pool -> batches in slice order. At most `in_flight` slices are read or merged ahead of
+the consumer, so a scan holds a few slices at a time whatever the table's size; `to_arrow` keeps them
+all. Slices are chosen in one place, `plan_scan`: a step that skips slices (data skipping by
+statistics) slots in there, before anything is read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.config import META_COLUMNS, TableConfig
+from lakecore.layout import FileSlice, FileSystemView
+from lakecore.read.slices import merge_columns
+from lakecore.read.snapshot import (
+    check_columns,
+    filter_columns,
+    finish,
+    merged_slice,
+    no_slices,
+    prune,
+    slice_pool,
+)
+from lakecore.storage import Storage
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What a scan reads: its slices in order, the file columns merged, and how rows are finished."""
+
+    slices: tuple[FileSlice, ...]
+    wanted: tuple[str, ...]               # file columns read and merged (the query's and what merging needs)
+    columns: tuple[str, ...] | None       # the result's columns (None: the table's, meta first with `meta`)
+    filter: pc.Expression | None
+    meta: bool                            # the meta columns are computed
+    base_only: bool                       # read-optimized: base files only, no merge
+
+
+def plan_scan(view: FileSystemView, config: TableConfig, *, columns: Sequence[str] | None = None,
+              partitions: Mapping[str, Any] | None = None, filter: pc.Expression | None = None,
+              with_meta: bool = False, base_only: bool = False) -> ScanPlan:
+    """The plan of a query over `view`; bad columns or partition fields raise InvalidInput here."""
+    check_columns(config, columns)
+    slices = prune(view, config, partitions)
+    wanted = merge_columns(config, None if columns is None else
+                           [c for c in columns if c not in META_COLUMNS] + filter_columns(filter))
+    meta = with_meta or bool(columns and set(columns) & set(META_COLUMNS))
+    return ScanPlan(tuple(slices), tuple(wanted), None if columns is None else tuple(columns), filter, meta,
+                    base_only)
+
+
+def default_in_flight() -> int:
+    """Slices read or merged ahead of a scan's consumer: one per core (what the slice pool runs)."""
+    return max(os.cpu_count() or 2, 2)
+
+
+class Scan:
+    """A planned query, read when asked: `to_batches()`, `to_arrow_batch_reader()` (which DuckDB and
+    Polars consume through the Arrow C stream, as they do the scan itself) or `to_arrow()`. Every
+    call reads the files again; the rows are those of the view the scan was planned on."""
+
+    def __init__(self, storage: Storage, config: TableConfig, plan: ScanPlan, *,
+                 in_flight: int | None = None) -> None:
+        self.storage = storage
+        self.config = config
+        self.plan = plan
+        self.in_flight = max(in_flight or default_in_flight(), 1)
+        self.schema = self._finish(no_slices(config, list(plan.wanted), meta=plan.meta)).schema
+
+    @property
+    def slices(self) -> tuple[FileSlice, ...]:
+        return self.plan.slices
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The merged rows as record batches in the scan's schema, slice by slice."""
+        for table in self.to_tables():
+            yield from table.to_batches()
+
+    def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.to_arrow_batch_reader().__arrow_c_stream__(requested_schema)
+
+    def to_arrow(self) -> pa.Table:
+        """All the rows in one table (what `Table.read` returns)."""
+        parts = list(self.to_tables())
+        return pa.concat_tables(parts) if parts else self.schema.empty_table()
+
+    def to_tables(self) -> Iterator[pa.Table]:
+        """One finished table per slice, in slice order; at most `in_flight` slices ahead of the caller.
+        Nothing is read before the first one is asked for; stopping early cancels what has not started
+        and waits for what has, so no read outlives the iteration."""
+        todo = iter(self.plan.slices)
+        if len(self.plan.slices) == 1:
+            yield self._one(next(todo))
+            return
+        pending: deque[Future[pa.Table]] = deque(slice_pool.submit(self._one, fs)
+                                                  for fs in islice(todo, self.in_flight))
+        try:
+            while pending:
+                table = pending.popleft().result()
+                following = next(todo, None)
+                if following is not None:
+                    pending.append(slice_pool.submit(self._one, following))
+                yield table
+        finally:
+            for future in pending:
+                if not future.cancel():
+                    future.exception()  # started: wait (its error, if any, is not the caller's now)
+
+    def _one(self, fs: FileSlice) -> pa.Table:
+        plan = self.plan
+        rows = merged_slice(self.storage, self.config, fs, list(plan.wanted), meta=plan.meta,
+                            base_only=plan.base_only)
+        table = self._finish(rows)
+        return table if table.schema.equals(self.schema) else table.cast(self.schema)
+
+    def _finish(self, rows: pa.Table) -> pa.Table:
+        plan = self.plan
+        return finish(rows, self.config, columns=plan.columns, filter=plan.filter, with_meta=plan.meta)
