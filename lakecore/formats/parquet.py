@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lakecore.errors import DamagedFile
@@ -101,13 +102,34 @@ class Footer:
     schema: pa.Schema
 
 
-def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """Read a data file, keeping only the wanted columns the file actually has."""
+@dataclass(frozen=True)
+class RowGroupFilter:
+    """Read only the row groups whose footer statistics say a row may satisfy `filter` (bound to
+    `schema`, which may hold columns a file lacks: they read as null)."""
+
+    filter: pc.Expression
+    schema: pa.Schema
+
+
+def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None, *,
+              where: RowGroupFilter | None = None) -> pa.Table:
+    """Read a data file, keeping only the wanted columns the file actually has (and with `where`,
+    only the row groups that may hold a matching row: the caller still filters the rows)."""
     with decoding(storage, path):
-        pf = _open(storage, path)
+        if where is None:
+            pf = _open(storage, path)
+            groups = None
+        else:
+            fs, root = storage.arrow()
+            fragment = ds.ParquetFileFormat().make_fragment(f"{root}/{path}", filesystem=fs)
+            parts = fragment.split_by_row_group(where.filter, schema=where.schema)
+            groups = [rg.id for part in parts for rg in part.row_groups]
+            pf = pq.ParquetFile(f"{root}/{path}", filesystem=fs, metadata=fragment.metadata)
         names = pf.schema_arrow.names
         cols = [c for c in columns if c in names] if columns is not None else None
-        return pf.read(columns=cols, use_threads=True)
+        if groups is None or len(groups) == pf.metadata.num_row_groups:
+            return pf.read(columns=cols, use_threads=True)
+        return pf.read_row_groups(groups, columns=cols, use_threads=True)
 
 
 def read_footer(storage: Storage, path: str) -> Footer:

@@ -25,7 +25,9 @@ from lakecore.config import (
     group_ordering_column,
 )
 from lakecore.errors import InvalidInput
+from lakecore.formats import RowGroupFilter
 from lakecore.layout import FileSlice, FileSystemView, parse_partition_path
+from lakecore.read.skipping import keep_slices, pushable
 from lakecore.read.slices import file_names, merge_columns, read_slice
 from lakecore.read.spec import file_schema
 from lakecore.storage import Storage
@@ -67,21 +69,26 @@ def read_view(storage: Storage, config: TableConfig, view: FileSystemView, *,
               filter: pc.Expression | None = None, with_meta: bool = False,
               base_only: bool = False) -> pa.Table:
     check_columns(config, columns)
-    slices = prune(view, config, partitions)
+    slices = keep_slices(prune(view, config, partitions), config, filter, base_only=base_only)
     wanted = merge_columns(config, None if columns is None else
                            [c for c in columns if c not in META_COLUMNS] + _filter_columns(filter))
     meta = with_meta or bool(columns and set(columns) & set(META_COLUMNS))
 
-    table = read_slices(storage, config, slices, wanted, meta=meta, base_only=base_only)
+    pushed = pushable(config, filter)
+    where = RowGroupFilter(pushed, config.schema) if pushed is not None else None
+    table = read_slices(storage, config, slices, wanted, meta=meta, base_only=base_only, where=where)
     return finish(table, config, columns=columns, filter=filter, with_meta=meta)
 
 
 def read_slices(storage: Storage, config: TableConfig, slices: Sequence[FileSlice], wanted: list[str], *,
-                meta: bool, base_only: bool = False, keep_deletes: bool = False) -> pa.Table:
-    """Merged rows of many slices, concurrently; with `meta`, plus file name and partition path."""
+                meta: bool, base_only: bool = False, keep_deletes: bool = False,
+                where: RowGroupFilter | None = None) -> pa.Table:
+    """Merged rows of many slices, concurrently; with `meta`, plus file name and partition path.
+    `where`: the filter the caller applies after (see `read_slice`)."""
 
     def one(fs: FileSlice) -> pa.Table:
-        t = read_slice(storage, config, fs, wanted, base_only=base_only, keep_deletes=keep_deletes)
+        t = read_slice(storage, config, fs, wanted, base_only=base_only, keep_deletes=keep_deletes,
+                       where=where)
         if meta:
             t = t.append_column(FILE_NAME, file_names(fs, t.column(COMMIT_TIME)))
             t = t.append_column(PARTITION_PATH, pa.array([fs.partition] * t.num_rows, pa.string()))

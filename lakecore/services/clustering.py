@@ -31,7 +31,7 @@ from lakecore.concurrency.conflicts.occ import Conflict, completed_since, find_c
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import TableConfig
 from lakecore.errors import ClusteringConflict, ClusteringPending
-from lakecore.formats import write_file
+from lakecore.formats import file_stats, write_file
 from lakecore.layout import base_file_name
 from lakecore.services.clustering_plan import (
     CLUSTER_SMALL_FILES,
@@ -117,7 +117,7 @@ def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, 
                       row_group_size=strategy.row_group_rows)
     dead = tombstones(state)
     return WriteStat(op.partition, op.file_id, name, "base", state.num_rows - dead, dead, size,
-                     base_instant=op.base_instant)
+                     base_instant=op.base_instant, stats=file_stats(state).to_json())
 
 
 def base_writes_since(store: TimelineStore, timeline: Timeline, clustering: Instant,

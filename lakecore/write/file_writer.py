@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
-from lakecore.formats import DictionaryChoice, read_files, write_file
+from lakecore.formats import DictionaryChoice, file_stats, read_files, write_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
 from lakecore.merge import merge_to_base, precombine
 from lakecore.read.spec import as_base_file, file_schema, merge_spec, op_columns, purge_tombstones
@@ -110,7 +110,8 @@ def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list
         size = write_file(ctx.storage, path, chunk, compression=ctx.config.compression,
                           dictionary=ctx.dictionary)
         deletes = int(pc.sum(chunk.column(OP)).as_py() or 0)
-        stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size))
+        stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size,
+                               stats=file_stats(chunk).to_json()))
     return stats
 
 
@@ -137,4 +138,5 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
     live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
     deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
     return WriteStat(group.partition, group.file_id, name, "base", live, deletes, size,
-                     base_instant=current.base_instant if current is not None else None)
+                     base_instant=current.base_instant if current is not None else None,
+                     stats=file_stats(state).to_json())
