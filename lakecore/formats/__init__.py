@@ -8,6 +8,7 @@ from lakecore.formats.parquet import (
     read_file,
     read_files,
     read_footer,
+    read_footer_stats,
     read_schema,
     write_file,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "read_file",
     "read_files",
     "read_footer",
+    "read_footer_stats",
     "read_schema",
     "write_file",
 ]

@@ -23,6 +23,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lakecore.errors import DamagedFile
+from lakecore.formats.stats import FileStats, footer_stats
 from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage
 from lakecore.storage.failures import PASS_THROUGH, storage_error, translated
@@ -137,6 +138,14 @@ def read_footer(storage: Storage, path: str) -> Footer:
     with decoding(storage, path):
         pf = _open(storage, path)
         return Footer(pf.metadata.num_rows, pf.schema_arrow)
+
+
+def read_footer_stats(storage: Storage, path: str) -> FileStats:
+    """Column statistics of a file from its footer (one read): for files written before Weir recorded
+    them in the write stats."""
+    with decoding(storage, path):
+        pf = _open(storage, path)
+        return footer_stats(pf.metadata, pf.schema_arrow)
 
 
 def read_schema(storage: Storage, path: str) -> pa.Schema:

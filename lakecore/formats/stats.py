@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 MAX_BOUND_BYTES = 64
 
@@ -26,7 +27,7 @@ MAX_BOUND_BYTES = 64
 @dataclass(frozen=True)
 class ColumnStats:
     nulls: int
-    nans: int | None = None     # floating-point columns only
+    nans: int | None = None     # floating-point columns only (None there: unknown, from a footer)
     min: Any = None             # JSON form (see the module docstring); None: unknown
     max: Any = None
 
@@ -100,15 +101,51 @@ def _column(col: pa.ChunkedArray) -> ColumnStats | None:
         if nans:
             values = pc.filter(col, pc.invert(is_nan))
     mm = pc.min_max(values)
-    low, high = mm["min"], mm["max"]
-    if not low.is_valid or not high.is_valid:
-        return ColumnStats(nulls, nans)
+    return ColumnStats(nulls, nans, *_encoded(mm["min"], mm["max"], t))
+
+
+def _encoded(low: pa.Scalar, high: pa.Scalar, t: pa.DataType) -> tuple[Any, Any]:
+    """Bounds of type `t` in their JSON form ((None, None): none to keep)."""
+    storage = _storage_type(t)
+    if storage is None or not low.is_valid or not high.is_valid:
+        return None, None
     lo, hi = (v.as_py() if storage == t else v.cast(storage).as_py() for v in (low, high))
     if isinstance(lo, (str, bytes)) and max(len(lo), len(hi)) > MAX_BOUND_BYTES:
-        return ColumnStats(nulls, nans)  # a long key's bound would cost more than it saves
+        return None, None  # a long key's bound would cost more than it saves
     if isinstance(lo, bytes):
         lo, hi = lo.hex(), hi.hex()
-    return ColumnStats(nulls, nans, lo, hi)
+    return lo, hi
+
+
+def known_nans(col: ColumnStats, t: pa.DataType) -> bool:
+    """Whether `col`'s bounds hold for every non-null row: no NaN, or not a floating-point column."""
+    return not pa.types.is_floating(t) or col.nans == 0
+
+
+def footer_stats(metadata: pq.FileMetaData, schema: pa.Schema) -> FileStats:
+    """Statistics of a file written before Weir recorded them, from its Parquet footer's row-group
+    statistics (top-level primitive columns; NaN counts are unknown there)."""
+    columns = {}
+    for j in range(metadata.num_columns):
+        name = metadata.schema.column(j).path
+        if name not in schema.names or _storage_type(schema.field(name).type) is None:
+            continue
+        t = schema.field(name).type
+        parts = [metadata.row_group(i).column(j).statistics for i in range(metadata.num_row_groups)]
+        if any(st is None or not st.has_null_count for st in parts):
+            continue
+        nulls = sum(st.null_count for st in parts)
+        ranged = [st for st in parts if st.has_min_max]
+        lo = hi = None
+        if ranged and len(ranged) == sum(1 for st in parts if st.num_values > 0):
+            try:
+                low = min(st.min for st in ranged)
+                high = max(st.max for st in ranged)
+                lo, hi = _encoded(pa.scalar(low, t), pa.scalar(high, t), t)
+            except (pa.ArrowException, TypeError, ValueError):
+                lo = hi = None
+        columns[name] = ColumnStats(nulls, None, lo, hi)
+    return FileStats(metadata.num_rows, columns)
 
 
 def file_stats(table: pa.Table) -> FileStats:

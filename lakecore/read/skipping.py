@@ -31,7 +31,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from lakecore.config import TableConfig
-from lakecore.formats.stats import FileStats
+from lakecore.formats.stats import FileStats, known_nans
 from lakecore.layout import FileSlice
 
 _ALWAYS = ds.scalar(True)
@@ -58,7 +58,8 @@ def guarantees(stats: Mapping[str, Any] | None, schema: pa.Schema, columns: Coll
         if parsed.rows and col.nulls == parsed.rows:
             fixed = fixed & field.is_null()
             continue
-        bounds = None if col.nans else col.bounds(schema.field(name).type)
+        t = schema.field(name).type
+        bounds = col.bounds(t) if known_nans(col, t) else None
         if bounds is None:
             continue
         inside = (field >= ds.scalar(bounds[0])) & (field <= ds.scalar(bounds[1]))
