@@ -53,12 +53,17 @@ class DictionaryChoice:
 
 
 def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str,
-               row_group_size: int | None = None, dictionary: DictionaryChoice | None = None) -> int:
+               row_group_size: int | None = None, dictionary: DictionaryChoice | None = None,
+               ids: pa.Schema | None = None) -> int:
     """Write `table` to `path`, durably (storage.sync) before returning: every data file of an instant
     is durable before its completed instant file is created. Returns the file size in bytes.
     `row_group_size` (rows): smaller row
     groups let readers prune by their min/max statistics (clustering sets it). `dictionary`: share
-    the choice of dictionary-encoded columns among the files of one write (default: per file)."""
+    the choice of dictionary-encoded columns among the files of one write (default: per file). `ids`:
+    a schema whose fields carry Parquet field ids (`config.FIELD_ID`): each column of `table` it names
+    is written with its id."""
+    if ids is not None:
+        table = with_ids(table, ids)
     fs, root = storage.arrow()
     full = f"{root}/{path}"
     parent = full.rsplit("/", 1)[0]
@@ -76,6 +81,19 @@ def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str
             storage.delete(path)
         raise
     return int(size)
+
+
+def with_ids(table: pa.Table, ids: pa.Schema) -> pa.Table:
+    """`table` with the field metadata (ids) of the same-named fields of `ids` (no data copied)."""
+    fields = []
+    for f in table.schema:
+        ref = ids.field(f.name) if f.name in ids.names else None
+        fields.append(ref.with_nullable(f.nullable) if ref is not None and ref.type == f.type else f)
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    try:
+        return pa.Table.from_arrays(table.columns, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return table.cast(schema)
 
 
 def dictionary_columns(table: pa.Table) -> list[str]:

@@ -38,7 +38,7 @@ from lakecore.publish import iceberg_metadata as im
 from lakecore.publish.bounds import IcebergColumn, iceberg_columns, iceberg_metrics
 from lakecore.publish.plan import GroupKey, PlannedFile, PublishPlan
 from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
-from lakecore.publish.types import FieldIds, iceberg_schema, known_ids, name_mapping
+from lakecore.publish.types import FieldIds, iceberg_schema, ids_of, name_mapping
 from lakecore.storage import Storage
 from lakecore.timeline import now_ms
 
@@ -137,8 +137,8 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
         state = IcebergState(state.version, None)  # copied or moved here: its snapshots read files elsewhere
     prev = state.metadata
     props = (prev or {}).get("properties") or {}
-    ids = FieldIds(known_ids(json.loads(props[im.NAME_MAPPING])) if im.NAME_MAPPING in props else {},
-                   last=int((prev or {}).get("last-column-id", 0)))
+    ids = FieldIds(ids_of(plan.stored))  # the table's field ids, and the meta columns' reserved ones
+    last_column = max([int((prev or {}).get("last-column-id", 0)), *ids_of(plan.schema).values()])
     schema = iceberg_schema(plan.schema, ids)
     mapping = name_mapping(plan.stored, ids)
     spec, partition = im.partition_spec(plan.schema, plan.partition_fields, ids)
@@ -165,7 +165,8 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
             _write(storage, snap, f"{METADATA_DIR}/retired-{snap.id}.json", json.dumps(snap.retired).encode())
         metadata = im.table_metadata(
             prev, table_uuid=(prev or {}).get("table-uuid") or str(uuid.uuid4()), location=location,
-            schema=schema, ids=ids, mapping=mapping, spec=spec, snapshot=entry, keep={s.id for s in keep},
+            schema=schema, last_column=last_column, mapping=mapping, spec=spec, snapshot=entry,
+            keep={s.id for s in keep},
             buckets=buckets, previous_file=snap.uri(metadata_path(state.version)) if prev else None,
             now_ms=now_ms(), properties={im.VIEW: plan.view})
         storage.write_if_absent(metadata_path(state.version + 1), json.dumps(metadata).encode())
