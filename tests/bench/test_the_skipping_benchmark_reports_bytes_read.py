@@ -5,21 +5,13 @@ the footers weigh more than at full size); the test checks the figures and that 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick import run_quick
 
 
 def test_the_quick_skipping_benchmark_reports_bytes_read_against_a_whole_read(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "operator")])}
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "skipping_bench.py"), "--quick"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    out = json.loads(done.stdout)
+    out, _ = run_quick("skipping_bench.py", tmp_path)
     assert out["same_rows_as_whole_read_filtered"] is True
     assert 0.005 <= out["selected_share"] <= 0.015
     assert out["bar"] == 0.10 and 0 < out["bytes_ratio"] < 0.5
