@@ -49,6 +49,72 @@ OP_UPSERT = 0
 OP_DELETE = 1
 META_COLUMNS = (COMMIT_TIME, RECORD_KEY, PARTITION_PATH, FILE_NAME)
 
+# Parquet field ids. Every table column (and every nested field and list element) has a stable id in
+# table.json (`"id"` in the schema JSON, PARQUET:field_id in the Arrow field metadata): a new column
+# gets the next id after `last_column_id`, ids are never reused, and a table.json written before ids
+# existed gets them deterministically (depth first, in schema order, from 1) each time it is read, so
+# no data is rewritten. The stored meta columns have reserved ids from META_FIELD_ID_BASE (below
+# Iceberg's reserved range), never a table column's.
+FIELD_ID = b"PARQUET:field_id"
+META_FIELD_ID_BASE = 2_147_482_000
+
+
+def field_id(f: pa.Field) -> int | None:
+    raw = (f.metadata or {}).get(FIELD_ID)
+    return int(raw) if raw is not None else None
+
+
+def with_field_id(f: pa.Field, fid: int) -> pa.Field:
+    return f.with_metadata({**(f.metadata or {}), FIELD_ID: str(fid).encode()})
+
+
+def _children(t: pa.DataType) -> list[pa.Field] | None:
+    if pa.types.is_struct(t):
+        return [t.field(i) for i in range(t.num_fields)]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [t.value_field]
+    return None
+
+
+def _rebuilt(t: pa.DataType, children: list[pa.Field]) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct(children)
+    return pa.large_list(children[0]) if pa.types.is_large_list(t) else pa.list_(children[0])
+
+
+def assign_field_ids(schema: pa.Schema, last: int) -> tuple[pa.Schema, int]:
+    """`schema` with an id on every field (nested ones and list elements too), those without one
+    numbered after `last` depth first; and the new last id."""
+    top = last
+    for f in schema:
+        top = max(top, _max_id(f))
+
+    def walk(f: pa.Field) -> pa.Field:
+        nonlocal top
+        if field_id(f) is None:
+            top += 1
+            f = with_field_id(f, top)
+        kids = _children(f.type)
+        if kids is not None:
+            f = f.with_type(_rebuilt(f.type, [walk(k) for k in kids]))
+        return f
+
+    fields = [walk(f) for f in schema]
+    return pa.schema(fields, metadata=schema.metadata), top
+
+
+def _max_id(f: pa.Field) -> int:
+    own = field_id(f) or 0
+    return max([own, *(_max_id(k) for k in _children(f.type) or ())])
+
+
+def carry_field_ids(schema: pa.Schema, known: pa.Schema) -> pa.Schema:
+    """`schema` with the ids of the same-named columns of `known` (a column is never retyped, so its
+    nested fields match too); other columns as they are."""
+    fields = [known.field(f.name) if f.name in known.names and field_id(f) is None
+              and known.field(f.name).type == f.type else f for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
+
 
 def group_ordering_column(group: str) -> str:
     """Hidden column holding a column group's ordering value (null: the row does not carry the group)."""
@@ -164,10 +230,15 @@ class TableConfig:
     # None: chosen at create, "spark_murmur3" when every record-key type has Spark's Murmur3 counterpart
     # (so Spark jobs compute buckets in the JVM), else "weir_v1"; format-1 tables are all "weir_v1"
     bucket_hash: BucketHash | None = None
+    # the highest Parquet field id ever given to a column (see FIELD_ID): new columns count on from it
+    last_column_id: int = 0
 
     def __post_init__(self) -> None:
         if self.bucket_hash is None:
             object.__setattr__(self, "bucket_hash", _default_bucket_hash(self))
+        schema, last = assign_field_ids(self.schema, self.last_column_id)
+        object.__setattr__(self, "schema", schema)
+        object.__setattr__(self, "last_column_id", last)
         _validate(self)
 
     # -- derived views ---------------------------------------------------------------------
@@ -199,7 +270,8 @@ class TableConfig:
                                  f"groups are {[g.name for g in self.column_groups]}")
 
     def with_schema(self, schema: pa.Schema) -> TableConfig:
-        return replace(self, schema=schema)
+        """This config with `schema`: its columns keep their field ids, new ones get the next."""
+        return replace(self, schema=carry_field_ids(schema, self.schema))
 
     def with_lock(self, lock: LockSpec) -> TableConfig:
         return replace(self, lock=lock)
@@ -256,7 +328,7 @@ class TableConfig:
                       "(groups never change: another grouping needs a new table)")
         joined = tuple(replace(g, columns=(*g.columns, *(n for n in names if groups[n] == g.name)))
                        for g in self.column_groups)
-        return replace(self, schema=schema, column_groups=joined)
+        return replace(self, schema=schema, column_groups=joined)  # new columns: the next field ids
 
     # -- JSON ------------------------------------------------------------------------------
 
@@ -277,6 +349,7 @@ class TableConfig:
             "tombstone_retention_hours": self.tombstone_retention_hours,
             "lock": self.lock.to_json(),
             "bucket_hash": self.bucket_hash,
+            "last_column_id": self.last_column_id,
             "schema": schema_to_json(self.schema),
         }
 
@@ -312,6 +385,7 @@ class TableConfig:
                 lock=LockSpec.from_json(obj.get("lock") or {"provider": "storage"}),
                 format_version=version,
                 bucket_hash=obj.get("bucket_hash", "weir_v1"),  # format 1 recorded none: its one hash
+                last_column_id=int(obj.get("last_column_id", 0)),  # none before field ids: assigned
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptMetadata(f"table.json is missing or has a malformed field ({exc!r}); {fix}") from exc
@@ -557,11 +631,14 @@ def _type_from_json(obj: Mapping[str, Any]) -> pa.DataType:
 
 
 def _field_to_json(f: pa.Field) -> dict[str, Any]:
-    return {"name": f.name, "nullable": f.nullable, **_type_to_json(f.type)}
+    fid = field_id(f)
+    return {"name": f.name, "nullable": f.nullable, **({"id": fid} if fid is not None else {}),
+            **_type_to_json(f.type)}
 
 
 def _field_from_json(obj: Mapping[str, Any]) -> pa.Field:
-    return pa.field(obj["name"], _type_from_json(obj), nullable=bool(obj.get("nullable", True)))
+    f = pa.field(obj["name"], _type_from_json(obj), nullable=bool(obj.get("nullable", True)))
+    return with_field_id(f, int(obj["id"])) if "id" in obj else f
 
 
 def schema_to_json(schema: pa.Schema) -> list[dict[str, Any]]:

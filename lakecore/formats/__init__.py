@@ -3,13 +3,28 @@
 from lakecore.formats.parquet import (
     DictionaryChoice,
     Footer,
+    RowGroupFilter,
     map_files,
     read_file,
     read_files,
     read_footer,
+    read_footer_stats,
     read_schema,
     write_file,
 )
+from lakecore.formats.stats import FileStats, file_stats
 
-__all__ = ["DictionaryChoice", "Footer", "map_files", "read_file", "read_files", "read_footer", "read_schema",
-           "write_file"]
+__all__ = [
+    "DictionaryChoice",
+    "FileStats",
+    "Footer",
+    "RowGroupFilter",
+    "file_stats",
+    "map_files",
+    "read_file",
+    "read_files",
+    "read_footer",
+    "read_footer_stats",
+    "read_schema",
+    "write_file",
+]

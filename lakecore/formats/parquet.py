@@ -19,9 +19,11 @@ from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lakecore.errors import DamagedFile
+from lakecore.formats.stats import FileStats, footer_stats
 from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage
 from lakecore.storage.failures import PASS_THROUGH, storage_error, translated
@@ -51,12 +53,17 @@ class DictionaryChoice:
 
 
 def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str,
-               row_group_size: int | None = None, dictionary: DictionaryChoice | None = None) -> int:
+               row_group_size: int | None = None, dictionary: DictionaryChoice | None = None,
+               ids: pa.Schema | None = None) -> int:
     """Write `table` to `path`, durably (storage.sync) before returning: every data file of an instant
     is durable before its completed instant file is created. Returns the file size in bytes.
     `row_group_size` (rows): smaller row
     groups let readers prune by their min/max statistics (clustering sets it). `dictionary`: share
-    the choice of dictionary-encoded columns among the files of one write (default: per file)."""
+    the choice of dictionary-encoded columns among the files of one write (default: per file). `ids`:
+    a schema whose fields carry Parquet field ids (`config.FIELD_ID`): each column of `table` it names
+    is written with its id."""
+    if ids is not None:
+        table = with_ids(table, ids)
     fs, root = storage.arrow()
     full = f"{root}/{path}"
     parent = full.rsplit("/", 1)[0]
@@ -74,6 +81,19 @@ def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str
             storage.delete(path)
         raise
     return int(size)
+
+
+def with_ids(table: pa.Table, ids: pa.Schema) -> pa.Table:
+    """`table` with the field metadata (ids) of the same-named fields of `ids` (no data copied)."""
+    fields = []
+    for f in table.schema:
+        ref = ids.field(f.name) if f.name in ids.names else None
+        fields.append(ref.with_nullable(f.nullable) if ref is not None and ref.type == f.type else f)
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    try:
+        return pa.Table.from_arrays(table.columns, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return table.cast(schema)
 
 
 def dictionary_columns(table: pa.Table) -> list[str]:
@@ -101,13 +121,34 @@ class Footer:
     schema: pa.Schema
 
 
-def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """Read a data file, keeping only the wanted columns the file actually has."""
+@dataclass(frozen=True)
+class RowGroupFilter:
+    """Read only the row groups whose footer statistics say a row may satisfy `filter` (bound to
+    `schema`, which may hold columns a file lacks: they read as null)."""
+
+    filter: pc.Expression
+    schema: pa.Schema
+
+
+def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None, *,
+              where: RowGroupFilter | None = None) -> pa.Table:
+    """Read a data file, keeping only the wanted columns the file actually has (and with `where`,
+    only the row groups that may hold a matching row: the caller still filters the rows)."""
     with decoding(storage, path):
-        pf = _open(storage, path)
+        if where is None:
+            pf = _open(storage, path)
+            groups = None
+        else:
+            fs, root = storage.arrow()
+            fragment = ds.ParquetFileFormat().make_fragment(f"{root}/{path}", filesystem=fs)
+            parts = fragment.split_by_row_group(where.filter, schema=where.schema)
+            groups = [rg.id for part in parts for rg in part.row_groups]
+            pf = pq.ParquetFile(f"{root}/{path}", filesystem=fs, metadata=fragment.metadata)
         names = pf.schema_arrow.names
         cols = [c for c in columns if c in names] if columns is not None else None
-        return pf.read(columns=cols, use_threads=True)
+        if groups is None or len(groups) == pf.metadata.num_row_groups:
+            return pf.read(columns=cols, use_threads=True)
+        return pf.read_row_groups(groups, columns=cols, use_threads=True)
 
 
 def read_footer(storage: Storage, path: str) -> Footer:
@@ -115,6 +156,14 @@ def read_footer(storage: Storage, path: str) -> Footer:
     with decoding(storage, path):
         pf = _open(storage, path)
         return Footer(pf.metadata.num_rows, pf.schema_arrow)
+
+
+def read_footer_stats(storage: Storage, path: str) -> FileStats:
+    """Column statistics of a file from its footer (one read): for files written before Weir recorded
+    them in the write stats."""
+    with decoding(storage, path):
+        pf = _open(storage, path)
+        return footer_stats(pf.metadata, pf.schema_arrow)
 
 
 def read_schema(storage: Storage, path: str) -> pa.Schema:

@@ -31,6 +31,7 @@ import pyarrow as pa
 from lakecore.errors import AlreadyExists, PublishConflict
 from lakecore.layout import parse_data_file_name, parse_partition_path
 from lakecore.publish import delta_checkpoint as ckpt
+from lakecore.publish.bounds import delta_stats
 from lakecore.publish.deletion_vectors import DV_DIR, dv_file, dv_path, unique_id
 from lakecore.publish.iceberg_metadata import partitioned
 from lakecore.publish.plan import GroupKey, PublishPlan
@@ -129,7 +130,8 @@ def commit(storage: Storage, plan: PublishPlan, state: DeltaState, retention: Re
         values = parse_partition_path(f.partition)
         adds[f.path] = {"path": quote(f.path, safe="/="), "partitionValues": {c: values[c] for c in columns},
                         "size": f.bytes, "modificationTime": modified, "dataChange": True,
-                        "stats": json.dumps({"numRecords": f.rows}),
+                        "stats": json.dumps(delta_stats(f.stats, plan.schema, f.rows,
+                                                        hides_rows=bool(len(f.hidden)))),
                         "deletionVector": next(descriptors) if len(f.hidden) else None}
     for path, old in sorted(log.files.items()):
         if plan.full or _group(path) in plan.replaced:

@@ -35,9 +35,10 @@ from lakecore.formats import map_files, write_file
 from lakecore.layout import parse_data_file_name
 from lakecore.publish import iceberg_avro as avro
 from lakecore.publish import iceberg_metadata as im
+from lakecore.publish.bounds import IcebergColumn, iceberg_columns, iceberg_metrics
 from lakecore.publish.plan import GroupKey, PlannedFile, PublishPlan
 from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
-from lakecore.publish.types import FieldIds, iceberg_schema, known_ids, name_mapping
+from lakecore.publish.types import FieldIds, iceberg_schema, ids_of, name_mapping
 from lakecore.storage import Storage
 from lakecore.timeline import now_ms
 
@@ -136,8 +137,8 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
         state = IcebergState(state.version, None)  # copied or moved here: its snapshots read files elsewhere
     prev = state.metadata
     props = (prev or {}).get("properties") or {}
-    ids = FieldIds(known_ids(json.loads(props[im.NAME_MAPPING])) if im.NAME_MAPPING in props else {},
-                   last=int((prev or {}).get("last-column-id", 0)))
+    ids = FieldIds(ids_of(plan.stored))  # the table's field ids, and the meta columns' reserved ones
+    last_column = max([int((prev or {}).get("last-column-id", 0)), *ids_of(plan.schema).values()])
     schema = iceberg_schema(plan.schema, ids)
     mapping = name_mapping(plan.stored, ids)
     spec, partition = im.partition_spec(plan.schema, plan.partition_fields, ids)
@@ -149,7 +150,8 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
     try:
         buckets = int(props[im.BUCKETS]) if incremental else im.buckets_for(len(plan.files))
         previous = _read_list(storage, parent, location) if parent else []
-        manifests = _manifests(storage, plan, snap, partition, spec, schema, buckets, previous)
+        columns = iceberg_columns(plan.schema, ids)
+        manifests = _manifests(storage, plan, snap, partition, spec, schema, buckets, previous, columns)
         list_path = f"{METADATA_DIR}/snap-{snap.id}-{uuid.uuid4().hex}.avro"
         _write(storage, snap, list_path, avro.encode(avro.MANIFEST_LIST_SCHEMA, manifests, avro.list_metadata(
             snap.id, parent["snapshot-id"] if parent else None, snap.sequence)))
@@ -163,7 +165,8 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
             _write(storage, snap, f"{METADATA_DIR}/retired-{snap.id}.json", json.dumps(snap.retired).encode())
         metadata = im.table_metadata(
             prev, table_uuid=(prev or {}).get("table-uuid") or str(uuid.uuid4()), location=location,
-            schema=schema, ids=ids, mapping=mapping, spec=spec, snapshot=entry, keep={s.id for s in keep},
+            schema=schema, last_column=last_column, mapping=mapping, spec=spec, snapshot=entry,
+            keep={s.id for s in keep},
             buckets=buckets, previous_file=snap.uri(metadata_path(state.version)) if prev else None,
             now_ms=now_ms(), properties={im.VIEW: plan.view})
         storage.write_if_absent(metadata_path(state.version + 1), json.dumps(metadata).encode())
@@ -181,11 +184,11 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
 
 def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: Sequence[avro.PartitionField],
                spec: dict[str, Any], schema: dict[str, Any], buckets: int,
-               previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
+               previous: list[dict[str, Any]], columns: list[IcebergColumn]) -> list[dict[str, Any]]:
     """The manifest list's entries: new manifests for the buckets the plan touches (all of them for a
     full plan), the previous ones as they are for the rest. Entries of untouched file groups in a
     touched bucket are carried over as EXISTING; the delete files of replaced ones are retired."""
-    new = _new_entries(storage, plan, snap, partition, buckets)
+    new = _new_entries(storage, plan, snap, partition, buckets, columns)
     touched = {im.bucket_of(p, f, buckets) for p, f in plan.replaced}
     out = []
     for m in previous:
@@ -211,7 +214,7 @@ def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: 
 
 
 def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
-                 partition: Sequence[avro.PartitionField], buckets: int
+                 partition: Sequence[avro.PartitionField], buckets: int, columns: list[IcebergColumn]
                  ) -> dict[tuple[int, int], list[dict[str, Any]]]:
     """ADDED entries of the plan's files and of the position-delete files written for them."""
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
@@ -221,7 +224,8 @@ def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
         values = im.partition_record(g.partition, partition)
         for f in g.files:
             out.setdefault((bucket, avro.DATA), []).append(avro.entry(
-                avro.ADDED, snap.id, snap.sequence, avro.DATA, snap.uri(f.path), values, f.rows, f.bytes))
+                avro.ADDED, snap.id, snap.sequence, avro.DATA, snap.uri(f.path), values, f.rows, f.bytes,
+                metrics=iceberg_metrics(f.stats, columns)))
             if len(f.hidden):
                 deletes.append((f"{DELETES_DIR}/{uuid.uuid4().hex}.parquet", f))
     snap.written.extend(p for p, _ in deletes)

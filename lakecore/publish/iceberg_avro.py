@@ -4,8 +4,8 @@ bytes in memory; the caller stores them.
 
 The schemas are the Iceberg spec's, with its field ids (readers such as pyiceberg resolve fields by
 id) and its record names (`manifest_entry`, `r2`, `r102`, `manifest_file`, `r508`, as the Java
-implementation writes them). Only what Weir fills is set: no column statistics yet (the write stats
-carry none), `lower_bounds`/`upper_bounds` of `file_path` on position-delete files (so a reader
+implementation writes them). Only what Weir fills is set: column statistics of data files (from the
+write stats, `bounds.py`), `lower_bounds`/`upper_bounds` of `file_path` on position-delete files (so a reader
 applies each to its one data file), and `referenced_data_file` on them too.
 """
 
@@ -106,14 +106,18 @@ MANIFEST_LIST_SCHEMA: dict[str, Any] = {"type": "record", "name": "manifest_file
 
 
 def entry(status: int, snapshot_id: int, sequence: int, content: int, path: str, partition: Mapping[str, Any],
-          rows: int, size: int, *, referenced: str | None = None) -> dict[str, Any]:
-    """A manifest entry (`sequence` is both the data and the file sequence number)."""
+          rows: int, size: int, *, referenced: str | None = None,
+          metrics: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A manifest entry (`sequence` is both the data and the file sequence number); `metrics`: the
+    column statistics fields (`bounds.iceberg_metrics`)."""
     data_file: dict[str, Any] = {
         "content": content, "file_path": path, "file_format": "PARQUET", "partition": dict(partition),
         "record_count": rows, "file_size_in_bytes": size, "column_sizes": None, "value_counts": None,
         "null_value_counts": None, "nan_value_counts": None, "lower_bounds": None, "upper_bounds": None,
         "key_metadata": None, "split_offsets": None, "equality_ids": None, "sort_order_id": None,
         "referenced_data_file": referenced}
+    if metrics:
+        data_file.update(metrics)
     if referenced is not None:
         bound = [{"key": FILE_PATH_ID, "value": referenced.encode()}]
         data_file["lower_bounds"] = data_file["upper_bounds"] = bound

@@ -125,8 +125,9 @@ def snapshot_entry(snapshot_id: int, parent: int | None, sequence: int, plan: Pu
 
 
 def table_metadata(previous: Mapping[str, Any] | None, *, table_uuid: str, location: str,
-                   schema: dict[str, Any], ids: FieldIds, mapping: list[dict[str, Any]], spec: dict[str, Any],
-                   snapshot: dict[str, Any], keep: set[int], buckets: int, previous_file: str | None,
+                   schema: dict[str, Any], last_column: int, mapping: list[dict[str, Any]],
+                   spec: dict[str, Any], snapshot: dict[str, Any], keep: set[int], buckets: int,
+                   previous_file: str | None,
                    now_ms: int, properties: Mapping[str, str]) -> dict[str, Any]:
     """The next metadata: `snapshot` current, the snapshots whose ids are in `keep` retained."""
     prev = dict(previous or {})
@@ -149,7 +150,7 @@ def table_metadata(previous: Mapping[str, Any] | None, *, table_uuid: str, locat
     return {
         "format-version": 2, "table-uuid": table_uuid, "location": location,
         "last-sequence-number": snapshot["sequence-number"], "last-updated-ms": now_ms,
-        "last-column-id": ids.last, "current-schema-id": schema_id, "schemas": schemas,
+        "last-column-id": last_column, "current-schema-id": schema_id, "schemas": schemas,
         "default-spec-id": spec["spec-id"], "partition-specs": [spec],
         "last-partition-id": max([FIRST_PARTITION_ID - 1, *(f["field-id"] for f in spec["fields"])]),
         "default-sort-order-id": 0, "sort-orders": [{"order-id": 0, "fields": []}],

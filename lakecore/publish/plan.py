@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from lakecore.config import TableConfig, schema_to_json
 from lakecore.errors import NotPublishable
+from lakecore.formats import FileStats
 from lakecore.layout import FileSlice, FileSystemView
 from lakecore.read.positions import FileRows, Positions
 from lakecore.read.spec import base_schema
@@ -51,6 +52,7 @@ class PlannedFile:
     bytes: int
     rows: int            # rows stored in the file
     hidden: Positions    # sorted positions of the rows a reader must not show
+    stats: FileStats | None = None  # its column statistics (None: unknown, a file written before them)
 
     @property
     def shown(self) -> int:
@@ -157,7 +159,8 @@ def plan_publish(config: TableConfig, schema: pa.Schema, instant: Instant, view:
 
 
 def _planned(fs: FileSlice, rows: Sequence[FileRows]) -> tuple[PlannedFile, ...]:
-    return tuple(PlannedFile(r.stat.path, fs.partition, fs.file_id, r.stat.bytes, r.rows, r.hidden)
+    return tuple(PlannedFile(r.stat.path, fs.partition, fs.file_id, r.stat.bytes, r.rows, r.hidden,
+                             None if r.stat.stats is None else FileStats.from_json(r.stat.stats))
                  for r in rows if len(r.shown))
 
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from lakecore.concurrency import Lock, ensure_held, view_of
 from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict, PublishError
+from lakecore.formats import read_footer_stats
 from lakecore.layout import FileSlice, FileSystemView
 from lakecore.publish.catalog import CatalogRef, register
 from lakecore.publish.plan import PublishView, choose_view, plan_publish, schema_fingerprint
@@ -158,9 +159,17 @@ _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-publish")
 def _rows(storage: Storage, config: TableConfig, kind: PublishView, slices: Sequence[FileSlice]
           ) -> list[tuple[FileRows, ...]]:
     def one(fs: FileSlice) -> tuple[FileRows, ...]:
-        return shown_rows(storage, config, fs, base_only=kind == "read_optimized")
+        rows = shown_rows(storage, config, fs, base_only=kind == "read_optimized")
+        return tuple(r if r.stat.stats is not None else _with_footer_stats(storage, r) for r in rows)
 
     return list(_pool.map(one, slices)) if len(slices) > 1 else [one(s) for s in slices]
+
+
+def _with_footer_stats(storage: Storage, r: FileRows) -> FileRows:
+    """A file written before Weir recorded column statistics: from its footer (one read), once per
+    publish that lists it anew."""
+    stats = read_footer_stats(storage, r.stat.path).to_json()
+    return FileRows(replace(r.stat, stats=stats), r.rows, r.shown)
 
 
 def _continues(store: TimelineStore, timeline: Timeline, last: PublishedSnapshot, kind: PublishView) -> bool:

@@ -10,9 +10,10 @@ integers widen to the target's integer types (int8 reads back as int32 from Iceb
 milliseconds widen to microseconds, any time zone shows as UTC (`timestamptz`, Delta `timestamp`):
 the values are the same instants. See docs/interop.md for the whole table.
 
-Iceberg needs an id per field (list elements included). Ids come from the previous snapshot's name
-mapping when there is one (a column keeps its id for ever; a new one gets the next id); Weir's
-Parquet files carry no field ids yet, so readers resolve columns through that name mapping.
+Iceberg needs an id per field (list elements included): the table's own field ids (table.json, the
+same ids Weir writes into its Parquet files; `ids_of`), and the reserved ids of the stored meta
+columns. Files written before Weir wrote field ids are read through the name mapping, which names
+the same ids.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
+from lakecore.config import field_id
 from lakecore.errors import NotPublishable
 
 Target = Literal["iceberg", "delta"]
@@ -105,6 +107,27 @@ class FieldIds:
         return self.given[path]
 
 
+def ids_of(schema: pa.Schema) -> dict[Path, int]:
+    """path -> Parquet field id of every field of `schema` that has one (list elements at
+    (*path, "element"), as Iceberg names them)."""
+    out: dict[Path, int] = {}
+
+    def walk(path: Path, f: pa.Field) -> None:
+        fid = field_id(f)
+        if fid is not None:
+            out[path] = fid
+        t = f.type
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            walk((*path, "element"), t.value_field)
+        elif pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk((*path, t.field(i).name), t.field(i))
+
+    for f in schema:
+        walk((f.name,), f)
+    return out
+
+
 def iceberg_type(path: Path, t: pa.DataType, ids: FieldIds) -> str | dict[str, Any]:
     name = ".".join(path)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -142,20 +165,6 @@ def name_mapping(stored: pa.Schema, ids: FieldIds) -> list[dict[str, Any]]:
         return out
 
     return [entry((f.name,), f.type) for f in stored]
-
-
-def known_ids(mapping: list[Mapping[str, Any]]) -> dict[Path, int]:
-    """path -> id of a name mapping (the inverse of `name_mapping`)."""
-    out: dict[Path, int] = {}
-
-    def walk(entries: list[Mapping[str, Any]], prefix: Path) -> None:
-        for e in entries:
-            path = (*prefix, str(e["names"][0]))
-            out[path] = int(e["field-id"])
-            walk(list(e.get("fields") or ()), path)
-
-    walk(mapping, ())
-    return out
 
 
 def delta_type(path: Path, t: pa.DataType) -> str | dict[str, Any]:

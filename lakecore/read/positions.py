@@ -18,8 +18,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from lakecore.config import TableConfig
+from lakecore.config import OP, TableConfig
 from lakecore.errors import InvalidInput
+from lakecore.formats import FileStats
 from lakecore.layout import FileSlice
 from lakecore.read.slices import merge_columns, merge_slice, read_slice_files, slice_files, slice_schema
 from lakecore.storage import Storage
@@ -50,12 +51,15 @@ class FileRows:
 def shown_rows(storage: Storage, config: TableConfig, fs: FileSlice, *,
                base_only: bool = False) -> tuple[FileRows, ...]:
     """Per file the read of slice `fs` opens (base first, then logs; the base only with `base_only`),
-    the positions of the rows that read shows. Reads the key, ordering and op columns only."""
+    the positions of the rows that read shows. Reads the key, ordering and op columns only, and
+    nothing for a slice that is one base file whose statistics say it holds no tombstone."""
     if not base_only and config.merge_mode == "partial_update":
         raise InvalidInput(f"table {config.name!r} merges column groups: a merged row takes columns from "
                            "several files, which no row positions express; use its base files only "
                            "(the read-optimized view)")
     files = slice_files(fs, base_only=base_only)
+    if len(files) == 1 and fs.base is not None and (rows := _untouched_rows(files[0])) is not None:
+        return (FileRows(files[0], rows, np.arange(rows, dtype=np.int64)),)
     columns = merge_columns(config, [])
     tables = read_slice_files(storage, config, fs, columns, base_only=base_only)
     tagged = [t.append_column(ROW_ID, pa.array(_row_ids(i, t.num_rows))) for i, t in enumerate(tables)]
@@ -67,6 +71,18 @@ def shown_rows(storage: Storage, config: TableConfig, fs: FileSlice, *,
     low = np.int64((1 << _POSITION_BITS) - 1)
     return tuple(FileRows(stat, t.num_rows, ids[bounds[i]:bounds[i + 1]] & low)
                  for i, (stat, t) in enumerate(zip(files, tables, strict=True)))
+
+
+def _untouched_rows(base: WriteStat) -> int | None:
+    """The row count of a base file read alone that shows every row it stores (no tombstone, as its
+    statistics say: the op column is never 1), so nothing needs reading; None when unknown."""
+    if base.stats is None:
+        return None
+    stats = FileStats.from_json(base.stats)
+    op = stats.columns.get(OP)
+    if op is None or not (op.nulls == stats.rows or op.max == 0):
+        return None
+    return stats.rows
 
 
 def _row_ids(file_index: int, rows: int) -> Positions:

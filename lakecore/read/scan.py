@@ -22,7 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import META_COLUMNS, TableConfig
+from lakecore.formats import RowGroupFilter
 from lakecore.layout import FileSlice, FileSystemView
+from lakecore.read.skipping import keep_slices, pushable
 from lakecore.read.slices import merge_columns
 from lakecore.read.snapshot import (
     check_columns,
@@ -46,19 +48,23 @@ class ScanPlan:
     filter: pc.Expression | None
     meta: bool                            # the meta columns are computed
     base_only: bool                       # read-optimized: base files only, no merge
+    where: RowGroupFilter | None = None   # the part of `filter` row groups are skipped by (read_slice)
 
 
 def plan_scan(view: FileSystemView, config: TableConfig, *, columns: Sequence[str] | None = None,
               partitions: Mapping[str, Any] | None = None, filter: pc.Expression | None = None,
               with_meta: bool = False, base_only: bool = False) -> ScanPlan:
-    """The plan of a query over `view`; bad columns or partition fields raise InvalidInput here."""
+    """The plan of a query over `view`; bad columns or partition fields raise InvalidInput here.
+    Slices are pruned by partition, then skipped by their files' column statistics (read/skipping.py)."""
     check_columns(config, columns)
-    slices = prune(view, config, partitions)
+    slices = keep_slices(prune(view, config, partitions), config, filter, base_only=base_only)
     wanted = merge_columns(config, None if columns is None else
                            [c for c in columns if c not in META_COLUMNS] + filter_columns(filter))
     meta = with_meta or bool(columns and set(columns) & set(META_COLUMNS))
+    pushed = pushable(config, filter)
+    where = RowGroupFilter(pushed, config.schema) if pushed is not None else None
     return ScanPlan(tuple(slices), tuple(wanted), None if columns is None else tuple(columns), filter, meta,
-                    base_only)
+                    base_only, where)
 
 
 def default_in_flight() -> int:
@@ -124,7 +130,7 @@ class Scan:
     def _one(self, fs: FileSlice) -> pa.Table:
         plan = self.plan
         rows = merged_slice(self.storage, self.config, fs, list(plan.wanted), meta=plan.meta,
-                            base_only=plan.base_only)
+                            base_only=plan.base_only, where=plan.where)
         table = self._finish(rows)
         return table if table.schema.equals(self.schema) else table.cast(self.schema)
 

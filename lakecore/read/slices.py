@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import COMMIT_TIME, OP, TableConfig
-from lakecore.formats import read_files
+from lakecore.formats import RowGroupFilter, read_file, read_files
 from lakecore.layout import FileSlice
 from lakecore.merge import GroupSpec, MergeSpec, conform, merge, merge_to_base, unique_keys
 from lakecore.read.spec import file_schema, merge_spec, op_columns
@@ -50,9 +50,16 @@ def projected_spec(spec: MergeSpec, names: Sequence[str]) -> MergeSpec:
 
 
 def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: list[str], *,
-               keep_deletes: bool = False, base_only: bool = False) -> pa.Table:
+               keep_deletes: bool = False, base_only: bool = False,
+               where: RowGroupFilter | None = None) -> pa.Table:
     """Merged rows of a slice with exactly `columns` (file-schema names). With `keep_deletes`, one row
-    per key including deleted keys (as tombstone rows), plus `_weir_op`."""
+    per key including deleted keys (as tombstone rows), plus `_weir_op`. `where`: a filter the caller
+    applies to the result; a slice that is one base file then reads only the row groups that may
+    match (its rows need no merge, so no row group can hold a newer version of another's key)."""
+    files = slice_files(fs, base_only=base_only)
+    if where is not None and not keep_deletes and len(files) == 1 and fs.base is not None:
+        table = read_file(storage, files[0].path, [*columns, *op_columns(config)], where=where)
+        return merge_slice(config, fs, [table], slice_schema(config, columns))
     tables = read_slice_files(storage, config, fs, columns, base_only=base_only)
     return merge_slice(config, fs, tables, slice_schema(config, columns), keep_deletes=keep_deletes)
 

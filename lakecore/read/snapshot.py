@@ -27,6 +27,7 @@ from lakecore.config import (
     group_ordering_column,
 )
 from lakecore.errors import InvalidInput
+from lakecore.formats import RowGroupFilter
 from lakecore.layout import FileSlice, FileSystemView, parse_partition_path
 from lakecore.read.slices import file_names, read_slice
 from lakecore.read.spec import file_schema
@@ -66,12 +67,14 @@ def check_columns(config: TableConfig, columns: Sequence[str] | None) -> None:
 
 
 def read_slices(storage: Storage, config: TableConfig, slices: Sequence[FileSlice], wanted: list[str], *,
-                meta: bool, base_only: bool = False, keep_deletes: bool = False) -> pa.Table:
-    """Merged rows of many slices, concurrently; with `meta`, plus file name and partition path."""
+                meta: bool, base_only: bool = False, keep_deletes: bool = False,
+                where: RowGroupFilter | None = None) -> pa.Table:
+    """Merged rows of many slices, concurrently; with `meta`, plus file name and partition path.
+    `where`: the filter the caller applies after (see `read_slice`)."""
 
     def one(fs: FileSlice) -> pa.Table:
         return merged_slice(storage, config, fs, wanted, meta=meta, base_only=base_only,
-                            keep_deletes=keep_deletes)
+                            keep_deletes=keep_deletes, where=where)
 
     if slices:
         parts = list(slice_pool.map(one, slices)) if len(slices) > 1 else [one(slices[0])]
@@ -80,9 +83,11 @@ def read_slices(storage: Storage, config: TableConfig, slices: Sequence[FileSlic
 
 
 def merged_slice(storage: Storage, config: TableConfig, fs: FileSlice, wanted: list[str], *, meta: bool,
-                 base_only: bool = False, keep_deletes: bool = False) -> pa.Table:
-    """One slice's merged rows (see `read_slices`)."""
-    t = read_slice(storage, config, fs, wanted, base_only=base_only, keep_deletes=keep_deletes)
+                 base_only: bool = False, keep_deletes: bool = False,
+                 where: RowGroupFilter | None = None) -> pa.Table:
+    """One slice's merged rows (see `read_slices`; `where` as in `read_slice`)."""
+    t = read_slice(storage, config, fs, wanted, base_only=base_only, keep_deletes=keep_deletes,
+                   where=where)
     if meta:
         t = t.append_column(FILE_NAME, file_names(fs, t.column(COMMIT_TIME)))
         t = t.append_column(PARTITION_PATH, pa.array([fs.partition] * t.num_rows, pa.string()))

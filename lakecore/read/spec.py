@@ -11,18 +11,42 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.config import COMMIT_TIME, OP, TableConfig, group_ordering_column
+from lakecore.config import (
+    COMMIT_TIME,
+    META_FIELD_ID_BASE,
+    OP,
+    TableConfig,
+    group_ordering_column,
+    with_field_id,
+)
 from lakecore.merge import GroupSpec, MergeSpec
 from lakecore.timeline import format_ms, to_epoch_ms
 
 OP_DELETE = 1
 
 
+def meta_field_ids(config: TableConfig) -> dict[str, int]:
+    """The reserved Parquet field ids of the meta columns a data file may store (`config.FIELD_ID`;
+    column groups never change, so each group's columns keep theirs)."""
+    out = {COMMIT_TIME: META_FIELD_ID_BASE, OP: META_FIELD_ID_BASE + 1}
+    group_ops = merge_spec(config).group_op_columns if config.merge_mode == "partial_update" else ()
+    for i, g in enumerate(config.column_groups):
+        out[group_ordering_column(g.name)] = META_FIELD_ID_BASE + 2 + 2 * i
+    for i, name in enumerate(group_ops):
+        out[name] = META_FIELD_ID_BASE + 3 + 2 * i
+    return out
+
+
+def _meta(config: TableConfig, name: str, t: pa.DataType) -> pa.Field:
+    return with_field_id(pa.field(name, t), meta_field_ids(config)[name])
+
+
 def hidden_columns(config: TableConfig) -> list[pa.Field]:
-    fields = [pa.field(COMMIT_TIME, pa.int64())]
+    fields = [_meta(config, COMMIT_TIME, pa.int64())]
     if config.merge_mode == "partial_update":
         for g in config.column_groups:
-            fields.append(pa.field(group_ordering_column(g.name), config.schema.field(g.ordering_field).type))
+            fields.append(_meta(config, group_ordering_column(g.name),
+                                config.schema.field(g.ordering_field).type))
     return fields
 
 
@@ -37,7 +61,7 @@ def op_columns(config: TableConfig) -> list[str]:
 
 def base_schema(config: TableConfig) -> pa.Schema:
     """What a base file stores: the file schema and the op columns."""
-    return pa.schema([*file_schema(config), *(pa.field(c, pa.int8()) for c in op_columns(config))])
+    return pa.schema([*file_schema(config), *(_meta(config, c, pa.int8()) for c in op_columns(config))])
 
 
 def as_base_file(state: pa.Table, config: TableConfig) -> pa.Table:

@@ -27,10 +27,17 @@ from lakecore.concurrency import Lock, view_for_services
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import OP, TableConfig
 from lakecore.errors import CompactionPending, NotMergeOnRead
-from lakecore.formats import read_files, write_file
+from lakecore.formats import file_stats, read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
-from lakecore.read.spec import as_base_file, file_schema, merge_spec, op_columns, purge_tombstones
+from lakecore.read.spec import (
+    as_base_file,
+    base_schema,
+    file_schema,
+    merge_spec,
+    op_columns,
+    purge_tombstones,
+)
 from lakecore.services.compaction_plan import (
     COMPACT_ALL,
     CompactionOperation,
@@ -102,10 +109,11 @@ def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, 
     name = base_file_name(op.file_id, write_token, plan_instant)
     path = f"{op.partition}/{name}" if op.partition else name
     create_marker(storage, Marker(plan_instant, path, "create"))
-    size = write_file(storage, path, state, compression=config.compression)
+    size = write_file(storage, path, state, compression=config.compression, ids=base_schema(config))
     dead = tombstones(state)
     return WriteStat(op.partition, op.file_id, name, "base", state.num_rows - dead, dead, size,
-                     base_instant=op.base_instant or _instant_of(op.base_file))
+                     base_instant=op.base_instant or _instant_of(op.base_file),
+                     stats=file_stats(state).to_json())
 
 
 def merge_slice(storage: Storage, config: TableConfig, paths: Sequence[str], *, has_base: bool,

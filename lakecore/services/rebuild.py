@@ -34,7 +34,7 @@ from lakecore.concurrency import view_of
 from lakecore.concurrency.transaction import recorded_config
 from lakecore.config import COMMIT_TIME, CONFIG_PATH, META_PREFIX, OP, TableConfig, schema_to_json
 from lakecore.errors import CorruptMetadata, DamagedFile
-from lakecore.formats import read_file, read_footer
+from lakecore.formats import file_stats, read_file, read_footer
 from lakecore.layout import is_table_path, parse_data_file_name
 from lakecore.services.clean_plan import CleanPlan
 from lakecore.services.clustering import clustering_extra
@@ -45,7 +45,10 @@ from lakecore.storage import FileInfo, Storage
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, WriteStat, requested_scope
 from lakecore.timeline.metadata import FileKind
 
-_STAT = re.compile(rb'\{"partition":[^{}]*\}')
+# a write stat's flat fields; its nested column statistics (last) too when they survived whole (a
+# file without them is never skipped, only read)
+_STAT = re.compile(r'\{"partition":[^{}]*?(?:\}|,"stats":)')
+_DECODER = json.JSONDecoder()
 _OPERATION = re.compile(rb'^\{"operation":"([a-z_]+)"')
 _SAVEPOINT = re.compile(rb'"(savepointed|deleted_savepoint)":"(\d{17})"')
 Files = Mapping[str, Mapping[str, FileInfo]]  # instant time -> data file path -> listing entry
@@ -86,17 +89,29 @@ class Salvaged:
 
 def salvage(data: bytes) -> Salvaged:
     """The operation and the write stats written whole in `data` (commit metadata is compact JSON:
-    operation first, then the write stats, flat objects). Pure."""
+    operation first, then the write stats, flat objects but for their column statistics, last).
+    Pure."""
     stats = []
-    for m in _STAT.finditer(data):
+    text = data.decode("utf-8", "replace")
+    for m in _STAT.finditer(text):
+        whole = _whole_object(text, m.start())  # with its column statistics when they survived
+        flat = m.group(0).removesuffix(',"stats":') + "}" if m.group(0).endswith(":") else m.group(0)
         try:
-            stats.append(WriteStat.from_json(json.loads(m.group(0))))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            stats.append(WriteStat.from_json(whole if whole is not None else json.loads(flat)))
+        except (ValueError, KeyError, TypeError):
             continue
     op = _OPERATION.match(data)
     sp = _SAVEPOINT.search(data)
     return Salvaged(op.group(1).decode() if op else None, tuple(stats),
                     (sp.group(1).decode(), sp.group(2).decode()) if sp else None)
+
+
+def _whole_object(text: str, start: int) -> dict[str, object] | None:
+    try:
+        obj, _ = _DECODER.raw_decode(text, start)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def data_files(storage: Storage) -> dict[str, dict[str, FileInfo]]:
@@ -280,8 +295,9 @@ def _stats(job: _Job, cleaned: set[str], *, service: bool, bases: Mapping[tuple[
     known = {s.path: s for s in job.saved.stats}
     stats, damaged = [], []
     for path in sorted(job.present):
-        if path in known:
-            stats.append(known[path])
+        if path in known:  # salvaged whole but for its column statistics, read again from the file
+            saved = known[path]
+            stats.append(saved if saved.stats is not None else _with_column_stats(job, saved))
             continue
         try:
             stats.append(_stat_of(job, path, service, bases))
@@ -300,17 +316,25 @@ def _stats(job: _Job, cleaned: set[str], *, service: bool, bases: Mapping[tuple[
 def _stat_of(job: _Job, path: str, service: bool, bases: Mapping[tuple[str, str], str | None]) -> WriteStat:
     partition, fid, name, kind = _parts(path)
     size = job.present[path].size
-    cols = read_file(job.storage, path, [OP, COMMIT_TIME])
+    cols = read_file(job.storage, path)  # all of it: the column statistics are the write's too
+    stats = file_stats(cols).to_json()
     ops = cols.column(OP) if OP in cols.column_names else None
     dead = int(pc.sum(pc.equal(ops, 1)).as_py() or 0) if ops is not None else 0
     if kind == "log":
-        return WriteStat(partition, fid, name, "log", cols.num_rows, dead, size)
+        return WriteStat(partition, fid, name, "log", cols.num_rows, dead, size, stats=stats)
     deletes = dead  # a rewrite records the tombstones it kept; a write the deletes it made
     if not service and ops is not None and COMMIT_TIME in cols.column_names:
         mine = pc.and_(pc.equal(ops, 1), pc.equal(cols.column(COMMIT_TIME), int(job.instant.requested_time)))
         deletes = int(pc.sum(mine).as_py() or 0)
     return WriteStat(partition, fid, name, "base", cols.num_rows - dead, deletes, size,
-                     base_instant=bases.get((partition, fid)))
+                     base_instant=bases.get((partition, fid)), stats=stats)
+
+
+def _with_column_stats(job: _Job, stat: WriteStat) -> WriteStat:
+    try:
+        return replace(stat, stats=file_stats(read_file(job.storage, stat.path)).to_json())
+    except DamagedFile:
+        return stat  # without statistics: never skipped, only read
 
 
 def _bare(path: str) -> WriteStat:

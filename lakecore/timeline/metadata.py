@@ -29,6 +29,9 @@ class WriteStat:
     deletes: int = 0
     bytes: int = 0
     base_instant: str | None = None  # for base files written by a merge: the base they replace
+    # per-column statistics, `lakecore.formats.stats.FileStats` JSON (None: a file written before
+    # Weir recorded them, or rebuilt by a repair); not part of the stat's identity
+    stats: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @property
     def path(self) -> str:
@@ -46,6 +49,8 @@ class WriteStat:
                              "bytes": self.bytes}
         if self.base_instant:
             d["base_instant"] = self.base_instant
+        if self.stats is not None:
+            d["stats"] = self.stats
         return d
 
     @classmethod
@@ -55,7 +60,7 @@ class WriteStat:
             raise ValueError(f"unknown file kind {kind!r}")
         return cls(partition=str(d["partition"]), file_id=str(d["file_id"]), file_name=str(d["file"]),
                    kind=kind, records=int(d["records"]), deletes=int(d.get("deletes", 0)),
-                   bytes=int(d.get("bytes", 0)), base_instant=d.get("base_instant"))
+                   bytes=int(d.get("bytes", 0)), base_instant=d.get("base_instant"), stats=d.get("stats"))
 
 
 @dataclass(frozen=True)

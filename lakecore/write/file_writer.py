@@ -17,10 +17,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
-from lakecore.formats import DictionaryChoice, read_files, write_file
+from lakecore.formats import DictionaryChoice, file_stats, read_files, write_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
 from lakecore.merge import merge_to_base, precombine
-from lakecore.read.spec import as_base_file, file_schema, merge_spec, op_columns, purge_tombstones
+from lakecore.read.spec import (
+    as_base_file,
+    base_schema,
+    file_schema,
+    merge_spec,
+    op_columns,
+    purge_tombstones,
+)
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 from lakecore.write.conform import OVERWRITES, Operation
@@ -108,9 +115,10 @@ def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list
         path = f"{group.partition}/{name}" if group.partition else name
         ctx.mark(path, "append", group.partition, group.file_id)
         size = write_file(ctx.storage, path, chunk, compression=ctx.config.compression,
-                          dictionary=ctx.dictionary)
+                          dictionary=ctx.dictionary, ids=base_schema(ctx.config))
         deletes = int(pc.sum(chunk.column(OP)).as_py() or 0)
-        stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size))
+        stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size,
+                               stats=file_stats(chunk).to_json()))
     return stats
 
 
@@ -133,8 +141,10 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
     path = f"{group.partition}/{name}" if group.partition else name
     io: IOType = "merge" if current is not None and current.files else "create"
     ctx.mark(path, io, group.partition, group.file_id)
-    size = write_file(ctx.storage, path, state, compression=config.compression, dictionary=ctx.dictionary)
+    size = write_file(ctx.storage, path, state, compression=config.compression, dictionary=ctx.dictionary,
+                      ids=base_schema(config))
     live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
     deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
     return WriteStat(group.partition, group.file_id, name, "base", live, deletes, size,
-                     base_instant=current.base_instant if current is not None else None)
+                     base_instant=current.base_instant if current is not None else None,
+                     stats=file_stats(state).to_json())

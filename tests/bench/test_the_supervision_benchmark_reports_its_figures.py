@@ -4,25 +4,17 @@ working. Thresholds are the benchmark's business, not this test's (no timed asse
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.zookeeper]
+from tests.bench.quick import run_quick
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.zookeeper]
 
 
 def test_the_quick_supervision_benchmark_reports_latency_bytes_lost_and_cost(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "operator")])}
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "supervision_bench.py"), "--quick"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    out = json.loads(done.stdout)
+    out, stderr = run_quick("supervision_bench.py", tmp_path)
     latency = out["latency"]
     assert latency["rounds"] == 3 and latency["floor_p50_s"] > 0 and 0 < latency["p50_s"] <= latency["max_s"]
     rfc56 = out["rfc56"]
@@ -32,4 +24,4 @@ def test_the_quick_supervision_benchmark_reports_latency_bytes_lost_and_cost(tmp
     assert cost["writers"] == 40 and cost["scans"] > 0 and cost["rss_mb"] > 0
     assert out["bars"] == {"stop_p50_s": 1.0, "stop_p99_s": 2.0, "rfc56_lost_share": 0.05, "cpu_share": 0.1,
                            "rss_mb": 200.0}
-    assert out["pass"] is None and "stop latency" in done.stderr
+    assert out["pass"] is None and "stop latency" in stderr

@@ -137,8 +137,15 @@ def same_as_original(original: dict, rebuilt: dict, name: str) -> None:
         return s["partition"], s["file"]
 
     cleaned = {path(s) for s in rebuilt["write_stats"] if s["bytes"] == 0 and s["records"] == 0}
-    assert sorted((s for s in rebuilt["write_stats"] if path(s) not in cleaned), key=path) == \
-        sorted((s for s in original["write_stats"] if path(s) not in cleaned), key=path), name
+    # a file a clean deleted keeps the counts the bytes kept, but its column statistics only when they
+    # survived whole (they cannot be read again): without them it would only never be skipped
+    unread = {path(s) for s in rebuilt["write_stats"] if "stats" not in s}
+
+    def comparable(s: dict) -> dict:
+        return {k: v for k, v in s.items() if k != "stats" or path(s) not in unread}
+
+    assert sorted((comparable(s) for s in rebuilt["write_stats"] if path(s) not in cleaned), key=path) == \
+        sorted((comparable(s) for s in original["write_stats"] if path(s) not in cleaned), key=path), name
     assert {path(s) for s in rebuilt["write_stats"]} == {path(s) for s in original["write_stats"]}, name
     assert rebuilt["schema"] == original["schema"], name
     assert rebuilt.get("table") == original.get("table"), name
