@@ -16,7 +16,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps controlplane test lint demo demo-lakecore bench e2e crds crds-check clean distclean
+.PHONY: venv deps system-deps controlplane kafka spark-jars test lint demo demo-lakecore bench e2e crds crds-check clean distclean
 
 venv: $(PY)
 
@@ -79,7 +79,41 @@ $(CONTROLPLANE): $(CONTROLPLANE_DIR)/go.mod $(CONTROLPLANE_DIR)/go.sum $(wildcar
 	cd $(CONTROLPLANE_DIR) && go build -mod=readonly -buildvcs=false -ldflags '$(CONTROLPLANE_LDFLAGS)' -o $(CURDIR)/$@.partial .
 	mv $@.partial $@
 
-test: system-deps lint controlplane
+# Jars from Maven Central, resolved by the project's own poms (pinned versions; `mvn -C` fails on a checksum
+# that does not match), copied once per version into .tools/ (cached: re-fetched only when the pom changes).
+# Without Maven the tests that need them are skipped locally and fail under CI=true.
+MVN := mvn -C -q -B
+MVN_COPY := dependency:copy-dependencies -DincludeScope=runtime
+
+# Apache Kafka's broker (KRaft, single node) for the tests and the demo: lakeoperator/dev/kafka.py.
+KAFKA_POM := tests/support/kafka/pom.xml
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' $(KAFKA_POM))
+KAFKA_LIBS := .tools/kafka/$(KAFKA_VERSION)/libs
+
+# Spark's connectors for writers' sources (Kafka, Avro, s3a://), for local Spark (sparkjobs/jars.py); the
+# Spark image fetches the same pom into pyspark's jars.
+SPARK_JARS_POM := images/spark/jars/pom.xml
+SPARK_CONNECTORS_VERSION := $(shell sed -n 's:.*<spark.connectors.version>\(.*\)</spark.connectors.version>.*:\1:p' $(SPARK_JARS_POM))
+SPARK_JARS := .tools/spark-jars/$(SPARK_CONNECTORS_VERSION)
+
+kafka spark-jars:
+	@if command -v mvn >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(if $(filter kafka,$@),$(KAFKA_LIBS),$(SPARK_JARS))/.complete; \
+	else \
+		echo "mvn not found: $@ needs Maven (apt-get install -y maven); the tests that need it are skipped"; \
+		echo "locally and fail under CI=true."; \
+	fi
+
+%/.complete:
+	@echo "fetching $(@D) from Maven Central"
+	@rm -rf $(@D).partial
+	$(MVN) -f $(if $(findstring kafka,$@),$(KAFKA_POM),$(SPARK_JARS_POM)) $(MVN_COPY) -DoutputDirectory=$(CURDIR)/$(@D).partial
+	@rm -rf $(@D) && mv $(@D).partial $(@D) && touch $@
+
+$(KAFKA_LIBS)/.complete: $(KAFKA_POM)
+$(SPARK_JARS)/.complete: $(SPARK_JARS_POM)
+
+test: system-deps lint controlplane kafka spark-jars
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: deps
@@ -89,7 +123,7 @@ lint: deps
 
 # The seed scenarios of examples/demo on the local launcher, with a ZooKeeper of their own when
 # system-deps could install it (DIR=path keeps the work directory there; default: a temporary one).
-demo: deps system-deps
+demo: deps system-deps kafka spark-jars
 	$(PY) -m lakeoperator.dev.demo $(DIR)
 
 # The table format alone (lakecore, no Spark): three streams stitched into one table, compaction, time travel.
