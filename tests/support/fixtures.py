@@ -122,6 +122,13 @@ def require_spark() -> None:
     pytest.skip(f"{' and '.join(missing)} not installed")
 
 
+def require_spark_connectors() -> None:
+    """Spark's connector jars (Kafka, Avro, s3a: `make spark-jars`), or skip (fail under CI)."""
+    from sparkjobs.jars import connectors_missing_reason
+
+    require("Spark's connectors", connectors_missing_reason())
+
+
 @pytest.fixture(scope="session")
 def spark(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One local SparkSession (2 cores) for the whole test session: starting one takes ~7 s."""
