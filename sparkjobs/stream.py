@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from lakecore import Table, WriterOptions
-from lakecore.errors import EarlyConflict, WriteConflict
+from lakecore.errors import EarlyConflict, LakecoreError, WriteConflict
 from lakecore.timeline import Instant
 from lakecore.write import Operation, check_operation
 from sparkjobs.write import hold_if_asked, write_dataframe
@@ -95,16 +95,21 @@ class BatchWriter:
         self.skipped: list[int] = []
         self.instants: list[Instant] = []
         self.aborted: EarlyConflict | None = None  # a micro-batch's abort decided outside: the query ends
+        self.failure: LakecoreError | None = None   # why the last micro-batch failed (bad input, ...)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.committed is not None and batch_id <= self.committed:
             self.skipped.append(batch_id)  # committed before the query's checkpoint caught up
             return
-        prepared = self.prepare(batch, batch_id) if self.prepare is not None else Prepared(batch)
         try:
-            result = self._write(prepared, batch_id)
-        finally:
-            prepared.release()
+            prepared = self.prepare(batch, batch_id) if self.prepare is not None else Prepared(batch)
+            try:
+                result = self._write(prepared, batch_id)
+            finally:
+                prepared.release()
+        except LakecoreError as exc:   # the query ends with Spark's wrapping of it: keep ours for the job
+            self.failure = exc
+            raise
         prepared.committed()
         self.committed = batch_id
         self.instants.append(result.instant)

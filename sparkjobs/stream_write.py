@@ -71,6 +71,8 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     if failure is not None:
         if writer is not None and writer.aborted is not None:
             raise writer.aborted from None
+        if writer is not None and writer.failure is not None:  # e.g. bad input: its own class and message
+            raise writer.failure from None
         raise RuntimeError(str(failure))
     return {"writer_id": args.writer_id, "last_batch": writer.committed if writer else None,
             "instants": [i.requested_time for i in writer.instants] if writer else [],

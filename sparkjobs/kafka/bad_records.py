@@ -35,7 +35,8 @@ DEAD_LETTER_SCHEMA = pa.schema([
     pa.field("topic", pa.string(), nullable=False), pa.field("partition", pa.int32(), nullable=False),
     pa.field("offset", pa.int64(), nullable=False), pa.field("key", pa.binary()),
     pa.field("value", pa.binary()),
-    pa.field("error", pa.string()), pa.field("writer", pa.string())])
+    pa.field("error", pa.string()), pa.field("writer", pa.string()),
+    pa.field("dead_lettered_at", pa.timestamp("us", tz="UTC"))])
 DEAD_LETTER_KEY = ("topic", "partition", "offset")
 
 
@@ -100,7 +101,8 @@ def dead_letter_rows(decoded: DataFrame, writer: str) -> DataFrame:
     """The bad messages as rows of DEAD_LETTER_SCHEMA."""
     return decoded.where(F.col(ERROR).isNotNull()).select(
         "topic", F.col("partition").cast("int").alias("partition"), "offset", "key", "value",
-        F.col(ERROR).alias("error"), F.lit(writer).alias("writer"))
+        F.col(ERROR).alias("error"), F.lit(writer).alias("writer"),
+        F.current_timestamp().alias("dead_lettered_at"))
 
 
 def send_to_topic(rows: DataFrame, bootstrap: str, topic: str, options: dict[str, str]) -> None:

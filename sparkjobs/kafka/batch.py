@@ -96,5 +96,6 @@ def dead_letter_table(uri: str, storage: Any) -> Table:
         return Table.open(uri, storage_options=storage)
     except TableNotFound:
         return Table.create(uri, schema=bad_records.DEAD_LETTER_SCHEMA,
-                            record_key=list(bad_records.DEAD_LETTER_KEY), ordering_field="offset", buckets=1,
+                            record_key=list(bad_records.DEAD_LETTER_KEY), ordering_field="dead_lettered_at",
+                            buckets=1,
                             storage_options=storage)
