@@ -124,7 +124,7 @@ def _split_changes(table: pa.Table, operation: Operation) -> tuple[pa.Table, pa.
                            f"'upsert', not {operation!r}; drop the column or write with upsert")
     ops = table.column(OP).combine_chunks()
     if not pa.types.is_integer(ops.type) or ops.null_count or \
-            not pc.all(pc.is_in(ops, pa.array([OP_UPSERT, OP_DELETE], ops.type))).as_py():
+            not pc.all(pc.is_in(ops, pa.array([OP_UPSERT, OP_DELETE], ops.type)), min_count=0).as_py():
         raise InvalidInput(f"column {OP} holds each row's change: {OP_UPSERT} (upsert) or {OP_DELETE} "
                            "(delete), never null; fix the input")
     return table.drop_columns([OP]), ops.cast(pa.int8())
