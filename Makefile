@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS := s3,zookeeper,spark,operator,test,dev
+EXTRAS := s3,zookeeper,spark,operator,publish,test,dev
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 PYTEST_ARGS ?=
 
@@ -16,7 +16,8 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps controlplane kafka spark-jars test lint demo demo-lakecore bench e2e crds crds-check clean distclean
+.PHONY: venv deps system-deps controlplane kafka spark-jars readers readers-lock test lint demo demo-lakecore bench e2e \
+	crds crds-check clean distclean
 
 venv: $(PY)
 
@@ -82,7 +83,7 @@ $(CONTROLPLANE): $(CONTROLPLANE_DIR)/go.mod $(CONTROLPLANE_DIR)/go.sum $(wildcar
 # Jars from Maven Central, resolved by the project's own poms (pinned versions; `mvn -C` fails on a checksum
 # that does not match), copied once per version into .tools/ (cached: re-fetched only when the pom changes).
 # Without Maven the tests that need them are skipped locally and fail under CI=true.
-MVN := mvn -C -q -B
+MVN := mvn -B -q -C
 MVN_COPY := dependency:copy-dependencies -DincludeScope=runtime
 
 # Apache Kafka's broker (KRaft, single node) for the tests and the demo: lakeoperator/dev/kafka.py.
@@ -113,7 +114,78 @@ kafka spark-jars:
 $(KAFKA_LIBS)/.complete: $(KAFKA_POM)
 $(SPARK_JARS)/.complete: $(SPARK_JARS_POM)
 
-test: system-deps lint controlplane kafka spark-jars
+# Other engines' readers for the interoperability tests (tests/support/readers/, docs/readers.md), under
+# .tools/readers/: a venv each for DuckDB with its extension wheels, daft and Spark 4.1
+# (pins that clash with the project's venv), Spark's Iceberg and Delta jars, and Apache Iceberg's REST
+# catalog fixture, all from the pinned files in tests/support/readers (pip --require-hashes; jars checked
+# against jars.sha256). A part is rebuilt only when its pinned files change. Cold: ~2 min (no pip cache,
+# empty Maven repository; most of it the 450 MB pyspark source package); warm: nothing to do. Without Maven and a JDK the JVM parts are skipped with a
+# note: their tests skip locally and fail under CI=true. `make readers-lock` re-pins after a version change.
+READERS_SRC := tests/support/readers
+READERS := .tools/readers
+SPARK_READER := $(READERS)/spark-$(shell sed -n 's/^pyspark==\([^ ]*\).*/\1/p' $(READERS_SRC)/requirements-spark.txt)
+ICEBERG_REST := $(READERS)/iceberg-rest-$(shell sed -n 's:.*<iceberg.version>\(.*\)</iceberg.version>.*:\1:p' \
+	$(READERS_SRC)/rest-catalog/pom.xml)
+READER_VENVS := $(READERS)/duckdb/venv/.built $(READERS)/daft/venv/.built $(SPARK_READER)/venv/.built
+READER_JARS := $(SPARK_READER)/jars/.built $(ICEBERG_REST)/jars/.built $(ICEBERG_REST)/classes/.built
+PIP_TOOLS := pip-tools==7.6.2
+
+readers: $(READER_VENVS)
+	@if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(READER_JARS); \
+	else \
+		echo "mvn or javac not found: Spark's jars and the Iceberg REST catalog need Maven and a JDK"; \
+		echo "(apt-get install -y maven openjdk-17-jdk-headless); their tests skip locally, fail under CI=true."; \
+	fi
+
+# $(call reader-venv,DIR,REQUIREMENTS): a venv with exactly the hashed pins of REQUIREMENTS.
+define reader-venv
+$(1)/venv/.built: $(2)
+	rm -rf $(1)/venv
+	$(PYTHON) -m venv $(1)/venv
+	$(1)/venv/bin/python -m pip install -q --require-hashes --no-deps -r $(2)
+	@touch $$@
+endef
+$(eval $(call reader-venv,$(READERS)/duckdb,$(READERS_SRC)/requirements-duckdb.txt))
+$(eval $(call reader-venv,$(READERS)/daft,$(READERS_SRC)/requirements-daft.txt))
+$(eval $(call reader-venv,$(SPARK_READER),$(READERS_SRC)/requirements-spark.txt))
+
+# $(call reader-jars,DIR,POM_DIR): POM_DIR/pom.xml's runtime jars in DIR, exactly those of POM_DIR/jars.sha256.
+define reader-jars
+$(1)/.built: $(2)/pom.xml $(2)/jars.sha256
+	rm -rf $(1)
+	$(MVN) -f $(2)/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(1)
+	cd $(1) && sha256sum --quiet --strict -c $(CURDIR)/$(2)/jars.sha256 \
+		&& test "$$$$(ls *.jar)" = "$$$$(awk '{ print $$$$2 }' $(CURDIR)/$(2)/jars.sha256 | sort)"
+	@touch $$@
+endef
+$(eval $(call reader-jars,$(SPARK_READER)/jars,$(READERS_SRC)/spark))
+$(eval $(call reader-jars,$(ICEBERG_REST)/jars,$(READERS_SRC)/rest-catalog))
+
+$(ICEBERG_REST)/classes/.built: $(READERS_SRC)/rest-catalog/LoopbackRESTCatalogServer.java $(ICEBERG_REST)/jars/.built
+	rm -rf $(@D)
+	javac -Xlint:all -Werror -cp '$(ICEBERG_REST)/jars/*' -d $(@D) $<
+	@touch $@
+
+# New pins after editing a requirements-*.in or a pom.xml: hashes for every file of each pinned wheel
+# (all platforms) and a jars.sha256 per pom. Then `make readers` rebuilds what changed.
+readers-lock:
+	test -x $(READERS)/pip-tools/bin/pip-compile || \
+		{ $(PYTHON) -m venv $(READERS)/pip-tools && $(READERS)/pip-tools/bin/pip install -q $(PIP_TOOLS); }
+	for name in duckdb daft spark; do \
+		PIP_FIND_LINKS= CUSTOM_COMPILE_COMMAND='make readers-lock' $(READERS)/pip-tools/bin/pip-compile -q \
+			--generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+			-o $(READERS_SRC)/requirements-$$name.txt $(READERS_SRC)/requirements-$$name.in || exit 1; \
+	done
+	for pom in spark rest-catalog; do \
+		rm -rf $(READERS)/lock-$$pom && \
+		$(MVN) -f $(READERS_SRC)/$$pom/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+			-DoutputDirectory=$(CURDIR)/$(READERS)/lock-$$pom && \
+		(cd $(READERS)/lock-$$pom && sha256sum *.jar) > $(READERS_SRC)/$$pom/jars.sha256 && \
+		rm -rf $(READERS)/lock-$$pom || exit 1; \
+	done
+
+test: system-deps lint controlplane kafka spark-jars readers
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: deps

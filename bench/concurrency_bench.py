@@ -161,8 +161,8 @@ def critical_section(work: str, connect: str, instants: int, commits: int) -> di
     from kazoo.recipe.lock import Lock as KazooLock
 
     from lakecore.concurrency import begin_write, commit_write
+    from lakecore.concurrency.locks.zookeeper import zookeeper_lock
     from lakecore.concurrency.zookeeper import table_lock_key
-    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.timeline import TimelineStore
     from lakecore.write import conform, route, write_file_group
 
@@ -265,8 +265,8 @@ def machine_idle_s() -> float:
 def writer_main(uri: str, connect: str, run: int, writer: int, upserts: int, rows: int,
                 ready: Any, go: Any, results: Any) -> None:
     from lakecore import Table
+    from lakecore.concurrency.locks.zookeeper import zookeeper_lock
     from lakecore.concurrency.zookeeper import close_shared_clients, table_lock_key
-    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.errors import WriteConflict
 
     try:

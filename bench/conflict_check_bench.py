@@ -26,10 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from lakecore import Table
 from lakecore.concurrency import begin_write
-from lakecore.concurrency.early import find_early_conflict
+from lakecore.concurrency.conflicts.early import find_early_conflict
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, beat
 from lakecore.layout import bucket_file_id, log_file_name
 from lakecore.timeline import now_ms
-from lakecore.write.heartbeat import HeartbeatConfig, beat
 from lakecore.write.markers import batch_file, list_markers
 
 WRITERS, PER_WRITER, FILES = 20, 75, 20

@@ -103,12 +103,13 @@ def writer_data(role: str, base: int, a_rows: int, b_rows: int) -> pa.Table:
 
 
 def options(variant: str, connect: str, rows_per_file: int) -> Any:
-    from lakecore import WriterOptions
-    from lakecore.concurrency.early import EarlyDetection
+    from lakecore import ConflictOptions, FileOptions, WriterOptions
+    from lakecore.concurrency.conflicts.early import EarlyDetection
 
     detection = {"none": None, "direct": EarlyDetection("direct"),
                  "direct_zk": EarlyDetection("direct_zk", zookeeper=connect)}[variant]
-    return WriterOptions(early_detection=detection, max_rows_per_file=rows_per_file)
+    return WriterOptions(conflicts=ConflictOptions(early_detection=detection),
+                         files=FileOptions(max_rows_per_file=rows_per_file))
 
 
 def worker(role: str, connect: str, sizes: dict[str, int], jobs: Any, results: Any,

@@ -1,18 +1,20 @@
-"""The operator's reconcile latency and scale on the API emulator (issue 10), with an API floor.
+"""The operator's reconcile latency and scale on a real API server (issues 10, 25), with an API floor.
 
     python bench/operator_bench.py [--quick] [--writers-latency 60] [--tables 20] [--writers 200]
                                    [--workers 8] [--verbose]
 
-The real operator (`python -m lakeoperator`, tests/support/operator.py) runs as a process against the
-API emulator (tests/support/kube_api.py) with the Weir CRDs. No kubelet: driver pods are never run,
-every figure ends when the pod EXISTS (the operator's part; the kubelet's is not measured). The
-bench sees objects through watches, the way a controller does, never by polling.
+The real operator (`python -m lakeoperator`, tests/support/operator.py) runs as a process against a
+real control plane of its own (etcd, kube-apiserver, kube-controller-manager from tests/support/
+kube_server.py; `make controlplane` builds it) with the Weir CRDs, each part in a fresh namespace (the
+operator watches only it). No kubelet: driver pods are never run, every figure ends when the pod EXISTS
+(the operator's part; the kubelet's is not measured). The bench sees objects through watches, the way a
+controller does, never by polling; its clients are the admin's, the operator's too.
 
 1. latency: one LakeTable, Ready; then LakeWriters created one at a time, each timed from the create
    request to its driver pod's ADDED event on a pod watch (p50/p90/max). Floor: the same client
    creating a pod directly and seeing it on the same watch (one API round trip + watch delivery).
    Bar: p50 <= 0.3 s.
-2. scale, live: a fresh emulator and operator; `--tables` LakeTables and `--writers` LakeWriters
+2. scale, live: a fresh namespace and operator; `--tables` LakeTables and `--writers` LakeWriters
    (spread evenly over the tables) created at once from 4 client threads; seconds from the first
    create until every table is Ready and every writer has its driver pod and phase Submitted (or
    later). Floor: the same threads creating as many pods directly until all are seen.
@@ -40,6 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +51,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import psutil
 
 from tests.lakeoperator.kube.manifests import batch_writer, table
-from tests.support.kube_api import KubeApi, KubeClient, resource_path
-from tests.support.operator import ROOT, OperatorProcess, weir_path
+from tests.support.kube_client import KubeClient, resource_path
+from tests.support.kube_server import ControlPlane, controlplane_missing_reason
+from tests.support.operator import CRDS, OperatorProcess, weir_path
 
 LATENCY_P50_BAR_S = 0.3
 SCALE_BAR_S = 30.0
 SCALE_BAR_WRITERS, SCALE_BAR_TABLES = 200, 20
 RSS_BAR_MB = 200.0
-PODS = resource_path("v1", "pods", "default")
 STARTED = ("Submitted", "Running", "Succeeded")   # a writer whose driver pod was created
 
 
@@ -90,7 +93,7 @@ class Watch:
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"watch {path}")
         self.thread.start()
         if not self.ready.wait(10):
-            raise RuntimeError(f"the watch on {path} did not start; is the emulator up?")
+            raise RuntimeError(f"the watch on {path} did not start; is the API server up?")
 
     def _run(self) -> None:
         version = self.client.get(self.path)["metadata"]["resourceVersion"]
@@ -123,19 +126,36 @@ class Sampler:
         self.peak = max(self.peak, self.operator.rss_mb())
 
 
+@dataclass
+class Part:
+    """One part of the bench: its own namespace on the bench's server, an operator watching only it."""
+
+    client: KubeClient
+    namespace: str
+    operator: BenchOperator
+
+    @property
+    def pods(self) -> str:
+        return resource_path("v1", "pods", self.namespace)
+
+    def path(self, kind: str, name: str | None = None) -> str:
+        return weir_path(kind, name, self.namespace)
+
+
 @contextmanager
-def emulator(work: Path, *, operator: bool = True, workers: int = 8,
-             verbose: bool = False) -> Iterator[tuple[KubeApi, BenchOperator]]:
+def part(server: ControlPlane, work: Path, *, operator: bool = True, workers: int = 8,
+         verbose: bool = False) -> Iterator[Part]:
+    """A fresh namespace (kept: deleting hundreds of objects would load the server during the next
+    part; the server goes at the end) and the operator for it (started unless `operator` is False)."""
     work.mkdir(parents=True, exist_ok=True)
-    with KubeApi() as api:
-        api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
-        op = BenchOperator(api, work, workers=workers, verbose=verbose)
-        if operator:
-            op.start()
-        try:
-            yield api, op
-        finally:
-            op.stop()
+    namespace = server.create_namespace(work.name)
+    op = BenchOperator(server, work, namespaces=(namespace,), workers=workers, verbose=verbose)
+    if operator:
+        op.start()
+    try:
+        yield Part(server.client(), namespace, op)
+    finally:
+        op.stop()
 
 
 def floor_pod(name: str) -> dict[str, Any]:
@@ -156,10 +176,11 @@ def summary(xs: list[float]) -> dict[str, float]:
 # -- 1. latency --------------------------------------------------------------------------------------
 
 
-def latency(work: Path, n: int, workers: int, verbose: bool, timeout: float = 30) -> dict[str, Any]:
-    with emulator(work, workers=workers, verbose=verbose) as (api, op):
+def latency(server: ControlPlane, work: Path, n: int, workers: int, verbose: bool,
+            timeout: float = 30) -> dict[str, Any]:
+    with part(server, work, workers=workers, verbose=verbose) as bench:
+        op, client = bench.operator, bench.client
         idle = op.rss_mb()
-        client = api.client()
         pods: dict[str, float] = {}
         arrived = threading.Condition()
 
@@ -170,7 +191,7 @@ def latency(work: Path, n: int, workers: int, verbose: bool, timeout: float = 30
                 pods.setdefault(name, at)
                 arrived.notify_all()
 
-        Watch(client, PODS, on_pod)
+        Watch(client, bench.pods, on_pod)
 
         def until_seen(name: str) -> float:
             with arrived:
@@ -179,21 +200,20 @@ def latency(work: Path, n: int, workers: int, verbose: bool, timeout: float = 30
                                        f"{op.log()[-3000:]}")
                 return pods[name]
 
-        # floor first and last, so a warming emulator does not favour either side
         floor: list[float] = []
         for i in range(n):
             name = f"floor-{i}"
             started = time.perf_counter()
-            client.create(PODS, floor_pod(name))
+            client.create(bench.pods, floor_pod(name))
             floor.append(until_seen(name) - started)
-        client.create(weir_path("LakeTable"), table(work, "lat"))
-        client.wait_for(weir_path("LakeTable", "lat"),
+        client.create(bench.path("LakeTable"), table(work, "lat"))
+        client.wait_for(bench.path("LakeTable", "lat"),
                         lambda o: (o.get("status") or {}).get("phase") == "Ready", timeout=timeout)
         took: list[float] = []
         for i in range(n):
             name = f"lat-{i}"
             started = time.perf_counter()
-            client.create(weir_path("LakeWriter"), batch_writer(work, name, "lat"))
+            client.create(bench.path("LakeWriter"), batch_writer(work, name, "lat"))
             took.append(until_seen(name) - started)
         rss = op.rss_mb()
     return {"writer_create_to_pod_s": summary(took), "floor_pod_create_to_seen_s": summary(floor),
@@ -208,15 +228,15 @@ def latency(work: Path, n: int, workers: int, verbose: bool, timeout: float = 30
 class Progress:
     """When each table became Ready and each writer had its pod and a started phase (from watches)."""
 
-    def __init__(self, client: KubeClient, tables: int, writers: int) -> None:
+    def __init__(self, bench: Part, tables: int, writers: int) -> None:
         self.want_tables, self.want_writers = tables, writers
         self.ready: dict[str, float] = {}
         self.pod: dict[str, float] = {}
         self.phase: dict[str, float] = {}
         self.done = threading.Condition()
-        Watch(client, weir_path("LakeTable"), self._table)
-        Watch(client, weir_path("LakeWriter"), self._writer)
-        Watch(client, PODS, self._pod)
+        Watch(bench.client, bench.path("LakeTable"), self._table)
+        Watch(bench.client, bench.path("LakeWriter"), self._writer)
+        Watch(bench.client, bench.pods, self._pod)
 
     def _table(self, _: str, obj: dict[str, Any], at: float) -> None:
         if (obj.get("status") or {}).get("phase") == "Ready":
@@ -252,9 +272,9 @@ class Progress:
                 "half_the_writers_s": round(sorted(writers)[len(writers) // 2] - start, 3)}
 
 
-def create_all(client: KubeClient, bodies: list[tuple[str, dict[str, Any]]], threads: int = 4) -> None:
+def create_all(bench: Part, bodies: list[tuple[str, dict[str, Any]]], threads: int = 4) -> None:
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lambda kb: client.create(weir_path(kb[0]), kb[1]), bodies))
+        list(pool.map(lambda kb: bench.client.create(bench.path(kb[0]), kb[1]), bodies))
 
 
 def scale_bodies(work: Path, tables: int, writers: int) -> list[tuple[str, dict[str, Any]]]:
@@ -263,14 +283,14 @@ def scale_bodies(work: Path, tables: int, writers: int) -> list[tuple[str, dict[
     return bodies
 
 
-def scale(work: Path, tables: int, writers: int, workers: int, verbose: bool, *, cold: bool,
-          timeout: float = 300) -> dict[str, Any]:
-    with emulator(work, operator=not cold, workers=workers, verbose=verbose) as (api, op):
-        client = api.client()
-        progress = Progress(client, tables, writers)
+def scale(server: ControlPlane, work: Path, tables: int, writers: int, workers: int, verbose: bool, *,
+          cold: bool, timeout: float = 300) -> dict[str, Any]:
+    with part(server, work, operator=not cold, workers=workers, verbose=verbose) as bench:
+        op = bench.operator
+        progress = Progress(bench, tables, writers)
         bodies = scale_bodies(work, tables, writers)
         if cold:
-            create_all(client, bodies)
+            create_all(bench, bodies)
             start = time.perf_counter()
             op.start()
             live_at = time.perf_counter() - start
@@ -278,7 +298,7 @@ def scale(work: Path, tables: int, writers: int, workers: int, verbose: bool, *,
             start = time.perf_counter()
         with Sampler(op) as rss:
             if not cold:
-                create_all(client, bodies)
+                create_all(bench, bodies)
                 created_in = time.perf_counter() - start
             if not progress.wait(timeout):
                 raise RuntimeError(f"after {timeout}s: {len(progress.ready)}/{tables} tables Ready, "
@@ -292,10 +312,10 @@ def scale(work: Path, tables: int, writers: int, workers: int, verbose: bool, *,
     return out
 
 
-def scale_floor(work: Path, writers: int) -> float:
+def scale_floor(server: ControlPlane, work: Path, writers: int) -> float:
     """The API alone: `writers` pods created from the same 4 threads, until the watch saw all."""
-    with emulator(work, operator=False) as (api, _):
-        client = api.client()
+    with part(server, work, operator=False) as bench:
+        client = bench.client
         seen: set[str] = set()
         done = threading.Condition()
 
@@ -304,10 +324,10 @@ def scale_floor(work: Path, writers: int) -> float:
                 seen.add(pod["metadata"]["name"])
                 done.notify_all()
 
-        Watch(client, PODS, on_pod)
+        Watch(client, bench.pods, on_pod)
         start = time.perf_counter()
         with ThreadPoolExecutor(4) as pool:
-            list(pool.map(lambda i: client.create(PODS, floor_pod(f"floor-{i}")), range(writers)))
+            list(pool.map(lambda i: client.create(bench.pods, floor_pod(f"floor-{i}")), range(writers)))
         with done:
             done.wait_for(lambda: len(seen) >= writers, 60)
         return round(time.perf_counter() - start, 3)
@@ -326,13 +346,21 @@ def main() -> None:
     if a.quick:
         a.writers_latency, a.tables, a.writers = 10, 4, 40
     judged = a.tables >= SCALE_BAR_TABLES and a.writers >= SCALE_BAR_WRITERS
+    missing = controlplane_missing_reason()
+    if missing is not None:
+        sys.exit(f"operator_bench: the real API server is not available: {missing}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(a.keep or tmp)
-        lat = latency(root / "latency", a.writers_latency, a.workers, a.verbose)
-        live = scale(root / "scale-live", a.tables, a.writers, a.workers, a.verbose, cold=False)
-        cold = None if a.quick else scale(root / "scale-cold", a.tables, a.writers, a.workers, a.verbose,
-                                          cold=True)
-        floor = scale_floor(root / "scale-floor", a.writers)
+        controlplane = root / "controlplane"
+        controlplane.mkdir(parents=True, exist_ok=True)
+        with ControlPlane(controlplane) as server:
+            server.apply_crds(*CRDS)
+            version = server.client().get("/version")["gitVersion"]
+            lat = latency(server, root / "latency", a.writers_latency, a.workers, a.verbose)
+            live = scale(server, root / "scale-live", a.tables, a.writers, a.workers, a.verbose, cold=False)
+            cold = None if a.quick else scale(server, root / "scale-cold", a.tables, a.writers, a.workers,
+                                              a.verbose, cold=True)
+            floor = scale_floor(server, root / "scale-floor", a.writers)
     live["floor_pods_created_and_seen_s"] = floor
     live["ratio_vs_floor"] = round(live["all_writers_pod_and_submitted_s"] / floor, 1)
     scales = [live] + ([cold] if cold else [])
@@ -341,7 +369,8 @@ def main() -> None:
     for s in scales:
         s.update({"bar_s": SCALE_BAR_S, "judged": judged,
                   "pass": s["all_writers_pod_and_submitted_s"] <= SCALE_BAR_S if judged else None})
-    out = {"quick": a.quick, "workers": a.workers, "cpus": os.cpu_count(), "latency": lat,
+    out = {"quick": a.quick, "workers": a.workers, "cpus": os.cpu_count(), "api_server": version,
+           "latency": lat,
            "scale_live": live, "scale_cold_start": cold,
            "rss": {"peak_mb": peak, "bar_mb": RSS_BAR_MB, "pass": peak <= RSS_BAR_MB},
            "pass": bool(lat["pass"] and (worst <= SCALE_BAR_S or not judged) and peak <= RSS_BAR_MB)}
@@ -367,7 +396,8 @@ def main() -> None:
                      f"{s['operator_rss_peak_mb']:.0f} / {s['operator_rss_end_mb']:.0f} MB", "",
                      f"<= {RSS_BAR_MB:.0f} MB", s["operator_rss_peak_mb"] <= RSS_BAR_MB))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
-    print(f"operator bench ({'quick' if a.quick else 'full'}, --workers {a.workers}):", file=sys.stderr)
+    print(f"operator bench ({'quick' if a.quick else 'full'}, --workers {a.workers}, "
+          f"kube-apiserver {version}):", file=sys.stderr)
     for r in rows:
         verdict = "" if r[4] is None else ("pass" if r[4] else "FAIL")
         print("  " + "  ".join(str(c).ljust(widths[i]) for i, c in enumerate(r[:4])) + f"  {verdict}",

@@ -48,11 +48,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import pyarrow as pa
 
-from lakecore import Table, WriteJob, WriterOptions
-from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+from lakecore import (
+    AbortWatchOptions,
+    AfterCommitOptions,
+    RegistrationOptions,
+    Table,
+    WriteJob,
+    WriterOptions,
+)
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 from lakecore.config import LockSpec
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import HeartbeatConfig
 from lakeoperator.supervision import Decision, Supervisor, TableReport, WatchedTable, zookeeper_abort_flag
 from tests.support.zookeeper import ZooKeeperServer
 
@@ -93,8 +100,10 @@ def groups_of(t: Table, ids: list[int], tag: str) -> list[Any]:
 
 
 def options(connect: str, writer: str, on_abort: Any = None) -> WriterOptions:
-    return WriterOptions(heartbeat=HB, registry=ZooKeeperWriterRegistry(connect), writer_name=writer,
-                         abort_zookeeper=connect, on_abort=on_abort, inline_archival=None)
+    return WriterOptions(heartbeat=HB,
+                         registration=RegistrationOptions(ZooKeeperWriterRegistry(connect), writer),
+                         abort_watch=AbortWatchOptions(zookeeper=connect, on_abort=on_abort),
+                         after_commit=AfterCommitOptions(archival=None))
 
 
 def watched(t: Table, name: str, connect: str) -> WatchedTable:
@@ -110,7 +119,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def stop_latency(root: Path, connect: str, rounds: int) -> dict[str, Any]:
-    from lakecore.concurrency.aborts import raise_abort_flag
+    from lakecore.concurrency.liveness.aborts import raise_abort_flag
 
     supervisor = Supervisor(NullSink(), abort_flag=zookeeper_abort_flag)
     supervisor.start()

@@ -16,8 +16,9 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from lakecore import ColumnGroup, Instant, Table
-from lakecore.services import CleanPolicy, FilesCleaned
+from lakecore import ColumnGroup, Table
+from lakecore.errors import FilesCleaned
+from lakecore.services import CleanPolicy
 
 SCHEMA = pa.schema([
     ("device", pa.string()),
@@ -94,15 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     same = stitched.sort_by("device").equals(expected.sort_by("device"))
     console.print(f"Equal to joining each stream's latest values: [bold]{same}[/bold]\n")
 
-    compaction = table.compact()
+    compaction = table.maintenance.compact().instant
     compacted = table.read()
     same_after = compacted.sort_by("device").equals(stitched.sort_by("device"))
     console.print(f"Compacted the log files into base files (instant "
                   f"{getattr(compaction, 'requested_time', None)}); same table after compaction: "
                   f"[bold]{same_after}[/bold]\n")
 
-    cleaned = table.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False)
-    deleted = table.commit_metadata(cleaned).extra["deleted"] if isinstance(cleaned, Instant) else []
+    cleaned = table.maintenance.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False).instant
+    deleted = table.commit_metadata(cleaned).extra["deleted"] if cleaned is not None else []
     console.print(f"Cleaned {len(deleted)} superseded log file(s), keeping the latest file slices\n")
 
     timeline = RichTable("instant", "completed", "action", "what it did", title="Timeline")

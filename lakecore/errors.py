@@ -1,8 +1,11 @@
-"""Every error lakecore raises.
+"""Every error lakecore raises, in one module, each exported by the package root (`lakecore`).
 
 One root (`LakecoreError`); leaf classes carry a one-line docstring. Messages say what happened and
 end with what to do. `retryable` marks errors a caller may retry as-is (the Spark jobs map it to exit
-codes, the operator to kopf's TemporaryError). Nothing here imports anything but the standard library.
+codes, the operator to kopf's TemporaryError). Every error pickles with its message and attributes
+(tasks in other processes raise them to their driver). Nothing here imports anything but the standard
+library. Sections: table and configuration, bad input data, timeline and storage, concurrency (locks,
+conflicts, liveness), table services, the merge engine.
 """
 
 from __future__ import annotations
@@ -144,6 +147,20 @@ class AtomicCreateUnsupported(StorageError):
     retryable = False
 
 
+class HistoryMoved(CorruptMetadata):
+    """A history file named by the manifest vanished (an LSM merge replaced it): reload and retry."""
+
+    retryable = True
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"history file {path} vanished while reading (a concurrent archival merged it); "
+                         "retry the read")
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:  # the message is built from the path: rebuild it from that
+        return (HistoryMoved, (self.path,))
+
+
 class InstantNotFound(LakecoreError):
     """No instant on the timeline matches the given time."""
 
@@ -182,6 +199,34 @@ class LockTimeout(LockError):
     """The table lock was not acquired within the timeout."""
 
 
+class LockAlreadyHeld(LockError):
+    """The calling thread already holds this lock; locks are not reentrant."""
+
+    retryable = False
+
+
+class LockUnavailable(LockError):
+    """The lock service cannot be reached, or the session holding the lock was lost."""
+
+
+class LockUnsupported(LockError):
+    """The configured lock provider cannot work on this table's storage."""
+
+    retryable = False
+
+
+class LockProviderMismatch(LockError):
+    """A writer asked for another lock than the one the table records in table.json."""
+
+    retryable = False
+
+
+class LockProviderChanged(LockError):
+    """The table's lock provider was changed while this writer had the table open."""
+
+    retryable = False
+
+
 class WriteAborted(LakecoreError):
     """A write was abandoned before commit; nothing of it is visible."""
 
@@ -204,7 +249,7 @@ class WriteConflict(LakecoreError):
     def __init__(self, message: str, *, instant: str = "", conflicts: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
         self.instant = instant
-        self.conflicts = conflicts  # lakecore.concurrency.occ.Conflict values
+        self.conflicts = conflicts  # lakecore.concurrency.conflicts.occ.Conflict values
 
     @classmethod
     def of(cls, instant: str, conflicts: Sequence[Any]) -> WriteConflict:
@@ -253,3 +298,101 @@ class SchemaConflict(LakecoreError):
 
 class HeartbeatExpired(LakecoreError):
     """This writer missed its heartbeats for too long; its instant may be rolled back by others."""
+
+
+class WriterRegistryUnavailable(LakecoreError):
+    """The writer registry (ZooKeeper) could not be reached in time."""
+
+    retryable = True
+
+
+class WriterAlreadyRegistered(LakecoreError):
+    """A writer is registered for this instant already."""
+
+
+class AbortFlagUnavailable(LakecoreError):
+    """ZooKeeper did not answer in time while raising, listing or clearing abort flags."""
+
+    retryable = True
+
+
+# -- table services ----------------------------------------------------------------------------
+
+
+class ServiceError(LakecoreError):
+    """A table service could not be scheduled or run."""
+
+
+class CompactionPending(ServiceError):
+    """Another compaction is already scheduled or running on the table (one at a time)."""
+
+
+class NotMergeOnRead(ServiceError):
+    """Compaction applies to merge-on-read tables only."""
+
+
+class FilesCleaned(ServiceError):
+    """A time-travel read needs files that a clean deleted (the point is older than the retention)."""
+
+
+class CleanPending(ServiceError):
+    """A clean planned without the requested change is pending; finish it first."""
+
+
+class SavepointNotFound(ServiceError):
+    """No live savepoint has the given instant time."""
+
+
+class RollbackBlocked(ServiceError):
+    """A completed instant cannot be rolled back: a later write, compaction, savepoint or clean needs it."""
+
+
+class ClusteringPending(ServiceError):
+    """Another clustering is already scheduled or running on the table (one at a time)."""
+
+
+class InvalidClusteringStrategy(ServiceError, InvalidInput):
+    """A clustering strategy names an unknown kind, an unknown/unsortable column, or a bad bound."""
+
+
+class ClusteringConflict(ServiceError, WriteConflict):
+    """A write completed after the clustering was planned rewrote a base file of one of its file groups;
+    the clustering was rolled back (the write's data stays)."""
+
+    @classmethod
+    def of(cls, instant: str, conflicts: Sequence[Any]) -> ClusteringConflict:
+        detail = "; ".join(c.describe() for c in conflicts)
+        return cls(f"clustering {instant} conflicts with concurrent writes: {detail} after it was planned. "
+                   "The clustering was rolled back and the table reads as the writes left it: schedule a "
+                   "new clustering (it will plan over the new base files)", instant=instant,
+                   conflicts=tuple(conflicts))
+
+
+# -- the merge engine: lakecore errors that are also ValueErrors (bad arguments to a pure function) --
+
+
+class InvalidMergeSpec(InvalidTableConfig, ValueError):
+    """A merge spec is inconsistent, or does not fit the table schema."""
+
+
+class InvalidChanges(InvalidInput, ValueError):
+    """A change batch cannot be merged: missing or null key, bad op values, NaN ordering."""
+
+
+# -- publishing for other engines --------------------------------------------------------------
+
+
+class PublishError(LakecoreError):
+    """Publishing a table's Iceberg or Delta metadata failed."""
+
+
+class NotPublishable(PublishError, InvalidInput):
+    """The target format cannot show what was asked: a column type it cannot hold, a merged view of
+    column groups; nothing was published."""
+
+
+class PublishConflict(PublishError):
+    """Another publish of the same target committed first, or a clean removed a file the snapshot
+    needs; publishing again (of the newest instant) succeeds."""
+
+    retryable = True

@@ -27,9 +27,16 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
     operator launched the job, else `writer_name`. A marker
     service listens and is advertised where the arguments say, else where the Spark driver is
     (`spark`'s conf), so executors on other hosts reach it."""
-    from lakecore import WriterOptions
-    from lakecore.concurrency.early import EarlyDetection
-    from lakecore.concurrency.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
+    from lakecore import (
+        AbortWatchOptions,
+        ConflictOptions,
+        FileOptions,
+        MarkerOptions,
+        RegistrationOptions,
+        WriterOptions,
+    )
+    from lakecore.concurrency.conflicts.early import EarlyDetection
+    from lakecore.concurrency.liveness.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
 
     detection = None
     if args.early_detection:  # the contract checked the strategy's name
@@ -46,14 +53,15 @@ def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any 
 
         driver_bind, driver_host = driver_endpoint(spark)
         bind, advertise = bind or driver_bind, advertise or driver_host
-    from lakecore.write.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 
     heartbeat = HeartbeatConfig(args.heartbeat_interval_s or HeartbeatConfig.interval_s,
                                 args.heartbeat_misses or HeartbeatConfig.tolerable_misses)
-    return WriterOptions(early_detection=detection, max_rows_per_file=args.max_rows_per_file,
-                         heartbeat=heartbeat, registry=registry, writer_name=writer_name,
-                         marker_bind_host=bind or "127.0.0.1", marker_advertise_host=advertise,
-                         abort_zookeeper=args.zookeeper or abort_zookeeper)
+    return WriterOptions(heartbeat=heartbeat, files=FileOptions(max_rows_per_file=args.max_rows_per_file),
+                         conflicts=ConflictOptions(early_detection=detection),
+                         markers=MarkerOptions(bind_host=bind or "127.0.0.1", advertise_host=advertise),
+                         registration=RegistrationOptions(registry, writer_name),
+                         abort_watch=AbortWatchOptions(zookeeper=args.zookeeper or abort_zookeeper))
 
 
 def table_zookeeper(table: Any) -> str | None:

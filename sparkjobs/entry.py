@@ -25,8 +25,7 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
     """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome.
     A lock option that contradicts the table's recorded lock is bad input, and so is a damaged data
     file (bytes that do not decode): retrying cannot fix either."""
-    from lakecore.concurrency.locks import LockProviderMismatch
-    from lakecore.errors import DamagedFile
+    from lakecore.errors import DamagedFile, LockProviderMismatch
 
     refused: tuple[type[BaseException], ...] = (*bad_input, LockProviderMismatch, DamagedFile)
     try:

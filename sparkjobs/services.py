@@ -27,7 +27,6 @@ from pyspark.sql import SparkSession
 from lakecore import Table
 from lakecore.services import (
     ArchivalPolicy,
-    ArchivalResult,
     CleanPolicy,
     ClusteringStrategy,
     CompactionStrategy,
@@ -37,8 +36,6 @@ from lakecore.services import (
     load_clustering_plan,
     pending_clusterings,
     pending_compactions,
-    run_archival,
-    run_clean,
     schedule_clustering,
     schedule_compaction,
     start_clustering,
@@ -131,17 +128,13 @@ def _rewrite(spark: SparkSession, table: Table, how: _Rewrite) -> ServiceOutcome
 
 
 def clean(table: Table, policy: CleanPolicy | None = None) -> ServiceOutcome:
-    done = run_clean(table.storage, table.config, table.lock, policy or CleanPolicy(), dry_run=False,
-                     heartbeat=table.options.heartbeat)
-    return ServiceOutcome("clean", done.requested_time if isinstance(done, Instant) else None)
+    done = table.maintenance.clean(policy, dry_run=False).instant
+    return ServiceOutcome("clean", done.requested_time if done is not None else None)
 
 
 def archive(table: Table, policy: ArchivalPolicy | None = None) -> ServiceOutcome:
-    result = run_archival(table.storage, table.lock, policy or ArchivalPolicy(),
-                          heartbeat=table.options.heartbeat)
-    if not isinstance(result, ArchivalResult):
-        return ServiceOutcome("archival", None)
-    return ServiceOutcome("archival", None, detail=result.to_json())
+    archived = table.maintenance.archive(policy or ArchivalPolicy()).archived
+    return ServiceOutcome("archival", None, detail=archived.to_json() if archived is not None else None)
 
 
 def _run_operations(spark: SparkSession, operations: tuple[Any, ...],

@@ -5,7 +5,7 @@ Exactly once: each commit records the writer's id and the micro-batch id in its 
 died between our commit and its own checkpoint; a batch whose id this writer already committed is
 skipped, so it is never written twice. Several streaming writers (distinct ids) may fill one table:
 non-blocking tables take them all; optimistic ones may abort a micro-batch on a true file-group
-conflict, which is retried `options.conflict_retries` times and then fails the query (the operator's
+conflict, which is retried `options.conflicts.retries` times and then fails the query (the operator's
 restart policy takes over). A micro-batch aborted from outside (the operator's decision) is never
 retried: it fails the query at once, and `BatchWriter.aborted` keeps its EarlyConflict.
 """
@@ -127,9 +127,9 @@ class BatchWriter:
                     self.aborted = exc
                     raise
                 attempt += 1
-                if attempt > self.options.conflict_retries:
+                if attempt > self.options.conflicts.retries:
                     raise
-                delay = min(self.options.retry_backoff_s * 2 ** (attempt - 1), 10.0)
+                delay = min(self.options.conflicts.retry_backoff_s * 2 ** (attempt - 1), 10.0)
                 time.sleep(delay * (0.5 + random.random()))
 
 

@@ -41,8 +41,17 @@ def run(args: TableServiceArgs) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lakecore.errors import InvalidInput, InvalidTableConfig, ServiceRunning, TableNotFound, WriteConflict
-    from lakecore.services.errors import CleanPending, ClusteringPending, CompactionPending, NotMergeOnRead
+    from lakecore.errors import (
+        CleanPending,
+        ClusteringPending,
+        CompactionPending,
+        InvalidInput,
+        InvalidTableConfig,
+        NotMergeOnRead,
+        ServiceRunning,
+        TableNotFound,
+        WriteConflict,
+    )
 
     return run_job(lambda: TableServiceArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="done", bad_input=(TableNotFound, InvalidTableConfig, InvalidInput, NotMergeOnRead,

@@ -108,7 +108,8 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
     n = parallelism or max(1, spark.sparkContext.defaultParallelism)
     options = options or table.options
     tag = f"weir-write-{uuid.uuid4().hex[:12]}"
-    options = replace(options, on_abort=_cancelling(spark, tag, options.on_abort))
+    watch = options.abort_watch
+    options = replace(options, abort_watch=replace(watch, on_abort=_cancelling(spark, tag, watch.on_abort)))
     routed, touched = _route(df, config, n, operation)
     with WriteJob.start(table.storage, config, table.lock, operation, options, extra=extra,
                         partitions=touched) as job:

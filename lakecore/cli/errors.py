@@ -37,7 +37,8 @@ class CliError:
 # the optional modules the code imports -> the extra of pyproject.toml that installs them
 EXTRA_OF = {"kazoo": "zookeeper", "s3fs": "s3", "pyspark": "spark", "yaml": "operator",
             "croniter": "operator", "kopf": "operator", "kubernetes": "operator", "urllib3": "operator",
-            "jsonschema": "operator", "prometheus_client": "operator"}
+            "jsonschema": "operator", "prometheus_client": "operator", "fastavro": "publish",
+            "pyroaring": "publish"}
 
 
 def missing_extra(exc: BaseException) -> tuple[str, str] | None:

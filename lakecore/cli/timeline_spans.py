@@ -24,8 +24,9 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.concurrency.liveness.heartbeat import ABORTED_DIR, read_aborted, read_last_beat
+from lakecore.concurrency.liveness.writers import StorageWriterRegistry
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
-from lakecore.concurrency.writers import StorageWriterRegistry
 from lakecore.errors import CorruptMetadata
 from lakecore.table import Table
 from lakecore.timeline import (
@@ -40,7 +41,6 @@ from lakecore.timeline import (
     to_epoch_ms,
 )
 from lakecore.timeline.metadata import writer_of
-from lakecore.write.heartbeat import ABORTED_DIR, read_aborted, read_last_beat
 
 Outcome = Literal["completed", "pending", "aborted", "rolled_back"]
 WRITE_LANE_UNNAMED = "(unnamed writer)"        # a completed write whose commit names no writer

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakecore.concurrency.rollback import is_pending_write
-from lakecore.concurrency.runs import ARCHIVAL, Claim, live_run
-from lakecore.concurrency.storage_lock import newest_generation
-from lakecore.config import LockSpec
-from lakecore.storage import Storage
-from lakecore.timeline import Timeline, TimelineStore
-from lakecore.write.heartbeat import (
+from lakecore.concurrency.liveness.heartbeat import (
     DEFAULT_HEARTBEAT,
     HeartbeatConfig,
     is_aborted,
     is_expired,
     last_sign_of_life,
 )
+from lakecore.concurrency.liveness.runs import ARCHIVAL, Claim, live_run
+from lakecore.concurrency.locks.storage import newest_generation
+from lakecore.concurrency.rollback import is_pending_write
+from lakecore.config import LockSpec
+from lakecore.storage import Storage
+from lakecore.timeline import Timeline, TimelineStore
 
 
 def activity(storage: Storage, lock: LockSpec, timeline: Timeline, now: int, *,

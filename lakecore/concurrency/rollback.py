@@ -17,7 +17,16 @@ import json
 import logging
 from collections.abc import Callable
 
-from lakecore.concurrency.locks import Lock, ensure_held
+from lakecore.concurrency.liveness.heartbeat import (
+    HeartbeatConfig,
+    delete_heartbeat,
+    is_aborted,
+    is_alive,
+    is_expired,
+    last_sign_of_life,
+    mark_aborted,
+)
+from lakecore.concurrency.locks.protocol import Lock, ensure_held
 from lakecore.errors import CorruptMetadata, InvalidInstantState, ServiceRunning, WriterLive
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -32,20 +41,12 @@ from lakecore.timeline import (
     pending_overwrite,
     to_epoch_ms,
 )
-from lakecore.write.heartbeat import (
-    HeartbeatConfig,
-    delete_heartbeat,
-    is_aborted,
-    is_alive,
-    is_expired,
-    last_sign_of_life,
-    mark_aborted,
-)
 from lakecore.write.markers import delete_markers, list_markers
 
 Clock = Callable[[], int]
 TABLE_SERVICES = frozenset({"compaction", "replacecommit"})  # rolled back by their own services
-SERVICE_ACTIONS = frozenset({"compaction", "replacecommit", "clean"})  # run under a run claim (runs.py)
+# run under a run claim (liveness/runs.py)
+SERVICE_ACTIONS = frozenset({"compaction", "replacecommit", "clean"})
 
 log = logging.getLogger(__name__)
 
@@ -110,11 +111,11 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
 
 
 def _alive(storage: Storage, target: Instant, now: int, config: HeartbeatConfig) -> str | None:
-    """Who runs the pending instant, if alive: a table service run holds a run claim (runs.py), a
+    """Who runs the pending instant, if alive: a table service run holds a run claim (liveness/runs.py), a
     write beats its heartbeat."""
     t = target.requested_time
     if target.action in SERVICE_ACTIONS and not is_pending_write(TimelineStore(storage), target):
-        from lakecore.concurrency.runs import live_run
+        from lakecore.concurrency.liveness.runs import live_run
 
         run = live_run(storage, t, now, config)
         return None if run is None else f"run by {run.describe()}"

@@ -25,20 +25,21 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.concurrency.locks import Lock, ensure_held
-from lakecore.concurrency.occ import (
+from lakecore.concurrency.conflicts.occ import (
     Conflict,
     completed_since,
     find_conflicts,
     needs_check,
     overwrite_conflicts,
 )
-from lakecore.concurrency.rollback import claimed_by_rollbacks, rollback_write
-from lakecore.concurrency.schema_conflict import (
+from lakecore.concurrency.conflicts.schema import (
     complete_writer_schema,
     evolution_problems,
     resolve_schema,
 )
+from lakecore.concurrency.liveness.heartbeat import is_aborted
+from lakecore.concurrency.locks.protocol import Lock, ensure_held
+from lakecore.concurrency.rollback import claimed_by_rollbacks, rollback_write
 from lakecore.config import TableConfig, schema_from_json, schema_to_json
 from lakecore.errors import (
     CorruptTimeline,
@@ -64,7 +65,6 @@ from lakecore.timeline import (
     pending_overwrites,
 )
 from lakecore.write import OVERWRITES, Operation, WriteContext, check_operation, delete_markers
-from lakecore.write.heartbeat import is_aborted
 
 Clock = Callable[[], int]
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def replaced_groups(txn: WriteTransaction, written: Iterable[tuple[str, str]]) -
 
 
 def _decide_schema(txn: WriteTransaction, store: TimelineStore, timeline: Timeline) -> pa.Schema:
-    """The schema to commit (concurrent schema evolution, schema_conflict.py) or SchemaConflict. A
+    """The schema to commit (concurrent schema evolution, conflicts/schema.py) or SchemaConflict. A
     writer lacking nullable columns the table had at its start writes the old schema: its rows read
     them as null (complete_writer_schema), it does not drop them."""
     at_start = txn.schema_at_start or txn.config.schema
@@ -258,7 +258,7 @@ def recorded_config(config: TableConfig) -> dict[str, Any]:
 def _conflicts(txn: WriteTransaction, timeline: Timeline, store: TimelineStore,
                groups: frozenset[tuple[str, str]], base_groups: frozenset[tuple[str, str]]) -> list[Conflict]:
     """OCC: every group we wrote; NBCC: base files against base writers, logs against overwrites
-    only; an overwrite: everything written into its scope, in either mode (occ.py)."""
+    only; an overwrite: everything written into its scope, in either mode (conflicts/occ.py)."""
     mode = txn.config.concurrency_mode
     if mode == "single_writer":
         return []

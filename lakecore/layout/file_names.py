@@ -12,6 +12,12 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote
 
+# Top-level directories of other formats' metadata written beside a table (lakecore.publish): Iceberg's
+# `metadata/`, Delta's `_delta_log/` and its deletion vectors. A partition directory is always
+# `field=value`, and an unpartitioned table keeps its data files at the root, so none of these can be
+# Weir's; a listing of the table skips them (`is_table_path`).
+FOREIGN_DIRS = frozenset({"metadata", "_delta_log", "_delta_dv"})
+
 _BASE = re.compile(r"^([A-Za-z0-9-]+)_([A-Za-z0-9-]+)_(\d{17})\.parquet$")
 _LOG = re.compile(r"^\.([A-Za-z0-9-]+)_(\d{17})\.log\.(\d+)_([A-Za-z0-9-]+)$")
 
@@ -44,6 +50,13 @@ def parse_data_file_name(name: str) -> DataFileName | None:
     if m := _LOG.match(name):
         return DataFileName(m.group(1), m.group(2), m.group(4), "log", int(m.group(3)))
     return None
+
+
+def is_table_path(path: str) -> bool:
+    """Whether a path found by listing the table's base may be one of its data files: not under `.weir/`
+    nor under a directory of published metadata (FOREIGN_DIRS)."""
+    top = path.split("/", 1)[0]
+    return "/" not in path or (top != ".weir" and top not in FOREIGN_DIRS)
 
 
 def bucket_file_id(bucket: int) -> str:

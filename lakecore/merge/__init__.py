@@ -54,7 +54,6 @@ Output
 
 from lakecore.merge.changes import conform
 from lakecore.merge.engine import merge, merge_to_base, precombine
-from lakecore.merge.errors import InvalidChanges, InvalidMergeSpec
 from lakecore.merge.keys import unique as unique_keys
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, GroupSpec, MergeSpec, group_op_column
 
@@ -63,8 +62,6 @@ __all__ = [
     "OP_COLUMN",
     "UPSERT",
     "GroupSpec",
-    "InvalidChanges",
-    "InvalidMergeSpec",
     "MergeSpec",
     "conform",
     "group_op_column",

@@ -21,7 +21,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.merge.errors import InvalidChanges
+from lakecore.errors import InvalidChanges
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, MergeSpec
 
 BoolArray = npt.NDArray[np.bool_]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from lakecore.merge.errors import InvalidMergeSpec
+from lakecore.errors import InvalidMergeSpec
 
 OP_COLUMN = "_weir_op"
 """int8 column of a change batch: 0 = upsert, 1 = delete. Absent means all rows are upserts."""

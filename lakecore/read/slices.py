@@ -19,6 +19,7 @@ from lakecore.layout import FileSlice
 from lakecore.merge import GroupSpec, MergeSpec, conform, merge, merge_to_base, unique_keys
 from lakecore.read.spec import file_schema, merge_spec, op_columns
 from lakecore.storage import Storage
+from lakecore.timeline import WriteStat
 
 
 def merge_columns(config: TableConfig, columns: Sequence[str] | None) -> list[str]:
@@ -52,16 +53,38 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
                keep_deletes: bool = False, base_only: bool = False) -> pa.Table:
     """Merged rows of a slice with exactly `columns` (file-schema names). With `keep_deletes`, one row
     per key including deleted keys (as tombstone rows), plus `_weir_op`."""
-    schema = pa.schema([file_schema(config).field(c) for c in columns])
-    files = [fs.base.path] if fs.base else []
-    logs = [] if base_only else [lf.stat.path for lf in fs.logs]
-    tables = read_files(storage, files + logs, [*columns, *op_columns(config)])
+    tables = read_slice_files(storage, config, fs, columns, base_only=base_only)
+    return merge_slice(config, fs, tables, slice_schema(config, columns), keep_deletes=keep_deletes)
+
+
+def slice_files(fs: FileSlice, *, base_only: bool = False) -> list[WriteStat]:
+    """The files a read of the slice opens, in merge order: the base, then the logs (none when
+    `base_only`)."""
+    return list(fs.files if not base_only else ((fs.base,) if fs.base else ()))
+
+
+def slice_schema(config: TableConfig, columns: Sequence[str]) -> pa.Schema:
+    schema = file_schema(config)
+    return pa.schema([schema.field(c) for c in columns])
+
+
+def read_slice_files(storage: Storage, config: TableConfig, fs: FileSlice, columns: Sequence[str], *,
+                     base_only: bool = False) -> list[pa.Table]:
+    """The slice's files (see `slice_files`) with the wanted columns and the op columns."""
+    paths = [f.path for f in slice_files(fs, base_only=base_only)]
+    return read_files(storage, paths, [*columns, *op_columns(config)])
+
+
+def merge_slice(config: TableConfig, fs: FileSlice, tables: Sequence[pa.Table], schema: pa.Schema, *,
+                keep_deletes: bool = False) -> pa.Table:
+    """The slice's merged rows from its files' tables (`read_slice_files`), in `schema`; columns of
+    `schema` beyond the table's are ungrouped: each merged row takes them from its winning row."""
     if len(tables) == 1 and fs.base and not keep_deletes:
         base = tables[0]  # one row per key already; drop its tombstones
         if OP in base.column_names and pc.any(pc.equal(base.column(OP), 1)).as_py():
             base = base.filter(pc.equal(base.column(OP), 0))
         return conform(base, schema)  # a file older than a column reads it as null
-    spec = projected_spec(merge_spec(config), columns)
+    spec = projected_spec(merge_spec(config), [c for c in schema.names if c in file_schema(config).names])
     first_unique = fs.base is not None or _unique_first_log(tables, config)
     if keep_deletes:
         return merge_to_base(tables, spec, schema, first_unique=first_unique)

@@ -52,54 +52,19 @@ from lakecore.services.compaction_plan import (
     CompactionStrategy,
     plan_compaction,
 )
-from lakecore.services.errors import (
-    CleanPending,
-    ClusteringConflict,
-    ClusteringPending,
-    CompactionPending,
-    FilesCleaned,
-    InvalidClusteringStrategy,
-    RollbackBlocked,
-    SavepointNotFound,
-    ServiceError,
-    WriterLive,
-)
 from lakecore.services.rewrite import Running
 from lakecore.services.savepoint import Savepoint, create_savepoint, delete_savepoint, list_savepoints
 from lakecore.services.time_travel import check_readable, earliest_readable
 from lakecore.services.triggers import Trigger, due
 from lakecore.services.undo import UndoPlan, restore, resume_undos, rollback_completed
 
-__all__ = [
-    "CleanOperation",
-    "CleanPlan",
-    "CleanPolicy",
-    "CompactionOperation",
-    "CompactionPending",
-    "CompactionPlan",
-    "CompactionStrategy",
-    "FilesCleaned",
-    "ServiceError",
-    "Trigger",
-    "all_slices",
-    "check_readable",
-    "due",
-    "earliest_readable",
-    "execute_operation",
-    "pending_cleans",
-    "pending_compactions",
-    "plan_clean",
-    "plan_compaction",
-    "rollback_compaction",
-    "run_clean",
-    "run_compaction",
-    "schedule_compaction",
-]
-__all__ += ["CleanPending", "RollbackBlocked", "Savepoint", "SavepointNotFound", "UndoPlan", "WriterLive",
-            "create_savepoint", "delete_savepoint", "list_savepoints", "restore", "resume_undos",
-            "rollback_completed"]
-__all__ += ["ArchivalPlan", "ArchivalPolicy", "ArchivalResult", "plan_archival", "run_archival"]
-__all__ += ["ClusteringConflict", "ClusteringOperation", "ClusteringPending", "ClusteringPlan",
-            "ClusteringStrategy", "InvalidClusteringStrategy", "load_clustering_plan", "pending_clusterings",
-            "plan_clustering", "rollback_clustering", "run_clustering", "schedule_clustering"]
-__all__ += ["Running", "commit_clustering", "commit_compaction", "start_clustering", "start_compaction"]
+__all__ = ["ArchivalPlan", "ArchivalPolicy", "ArchivalResult", "CleanOperation", "CleanPlan",
+           "CleanPolicy", "ClusteringOperation", "ClusteringPlan", "ClusteringStrategy",
+           "CompactionOperation", "CompactionPlan", "CompactionStrategy", "Running", "Savepoint",
+           "Trigger", "UndoPlan", "all_slices", "check_readable", "commit_clustering", "commit_compaction",
+           "create_savepoint", "delete_savepoint", "due", "earliest_readable", "execute_operation",
+           "list_savepoints", "load_clustering_plan", "pending_cleans", "pending_clusterings",
+           "pending_compactions", "plan_archival", "plan_clean", "plan_clustering", "plan_compaction",
+           "restore", "resume_undos", "rollback_clustering", "rollback_compaction", "rollback_completed",
+           "run_archival", "run_clean", "run_clustering", "run_compaction", "schedule_clustering",
+           "schedule_compaction", "start_clustering", "start_compaction"]

@@ -1,6 +1,6 @@
 """Archival: move the oldest completed instants out of the active timeline into the history.
 
-    claim the archival run (concurrency/runs.py, key `archival`: ServiceRunning while another
+    claim the archival run (concurrency/liveness/runs.py, key `archival`: ServiceRunning while another
     process archives) -> load timeline -> finish a crashed archival's deletions -> plan (pure) ->
     write a level-0 history
     file with the instants' metadata and plans -> new live files (old live files + the archived
@@ -34,8 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, ensure_held
-from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
-from lakecore.errors import InvalidTableConfig, StorageError
+from lakecore.concurrency.liveness.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig
+from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun
+from lakecore.errors import HistoryMoved, InvalidTableConfig, StorageError
 from lakecore.services.savepoint import savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import WRITE_ACTIONS, CommitMetadata, Instant, Timeline, TimelineStore, parse_file_name
@@ -49,8 +50,7 @@ from lakecore.timeline.history import (
     history_rows,
     latest_slices,
 )
-from lakecore.timeline.history_store import TIMELINE_DIR, HistoryMoved, HistoryStore
-from lakecore.write.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig
+from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore
 
 Clock = Callable[[], int]
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@
 A clean instant has no write stats, so no read changes: views are built from the write stats of
 commit/deltacommit/compaction instants only. Deleting is idempotent, so a clean whose process died is
 resumed by the next `run_clean`; one clean at a time, run by one process at a time (the run claim of
-concurrency/runs.py, taken in the same locked section that picks or schedules the clean: a second
+concurrency/liveness/runs.py, taken in the same locked section that picks or schedules the clean: a second
 caller gets ServiceRunning while the first is alive). Planning under the lock is safe to act on later:
 instants completing afterwards only add newer slices, so what was garbage stays garbage.
 A time-travel read older than the retained points finds its files gone: `time_travel.check_readable`
@@ -24,14 +24,22 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from lakecore.concurrency import Lock, ensure_held, rollback_failed_writes
+from lakecore.concurrency.liveness.heartbeat import (
+    DEFAULT_HEARTBEAT,
+    HeartbeatConfig,
+    is_expired,
+    last_sign_of_life,
+    prune_aborted,
+)
+from lakecore.concurrency.liveness.runs import ServiceRun, forget
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
-from lakecore.concurrency.runs import ServiceRun, forget
 from lakecore.config import TableConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.services.clean_plan import CleanPlan, CleanPolicy, plan_clean
 from lakecore.services.clustering import load_clustering_plan, pending_clusterings
 from lakecore.services.compaction import pending_compactions
 from lakecore.services.compaction_plan import CompactionPlan
+from lakecore.services.published import pinned_points
 from lakecore.services.savepoint import drop_abandoned_savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -45,13 +53,6 @@ from lakecore.timeline import (
     now_ms,
 )
 from lakecore.write import prune_marker_dirs
-from lakecore.write.heartbeat import (
-    DEFAULT_HEARTBEAT,
-    HeartbeatConfig,
-    is_expired,
-    last_sign_of_life,
-    prune_aborted,
-)
 
 Clock = Callable[[], int]
 ACTION: Action = "clean"
@@ -87,7 +88,8 @@ def _plan(storage: Storage, store: TimelineStore, timeline: Timeline, policy: Cl
           heartbeat: HeartbeatConfig, instant_time: str = "") -> CleanPlan:
     return plan_clean(timeline, store.metadata, policy, now,
                       expired=_expired_writes(storage, store, timeline, heartbeat, now),
-                      in_use=_in_use(storage, store, timeline), instant_time=instant_time)
+                      in_use=_in_use(storage, store, timeline), published=pinned_points(storage),
+                      instant_time=instant_time)
 
 
 def load_clean_plan(storage: Storage, instant: Instant) -> CleanPlan:

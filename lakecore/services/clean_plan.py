@@ -5,7 +5,9 @@ exactly the files of `all_slices(...)`. A file is kept when any retained read ne
 view (always), plus, for the time-travel policies, the view as of every retained point in time —
 built by the same `build_view` the readers use, so "kept" means "that read works", including logs
 that completion-time slicing puts into an older slice as of a past point than in the full history.
-Files a live savepoint needs (`savepoint.savepointed_files`) are always kept. Every other file is
+Files a live savepoint needs (`savepoint.savepointed_files`) are always kept, and so are the files of
+the view as of every point a retained published snapshot shows (`published`: what Iceberg and Delta
+readers may still open, `services.published`). Every other file is
 garbage and is listed, per file slice, in the plan (minus what completed cleans already deleted).
 
 Retained points: `keep_latest_commits` N: the completion of the N-th newest completed data write
@@ -174,15 +176,16 @@ def _paths(view: FileSystemView) -> set[str]:
 
 def plan_clean(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata], policy: CleanPolicy,
                now_ms: int, *, expired: Iterable[str] = (), in_use: Iterable[str] = (),
-               instant_time: str = "") -> CleanPlan:
+               published: Iterable[str] = (), instant_time: str = "") -> CleanPlan:
     """The files no retained read needs, per file slice. `expired`: pending writes whose heartbeat
-    expired (to roll back); `in_use`: paths pending table services still read (never deleted)."""
+    expired (to roll back); `in_use`: paths pending table services still read (never deleted);
+    `published`: completion times retained published snapshots show (their views are kept)."""
     slices = all_slices(timeline, metadata)
     keep = _paths(build_view(timeline, metadata)) | set(in_use) | cleaned(timeline, metadata)
     keep |= savepointed_files(timeline, metadata)
     points = retained_points(timeline, policy, now_ms, metadata)
     boundary = timeline.archived.boundary
-    for point in points:
+    for point in [*points, *published]:
         if point < boundary:  # a view inside the archived range: keep every archived file (safe side)
             keep |= {af.stat.path for af in timeline.archived.every_file()}
             continue

@@ -27,8 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, rollback_write, view_for_services
-from lakecore.concurrency.occ import Conflict, completed_since, find_conflicts
+from lakecore.concurrency.conflicts.occ import Conflict, completed_since, find_conflicts
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import TableConfig
+from lakecore.errors import ClusteringConflict, ClusteringPending
 from lakecore.formats import write_file
 from lakecore.layout import base_file_name
 from lakecore.services.clustering_plan import (
@@ -39,7 +41,6 @@ from lakecore.services.clustering_plan import (
     plan_clustering,
 )
 from lakecore.services.compaction import merge_slice, tombstones
-from lakecore.services.errors import ClusteringConflict, ClusteringPending
 from lakecore.services.rewrite import (
     DEFAULT_HEARTBEAT,
     Running,
@@ -61,7 +62,6 @@ from lakecore.timeline import (
     now_ms,
 )
 from lakecore.write import Marker, create_marker
-from lakecore.write.heartbeat import HeartbeatConfig
 
 Clock = Callable[[], int]
 ACTION: Action = "replacecommit"

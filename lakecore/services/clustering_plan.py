@@ -19,9 +19,8 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from lakecore.config import TableConfig
-from lakecore.errors import CorruptMetadata
+from lakecore.errors import CorruptMetadata, InvalidClusteringStrategy
 from lakecore.layout import FileSlice, FileSystemView
-from lakecore.services.errors import InvalidClusteringStrategy
 
 StrategyKind = Literal["small_files", "all"]
 KINDS: tuple[str, ...] = ("small_files", "all")

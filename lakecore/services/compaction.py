@@ -12,7 +12,7 @@ Every log in the plan completed before P (P is drawn under the lock after them),
 a base named with P every log completed before P — exactly the planned ones — so logs of writers
 that complete after P join the new slice: nothing is lost, and compaction never conflicts with
 writers (`occ.CHECKED_ACTIONS` leaves compaction out). One compaction per table at a time, run by
-one process at a time (a run claim, concurrency/runs.py: a second caller gets ServiceRunning while
+one process at a time (a run claim, concurrency/liveness/runs.py: a second caller gets ServiceRunning while
 the first is alive, and resumes it once the first is dead).
 """
 
@@ -24,7 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.concurrency import Lock, view_for_services
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import OP, TableConfig
+from lakecore.errors import CompactionPending, NotMergeOnRead
 from lakecore.formats import read_files, write_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
@@ -36,7 +38,6 @@ from lakecore.services.compaction_plan import (
     CompactionStrategy,
     plan_compaction,
 )
-from lakecore.services.errors import CompactionPending, NotMergeOnRead
 from lakecore.services.rewrite import (
     DEFAULT_HEARTBEAT,
     Running,
@@ -58,7 +59,6 @@ from lakecore.timeline import (
     now_ms,
 )
 from lakecore.write import Marker, create_marker
-from lakecore.write.heartbeat import HeartbeatConfig
 
 Clock = Callable[[], int]
 ACTION: Action = "compaction"

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write
-from lakecore.concurrency.lock_choice import lock_for_spec
+from lakecore.concurrency.locks.choice import lock_for_spec
 from lakecore.concurrency.rollback import TABLE_SERVICES
 from lakecore.config import CONFIG_PATH, LockSpec, TableConfig
-from lakecore.errors import CorruptMetadata, TableNotFound
+from lakecore.errors import CorruptMetadata, HistoryMoved, TableNotFound
 from lakecore.layout import build_view
 from lakecore.services.clean_plan import CleanPlan
 from lakecore.services.clustering_plan import ClusteringPlan
@@ -57,7 +57,7 @@ from lakecore.timeline import (
     parse_file_name,
 )
 from lakecore.timeline.history import EMPTY, HISTORY_DIR, Manifest
-from lakecore.timeline.history_store import HistoryMoved, HistoryStore, manifest_path
+from lakecore.timeline.history_store import HistoryStore, manifest_path
 from lakecore.timeline.overwrite import requested_scope
 from lakecore.write import delete_markers, prune_marker_dirs
 

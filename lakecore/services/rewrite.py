@@ -2,7 +2,7 @@
 
     resume:   lock -> reload -> completed already? (unlock, delete the markers a dead process left,
               return it) -> still pending, not claimed by a rollback, not aborted? -> claim the run
-              (concurrency.runs: ServiceRunning while a live run holds it) -> unlock -> delete what
+              (liveness.runs: ServiceRunning while a live run holds it) -> unlock -> delete what
               dead attempts wrote (through its markers) -> move it inflight
     execute:  one task per planned operation, on a thread pool (`run_tasks`); file names carry the
               run's attempt, so attempts never share a file
@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write
+from lakecore.concurrency.liveness.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_aborted
+from lakecore.concurrency.liveness.runs import ServiceRun, forget
 from lakecore.concurrency.rollback import claimed_by_rollbacks
-from lakecore.concurrency.runs import ServiceRun, forget
 from lakecore.config import TableConfig, schema_from_json
 from lakecore.errors import InvalidInstantState, LakecoreError
 from lakecore.storage import Storage
@@ -40,7 +41,6 @@ from lakecore.timeline import (
     pending_overwrite,
 )
 from lakecore.write import delete_markers, delete_unreported, list_markers
-from lakecore.write.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_aborted
 
 Clock = Callable[[], int]
 T = TypeVar("T")
@@ -94,7 +94,7 @@ class Running:
     timeline: Timeline
     inflight: Instant
     config: TableConfig      # the table schema as recorded before the plan: tasks must use this
-    attempt: int = 1         # the run's claim attempt (concurrency.runs)
+    attempt: int = 1         # the run's claim attempt (liveness.runs)
     run: ServiceRun | None = field(default=None, compare=False, repr=False)
 
     def tokens(self, n: int) -> list[str]:

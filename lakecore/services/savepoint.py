@@ -29,8 +29,7 @@ from dataclasses import dataclass
 
 from lakecore.concurrency import Lock, ensure_held, view_of
 from lakecore.concurrency.rollback import claimed_by_rollbacks
-from lakecore.errors import InstantNotFound
-from lakecore.services.errors import CleanPending, FilesCleaned, SavepointNotFound
+from lakecore.errors import CleanPending, FilesCleaned, InstantNotFound, SavepointNotFound
 from lakecore.storage import Storage
 from lakecore.timeline import (
     TIMELINE_DIR,

@@ -15,9 +15,8 @@ from datetime import UTC, datetime
 import pyarrow.compute as pc
 
 from lakecore.concurrency import view_of
-from lakecore.errors import BeforeFirstCommit
+from lakecore.errors import BeforeFirstCommit, FilesCleaned
 from lakecore.layout import FileSystemView
-from lakecore.services.errors import FilesCleaned
 from lakecore.storage import Storage
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, to_epoch_ms
 

@@ -31,11 +31,23 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
+from lakecore.concurrency.liveness.heartbeat import (
+    DEFAULT_HEARTBEAT,
+    HeartbeatConfig,
+    is_expired,
+    last_sign_of_life,
+)
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.config import TableConfig
-from lakecore.errors import CorruptMetadata, InstantNotFound, InvalidInstantState
+from lakecore.errors import (
+    CorruptMetadata,
+    FilesCleaned,
+    InstantNotFound,
+    InvalidInstantState,
+    RollbackBlocked,
+    WriterLive,
+)
 from lakecore.services.clean_plan import DATA_WRITES
-from lakecore.services.errors import FilesCleaned, RollbackBlocked, WriterLive
 from lakecore.services.savepoint import find_savepoint, savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import (
@@ -51,7 +63,6 @@ from lakecore.timeline import (
     parse_file_name,
     pending_overwrite,
 )
-from lakecore.write.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_expired, last_sign_of_life
 from lakecore.write.markers import delete_markers
 
 Clock = Callable[[], int]

@@ -7,6 +7,7 @@ instant, tasks write file groups and return write stats, driver commits), here w
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -21,9 +22,7 @@ from lakecore.concurrency import (
     check_lock,
     ensure_held,
     lock_for_spec,
-    rollback_write,
     spec_of,
-    view_for_services,
     view_of,
 )
 from lakecore.concurrency.activity import activity
@@ -41,13 +40,11 @@ from lakecore.config import (
 )
 from lakecore.errors import (
     AlreadyExists,
-    InstantArchived,
-    InstantNotFound,
-    InvalidInstantState,
     InvalidTableConfig,
     TableAlreadyExists,
     TableNotFound,
 )
+from lakecore.publish import PublishResult, publish
 from lakecore.read.changes import read_changes
 from lakecore.read.snapshot import read_view
 from lakecore.services import (
@@ -63,24 +60,11 @@ from lakecore.services import (
     Savepoint,
     UndoPlan,
     check_readable,
-    create_savepoint,
-    load_clustering_plan,
-    pending_clusterings,
-    pending_compactions,
-    plan_clustering,
-    plan_compaction,
-    restore,
-    rollback_completed,
-    run_archival,
-    run_clean,
-    run_clustering,
-    run_compaction,
-    schedule_clustering,
-    schedule_compaction,
 )
-from lakecore.services.compaction import load_plan
 from lakecore.storage import OptionsRef, Storage, open_storage
-from lakecore.table.writer import WriteResult, WriterOptions, write_groups
+from lakecore.table.maintenance import Maintenance, MaintenanceResult
+from lakecore.table.options import WriterOptions
+from lakecore.table.writer import WriteResult, write_groups
 from lakecore.timeline import (
     TIMELINE_DIR,
     CommitMetadata,
@@ -92,12 +76,12 @@ from lakecore.timeline import (
 )
 from lakecore.write import (
     Operation,
+    WriteInput,
     as_table,
     check_operation,
     combine_and_route,
     conform,
     evolved_schema,
-    list_markers,
 )
 
 QueryType = Literal["snapshot", "read_optimized"]
@@ -229,41 +213,43 @@ class Table:
 
     # -- writes -------------------------------------------------------------------------------
 
-    def upsert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def upsert(self, data: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Insert new keys and update existing ones (per the table's merge mode)."""
         return self.write(data, "upsert", extra=extra)
 
-    def insert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def insert(self, data: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Write records expected to be new; an existing key is still merged, never duplicated."""
         return self.write(data, "insert", extra=extra)
 
-    def bulk_insert(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def bulk_insert(self, data: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Fast initial load: empty file groups get base files directly (no log, no merge)."""
         return self.write(data, "bulk_insert", extra=extra)
 
-    def delete(self, keys: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def delete(self, keys: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Delete by record key (plus partition fields; plus the ordering field for event-time
         ordering, where a delete older than the live row is ignored)."""
         return self.write(keys, "delete", extra=extra)
 
-    def insert_overwrite(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def insert_overwrite(self, data: WriteInput, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Replace the partitions the input touches with the input's rows (others stay as they are),
         atomically: one replacecommit; readers see the old partitions or the new, never a mix."""
         return self.write(data, "insert_overwrite", extra=extra)
 
-    def insert_overwrite_table(self, data: Any, *, extra: Mapping[str, Any] | None = None) -> WriteResult:
+    def insert_overwrite_table(self, data: WriteInput, *,
+                               extra: Mapping[str, Any] | None = None) -> WriteResult:
         """Replace the whole table with the input's rows (an empty input empties it), atomically."""
         return self.write(data, "insert_overwrite_table", extra=extra)
 
-    def write(self, data: Any, operation: Operation, *,
+    def write(self, data: WriteInput, operation: Operation, *,
               extra: Mapping[str, Any] | None = None) -> WriteResult:
-        """Run one write. `operation` is one of lakecore.write.OPERATIONS (anything else raises
-        UnknownOperation before an instant exists). `extra` is stored in the commit metadata (e.g.
-        source offsets)."""
+        """Run one write. `data` is a pyarrow Table or RecordBatch, a pandas DataFrame or anything that
+        exports an Arrow stream (else InvalidInput). `operation` is one of lakecore.write.OPERATIONS
+        (anything else raises UnknownOperation before an instant exists). `extra` is stored in the
+        commit metadata (e.g. source offsets)."""
         operation = check_operation(operation)
         table = as_table(data)
         config = self.config
-        if self.options.evolve_schema and operation != "delete":
+        if self.options.files.evolve_schema and operation != "delete":
             evolved = evolved_schema(table, config)
             config = config.with_schema(evolved) if evolved is not None else config
         conformed = conform(table, config, operation)  # bad input fails here, before any instant
@@ -278,109 +264,73 @@ class Table:
             self.config = (_read_config(self.storage) if stale else self.config).with_committed_schema(schema)
         return result
 
+    # -- maintenance --------------------------------------------------------------------------
+
+    @property
+    def maintenance(self) -> Maintenance:
+        """Compaction, clustering, clean, archival, rollback, restore and savepoints, each returning a
+        MaintenanceResult. What deletes data (clean, rollback, restore) is a dry run unless told
+        (`dry_run=False`); see lakecore.table.maintenance."""
+        return Maintenance(self)
+
+    # Deprecated forwarders (one release): they return what they returned before, a plan, an instant,
+    # an archival result or None depending on the flags; `maintenance` returns one result shape.
+
     def rollback(self, instant_time: str, *, dry_run: bool = True, force: bool = False,
                  expect: Literal["pending", "completed"] | None = None) -> Instant | UndoPlan:
-        """Roll back a write instant: a pending one (its files deleted), or a completed one no later
-        base file builds on (see lakecore.services.undo.rollback_completed). Dry run by default: the
-        plan (the instant and the data files it would delete), nothing changed. A pending instant whose
-        writer is alive (fresh heartbeat; a table service's live run) is refused with WriterLive
-        (ServiceRunning) unless `force`. `expect`: the state the caller saw; if the instant is no longer
-        in it (a pending write completed meanwhile), InvalidInstantState and nothing changes — the
-        rollback itself re-checks the state under the table lock."""
-        try:
-            instant = self.timeline().get(instant_time)
-        except InstantArchived:
-            raise
-        except InstantNotFound:  # undone already, or by a rollback whose process died: finish, return it
-            instant = None
-        state = "pending" if instant is not None and not instant.is_completed else "completed"
-        if expect is not None and instant is not None and state != expect:
-            raise InvalidInstantState(f"instant {instant_time} is {state} now, not {expect} as when you "
-                                      f"looked ({instant}); look again (`weir table timeline`) and decide "
-                                      "anew")
-        if instant is None or instant.is_completed:
-            return rollback_completed(self.storage, self.config, self.lock, instant_time,
-                                      heartbeat=self.options.heartbeat, dry_run=dry_run)
-        if dry_run:
-            written = tuple(sorted(m.data_path for m in list_markers(self.storage, instant_time)))
-            return UndoPlan("rollback", (instant.file_name,), written)
-        refuse = None if force else self.options.heartbeat
-        done = rollback_write(self.storage, self.lock, instant, refuse_live=refuse,
-                              by="Table.rollback (forced)" if force else "Table.rollback")
-        if done is None:
-            raise InvalidInstantState(f"instant {instant_time} is already being rolled back")
+        """Deprecated: use `table.maintenance.rollback(...)` (a MaintenanceResult)."""
+        _deprecated("rollback")
+        done = _old_shape(self.maintenance.rollback(instant_time, dry_run=dry_run, force=force,
+                                                                expect=expect))
+        assert isinstance(done, Instant | UndoPlan)
         return done
-
-    # -- table services -----------------------------------------------------------------------
 
     def compact(self, strategy: CompactionStrategy | None = None, *, dry_run: bool = False,
                 resume: bool = False) -> CompactionPlan | Instant | None:
-        """Merge file slices' log files into new base files (merge-on-read). Returns the completed
-        compaction instant, the plan only with `dry_run`, or None when nothing needs compacting.
-        `resume`: finish the compaction a dead process left pending instead (only when no process is
-        running it: resuming deletes what it wrote so far)."""
-        if resume:
-            pending = pending_compactions(self._store, self.timeline())
-            if not pending:
-                return None
-            return run_compaction(self.storage, self.config, self.lock,
-                                  load_plan(self.storage, pending[0].requested_time),
-                                  heartbeat=self.options.heartbeat)
-        strategy = strategy or CompactionStrategy()
-        if dry_run:
-            timeline = self.timeline()
-            ops = plan_compaction(view_for_services(self.storage, timeline), self.config, strategy)
-            return CompactionPlan("", ops, strategy.kind) if ops else None
-        plan = schedule_compaction(self.storage, self.config, self.lock, strategy)
-        return run_compaction(self.storage, self.config, self.lock, plan,
-                              heartbeat=self.options.heartbeat) if plan is not None else None
+        """Deprecated: use `table.maintenance.compact(...)` (a MaintenanceResult)."""
+        _deprecated("compact")
+        done = _old_shape(self.maintenance.compact(strategy, dry_run=dry_run, resume=resume))
+        assert done is None or isinstance(done, CompactionPlan | Instant)
+        return done
 
     def cluster(self, strategy: ClusteringStrategy | None = None, *, dry_run: bool = False,
                 resume: bool = False) -> ClusteringPlan | Instant | None:
-        """Rewrite file groups' latest slices into one base file each, sorted by
-        `strategy.sort_columns` (copy-on-write and merge-on-read). Returns the completed replacecommit,
-        the plan only with `dry_run`, or None when no file group needs it. `resume`: finish the
-        clustering a dead process left pending instead (only when no process is running it)."""
-        if resume:
-            pending = pending_clusterings(self._store, self.timeline())
-            if not pending:
-                return None
-            return run_clustering(self.storage, self.config, self.lock,
-                                  load_clustering_plan(self.storage, pending[0].requested_time),
-                                  heartbeat=self.options.heartbeat)
-        strategy = strategy or ClusteringStrategy()
-        if dry_run:
-            ops = plan_clustering(view_for_services(self.storage, self.timeline()), self.config, strategy)
-            return ClusteringPlan("", ops, strategy) if ops else None
-        plan = schedule_clustering(self.storage, self.config, self.lock, strategy)
-        return run_clustering(self.storage, self.config, self.lock, plan,
-                              heartbeat=self.options.heartbeat) if plan is not None else None
+        """Deprecated: use `table.maintenance.cluster(...)` (a MaintenanceResult)."""
+        _deprecated("cluster")
+        done = _old_shape(self.maintenance.cluster(strategy, dry_run=dry_run, resume=resume))
+        assert done is None or isinstance(done, ClusteringPlan | Instant)
+        return done
 
-    def clean(self, policy: CleanPolicy | None = None, *, dry_run: bool = True
-              ) -> CleanPlan | Instant | None:
-        """Delete files no retained read needs (and roll back dead writes). Dry run by default:
-        returns the plan; with dry_run=False the completed clean instant; None if nothing to do."""
-        return run_clean(self.storage, self.config, self.lock, policy or CleanPolicy(), dry_run=dry_run,
-                         heartbeat=self.options.heartbeat)
+    def clean(self, policy: CleanPolicy | None = None, *, dry_run: bool = True) -> CleanPlan | Instant | None:
+        """Deprecated: use `table.maintenance.clean(...)` (a MaintenanceResult; a dry run unless told)."""
+        _deprecated("clean")
+        done = _old_shape(self.maintenance.clean(policy, dry_run=dry_run))
+        assert done is None or isinstance(done, CleanPlan | Instant)
+        return done
 
     def archive(self, policy: ArchivalPolicy | None = None, *, dry_run: bool = False
                 ) -> ArchivalPlan | ArchivalResult | None:
-        """Move the oldest completed instants into the archived timeline (see services.archive).
-        Returns the plan with `dry_run`, the result, or None when nothing is due."""
-        return run_archival(self.storage, self.lock, policy, dry_run=dry_run,
-                            heartbeat=self.options.heartbeat)
+        """Deprecated: use `table.maintenance.archive(...)` (a MaintenanceResult)."""
+        _deprecated("archive")
+        done = _old_shape(self.maintenance.archive(policy, dry_run=dry_run))
+        assert done is None or isinstance(done, ArchivalPlan | ArchivalResult)
+        return done
 
     def savepoint(self, instant_time: str, *, comment: str = "", dry_run: bool = False
                   ) -> Instant | Savepoint:
-        """Pin a completed write instant: clean keeps its files, restore can return to it.
-        `dry_run`: the Savepoint it would record (the files it pins), nothing written."""
-        return create_savepoint(self.storage, self.lock, instant_time, comment=comment, dry_run=dry_run)
+        """Deprecated: use `table.maintenance.savepoint(...)` (a MaintenanceResult)."""
+        _deprecated("savepoint")
+        done = _old_shape(self.maintenance.savepoint(instant_time, comment=comment,
+                                                                  dry_run=dry_run))
+        assert isinstance(done, Instant | Savepoint)
+        return done
 
     def restore(self, savepoint: str, *, dry_run: bool = True) -> UndoPlan | Instant | None:
-        """Make the table read as at a savepoint, undoing everything completed after it. Dry run by
-        default (returns the plan)."""
-        return restore(self.storage, self.config, self.lock, savepoint, dry_run=dry_run,
-                       heartbeat=self.options.heartbeat)
+        """Deprecated: use `table.maintenance.restore(...)` (a MaintenanceResult; a dry run unless told)."""
+        _deprecated("restore")
+        done = _old_shape(self.maintenance.restore(savepoint, dry_run=dry_run))
+        assert done is None or isinstance(done, UndoPlan | Instant)
+        return done
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -419,6 +369,16 @@ class Table:
         return read_changes(self.storage, self.config, timeline, parse_point_in_time(start),
                             None if end is None else parse_point_in_time(end), columns=columns)
 
+    # -- other engines ------------------------------------------------------------------------
+
+    def publish(self, format: str, *, view: str | None = None, keep: int = 10) -> PublishResult:
+        """Write `format` ("iceberg" or "delta") metadata beside the table, over its Parquet files as they
+        are, so other engines read the table as of its latest completed instant: the merged snapshot
+        (`view="snapshot"`, the default) or its base files only (`"read_optimized"`, the only view of
+        column-group tables). Incremental when it can be; crash-safe. `keep`: published snapshots kept
+        for time travel at most (clean keeps their files). See docs/interop.md."""
+        return publish(self.storage, self.config, self.lock, format, view=view, keep=keep)
+
     # -- inspection ---------------------------------------------------------------------------
 
     def describe(self) -> dict[str, Any]:
@@ -449,6 +409,18 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.config.name!r} at {self.uri!r}, {self.config.table_type})"
+
+
+def _deprecated(method: str) -> None:
+    warnings.warn(f"Table.{method}() is deprecated and goes in the next release: use "
+                  f"table.maintenance.{method}(), which returns a MaintenanceResult", DeprecationWarning,
+                  stacklevel=3)
+
+
+def _old_shape(result: MaintenanceResult) -> Any:
+    """What the `Table` methods returned before `Table.maintenance`: the instant, else the archival
+    result, else the plan (None when nothing was due)."""
+    return result.instant or result.archived or result.plan
 
 
 def _read_config(storage: Storage) -> TableConfig:
@@ -501,7 +473,7 @@ def _spec_to_record(lock: Lock | LockSpec | None, uri: str) -> LockSpec:
         raise InvalidTableConfig(f"{lock!r} does not say which table lock it is (no `spec`); pass a lakecore "
                                  "lock (StorageLock, InProcessLock, ZooKeeperLock) or a LockSpec")
     if spec.provider == "zookeeper" and spec.path is None:
-        from lakecore.concurrency.zookeeper_lock import zookeeper_spec
+        from lakecore.concurrency.locks.zookeeper import zookeeper_spec
 
         spec = zookeeper_spec(spec.connect or "", uri)
     return spec

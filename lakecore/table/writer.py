@@ -7,7 +7,7 @@ after every task has stopped (so no task writes a file after its markers were us
 Bounded retry of a whole write that lost a conflict is opt-in.
 
 An abort decided outside the writer (the operator's, on a conflict between writers) is heard by the
-job's abort watch (concurrency/aborts.py): the engine is told (`on_abort`), tasks here stop before
+job's abort watch (concurrency/liveness/aborts.py): the engine is told (`on_abort`), tasks here stop before
 their next file, the commit refuses, and the write ends with the EarlyConflict built from the
 decision — never retried: whoever decided expects this writer to stop.
 """
@@ -18,9 +18,9 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
@@ -35,13 +35,17 @@ from lakecore.concurrency import (
     rollback_failed_writes,
     rollback_write,
 )
-from lakecore.concurrency.aborts import AbortWatch
-from lakecore.concurrency.early import EarlyConflictDetector, EarlyDetection, Found, async_checker
-from lakecore.concurrency.locks import lock_times
-from lakecore.concurrency.schema_conflict import complete_writer_schema
-from lakecore.concurrency.writers import Registration, WriterRegistry, launch_info, writer_info
+from lakecore.concurrency.conflicts.early import EarlyConflictDetector, Found, async_checker
+from lakecore.concurrency.conflicts.schema import complete_writer_schema
+from lakecore.concurrency.liveness.aborts import AbortWatch
+from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted, read_aborted
+from lakecore.concurrency.liveness.writers import Registration, launch_info, writer_info
+from lakecore.concurrency.locks.protocol import lock_times
 from lakecore.config import TableConfig
 from lakecore.errors import (
+    CleanPending,
+    ClusteringPending,
+    CompactionPending,
     EarlyConflict,
     InvalidInstantState,
     SchemaConflict,
@@ -50,12 +54,7 @@ from lakecore.errors import (
     WriteConflict,
 )
 from lakecore.services import (
-    ArchivalPolicy,
-    CleanPending,
     CleanPolicy,
-    ClusteringPending,
-    ClusteringStrategy,
-    CompactionPending,
     run_archival,
     run_clean,
     run_clustering,
@@ -63,8 +62,9 @@ from lakecore.services import (
     schedule_clustering,
     schedule_compaction,
 )
-from lakecore.services.triggers import Trigger, due
+from lakecore.services.triggers import due
 from lakecore.storage import Storage
+from lakecore.table.options import AfterCommitOptions, WriterOptions
 from lakecore.timeline import Instant, RowCounts, Timeline, TimelineStore, WriteStat, now_ms
 from lakecore.write import (
     DirectMarkers,
@@ -77,46 +77,11 @@ from lakecore.write import (
     empty_group,
     write_file_group,
 )
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted, read_aborted
 from lakecore.write.marker_service import MarkerClient, MarkerService, ServiceMarkers
 from lakecore.write.markers import bytes_named
 
 log = logging.getLogger(__name__)
 _tasks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-task")
-
-
-@dataclass(frozen=True)
-class WriterOptions:
-    """How this process writes (not part of the table): liveness, early detection, retries."""
-
-    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
-    early_detection: EarlyDetection | None = None
-    max_rows_per_file: int | None = None   # roll log files over (bounds what an early abort wastes)
-    conflict_retries: int = 0              # re-run a write that lost a conflict this many times
-    retry_backoff_s: float = 0.2
-    evolve_schema: bool = False            # let writes add nullable columns to the table
-    batched_markers: bool = False          # markers through a marker service (implied by that strategy)
-    marker_batch_interval_s: float = 0.05
-    marker_files: int = 20
-    # where the marker service listens, and the host its URL gives executors (default: the bind host;
-    # executors on other machines need e.g. bind "0.0.0.0" and the driver's host name)
-    marker_bind_host: str = "127.0.0.1"
-    marker_advertise_host: str | None = None
-    registry: WriterRegistry | None = None  # e.g. ZooKeeperWriterRegistry: liveness the operator watches
-    writer_name: str | None = None          # who writes (e.g. the LakeWriter), in the registry's info
-    inline_compaction: Trigger | None = None  # compact after a write when due (merge-on-read)
-    inline_clean: Trigger | None = None       # clean (default policy) after a write when due
-    inline_clustering: Trigger | None = None  # cluster (clustering_strategy) after a write when due
-    clustering_strategy: ClusteringStrategy = field(default_factory=ClusteringStrategy)
-    # archive the oldest completed instants after a write once more than max_instants are active
-    inline_archival: ArchivalPolicy | None = field(default_factory=ArchivalPolicy)
-    clean_failed_writes: bool = True       # after a write, roll back writes whose heartbeat expired
-    # an abort decided outside the writer (the operator's, a rollback's): look for the instant's proof
-    # of death this often, and watch its abort flag on this ZooKeeper (hears at once); `on_abort` is
-    # told the abort record when it lands (e.g. to cancel the engine's running jobs)
-    abort_check_s: float = 1.0
-    abort_zookeeper: str | None = None
-    on_abort: Callable[[dict[str, Any]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,9 +151,9 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
                 result = job.commit([s for f in futures for s in f.result()])
             return replace(result, attempts=attempt)
         except WriteConflict as exc:
-            if attempt > options.conflict_retries or (isinstance(exc, EarlyConflict) and exc.aborted_by):
+            if attempt > options.conflicts.retries or (isinstance(exc, EarlyConflict) and exc.aborted_by):
                 raise  # out of retries, or aborted from outside: whoever decided expects us to stop
-            delay = options.retry_backoff_s * (2 ** (attempt - 1))
+            delay = options.conflicts.retry_backoff_s * (2 ** (attempt - 1))
             time.sleep(min(delay, 10.0) * (0.5 + random.random()))
 
 
@@ -214,7 +179,7 @@ class WriteJob:
 
     Used as a context manager, an exception before `commit` returned aborts the write. The heartbeat
     beats from the driver for as long as the job is open, so tasks elsewhere need no liveness of
-    their own; the operator's registration (options.registry) lasts as long."""
+    their own; the operator's registration (options.registration) lasts as long."""
 
     def __init__(self, txn: WriteTransaction, lock: Lock, options: WriterOptions,
                  extra: Mapping[str, Any] | None) -> None:
@@ -249,11 +214,11 @@ class WriteJob:
         try:
             job.registration = _register(storage, txn, options, lock)
             job.abort_watch = AbortWatch(storage, txn.instant.requested_time, job._heard_abort,
-                                         check_s=options.abort_check_s,
-                                         zookeeper=options.abort_zookeeper).start()
+                                         check_s=options.abort_watch.check_s,
+                                         zookeeper=options.abort_watch.zookeeper).start()
             job.markers, job.service = _marker_writer(txn, options, job.found)
         except BaseException as exc:
-            _mark_dead(storage, txn.instant.requested_time, exc, options.writer_name)
+            _mark_dead(storage, txn.instant.requested_time, exc, options.registration.writer_name)
             job._close()
             _abandon(storage, lock, txn)
             raise
@@ -273,7 +238,7 @@ class WriteJob:
         """What each task needs (pickles); `markers` wraps or replaces the job's marker writer;
         `write_token` goes into file names: engines that retry tasks give each attempt its own."""
         return self.txn.context(write_token, markers=markers or self.markers,
-                                max_rows_per_file=self.options.max_rows_per_file)
+                                max_rows_per_file=self.options.files.max_rows_per_file)
 
     def commit(self, stats: Sequence[WriteStat], *, reconcile: bool = False) -> WriteResult:
         """Complete the instant with every task's stats (under the lock, after the conflict check),
@@ -334,7 +299,7 @@ class WriteJob:
                 error.detected_at = self.found[0].checked_at or None
             error.bytes_written = bytes_named(txn.storage, txn.instant.requested_time)
         # proof of death before the heartbeat goes: others must never see this instant as live again
-        _mark_dead(txn.storage, txn.instant.requested_time, error, self.options.writer_name)
+        _mark_dead(txn.storage, txn.instant.requested_time, error, self.options.registration.writer_name)
         self._close()
         _abandon(txn.storage, self.lock, txn)
 
@@ -345,8 +310,8 @@ class WriteJob:
         self.aborted_by_other = record
         log.warning("write %s of %s was aborted by %s (%s); stopping", self.instant.requested_time,
                     self.txn.storage.uri, _decider(record), record.get("reason", "no reason given"))
-        if self.options.on_abort is not None:
-            self.options.on_abort(record)
+        if self.options.abort_watch.on_abort is not None:
+            self.options.abort_watch.on_abort(record)
 
     def outside_conflict(self) -> EarlyConflict | None:
         """The EarlyConflict this write ends with, once someone else aborted it for a conflict; None
@@ -420,16 +385,16 @@ def _register(storage: Storage, txn: WriteTransaction, options: WriterOptions,
               lock: Lock | None = None) -> Registration | None:
     """Register the write; its info carries how long drawing its instant waited for and held the table
     lock (`lock`'s times), what a supervisor reports of the writer."""
-    if options.registry is None:
+    if options.registration.registry is None:
         return None
     info = writer_info(txn.operation)
     times = lock_times(lock)
     if times is not None:
         info.update(times.as_ms())
-    if options.writer_name:
-        info["writer"] = options.writer_name
+    if options.registration.writer_name:
+        info["writer"] = options.registration.writer_name
     info.update(launch_info())  # the operator's name for the writer wins over the engine's
-    return options.registry.register(storage.uri, txn.instant.requested_time, info)
+    return options.registration.registry.register(storage.uri, txn.instant.requested_time, info)
 
 
 def _first_cause(errors: list[BaseException]) -> BaseException:
@@ -442,16 +407,16 @@ def _marker_writer(txn: WriteTransaction, options: WriterOptions, found: list[Fo
                    ) -> tuple[MarkerWriter, MarkerService | None]:
     """Direct markers, direct markers with early checks, or a marker service (batched markers, with
     the asynchronous early check when that strategy is chosen)."""
-    detection = options.early_detection
+    detection = options.conflicts.early_detection
     if txn.config.concurrency_mode != "optimistic":
         detection = None
-    if not options.batched_markers and (detection is None or detection.strategy != "marker_service"):
+    if not options.markers.batched and (detection is None or detection.strategy != "marker_service"):
         if detection is None:
             return DirectMarkers(), None
         return EarlyConflictDetector(txn.instant, detection, options.heartbeat), None
-    service = MarkerService(txn.storage, batch_interval_s=options.marker_batch_interval_s,
-                            num_files=options.marker_files, host=options.marker_bind_host,
-                            advertise_host=options.marker_advertise_host)
+    service = MarkerService(txn.storage, batch_interval_s=options.markers.batch_interval_s,
+                            num_files=options.markers.files, host=options.markers.bind_host,
+                            advertise_host=options.markers.advertise_host)
     url = service.start()
     if detection is not None:
         checker = async_checker(txn.storage, txn.instant, detection, options.heartbeat, found)
@@ -463,22 +428,22 @@ def _after_commit(storage: Storage, config: TableConfig, lock: Lock, options: Wr
     """Roll back dead writers' leftovers, then run the services that are due: both decide from one
     load of the timeline (each step re-checks under the lock what it acts on). The write has
     committed: nothing here raises; returns what went wrong (also logged)."""
-    services = (options.inline_compaction, options.inline_clean, options.inline_clustering,
-                options.inline_archival) != (None, None, None, None)
-    if not (services or options.clean_failed_writes):
+    after = options.after_commit
+    services = after.any_service
+    if not (services or after.clean_failed_writes):
         return []
     warnings: list[str] = []
     try:
         timeline = TimelineStore(storage).load()
     except Exception as exc:
         return _post_commit(warnings, storage, "loading the timeline for inline services", exc)
-    if options.clean_failed_writes:
+    if after.clean_failed_writes:
         try:
             rollback_failed_writes(storage, lock, options.heartbeat, timeline=timeline)
         except Exception as exc:
             _post_commit(warnings, storage, "rolling back dead writers", exc)
     if services:
-        _inline_services(storage, config, lock, options, timeline, warnings)
+        _inline_services(storage, config, lock, after, options.heartbeat, timeline, warnings)
     return warnings
 
 
@@ -492,35 +457,34 @@ def _post_commit(warnings: list[str], storage: Storage, doing: str, exc: BaseExc
     return warnings
 
 
-def _inline_services(storage: Storage, config: TableConfig, lock: Lock, options: WriterOptions,
-                     timeline: Timeline, warnings: list[str]) -> None:
+def _inline_services(storage: Storage, config: TableConfig, lock: Lock, after: AfterCommitOptions,
+                     hb: HeartbeatConfig, timeline: Timeline, warnings: list[str]) -> None:
     """Run the services whose triggers are due. The write has committed: a service that cannot run
     now (another run is live or pending) is left for the next write or the scheduler; any other
     failure is reported as a warning."""
     now = now_ms()
-    hb = options.heartbeat
-    if options.inline_compaction is not None and config.table_type == "merge_on_read" \
-            and due(options.inline_compaction, timeline, "compaction", now):
+    if after.compaction is not None and config.table_type == "merge_on_read" \
+            and due(after.compaction, timeline, "compaction", now):
         try:
             plan = schedule_compaction(storage, config, lock)
             if plan is not None:
                 run_compaction(storage, config, lock, plan, heartbeat=hb)
         except Exception as exc:
             _post_commit(warnings, storage, "inline compaction", exc)
-    if options.inline_clustering is not None and \
-            due(options.inline_clustering, timeline, "replacecommit", now):
+    if after.clustering is not None and \
+            due(after.clustering, timeline, "replacecommit", now):
         try:
-            clustering = schedule_clustering(storage, config, lock, options.clustering_strategy)
+            clustering = schedule_clustering(storage, config, lock, after.clustering_strategy)
             if clustering is not None:
                 run_clustering(storage, config, lock, clustering, heartbeat=hb)
         except Exception as exc:
             _post_commit(warnings, storage, "inline clustering", exc)
-    if options.inline_clean is not None and due(options.inline_clean, timeline, "clean", now):
+    if after.clean is not None and due(after.clean, timeline, "clean", now):
         try:
             run_clean(storage, config, lock, CleanPolicy(), dry_run=False, heartbeat=hb)
         except Exception as exc:
             _post_commit(warnings, storage, "inline clean", exc)
-    archival = options.inline_archival
+    archival = after.archival
     if archival is not None and len(timeline.completed) > archival.max_instants:
         try:
             run_archival(storage, lock, archival, heartbeat=hb)

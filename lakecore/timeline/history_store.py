@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakecore.errors import CorruptMetadata
+from lakecore.errors import CorruptMetadata, HistoryMoved
 from lakecore.storage import Storage
 from lakecore.timeline.history import (
     HISTORY_DIR,
@@ -218,16 +218,6 @@ class HistoryStore:
             if v not in kept_versions:
                 self.storage.delete(f"{TIMELINE_DIR}/{pointer_name(v)}")
         return deleted
-
-
-class HistoryMoved(CorruptMetadata):
-    """A history file named by the manifest vanished (an LSM merge replaced it): reload and retry."""
-
-    retryable = True
-
-    def __init__(self, path: str) -> None:
-        super().__init__(f"history file {path} vanished while reading (a concurrent archival merged it); "
-                         "retry the read")
 
 
 def _names(m: Manifest) -> set[str]:

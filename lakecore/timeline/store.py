@@ -15,16 +15,10 @@ from collections import OrderedDict
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import AlreadyExists, CorruptMetadata, CorruptTimeline, InvalidInstantState
+from lakecore.errors import AlreadyExists, CorruptMetadata, CorruptTimeline, HistoryMoved, InvalidInstantState
 from lakecore.storage import Staged, Storage, stage
 from lakecore.timeline.history import Archived, Manifest, archived_files, files_of, instants_of, latest_slices
-from lakecore.timeline.history_store import (
-    TIMELINE_DIR,
-    HistoryMoved,
-    HistoryStore,
-    completion_of,
-    pointer_version,
-)
+from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore, completion_of, pointer_version
 from lakecore.timeline.instant import WRITE_ACTIONS, Instant, State, parse_file_name
 from lakecore.timeline.metadata import CommitMetadata
 from lakecore.timeline.timeline import Timeline

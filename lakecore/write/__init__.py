@@ -3,8 +3,10 @@
 from lakecore.write.conform import (
     OPERATIONS,
     OVERWRITES,
+    ArrowStream,
     Conformed,
     Operation,
+    WriteInput,
     as_table,
     check_operation,
     conform,
@@ -27,6 +29,7 @@ from lakecore.write.routing import FileGroupRows, file_group_codes, route
 __all__ = [
     "OPERATIONS",
     "OVERWRITES",
+    "ArrowStream",
     "Conformed",
     "DirectMarkers",
     "FileGroupRows",
@@ -35,6 +38,7 @@ __all__ = [
     "MarkerWriter",
     "Operation",
     "WriteContext",
+    "WriteInput",
     "as_table",
     "check_operation",
     "combine_and_route",

@@ -12,7 +12,7 @@ takes Arrow data and the config, returns Arrow data. Every failure raises before
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -29,10 +29,23 @@ from lakecore.config import (
 from lakecore.errors import InvalidInput, MissingColumn, NullKey, SchemaMismatch, UnknownOperation
 from lakecore.timeline import OVERWRITE_OPERATIONS
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 Operation = Literal["upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table"]
 OPERATIONS: tuple[str, ...] = get_args(Operation)
 # writes that replace file groups: the touched partitions' (insert_overwrite) or all (..._table)
 OVERWRITES = OVERWRITE_OPERATIONS
+
+
+class ArrowStream(Protocol):
+    """Anything that exports an Arrow C stream (polars, DuckDB relations, pyarrow readers, ...)."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+
+# what a write takes (`as_table` turns it into a pyarrow.Table; anything else raises InvalidInput)
+WriteInput: TypeAlias = "pa.Table | pa.RecordBatch | pd.DataFrame | ArrowStream"
 
 
 def check_operation(operation: object) -> Operation:
@@ -48,7 +61,9 @@ class Conformed:
     groups: tuple[str, ...]        # column groups this write carries (partial-update tables)
 
 
-def as_table(data: Any) -> pa.Table:
+def as_table(data: object) -> pa.Table:
+    """The write input as a pyarrow.Table: a Table as it is, a RecordBatch or pandas DataFrame
+    converted, anything exporting an Arrow stream read whole; InvalidInput for anything else."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):

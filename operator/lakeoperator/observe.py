@@ -189,9 +189,9 @@ def conflict_winner_running(status: Mapping[str, Any] | None, location: str,
                             storage_options: Mapping[str, Any] | None, heartbeat: Any) -> bool:
     """Whether a backing-off writer that lost a conflict must still wait: the winning instant is pending
     and its writer alive. Reads the table only in that case."""
+    from lakecore.concurrency.liveness.heartbeat import is_alive
     from lakecore.storage import open_storage
     from lakecore.timeline import TimelineStore, now_ms
-    from lakecore.write.heartbeat import is_alive
 
     conflict = lost_conflict(status)
     backing_off = (status or {}).get("phase") == WriterPhase.BACKING_OFF

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
+from lakecore.concurrency.locks.zookeeper import zookeeper_lock
 from lakecore.concurrency.zookeeper import table_lock_key
-from lakecore.concurrency.zookeeper_lock import zookeeper_lock
 from lakecore.config import LockSpec
 from tests.support.zookeeper import ZooKeeperServer
 

@@ -23,7 +23,7 @@ import s3fs
 
 from lakecore import Table
 from tests.e2e.kind import NAMESPACE, KindCluster, kind_cluster, wait_for
-from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import keys_in_bucket
 from tests.support.scenario_checks import (
     check_conflict_decided,
     check_conflict_events,

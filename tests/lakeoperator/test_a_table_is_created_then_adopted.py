@@ -43,3 +43,19 @@ def test_a_table_with_another_identity_is_refused_untouched(tmp_path):
     out = reconcile_table(body, NOW)
     assert out.status["phase"] == "Failed" and "buckets" in (out.status["lastError"] or "")
     assert (Path(body["spec"]["location"]) / ".weir" / "table.json").read_bytes() == before
+
+
+def test_a_table_moved_to_another_location_is_refused_and_nothing_is_created_there(tmp_path):
+    """Where no API server's rule refuses the edit (a real one does: location is immutable), the
+    operator does: the table stays where its status says it is."""
+    body = example(tmp_path)
+    body["status"] = reconcile_table(body, NOW).status
+    moved = tmp_path / "moved"
+    body["spec"]["location"] = str(moved)
+    out = reconcile_table(body, NOW)
+    ready = next(c for c in out.status["conditions"] if c["type"] == "Ready")
+    assert out.status["phase"] == "Failed" and ready["reason"] == "LocationChanged"
+    assert str(tmp_path / "customers") in out.status["lastError"] and out.status["location"] == str(
+        tmp_path / "customers")
+    assert [e[1] for e in out.events] == ["LocationChanged"]
+    assert not moved.exists()

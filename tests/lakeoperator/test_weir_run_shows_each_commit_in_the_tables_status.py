@@ -17,12 +17,12 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from lakecore import Table, WriteJob, WriterOptions
+from lakecore import AfterCommitOptions, Table, WriteJob, WriterOptions
 from lakecore.write import conform, route, write_file_group
 from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Runner, StateDir, apply, local_settings
-from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import keys_in_bucket
 from tests.lakeoperator.kube.manifests import held_writer, reached, table, write_input
 from tests.support.operator import ROOT, pod_environment, wait_until
 
@@ -33,7 +33,8 @@ ENDED = ("Succeeded", "Failed")
 def start_write(location: str, ids: list[int]) -> tuple[WriteJob, list[Any]]:
     """A write with its files written, not committed yet (its heartbeat beats until it commits)."""
     t = Table.open(location)
-    job = WriteJob.start(t.storage, t.config, t.lock, "upsert", WriterOptions(inline_archival=None))
+    quiet = WriterOptions(after_commit=AfterCommitOptions(archival=None))
+    job = WriteJob.start(t.storage, t.config, t.lock, "upsert", quiet)
     rows = pa.table({"id": pa.array(ids, pa.int64()), "amount": [1] * len(ids), "ts": [1] * len(ids)},
                     schema=SCHEMA)
     stats = [s for g in route(conform(rows, t.config, "upsert").rows, t.config)

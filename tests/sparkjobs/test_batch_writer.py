@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
-from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.conflicts.early import EarlyDetection
 from lakecore.errors import EarlyConflict, MissingColumn, NullKey
-from lakecore.table.writer import WriteJob, WriterOptions
+from lakecore.table import ConflictOptions, WriteJob, WriterOptions
 from lakecore.write import combine_and_route, conform, list_markers, write_file_group
 
 pytestmark = pytest.mark.spark
@@ -88,7 +88,7 @@ def test_an_early_conflict_stops_the_spark_write_and_reports(spark, tmp_path):
                    for s in write_file_group(older.context(), g)]
     with pytest.raises(EarlyConflict) as caught:
         write_dataframe(frame(spark, data(range(3, 50), 3)), t,
-                        options=WriterOptions(early_detection=EarlyDetection("direct")))
+                        options=WriterOptions(conflicts=ConflictOptions(early_detection=EarlyDetection("direct"))))
     report = caught.value.report()
     assert report["other"] == older.instant.requested_time
     assert report["file_groups"] == [["", older_stats[0].file_id]]

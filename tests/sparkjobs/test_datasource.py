@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import FileOptions, Table, WriterOptions
 
 pytestmark = pytest.mark.spark
 
@@ -74,7 +74,7 @@ def test_an_empty_table_and_a_missing_one(spark, tmp_path):
 def test_files_older_than_an_added_column_read_it_as_null(spark, tmp_path):
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", partition_fields=["day"],
                      ordering_field="ts", buckets=2, table_type="copy_on_write",
-                     options=WriterOptions(evolve_schema=True))
+                     options=WriterOptions(files=FileOptions(evolve_schema=True)))
     first = t.upsert(data(range(6), 1)).instant
     t.upsert(data([0], 2).append_column("score", pa.array([0.5])))   # one slice gains the column
     df = spark.read.format("weir").load(t.uri)

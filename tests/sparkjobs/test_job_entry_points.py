@@ -139,8 +139,8 @@ def test_the_stream_job_writes_what_is_there_and_stops(spark, tmp_path):
 @pytest.mark.spark
 @pytest.mark.zookeeper
 def test_the_job_takes_the_zookeeper_lock_and_reports_an_early_conflict(spark, tmp_path, zookeeper_server):
+    from lakecore.concurrency.locks.zookeeper import zookeeper_lock
     from lakecore.concurrency.zookeeper import table_lock_key
-    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.config import LockSpec
     from lakecore.table.writer import WriteJob
     from lakecore.write import combine_and_route, conform, write_file_group
@@ -170,21 +170,24 @@ def test_the_job_takes_the_zookeeper_lock_and_reports_an_early_conflict(spark, t
 
 
 def test_writer_options_follow_the_arguments():
-    from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+    from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
     from sparkjobs.batch_write import writer_options
 
     plain = writer_options(BatchWriteArgs("t", "s"))
-    assert plain.registry is None and plain.early_detection is None and plain.max_rows_per_file is None
+    assert plain.registration.registry is None and plain.conflicts.early_detection is None
+    assert plain.files.max_rows_per_file is None
     zk = writer_options(BatchWriteArgs("t", "s", zookeeper="127.0.0.1:2181", early_detection="direct_zk",
                                        max_rows_per_file=500), "ingest-1")
-    assert isinstance(zk.registry, ZooKeeperWriterRegistry) and zk.writer_name == "ingest-1"
-    assert zk.early_detection.strategy == "direct_zk" and zk.early_detection.zookeeper == "127.0.0.1:2181"
-    assert zk.max_rows_per_file == 500
+    assert isinstance(zk.registration.registry, ZooKeeperWriterRegistry)
+    assert zk.registration.writer_name == "ingest-1"
+    early = zk.conflicts.early_detection
+    assert early.strategy == "direct_zk" and early.zookeeper == "127.0.0.1:2181"
+    assert zk.files.max_rows_per_file == 500
 
 
 def test_a_service_job_exits_busy_while_another_run_holds_the_service(tmp_path):
-    from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
-    from lakecore.write.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun
     from sparkjobs.contract import EXIT_BUSY
 
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2)

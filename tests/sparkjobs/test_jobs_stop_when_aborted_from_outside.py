@@ -25,11 +25,11 @@ import sparkjobs.batch_write as batch_write
 import sparkjobs.stream_write as stream_write
 import sparkjobs.write as spark_write
 from lakecore import Table
-from lakecore.concurrency.aborts import raise_abort_flag
-from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+from lakecore.concurrency.liveness.aborts import raise_abort_flag
+from lakecore.concurrency.liveness.heartbeat import mark_aborted, read_aborted
+from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 from lakecore.config import LockSpec
 from lakecore.timeline import now_ms
-from lakecore.write.heartbeat import mark_aborted, read_aborted
 from sparkjobs.contract import EXIT_CONFLICT, BatchWriteArgs, StreamWriteArgs
 from tests.support.operator import wait_until
 
@@ -183,7 +183,8 @@ def test_an_abort_flag_in_zookeeper_stops_the_job_at_once(spark, zookeeper_serve
     real = batch_write.writer_options
 
     def slow_storage_check(*a: Any, **kw: Any) -> Any:  # only the flag's watch can explain a prompt stop
-        return replace(real(*a, **kw), abort_check_s=STAGE_S * 10)
+        options = real(*a, **kw)
+        return replace(options, abort_watch=replace(options.abort_watch, check_s=STAGE_S * 10))
 
     monkeypatch.setattr(batch_write, "writer_options", slow_storage_check)
     monkeypatch.setenv("WEIR_WRITER", "lake/clicks")

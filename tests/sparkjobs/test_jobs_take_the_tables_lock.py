@@ -11,8 +11,9 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
-from lakecore.concurrency import LockProviderMismatch, spec_of
+from lakecore.concurrency import spec_of
 from lakecore.config import LockSpec
+from lakecore.errors import LockProviderMismatch
 from sparkjobs.contract import EXIT_BAD_INPUT
 from sparkjobs.entry import open_table, run_job
 

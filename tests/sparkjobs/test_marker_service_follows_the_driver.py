@@ -25,13 +25,13 @@ def test_the_job_takes_the_marker_host_from_the_spark_driver(spark, tmp_path):
     assert driver_host  # Spark always sets it when the context starts
     args = BatchWriteArgs(table="t", source="s", early_detection="marker_service")
     options = writer_options(args, "w", spark)
-    assert options.marker_advertise_host == driver_host
-    assert options.marker_bind_host == (conf.get("spark.driver.bindAddress") or driver_host)
+    assert options.markers.advertise_host == driver_host
+    assert options.markers.bind_host == (conf.get("spark.driver.bindAddress") or driver_host)
     given = writer_options(BatchWriteArgs(table="t", source="s", marker_host="driver-svc.ns.svc",
                                           marker_bind_host="0.0.0.0"), "w", spark)
-    assert (given.marker_bind_host, given.marker_advertise_host) == ("0.0.0.0", "driver-svc.ns.svc")
+    assert (given.markers.bind_host, given.markers.advertise_host) == ("0.0.0.0", "driver-svc.ns.svc")
     # the library default (no Spark) stays on loopback
-    assert writer_options(args, "w").marker_bind_host == "127.0.0.1"
+    assert writer_options(args, "w").markers.bind_host == "127.0.0.1"
 
 
 def test_tasks_create_markers_through_the_advertised_service(spark, tmp_path, monkeypatch):

@@ -9,12 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecore import Table, WriterOptions
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.errors import ServiceRunning
 from lakecore.layout import build_view
 from lakecore.services import ClusteringStrategy, schedule_compaction, start_compaction
 from lakecore.services import compaction as compaction_service
 from lakecore.timeline import TimelineStore
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import create, keys, rows, snapshot
 
 pytestmark = pytest.mark.spark

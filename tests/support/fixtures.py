@@ -19,6 +19,8 @@ from tests.support.kube_server import ControlPlane, controlplane_missing_reason
 from tests.support.kubectl import Kubectl, ToolsMissing, extract_tools
 from tests.support.kubelet import ProcessKubelet
 from tests.support.operator import Cluster, start_cluster
+from tests.support.readers import Readers, RestCatalogServer
+from tests.support.readers.environments import rest_catalog_environment
 from tests.support.s3 import S3Server
 from tests.support.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 
@@ -153,13 +155,6 @@ def kube_api(_hermetic_home: Path) -> Iterator[KubeApi]:
 
 
 @pytest.fixture
-def cluster(kube_api: KubeApi, tmp_path: Path) -> Iterator[Cluster]:
-    """The emulator with Weir's CRDs, a process kubelet (pods run in tmp_path) and the real operator
-    (`python -m lakeoperator`, watching `default`)."""
-    yield from start_cluster(kube_api, tmp_path)
-
-
-@pytest.fixture
 def kubelet(kube_api: KubeApi, tmp_path: Path) -> Iterator[ProcessKubelet]:
     """Runs the emulator's Pods as local processes (cwd, PYTHONPATH: this checkout); logs in tmp_path."""
     root = Path(__file__).resolve().parents[2]
@@ -174,6 +169,7 @@ def require_controlplane() -> None:
 
 
 STARTUP_KEY = pytest.StashKey[str]()
+READERS_KEY = pytest.StashKey[list[str]]()
 
 
 @pytest.fixture(scope="session")
@@ -225,6 +221,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         line = config.stash.get(key, None)
         if line is not None:
             terminalreporter.write_line(line)
+    for line in config.stash.get(READERS_KEY, []):
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture
@@ -232,6 +230,13 @@ def kube_namespace(kube_server: ControlPlane, request: pytest.FixtureRequest) ->
     """A namespace of this test's own on the real API server (deleted afterwards, its pods at once)."""
     with kube_server.namespace(request.node.name) as name:
         yield name
+
+
+@pytest.fixture
+def cluster(kube_server: ControlPlane, kube_namespace: str, tmp_path: Path) -> Iterator[Cluster]:
+    """The real API server with Weir's CRDs, a process kubelet for this test's namespace (pods run in
+    tmp_path) and the real operator (`python -m lakeoperator`, as the admin, watching that namespace)."""
+    yield from start_cluster(kube_server, kube_namespace, tmp_path)
 
 
 @pytest.fixture
@@ -266,3 +271,25 @@ def kube_tools() -> Path:
 def kubectl(kube_api: KubeApi, kube_tools: Path, tmp_path: Path) -> Kubectl:
     """kubectl with a throw-away kubeconfig pointing at `kube_api`."""
     return Kubectl(kube_tools / "kubectl", kube_api.write_kubeconfig(tmp_path / "kubeconfig"))
+
+
+@pytest.fixture(scope="session")
+def readers(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory,
+            pytestconfig: pytest.Config) -> Iterator[Readers]:
+    """Other engines' readers in venvs of their own (`make readers`): DuckDB, daft, Spark 4.1 with Iceberg
+    and Delta. Each engine's process starts on its first read and serves the whole session; an engine
+    that is not built skips its test (fails it under CI)."""
+    session = Readers(tmp_path_factory.mktemp("readers"), require)
+    yield session
+    pytestconfig.stash[READERS_KEY] = session.startup_lines()
+    session.close()
+
+
+@pytest.fixture(scope="session")
+def rest_catalog(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory,
+                 pytestconfig: pytest.Config) -> Iterator[RestCatalogServer]:
+    """Apache Iceberg's REST catalog fixture (`make readers`) on a free 127.0.0.1 port for the session;
+    its backend an SQLite JdbcCatalog and its warehouse in a temp dir. Tests use namespaces of their own."""
+    require("Apache Iceberg's REST catalog", rest_catalog_environment().missing_reason())
+    with RestCatalogServer(tmp_path_factory.mktemp("rest-catalog")) as server:
+        yield server

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -28,6 +29,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -245,6 +247,29 @@ class ControlPlane:
         for component in reversed(self.components):  # the controller-manager first, etcd last
             component.stop()
 
+    def restart_apiserver(self, down_seconds: float = 0.0, timeout: float = 60) -> None:
+        """Stops the API server (SIGTERM: its open watches end), waits `down_seconds`, starts it again
+        on the same port over the same etcd, and waits until it is ready."""
+        apiserver = self.components[1]
+        apiserver.stop()
+        time.sleep(down_seconds)
+        apiserver.start()
+        self._wait(apiserver, time.monotonic() + timeout, self._apiserver_ready, "the restarted API server")
+
+    def compact_etcd(self) -> int:
+        """Compacts etcd up to its current revision: a watch from an older resourceVersion that the API
+        server serves from etcd (no watch cache) gets 410 Gone. Returns the revision."""
+        def post(path: str, body: dict[str, object]) -> dict[str, Any]:
+            request = urllib.request.Request(f"http://{HOST}:{self.etcd_port}/v3/kv/{path}",
+                                             data=json.dumps(body).encode(), method="POST")
+            with urllib.request.urlopen(request, timeout=10) as response:
+                answer: dict[str, Any] = json.loads(response.read())
+                return answer
+
+        revision = int(post("range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"])
+        post("compaction", {"revision": str(revision), "physical": True})
+        return revision
+
     def __enter__(self) -> ControlPlane:
         return self.start()
 
@@ -271,19 +296,43 @@ class ControlPlane:
                               token=token)
         return KubeClient(self.url, ssl_context=self.ssl_context())
 
-    @contextlib.contextmanager
-    def namespace(self, stem: str) -> Iterator[str]:
-        """A new namespace (`<stem>-<random>`) with its `default` ServiceAccount (pods need it); deleted
-        afterwards, its pods at once (a stopped kubelet finishes none)."""
+    def create_namespace(self, stem: str) -> str:
+        """A new namespace (`<stem>-<random>`) with its `default` ServiceAccount (pods need it)."""
         name = f"{re.sub(r'[^a-z0-9]+', '-', stem.lower()).strip('-')[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
         client = self.client()
         client.create(resource_path("v1", "namespaces"), {"metadata": {"name": name}})
         client.wait_for(resource_path("v1", "serviceaccounts", name, "default"), bool)
+        return name
+
+    @contextlib.contextmanager
+    def namespace(self, stem: str) -> Iterator[str]:
+        """A new namespace (create_namespace), deleted afterwards, its pods at once (a stopped kubelet
+        finishes none)."""
+        name = self.create_namespace(stem)
         try:
             yield name
         finally:
+            client = self.client()
             client.request("DELETE", resource_path("v1", "pods", name), {"gracePeriodSeconds": 0})
             client.delete(resource_path("v1", "namespaces", name=name))
+
+    def apply_crds(self, *paths: Path) -> list[str]:
+        """Applies (server-side) every CustomResourceDefinition in the YAML files and waits until each is
+        Established; returns their names. Applying the same files again changes nothing."""
+        client, names = self.client(), []
+        crds = resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions")
+        for path in paths:
+            for document in yaml.safe_load_all(path.read_text()):
+                if document and document.get("kind") == "CustomResourceDefinition":
+                    name = document["metadata"]["name"]
+                    client.patch(f"{crds}/{name}", document, kind="apply", fieldManager="weir-tests",
+                                 force="true")
+                    names.append(name)
+        for name in names:
+            client.wait_for(f"{crds}/{name}", lambda crd: any(
+                c["type"] == "Established" and c["status"] == "True"
+                for c in (crd.get("status") or {}).get("conditions") or []))
+        return names
 
     def publish_pod_log(self, namespace: str, name: str, path: Path) -> None:
         pass  # the API server asks the pod's kubelet (kubelet_tls)

@@ -93,4 +93,4 @@ class Kubectl:
         return result
 
     def apply(self, path: Path | str) -> subprocess.CompletedProcess[str]:
-        return self.run("apply", "--validate=false", "-f", str(path))
+        return self.run("apply", "-f", str(path))

@@ -1,11 +1,13 @@
-"""The real Weir operator for tests: `python -m lakeoperator` as a process against the API emulator.
+"""The real Weir operator for tests: `python -m lakeoperator` as a process against a real API server.
 
-Owns the operator process of one test: started with a throw-away kubeconfig pointing at the emulator,
-its own liveness and metrics ports on 127.0.0.1, the sparkjobs files of this checkout as the image's
-jobs directory (the process kubelet runs pods with this interpreter's spark-submit), and its log in
-the test's directory. `stop()` is a SIGTERM (kopf's graceful exit), `kill()` a SIGKILL (a crashed
-operator); both by pid. `cluster` bundles what operator tests need: emulator with the Weir CRDs, a
-process kubelet running pods in the test's directory, the operator, and a client.
+Owns the operator process of one test: started with a throw-away kubeconfig for the control plane
+(kube_server.py; the admin's unless the test gives another, e.g. a ServiceAccount token's), watching
+the test's namespace, its own liveness and metrics ports on 127.0.0.1, the sparkjobs files of this
+checkout as the image's jobs directory (the process kubelet runs pods with this interpreter's
+spark-submit), and its log in the test's directory. `stop()` is a SIGTERM (kopf's graceful exit),
+`kill()` a SIGKILL (a crashed operator); both by pid. `Cluster` bundles what operator tests need: the
+server with the Weir CRDs, the test's namespace, a process kubelet running that namespace's pods in the
+test's directory, the operator, and an admin client.
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.kube_api import KubeApi, KubeClient, resource_path
+from tests.support.kube_client import KubeClient, KubeClientError, resource_path
+from tests.support.kube_server import ControlPlane
 from tests.support.kubelet import ProcessKubelet
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIR = "weir.dev/v1alpha1"
 PLURALS = {"LakeTable": "laketables", "LakeWriter": "lakewriters", "TableService": "tableservices"}
+CRDS = tuple(sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
+DELETE_DATA = "weir.dev/delete-data"
 
 
 def free_port() -> int:
@@ -58,14 +63,17 @@ def pod_environment() -> dict[str, str]:
 
 
 class OperatorProcess:
-    """`python -m lakeoperator` against an emulator (see the module docstring)."""
+    """`python -m lakeoperator` against `server`, watching `namespaces` (none: every namespace), as the
+    admin or as whoever `kubeconfig` names (see the module docstring)."""
 
-    def __init__(self, api: KubeApi, work: Path, *, namespaces: Sequence[str] = ("default",),
-                 workers: int = 4, extra: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
-        self.api = api
+    def __init__(self, server: ControlPlane, work: Path, *, namespaces: Sequence[str],
+                 kubeconfig: Path | None = None, workers: int = 4, extra: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None) -> None:
+        self.server = server
         self.work = work
-        self.kubeconfig = api.write_kubeconfig(work / "operator-kubeconfig")
         self.namespaces = tuple(namespaces)
+        self.kubeconfig = kubeconfig or server.write_kubeconfig(
+            work / "operator-kubeconfig", namespace=self.namespaces[0] if self.namespaces else "default")
         self.workers = workers
         self.extra = tuple(extra)
         self.env = dict(env or {})
@@ -78,7 +86,7 @@ class OperatorProcess:
     def command(self) -> list[str]:
         jobs = ROOT / "sparkjobs"
         args = [sys.executable, "-m", "lakeoperator", "--kubeconfig", str(self.kubeconfig),
-                "--image", "weir-test:local", "--jobs-dir", str(jobs), "--api-server", self.api.url,
+                "--image", "weir-test:local", "--jobs-dir", str(jobs), "--api-server", self.server.url,
                 "--workers", str(self.workers), "--liveness-port", str(self.liveness_port),
                 "--metrics-port", str(self.metrics_port), "--metrics-address", "127.0.0.1", "--verbose"]
         for namespace in self.namespaces:
@@ -135,63 +143,91 @@ class OperatorProcess:
 
 @dataclass
 class Cluster:
-    """The emulator with Weir's CRDs, a process kubelet and the operator, for one test."""
+    """A real API server with Weir's CRDs, the test's namespace, a process kubelet for it and the
+    operator watching it, for one test. Namespaced calls default to the test's namespace."""
 
-    api: KubeApi
+    server: ControlPlane
+    namespace: str
     client: KubeClient
     kubelet: ProcessKubelet
     operator: OperatorProcess
     work: Path
 
+    def path(self, kind: str, name: str | None = None, sub: str | None = None) -> str:
+        return weir_path(kind, name, self.namespace, sub)
+
     def apply(self, body: dict[str, Any]) -> dict[str, Any]:
-        kind, meta = body["kind"], body["metadata"]
-        namespace = meta.setdefault("namespace", "default")
-        created: dict[str, Any] = self.client.create(weir_path(kind, namespace=namespace), body)
+        namespace = body["metadata"].setdefault("namespace", self.namespace)
+        created: dict[str, Any] = self.client.create(weir_path(body["kind"], namespace=namespace), body)
         return created
 
-    def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any]:
-        got: dict[str, Any] = self.client.get(weir_path(kind, name, namespace))
+    def get(self, kind: str, name: str) -> dict[str, Any]:
+        got: dict[str, Any] = self.client.get(self.path(kind, name))
         return got
 
-    def patch(self, kind: str, name: str, patch: dict[str, Any],
-              namespace: str = "default") -> dict[str, Any]:
-        done: dict[str, Any] = self.client.patch(weir_path(kind, name, namespace), patch)
+    def patch(self, kind: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        done: dict[str, Any] = self.client.patch(self.path(kind, name), patch)
         return done
 
-    def wait_status(self, kind: str, name: str, predicate: Any, *, timeout: float = 120,
-                    namespace: str = "default") -> dict[str, Any]:
+    def delete(self, kind: str, name: str) -> None:
+        self.client.delete(self.path(kind, name))
+
+    def wait_status(self, kind: str, name: str, predicate: Any, *, timeout: float = 120) -> dict[str, Any]:
         try:
-            return self.client.wait_for(weir_path(kind, name, namespace),
+            return self.client.wait_for(self.path(kind, name),
                                         lambda o: bool(predicate(o.get("status") or {})), timeout=timeout)
         except Exception as exc:
-            status = self.get(kind, name, namespace).get("status")
+            status = self.get(kind, name).get("status")
             raise AssertionError(f"{kind} {name}: {exc}\nstatus: {status}"
                                  f"\noperator log:\n{self.operator.log()[-6000:]}") from exc
 
-    def pods(self, namespace: str = "default", selector: str | None = None) -> list[dict[str, Any]]:
+    def pods(self, selector: str | None = None) -> list[dict[str, Any]]:
         params = {"labelSelector": selector} if selector else {}
-        listing = self.client.get(resource_path("v1", "pods", namespace), **params)
-        items: list[dict[str, Any]] = listing["items"]
+        items: list[dict[str, Any]] = self.client.get(resource_path("v1", "pods", self.namespace),
+                                                      **params)["items"]
         return items
 
-    def kill_driver(self, name: str, namespace: str = "default") -> None:
+    def kill_driver(self, name: str) -> None:
         """SIGKILL a running driver pod's process (a crashed JVM, a node that killed it)."""
-        running = self.kubelet.pods[(namespace, name)]
+        running = self.kubelet.pods[(self.namespace, name)]
         os.killpg(running.process.pid, signal.SIGKILL)
 
-    def events(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
-        items = self.client.get(resource_path("v1", "events", namespace))["items"]
-        return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return events_of(self.client, self.namespace, name)
 
 
-def start_cluster(api: KubeApi, work: Path, *, image_pull_failures: str | None = None,
+def events_of(client: KubeClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    """The Events about the object `name` in `namespace`, oldest first."""
+    items = client.get(resource_path("v1", "events", namespace))["items"]
+    return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
+
+
+def release_tables(client: KubeClient, namespace: str) -> None:
+    """Takes the operator's finalizer off the namespace's LakeTables (the operator is stopped), so that
+    deleting the namespace is not held up by tables whose policy is to delete their data."""
+    for body in client.get(weir_path("LakeTable", namespace=namespace))["items"]:
+        finalizers = body["metadata"].get("finalizers") or []
+        if DELETE_DATA in finalizers:
+            remaining = [f for f in finalizers if f != DELETE_DATA]
+            try:
+                client.patch(weir_path("LakeTable", body["metadata"]["name"], namespace),
+                             {"metadata": {"finalizers": remaining or None,
+                                           "resourceVersion": body["metadata"]["resourceVersion"]}})
+            except KubeClientError as error:
+                if error.status not in {404, 409}:  # gone, or changed: the namespace's deletion retries
+                    raise
+
+
+def start_cluster(server: ControlPlane, namespace: str, work: Path, *, image_pull_failures: str | None = None,
                   **operator_options: Any) -> Iterator[Cluster]:
-    api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
-    with ProcessKubelet(api, work / "pod-logs", cwd=work, environment=pod_environment(),
-                        python_path=[ROOT, ROOT / "operator"],
+    server.apply_crds(*CRDS)
+    client = server.client()
+    with ProcessKubelet(server, work / "pod-logs", cwd=work, environment=pod_environment(),
+                        python_path=[ROOT, ROOT / "operator"], namespace=namespace,
                         image_pull_failures=image_pull_failures) as kubelet:
-        operator = OperatorProcess(api, work, **operator_options).start()
+        operator = OperatorProcess(server, work, namespaces=(namespace,), **operator_options).start()
         try:
-            yield Cluster(api, api.client(), kubelet, operator, work)
+            yield Cluster(server, namespace, client, kubelet, operator, work)
         finally:
             operator.stop()
+            release_tables(client, namespace)

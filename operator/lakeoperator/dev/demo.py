@@ -267,7 +267,7 @@ class Delete:
 
     def _delete_writes(self) -> bool:
         """The delete's write has begun writing files (its markers are there)."""
-        from lakecore.concurrency.outside import held_groups
+        from lakecore.concurrency.conflicts.outside import held_groups
         from lakecore.storage import open_storage
 
         assert self.delete_instant is not None

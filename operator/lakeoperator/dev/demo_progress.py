@@ -137,7 +137,7 @@ class Progress:
         counted = self._groups.get(instant)
         if counted is not None and time.monotonic() - counted[0] < MARKERS_EVERY_S:
             return counted[1]
-        from lakecore.concurrency.outside import held_groups
+        from lakecore.concurrency.conflicts.outside import held_groups
         from lakecore.storage import open_storage
 
         try:

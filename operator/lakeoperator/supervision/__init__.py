@@ -1,7 +1,7 @@
 """Supervision: the operator watches every live write of its tables, stops the loser of a conflict from
 outside, rolls back dead writers' instants, and reports what it sees (docs/supervision.md).
 
-    supervisor.py   the scan loop and its decisions (lakecore.concurrency.outside), what it watches
+    supervisor.py   the scan loop and its decisions (lakecore.concurrency.conflicts.outside), what it watches
     status.py       what a decision or scan does to writers' status and Events (pure fragments)
     sink.py         those carried out through a store and a launcher (the cluster and `weir run` alike)
     kubernetes.py   the sink on a cluster: the operator's metrics, status writes retried on Conflict

@@ -8,7 +8,7 @@ metrics and conflict retries). Each watched table is scanned every `period_s` on
 supervisor's thread (lakecore reads are blocking):
 
 1. the timeline and the live writes with the file groups their markers hold
-   (lakecore.concurrency.outside), the registered writers (who writes which instant); reported to
+   (lakecore.concurrency.conflicts.outside), the registered writers (who writes which instant); reported to
    `sink.observed` (writers' current instants, and a commit, `CommitsSeen`: the table's status and its
    services' triggers are due at once, not at their periodic refresh);
 2. for every conflict (loser = the younger write, the rules of the commit check): the decision goes to
@@ -37,16 +37,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
-from lakecore.concurrency.outside import (
+from lakecore.concurrency.conflicts.outside import (
     LiveWrite,
     OutsideConflict,
     abort_loser,
     find_outside_conflicts,
     live_writes,
 )
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.timeline import Timeline, TimelineStore
 from lakecore.timeline.metadata import writer_of
-from lakecore.write.heartbeat import HeartbeatConfig
 from lakecore.write.markers import bytes_named
 from lakeoperator.specs import parse_lake_table
 
@@ -271,8 +271,8 @@ class Supervisor:
         if opened is not None:
             return opened
         from lakecore import Table
-        from lakecore.concurrency.lock_choice import lock_for_spec
-        from lakecore.concurrency.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
+        from lakecore.concurrency.liveness.writers import StorageWriterRegistry, ZooKeeperWriterRegistry
+        from lakecore.concurrency.locks.choice import lock_for_spec
 
         t = Table.open(table.location, storage_options=dict(table.storage_options or {}) or None)
         lock, registry = t.lock, cast(Any, StorageWriterRegistry(t.storage))
@@ -357,9 +357,9 @@ class Supervisor:
 
     def _roll_back_dead(self, opened: _Open, table: WatchedTable, timeline: Any, writes: list[LiveWrite],
                         writers: Mapping[str, str], now: int) -> None:
+        from lakecore.concurrency.liveness.heartbeat import is_expired, last_sign_of_life, read_aborted
         from lakecore.concurrency.rollback import is_pending_write, rollback_write
         from lakecore.timeline import TimelineStore
-        from lakecore.write.heartbeat import is_expired, last_sign_of_life, read_aborted
 
         live = {w.instant for w in writes}
         store = TimelineStore(opened.storage)
@@ -398,7 +398,7 @@ class Supervisor:
         if known or now_ms - at < self.grace_s * 1000:
             return
         # decided by an earlier operator (or before a restart): stop it once, as it would have
-        from lakecore.concurrency.outside import OutsideConflict
+        from lakecore.concurrency.conflicts.outside import OutsideConflict
 
         conflict = OutsideConflict(instant, str(record.get("other") or ""),
                                    frozenset(tuple(g) for g in record.get("file_groups") or ()), None,
@@ -424,7 +424,7 @@ def _committed_writer(store: TimelineStore, timeline: Timeline, instant_time: st
 def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mapping[str, Any] | None,
                   zookeeper_credentials: Any = None) -> WatchedTable:
     """What the supervisor needs of a LakeTable (SpecError when its spec is invalid)."""
-    from lakecore.write.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 
     spec = parse_lake_table(body)
     options = {**spec.storage.options, **(secret_options or {})}
@@ -437,7 +437,7 @@ def watched_table(namespace: str, body: Mapping[str, Any], secret_options: Mappi
 def zookeeper_abort_flag(table: WatchedTable, table_uri: str, instant: str,
                           record: Mapping[str, Any]) -> None:
     """The loser's abort flag in ZooKeeper (its writer watches it), with the table's tenant credentials."""
-    from lakecore.concurrency.aborts import raise_abort_flag
+    from lakecore.concurrency.liveness.aborts import raise_abort_flag
     from lakecore.concurrency.zookeeper import Endpoint
 
     assert table.zookeeper is not None

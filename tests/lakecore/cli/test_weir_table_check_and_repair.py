@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from lakecore import Table
 from lakecore.cli.main import app
 from lakecore.services import ArchivalPolicy
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline.history_store import HistoryStore, clear_history_cache, manifest_path
 from lakecore.timeline.store import clear_cache
 
@@ -51,11 +51,11 @@ def run_named_command(error: str) -> str:
 
 def table_with_rows(uri: str, n: int, *, archive: bool = False, **kw) -> Table:
     t = Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2, **kw)
-    t = Table.open(uri, options=WriterOptions(inline_archival=None))
+    t = Table.open(uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     for i in range(n):
         t.upsert(pa.table({"id": [i], "ts": [1]}))
         if archive and i % 6 == 5:
-            t.archive(SMALL)
+            t.maintenance.archive(SMALL)
     return t
 
 

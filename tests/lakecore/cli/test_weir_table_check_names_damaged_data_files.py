@@ -124,7 +124,7 @@ def test_a_damaged_compaction_base_is_rolled_back_losing_nothing(tmp_path):
     uri = str(tmp_path / "t")
     t = table(uri)
     before = t.read().sort_by("id")
-    compaction = t.compact()
+    compaction = t.maintenance.compact().instant
     base = t.commit_metadata(compaction).write_stats[0]
     path = Path(uri, base.path)
     path.write_bytes(path.read_bytes()[:100])
@@ -144,7 +144,7 @@ def test_a_damaged_compaction_base_is_rolled_back_losing_nothing(tmp_path):
 def test_an_instant_later_ones_built_on_is_not_offered_for_rollback(tmp_path):
     uri = str(tmp_path / "t")
     t = table(uri)
-    compaction = t.compact()
+    compaction = t.maintenance.compact().instant
     base = t.commit_metadata(compaction).write_stats[0]
     later = t.upsert(rows(range(0, 10), 9)).instant  # logs on top of the compacted base
     path = Path(uri, base.path)

@@ -17,12 +17,12 @@ from typer.testing import CliRunner
 from lakecore import Table
 from lakecore.cli.main import app
 from lakecore.concurrency import begin_write
-from lakecore.concurrency.runs import ARCHIVAL, ServiceRun
+from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted
+from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun
 from lakecore.services import schedule_compaction
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline import now_ms
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig, mark_aborted
-from tests.lakecore.concurrency.test_lock_contract import REPO_ROOT
+from tests.lakecore.concurrency.locks.test_lock_contract import REPO_ROOT
 
 
 def describe(uri: str) -> tuple[dict[str, Any], str]:
@@ -41,7 +41,9 @@ def test_describe_names_the_lock_holder_the_pending_instants_and_the_runs(tmp_pa
     uri = str(tmp_path / "t")
     Table.create(uri, schema=rows([]).schema, record_key="id", ordering_field="ts",
                  table_type="merge_on_read", buckets=1)
-    table = Table.open(uri, options=WriterOptions(clean_failed_writes=False))  # keeps the dead write
+    # keeps the dead write
+    keep_dead = WriterOptions(after_commit=AfterCommitOptions(clean_failed_writes=False))
+    table = Table.open(uri, options=keep_dead)
     now, text = describe(uri)
     assert now == {"lock": {"provider": "storage", "state": "free"}, "pending": [], "running": []}
     assert "lock storage, free" in text
@@ -51,7 +53,7 @@ def test_describe_names_the_lock_holder_the_pending_instants_and_the_runs(tmp_pa
     table.upsert(rows([1, 2]))
 
     holder = subprocess.Popen(
-        [sys.executable, "-m", "tests.lakecore.concurrency.lock_worker", "hold",
+        [sys.executable, "-m", "tests.lakecore.concurrency.locks.lock_worker", "hold",
          json.dumps({"provider": "storage", "expiry_s": 600}), uri],
         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -20,15 +20,15 @@ from lakecore import Table
 from lakecore.cli.main import app
 from lakecore.cli.timeline_html import render, timeline_html, write_timeline_html
 from lakecore.cli.timeline_spans import Span, TimelineFacts, read_facts
-from lakecore.concurrency.outside import abort_loser, find_outside_conflicts
+from lakecore.concurrency.conflicts.outside import abort_loser, find_outside_conflicts
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, mark_aborted
+from lakecore.concurrency.liveness.writers import StorageWriterRegistry
 from lakecore.concurrency.rollback import rollback_write
 from lakecore.concurrency.transaction import commit_write
-from lakecore.concurrency.writers import StorageWriterRegistry
 from lakecore.layout import bucket_file_id
 from lakecore.services import ArchivalPolicy, CleanPolicy, CompactionStrategy
 from lakecore.timeline import now_ms
-from lakecore.write.heartbeat import HeartbeatConfig, mark_aborted
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket, start
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, keys_in_bucket, start
 from tests.support.browser import read_png, screenshot
 
 EVIL = 'team/<script>alert("x")</script>'
@@ -48,13 +48,13 @@ def story(tmp_path_factory):
     t.upsert(rows(keys_in_bucket(0, 3), "a"), extra={"writer": "team/alpha"})
     t.upsert(rows(keys_in_bucket(1, 3), "a"), extra={"writer": "team/alpha"})
     t.upsert(rows(keys_in_bucket(2, 3), "e"), extra={"writer": EVIL})
-    t.archive(ArchivalPolicy(min_instants=1, max_instants=2))          # the oldest ones go to history
+    t.maintenance.archive(ArchivalPolicy(min_instants=1, max_instants=2))  # the oldest ones go to history
     undone = t.upsert(rows(keys_in_bucket(2, 1), "oops"), extra={"writer": "team/alpha"}).instant
-    t.rollback(undone.requested_time, dry_run=False)                     # a completed write undone
+    t.maintenance.rollback(undone.requested_time, dry_run=False)           # a completed write undone
     kept = t.upsert(rows(keys_in_bucket(0, 1), "kept"), extra={"writer": "team/alpha"}).instant
-    t.savepoint(kept.requested_time, comment="before the backfill")
+    t.maintenance.savepoint(kept.requested_time, comment="before the backfill")
     backfill = t.upsert(rows(keys_in_bucket(1, 1), "backfill"), extra={"writer": "team/alpha"}).instant
-    t.restore(kept.requested_time, dry_run=False)                        # undoes the backfill
+    t.maintenance.restore(kept.requested_time, dry_run=False)              # undoes the backfill
 
     shared = keys_in_bucket(3, 4)
     older = start(t, shared[:2], "beta")                                 # two live writes, one group
@@ -65,8 +65,8 @@ def story(tmp_path_factory):
     rollback_write(t.storage, t.lock, younger[0].instant, by="abort of the loser")  # the loser gives up
     commit_write(*older, lock=t.lock, extra={"writer": "team/beta"})
 
-    t.compact(CompactionStrategy())
-    assert t.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False) is not None
+    t.maintenance.compact(CompactionStrategy())
+    assert t.maintenance.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False).instant is not None
     pending = start(t, keys_in_bucket(0, 1), "late")[0].instant          # left inflight
     StorageWriterRegistry(t.storage).register(t.uri, pending.requested_time, {"writer": "team/late"})
     stopped = start(t, keys_in_bucket(1, 1), "stopped")[0].instant       # dead, not rolled back yet

@@ -12,7 +12,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import FileOptions, Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write
 from lakecore.errors import WriteConflict
 from lakecore.storage.local import TMP_MARK
@@ -39,7 +39,7 @@ def test_a_column_added_while_a_write_ran_stays_in_the_table(tmp_path):
     txn = begin_write(table.storage, table.config, table.lock, "upsert")
     stats = _write_files(txn, pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
     # ... another writer adds a nullable column and commits before ours does
-    Table.open(uri, options=WriterOptions(evolve_schema=True)).upsert(
+    Table.open(uri, options=WriterOptions(files=FileOptions(evolve_schema=True))).upsert(
         pa.table({"id": pa.array([3], pa.int64()), "v": ["c"], "score": [0.5]}))
     done = commit_write(txn, stats, lock=table.lock)
 
@@ -91,7 +91,7 @@ def test_a_write_that_loses_its_conflict_leaves_no_bytes_written_ahead(tmp_path,
     stats = _write_files(txn, pa.table({"id": pa.array([1], pa.int64()), "v": ["ours"]}))
     Table.open(uri).upsert(pa.table({"id": pa.array([1], pa.int64()), "v": ["theirs"]}))
     if table_type == "merge_on_read":  # log writes conflict with base writers only: make theirs one
-        Table.open(uri).compact()
+        Table.open(uri).maintenance.compact()
     with pytest.raises(WriteConflict):
         commit_write(txn, stats, lock=table.lock)
     assert _leftovers(uri) == []

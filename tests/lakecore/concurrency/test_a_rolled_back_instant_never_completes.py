@@ -15,10 +15,10 @@ import pytest
 import lakecore.concurrency.rollback as rollback_module
 from lakecore import Table
 from lakecore.concurrency import begin_write, commit_write, rollback_write
+from lakecore.concurrency.liveness.heartbeat import is_aborted
 from lakecore.errors import InvalidInstantState
 from lakecore.timeline import Instant, TimelineStore
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import is_aborted
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

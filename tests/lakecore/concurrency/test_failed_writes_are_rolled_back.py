@@ -10,13 +10,13 @@ import time
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import AfterCommitOptions, Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write, rollback_failed_writes
+from lakecore.concurrency.liveness.heartbeat import Heartbeat, HeartbeatConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.timeline import now_ms
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import Heartbeat, HeartbeatConfig
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, data_files
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, data_files
 
 FAST = HeartbeatConfig(interval_s=0.1, tolerable_misses=2)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -72,7 +72,7 @@ def test_the_next_writer_cleans_up_after_a_killed_one(tmp_path):
     Table.create(uri, schema=SCHEMA, record_key="id")
     code = ("import sys, os, signal, pyarrow as pa\n"
             "from lakecore import Table, WriterOptions\n"
-            "from lakecore.write.heartbeat import HeartbeatConfig\n"
+            "from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig\n"
             "import lakecore.concurrency.transaction as tx\n"
             "tx.commit_write = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
             "import lakecore.table.writer as w\n"
@@ -110,7 +110,8 @@ def test_a_rollback_whose_process_died_is_resumed(tmp_path):
 
 def test_writer_options_can_turn_cleanup_off(tmp_path):
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id",
-                     options=WriterOptions(heartbeat=FAST, clean_failed_writes=False))
+                     options=WriterOptions(heartbeat=FAST,
+                                           after_commit=AfterCommitOptions(clean_failed_writes=False)))
     half_written(t, [1], heartbeat=False)
     time.sleep(FAST.timeout_ms / 1000 + 0.1)
     t.upsert(pa.table({"id": pa.array([2], pa.int64()), "ts": [1], "v": ["x"]}))

@@ -11,8 +11,8 @@ import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import StorageLock
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import LockSpec
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.table.crash_writer import batch
 from tests.lakecore.table.test_crash_leaves_table_readable import ROOT, actual, data_files, expected
 
@@ -23,8 +23,8 @@ FAST = HeartbeatConfig(interval_s=0.2, tolerable_misses=2)
 
 def lock_for(provider, uri, zk):
     if provider == "zookeeper":
+        from lakecore.concurrency.locks.zookeeper import zookeeper_lock
         from lakecore.concurrency.zookeeper import table_lock_key
-        from lakecore.concurrency.zookeeper_lock import zookeeper_lock
         return zookeeper_lock(zk.connect_string, table_lock_key(uri), session_timeout_s=2)
     return StorageLock(Table.open(uri).storage, expiry_s=2.0)
 

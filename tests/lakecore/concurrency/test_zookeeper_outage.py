@@ -10,12 +10,12 @@ import pytest
 
 from lakecore import Table, WriterOptions
 from lakecore.concurrency import begin_write, commit_write, rollback_failed_writes
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+from lakecore.concurrency.locks.zookeeper import zookeeper_lock
 from lakecore.concurrency.zookeeper import table_lock_key
-from lakecore.concurrency.zookeeper_lock import zookeeper_lock
 from lakecore.config import LockSpec
 from lakecore.errors import LockError
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.concurrency.history import check, load_log
 from tests.lakecore.concurrency.test_many_writers_lose_nothing import SCHEMA, batch_of
 

@@ -33,13 +33,13 @@ def main() -> None:
     import os
     import time
 
-    from lakecore import Table, WriterOptions
-    from lakecore.concurrency.early import EarlyDetection
+    from lakecore import ConflictOptions, Table, WriterOptions
+    from lakecore.concurrency.conflicts.early import EarlyDetection
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.locks.zookeeper import zookeeper_lock
     from lakecore.concurrency.zookeeper import table_lock_key
-    from lakecore.concurrency.zookeeper_lock import zookeeper_lock
     from lakecore.errors import EarlyConflict, LakecoreError, WriteConflict
     from lakecore.timeline import now_ms
-    from lakecore.write.heartbeat import HeartbeatConfig
 
     uri, connect, writer, commits, seed, log = sys.argv[1:7]
     flags = sys.argv[7:]  # "tolerate-outages", "early=<strategy>"
@@ -48,7 +48,7 @@ def main() -> None:
     zk = connect if strategy == "direct_zk" else None
     early = EarlyDetection(strategy, zookeeper=zk, period_s=0.05) if strategy else None  # type: ignore[arg-type]
     options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.5, tolerable_misses=4),
-                            early_detection=early)
+                            conflicts=ConflictOptions(early_detection=early))
     if connect == "recorded":
         storage_options = json.loads(os.environ.get("WEIR_TEST_STORAGE_OPTIONS") or "null")
         table = Table.open(uri, storage_options=storage_options, options=options)

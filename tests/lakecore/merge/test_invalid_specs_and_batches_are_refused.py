@@ -5,16 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakecore.errors import LakecoreError
-from lakecore.merge import (
-    OP_COLUMN,
-    GroupSpec,
-    InvalidChanges,
-    InvalidMergeSpec,
-    MergeSpec,
-    merge,
-    precombine,
-)
+from lakecore.errors import InvalidChanges, InvalidMergeSpec, LakecoreError
+from lakecore.merge import OP_COLUMN, GroupSpec, MergeSpec, merge, precombine
 
 G = GroupSpec("g", ("a",), "ts")
 SCHEMA = pa.schema([("k", pa.int64()), ("a", pa.int64()), ("ts", pa.float64())])

@@ -32,7 +32,7 @@ def main() -> None:
         return out
 
     setattr(t.storage, method, patched)
-    t.archive(policy)
+    t.maintenance.archive(policy)
     sys.exit(3)  # the crash point was never reached: the test says which phase is missing
 
 

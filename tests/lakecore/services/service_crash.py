@@ -47,11 +47,11 @@ def main() -> None:
     elif service == "clean":
         run_clean(t.storage, t.config, t.lock, CleanPolicy(*CLEAN_POLICY), dry_run=False)  # type: ignore[arg-type]
     elif service == "savepoint":
-        t.savepoint(arg)
+        t.maintenance.savepoint(arg)
     elif service == "restore":
-        t.restore(arg, dry_run=False)
+        t.maintenance.restore(arg, dry_run=False)
     elif service == "rollback":
-        t.rollback(arg, dry_run=False)
+        t.maintenance.rollback(arg, dry_run=False)
     else:
         sys.exit(f"unknown service {service}")
     sys.exit(3)  # the crash point was never reached: the test says which phase is missing

@@ -22,7 +22,7 @@ from lakecore import Table
 from lakecore.concurrency import begin_write
 from lakecore.services import CleanPolicy, ClusteringStrategy
 from lakecore.services.repair import check_table, exit_code, repair_lock, run_repair
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline.history_store import clear_history_cache
 from lakecore.timeline.store import clear_cache
 
@@ -40,22 +40,22 @@ def history(uri: str, table_type: str) -> Table:
     """A table whose timeline holds every kind of completed instant."""
     Table.create(uri, schema=SCHEMA, record_key="id", partition_fields=["dt"], ordering_field="ts",
                  buckets=2, table_type=table_type)  # type: ignore[arg-type]
-    t = Table.open(uri, options=WriterOptions(inline_archival=None))
+    t = Table.open(uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     t.upsert(batch(range(0, 30), 1), extra={"writer": "ns/loader"})
     t.upsert(batch(range(20, 40), 2))
     t.delete(batch([0, 1, 2, 21], 2).select(["id", "dt"]))
     if table_type == "merge_on_read":
-        t.compact()
+        t.maintenance.compact()
     t.insert_overwrite(batch([102, 105, 108], 3))  # replaces partition dt=b
     t.upsert(batch(range(30, 45), 4))
-    t.cluster(ClusteringStrategy("all", ("v",)))
-    t.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
+    t.maintenance.cluster(ClusteringStrategy("all", ("v",)))
+    t.maintenance.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
     written = t.upsert(batch(range(200, 210), 5))
-    t.savepoint(written.instant.requested_time, comment="before the late batch")
+    t.maintenance.savepoint(written.instant.requested_time, comment="before the late batch")
     pending = begin_write(t.storage, t.config, t.lock, "upsert")  # a writer that dies: rolled back
-    t.rollback(pending.instant.requested_time, dry_run=False, force=True)
+    t.maintenance.rollback(pending.instant.requested_time, dry_run=False, force=True)
     late = t.upsert(batch(range(300, 305), 6))
-    t.rollback(late.instant.requested_time, dry_run=False)  # undone on purpose
+    t.maintenance.rollback(late.instant.requested_time, dry_run=False)  # undone on purpose
     t.upsert(batch(range(40, 50), 7))
     return t
 

@@ -8,9 +8,9 @@ import pytest
 
 from lakecore import Table
 from lakecore.config import FILE_NAME
-from lakecore.errors import CorruptMetadata, InvalidTableConfig
-from lakecore.services import ArchivalPolicy, CleanPolicy, ServiceError
-from lakecore.table.writer import WriterOptions
+from lakecore.errors import CorruptMetadata, InvalidTableConfig, ServiceError
+from lakecore.services import ArchivalPolicy, CleanPolicy
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline.history import HISTORY_DIR
 from lakecore.timeline.history_store import KEPT_VERSIONS, HistoryStore, clear_history_cache
 from lakecore.timeline.store import clear_cache
@@ -21,7 +21,7 @@ from tests.lakecore.services.conftest import create as create_table
 def create(uri: str, mode: str, **kw) -> Table:
     """Tables whose writes do not archive inline: these tests run archival themselves."""
     t = create_table(uri, mode, **kw)
-    return Table.open(t.uri, options=WriterOptions(inline_archival=None))
+    return Table.open(t.uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
 
 SMALL = ArchivalPolicy(min_instants=3, max_instants=5, fanout=3)
 
@@ -52,7 +52,7 @@ def test_archived_instants_leave_the_active_timeline_and_every_read_still_works(
     changes_before = t.read_changes(history[2][0], history[20][0]).sort_by("id").drop_columns([FILE_NAME])
     archived = 0
     for _ in range(12):  # repeated runs build levels: fanout 3 merges L0 files into L1 and on
-        done = t.archive(SMALL)
+        done = t.maintenance.archive(SMALL).archived
         archived += done.archived if done is not None else 0
         t.upsert(rows([99], 1000 + _))
         history.append((t.timeline().completed[-1].requested_time, snapshot(t)))
@@ -90,12 +90,12 @@ def test_archival_respects_min_and_max(tmp_path):
     t = create(str(tmp_path / "t"), "commit_time")
     _write_many(t, 4)
     assert len(t.timeline().completed) == 4
-    assert t.archive(SMALL) is None  # not more than max_instants completed
+    assert t.maintenance.archive(SMALL).archived is None  # not more than max_instants completed
     _write_many(t, 3)
-    plan = t.archive(SMALL, dry_run=True)
+    plan = t.maintenance.archive(SMALL, dry_run=True).plan
     assert len(plan.instants) == len(t.timeline().completed) - SMALL.min_instants
     assert t.timeline().archived.count == 0  # a dry run changes nothing
-    done = t.archive(SMALL)
+    done = t.maintenance.archive(SMALL).archived
     assert done.archived == len(plan.instants) and len(t.timeline().completed) == SMALL.min_instants
 
 
@@ -104,27 +104,27 @@ def test_archival_stops_at_a_pending_write_savepoint_and_clean_retention(tmp_pat
     _write_many(t, 4)
     held = HeldWrite(t, rows([1], 50))
     _write_many(t, 6)
-    plan = t.archive(SMALL, dry_run=True)
+    plan = t.maintenance.archive(SMALL, dry_run=True).plan
     assert "pending instant" in plan.stopped_by
     assert all(i.completion_time < held.txn.instant.requested_time for i in plan.instants)
     held.commit()
-    assert t.archive(SMALL) is not None
+    assert t.maintenance.archive(SMALL).archived is not None
     assert {r["id"]: r["ts"] for r in snapshot(t)}[1] == 50  # the late write is there, archived around it
 
     s = create(str(tmp_path / "s"), "commit_time")
     _write_many(s, 3)
     pinned = s.timeline().completed[-1].requested_time
-    s.savepoint(pinned)
+    s.maintenance.savepoint(pinned)
     _write_many(s, 8)
-    plan = s.archive(SMALL, dry_run=True)
+    plan = s.maintenance.archive(SMALL, dry_run=True).plan
     assert plan.stopped_by == f"savepoint on {pinned}"
-    s.archive(SMALL)
+    s.maintenance.archive(SMALL)
     assert pinned in [i.requested_time for i in s.timeline().completed]
 
     c = create(str(tmp_path / "c"), "commit_time")
     _write_many(c, 12)
-    c.clean(CleanPolicy("keep_latest_commits", 6), dry_run=False)
-    plan = c.archive(SMALL, dry_run=True)
+    c.maintenance.clean(CleanPolicy("keep_latest_commits", 6), dry_run=False)
+    plan = c.maintenance.archive(SMALL, dry_run=True).plan
     assert plan.stopped_by and plan.stopped_by.startswith("clean retention")
 
 
@@ -140,7 +140,7 @@ def test_bad_policies_are_refused():
 def test_a_corrupted_manifest_or_history_file_is_a_clear_error(tmp_path):
     t = create(str(tmp_path / "t"), "commit_time")
     history = _write_many(t, 12)
-    t.archive(SMALL)
+    t.maintenance.archive(SMALL)
     version = t.timeline().archived.manifest.version
     clear_history_cache()
     manifest = f"{HISTORY_DIR}/manifest-{version:012d}.json"
@@ -163,9 +163,9 @@ def test_a_corrupted_manifest_or_history_file_is_a_clear_error(tmp_path):
 def test_rollback_of_an_archived_instant_is_refused_clearly(tmp_path):
     t = create(str(tmp_path / "t"), "commit_time")
     history = _write_many(t, 12)
-    t.archive(SMALL)
+    t.maintenance.archive(SMALL)
     with pytest.raises(Exception, match="archived") as err:
-        t.rollback(history[0][0], dry_run=False)
+        t.maintenance.rollback(history[0][0], dry_run=False)
     assert isinstance(err.value, (ServiceError, Exception))
 
 
@@ -176,22 +176,24 @@ def _data_files(t: Table) -> set[str]:
 def test_clean_deletes_superseded_files_of_archived_instants_and_keeps_what_reads_need(tmp_path):
     t = create(str(tmp_path / "t"), "event_time", table_type="merge_on_read")
     history = _write_many(t, 30)  # compactions every 5 writes supersede slices
-    assert t.archive(SMALL) is not None
+    assert t.maintenance.archive(SMALL).archived is not None
     timeline = t.timeline()
     superseded = {f.stat.path for f in timeline.archived.every_file()} - \
         {f.stat.path for f in timeline.archived.files}
     assert superseded, "the archived range holds superseded slices"
     # keep_by_hours reaching back into the archived range keeps every archived file
-    plan = t.clean(CleanPolicy("keep_by_hours", 24), dry_run=True)
+    plan = t.maintenance.clean(CleanPolicy("keep_by_hours", 24), dry_run=True).plan
     assert plan is None or not superseded & set(plan.files)
     # keep_latest_commits 2: the superseded archived files go, the latest snapshot stays
-    t.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
+    t.maintenance.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
     assert not superseded & _data_files(t)
     assert snapshot(t) == history[-1][1]
     for ts in (500, 501, 502):
         t.upsert(rows([1, 2], ts))
-    t.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)  # retention moves past the first clean
-    assert t.archive(ArchivalPolicy(min_instants=1, max_instants=2, fanout=3)) is not None
+    # retention moves past the first clean
+    t.maintenance.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
+    tiny = ArchivalPolicy(min_instants=1, max_instants=2, fanout=3)
+    assert t.maintenance.archive(tiny).archived is not None
     # the clean is archived now: its deleted files left the live files for good
     assert not superseded & {f.stat.path for f in t.timeline().archived.every_file()}
     assert {r["id"]: r["ts"] for r in snapshot(t)}[1] == 502
@@ -202,7 +204,7 @@ def test_a_missing_manifest_is_a_clear_error_until_it_is_restored(tmp_path):
 
     t = create(str(tmp_path / "t"), "commit_time")
     _write_many(t, 12)
-    t.archive(SMALL)
+    t.maintenance.archive(SMALL)
     version = t.timeline().archived.manifest.version
     clear_history_cache()
     data = t.storage.read(manifest_path(version))
@@ -222,7 +224,7 @@ def test_readers_beside_a_writer_that_archives_and_merges_levels_never_fail(tmp_
     tiny = ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)
     t = create(str(tmp_path / "t"), "commit_time")
     first = t.upsert(rows([0], 0)).instant.requested_time
-    writer = Table.open(t.uri, options=WriterOptions(inline_archival=tiny))
+    writer = Table.open(t.uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=tiny)))
     stop, errors, reads = threading.Event(), [], [0]
 
     def read_loop() -> None:

@@ -10,16 +10,16 @@ import time
 import pytest
 
 from lakecore import Table
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.errors import ServiceRunning
 from lakecore.services import ArchivalPolicy
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline.history import HISTORY_DIR, Manifest
 from lakecore.timeline.history_store import HistoryStore, manifest_path
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import create, rows, snapshot
 
 POLICY = ArchivalPolicy(3, 5, 3)
-QUIET = WriterOptions(inline_archival=None)
+QUIET = WriterOptions(after_commit=AfterCommitOptions(archival=None))
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_a_writer_commits_while_the_archival_writes_history(table, monkeypatch):
     other = Table.open(table.uri, options=QUIET)
     before = every_instant(table)
     done = while_history_is_written(monkeypatch, lambda: other.upsert(rows([1, 99], 100)).instant)
-    result = table.archive(POLICY)
+    result = table.maintenance.archive(POLICY).archived
     assert done, "the writer did not commit during the archival"
     assert result is not None and result.archived == 8 - POLICY.min_instants
     assert every_instant(table) == sorted([*before, done[0].requested_time])
@@ -84,11 +84,11 @@ def test_a_second_archival_is_refused_while_one_runs(table, monkeypatch):
 
     def second() -> None:
         with pytest.raises(ServiceRunning) as info:
-            other.archive(POLICY)
+            other.maintenance.archive(POLICY)
         refused.append(info.value)
 
     while_history_is_written(monkeypatch, second)
-    result = table.archive(POLICY)
+    result = table.maintenance.archive(POLICY).archived
     assert refused, "two archivals ran at once"
     assert result is not None and result.archived == 8 - POLICY.min_instants
     history_files_are_exactly_the_manifests(table)
@@ -98,7 +98,8 @@ def test_an_archival_that_lost_its_claim_discards_its_files(table, monkeypatch):
     """The first archival stalls past its heartbeat timeout while writing history; a second one
     takes over and commits; the first must then discard what it wrote, not commit over it."""
     before, state = every_instant(table), snapshot(table)
-    fast = WriterOptions(inline_archival=None, heartbeat=HeartbeatConfig(interval_s=0.25, tolerable_misses=2))
+    fast = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.25, tolerable_misses=2),
+                         after_commit=AfterCommitOptions(archival=None))
     stalled = Table.open(table.uri, options=fast)
     other = Table.open(table.uri, options=fast)
     real = HistoryStore.write_rows
@@ -112,11 +113,11 @@ def test_an_archival_that_lost_its_claim_discards_its_files(table, monkeypatch):
                 if thread.name.startswith("weir-heartbeat-archival"):
                     thread_stop(thread)
             time.sleep(0.6)  # past its heartbeat timeout
-            done[0] = other.archive(POLICY)
+            done[0] = other.maintenance.archive(POLICY).archived
         return out
 
     monkeypatch.setattr(HistoryStore, "write_rows", hooked)
-    assert stalled.archive(POLICY) is None
+    assert stalled.maintenance.archive(POLICY).archived is None
     assert done and done[0] is not None  # the other archival committed
     fresh = Table.open(table.uri)
     assert fresh.timeline().archived.count == 8 - POLICY.min_instants
@@ -135,21 +136,21 @@ def thread_stop(thread: threading.Thread) -> None:
 def test_a_savepoint_taken_meanwhile_stops_the_archival(table, monkeypatch):
     pinned = table.timeline().completed[1].requested_time
     other = Table.open(table.uri)
-    done = while_history_is_written(monkeypatch, lambda: other.savepoint(pinned))
-    assert table.archive(POLICY) is None
+    done = while_history_is_written(monkeypatch, lambda: other.maintenance.savepoint(pinned).instant)
+    assert table.maintenance.archive(POLICY).archived is None
     assert done
     fresh = Table.open(table.uri)
     assert fresh.timeline().archived.count == 0
     assert fresh.storage.list_names(HISTORY_DIR) == []
     monkeypatch.undo()
-    result = fresh.archive(POLICY)  # the next archival stops at the savepoint
+    result = fresh.maintenance.archive(POLICY).archived  # the next archival stops at the savepoint
     assert result is not None and result.archived == 1
 
 
 def test_a_writer_finds_a_running_archival_without_waiting_on_the_lock(table, monkeypatch):
     """Writers archive inline after their commits: while one archives, the others learn it from its
     live claim, before taking the table lock every writer waits on."""
-    from lakecore.concurrency.runs import ServiceRun
+    from lakecore.concurrency.liveness.runs import ServiceRun
     from lakecore.services.archive import ARCHIVAL, DEFAULT_HEARTBEAT, run_archival
 
     with table.lock:

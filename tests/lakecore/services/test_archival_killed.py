@@ -52,7 +52,7 @@ def test_a_killed_archival_changes_nothing_visible_and_the_next_one_finishes(tmp
     for round_ in range(3):  # two archivals leave two level-0 files: the next one merges (fanout 3)
         instants += _grow(t, 6, 10 * round_)
         if round_ < 2:
-            assert t.archive(policy) is not None
+            assert t.maintenance.archive(policy).archived is not None
     before = _state(t, instants)
     started_from = t.timeline().archived.manifest.version
     method, part, nth = PHASES[phase]
@@ -61,7 +61,7 @@ def test_a_killed_archival_changes_nothing_visible_and_the_next_one_finishes(tmp
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stderr.decode()[-2000:])
     assert _state(t, instants) == before
 
-    done = Table.open(t.uri).archive(policy)
+    done = Table.open(t.uri).maintenance.archive(policy).archived
     assert _state(t, instants) == before
     current = t.timeline().archived.manifest
     assert current.version >= 3 and (done is not None or phase in ("after the pointer",

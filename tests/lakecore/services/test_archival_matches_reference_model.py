@@ -10,14 +10,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lakecore import Table
-from lakecore.services import (
-    ArchivalPolicy,
-    CleanPolicy,
-    ClusteringStrategy,
-    FilesCleaned,
-    check_readable,
-    run_clean,
-)
+from lakecore.errors import FilesCleaned
+from lakecore.services import ArchivalPolicy, CleanPolicy, ClusteringStrategy, check_readable, run_clean
 from tests.lakecore.services.conftest import SCHEMA, compact, keys, rows
 
 IDS = st.lists(st.integers(0, 11), min_size=1, max_size=6, unique=True)
@@ -65,12 +59,12 @@ def test_reads_across_the_archived_timeline_match_the_model(table_type, ops):
             elif op == "compact" and table_type == "merge_on_read":
                 compact(t)
             elif op == "cluster":
-                t.cluster(ClusteringStrategy("all", sort_columns=("name",)))
+                t.maintenance.cluster(ClusteringStrategy("all", sort_columns=("name",)))
             elif op == "clean":
                 assert isinstance(arg, int)
                 run_clean(t.storage, t.config, t.lock, CleanPolicy("keep_latest_commits", arg), dry_run=False)
             elif op == "archive":
-                done = t.archive(POLICY)
+                done = t.maintenance.archive(POLICY).archived
                 event("archived" if done is not None else "nothing to archive")
             assert _rows(t) == model, (step, op)  # the snapshot after every step
         reopened = Table.open(t.uri)

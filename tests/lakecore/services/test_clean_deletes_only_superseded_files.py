@@ -6,7 +6,8 @@ import itertools
 import pytest
 
 from lakecore import Table
-from lakecore.services import CleanPlan, CleanPolicy, FilesCleaned, check_readable, run_clean
+from lakecore.errors import FilesCleaned
+from lakecore.services import CleanPlan, CleanPolicy, check_readable, run_clean
 from lakecore.timeline.instant_time import to_epoch_ms
 from tests.lakecore.services.conftest import SCHEMA, changes, compact, create, rows, snapshot
 

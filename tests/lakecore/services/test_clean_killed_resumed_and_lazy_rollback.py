@@ -8,8 +8,8 @@ import sys
 import time
 
 from lakecore import State, Table
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.services import CleanPlan, CleanPolicy, run_clean
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import HeldWrite, compact, create, rows, snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

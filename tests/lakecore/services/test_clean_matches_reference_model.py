@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lakecore import Table
-from lakecore.services import CleanPolicy, FilesCleaned, check_readable, run_clean
+from lakecore.errors import FilesCleaned
+from lakecore.services import CleanPolicy, check_readable, run_clean
 from tests.lakecore.services.conftest import SCHEMA, compact, keys, rows
 
 IDS = st.lists(st.integers(0, 15), min_size=1, max_size=8, unique=True)

@@ -6,18 +6,16 @@ one clustering at a time; clean keeps what a pending clustering reads."""
 
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import ConflictOptions, Table, WriterOptions
 from lakecore.concurrency import commit_write, view_of
-from lakecore.concurrency.early import EarlyDetection, find_early_conflict
+from lakecore.concurrency.conflicts.early import EarlyDetection, find_early_conflict
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import FILE_NAME
-from lakecore.errors import WriteConflict
+from lakecore.errors import ClusteringConflict, ClusteringPending, RollbackBlocked, WriteConflict
 from lakecore.layout import parse_data_file_name
 from lakecore.services import (
     CleanPolicy,
-    ClusteringConflict,
-    ClusteringPending,
     ClusteringStrategy,
-    RollbackBlocked,
     rollback_clustering,
     run_clean,
     run_clustering,
@@ -25,7 +23,6 @@ from lakecore.services import (
 )
 from lakecore.services.clustering import execute_operation
 from lakecore.write import list_markers
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import (
     HeldBaseWrite,
     HeldWrite,
@@ -71,7 +68,7 @@ def test_writers_with_early_detection_never_abort_beside_a_clustering(tmp_path):
     t = create(str(tmp_path / "t"), "event_time")
     t.upsert(rows(list(range(20)), 1))
     t.upsert(rows(list(range(20)), 2))
-    early = Table.open(t.uri, options=WriterOptions(early_detection=EarlyDetection("direct")))
+    early = Table.open(t.uri, options=WriterOptions(conflicts=ConflictOptions(EarlyDetection("direct"))))
     before_plan = HeldWrite(t, rows(list(range(20)), 3))
     plan = schedule_clustering(t.storage, t.config, t.lock, ALL)
     assert plan is not None
@@ -169,7 +166,8 @@ def test_one_clustering_at_a_time_and_rollback_frees_the_table(tmp_path):
     with pytest.raises(ClusteringPending, match=plan.instant_time):
         schedule_clustering(t.storage, t.config, t.lock, ALL)
     with pytest.raises(RollbackBlocked, match="rollback_clustering"):
-        t.rollback(t.timeline().completed[-1].requested_time, dry_run=False)  # clustering would resurrect it
+        # clustering would resurrect it
+        t.maintenance.rollback(t.timeline().completed[-1].requested_time, dry_run=False)
     rollback_clustering(t.storage, t.lock, plan.instant_time)
     assert not t.timeline().pending
     with pytest.raises(Exception, match="rolled back"):

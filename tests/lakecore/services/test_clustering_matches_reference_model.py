@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakecore import Table
-from lakecore.errors import WriteConflict
-from lakecore.services import ClusteringConflict, ClusteringStrategy, run_clustering, schedule_clustering
+from lakecore.errors import ClusteringConflict, WriteConflict
+from lakecore.services import ClusteringStrategy, run_clustering, schedule_clustering
 from tests.lakecore.event_time_model import apply
 from tests.lakecore.services.conftest import HeldBaseWrite, HeldWrite, compact
 from tests.lakecore.services.test_compaction_matches_reference_model import (

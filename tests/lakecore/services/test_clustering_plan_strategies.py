@@ -7,15 +7,9 @@ import pyarrow as pa
 import pytest
 
 from lakecore import TableConfig
-from lakecore.errors import CorruptMetadata, InvalidInput
+from lakecore.errors import CorruptMetadata, InvalidClusteringStrategy, InvalidInput
 from lakecore.layout import FileSlice, FileSystemView, LogFile
-from lakecore.services import (
-    ClusteringOperation,
-    ClusteringPlan,
-    ClusteringStrategy,
-    InvalidClusteringStrategy,
-    plan_clustering,
-)
+from lakecore.services import ClusteringOperation, ClusteringPlan, ClusteringStrategy, plan_clustering
 from lakecore.timeline import WriteStat
 
 CONFIG = TableConfig(name="t", schema=pa.schema([("id", pa.int64()), ("ts", pa.int64()),

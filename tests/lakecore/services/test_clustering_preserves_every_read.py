@@ -132,6 +132,6 @@ def test_a_completed_clustering_that_is_the_latest_write_can_be_rolled_back(tmp_
     before, files = snapshot(t), file_counts(t)
     done = cluster(t, ClusteringStrategy("all", ("name",)))
     assert done is not None
-    t.rollback(done.requested_time, dry_run=False)
+    t.maintenance.rollback(done.requested_time, dry_run=False)
     assert snapshot(t) == before and file_counts(t) == files
     assert not [f for f in t.storage.list_dir("") if done.requested_time in f.path]

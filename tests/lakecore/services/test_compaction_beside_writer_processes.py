@@ -9,10 +9,11 @@ import time
 import pytest
 
 from lakecore import Table
+from lakecore.concurrency.locks.zookeeper import zookeeper_lock
 from lakecore.concurrency.zookeeper import table_lock_key
-from lakecore.concurrency.zookeeper_lock import zookeeper_lock
 from lakecore.config import LockSpec
-from lakecore.services import CompactionPending, run_compaction, schedule_compaction
+from lakecore.errors import CompactionPending
+from lakecore.services import run_compaction, schedule_compaction
 from tests.lakecore.concurrency.history import check, load_log
 from tests.lakecore.concurrency.test_many_writers_lose_nothing import SCHEMA, SEED, batch_of
 

@@ -3,14 +3,8 @@ new slice, neither aborts the other under optimistic concurrency, one compaction
 
 import pytest
 
-from lakecore.errors import WriteConflict
-from lakecore.services import (
-    CompactionPending,
-    rollback_compaction,
-    run_compaction,
-    schedule_compaction,
-)
-from lakecore.services.errors import NotMergeOnRead
+from lakecore.errors import CompactionPending, NotMergeOnRead, WriteConflict
+from lakecore.services import rollback_compaction, run_compaction, schedule_compaction
 from tests.lakecore.services.conftest import HeldWrite, compact, create, log_counts, rows, snapshot
 
 

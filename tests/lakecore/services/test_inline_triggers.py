@@ -4,7 +4,7 @@ they are due."""
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import AfterCommitOptions, Table, WriterOptions
 from lakecore.errors import InvalidTableConfig
 from lakecore.services import ClusteringStrategy, Trigger, due
 from lakecore.timeline import Instant, State, Timeline
@@ -39,7 +39,7 @@ def test_commits_time_either_both():
 
 
 def test_a_write_compacts_inline_every_n_delta_commits(tmp_path):
-    opts = WriterOptions(inline_compaction=Trigger("commits", 3))
+    opts = WriterOptions(after_commit=AfterCommitOptions(compaction=Trigger("commits", 3)))
     t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64()), ("v", pa.int64())]),
                      record_key="id", buckets=2, options=opts)
     for n in range(7):
@@ -50,7 +50,8 @@ def test_a_write_compacts_inline_every_n_delta_commits(tmp_path):
 
 
 def test_a_write_cleans_inline_when_due(tmp_path):
-    opts = WriterOptions(inline_compaction=Trigger("commits", 1), inline_clean=Trigger("commits", 1))
+    opts = WriterOptions(after_commit=AfterCommitOptions(compaction=Trigger("commits", 1),
+                                                         clean=Trigger("commits", 1)))
     t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), record_key="id",
                      buckets=1, options=opts)
     for n in range(12):
@@ -61,8 +62,9 @@ def test_a_write_cleans_inline_when_due(tmp_path):
 
 @pytest.mark.parametrize("table_type", ["merge_on_read", "copy_on_write"])
 def test_a_write_clusters_inline_every_n_commits(tmp_path, table_type):
-    opts = WriterOptions(inline_clustering=Trigger("commits", 3),
-                         clustering_strategy=ClusteringStrategy("all", ("v",)))
+    after = AfterCommitOptions(clustering=Trigger("commits", 3),
+                               clustering_strategy=ClusteringStrategy("all", ("v",)))
+    opts = WriterOptions(after_commit=after)
     t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64()), ("v", pa.int64())]),
                      record_key="id", buckets=2, options=opts, table_type=table_type)  # type: ignore[arg-type]
     for n in range(7):

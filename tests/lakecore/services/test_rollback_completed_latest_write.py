@@ -4,10 +4,9 @@ not the latest write, a savepointed one, and while a writer is live."""
 
 import pytest
 
+from lakecore.errors import RollbackBlocked, WriterLive
 from lakecore.services import (
     CleanPolicy,
-    RollbackBlocked,
-    WriterLive,
     create_savepoint,
     delete_savepoint,
     rollback_completed,
@@ -84,7 +83,7 @@ def test_a_savepointed_write_or_a_live_writer_blocks_it(tmp_path):
     with pytest.raises(WriterLive, match=live.txn.instant.requested_time):
         rollback_completed(t.storage, t.config, t.lock, last)
     assert snapshot(t) == before
-    t.rollback(live.txn.instant.requested_time, dry_run=False, force=True)
+    t.maintenance.rollback(live.txn.instant.requested_time, dry_run=False, force=True)
     rollback_completed(t.storage, t.config, t.lock, last)
     assert len(snapshot(t)) == 10
 
@@ -93,6 +92,6 @@ def test_a_clean_that_deleted_the_previous_files_blocks_it(tmp_path):
     t = create(str(tmp_path / "t"), "event_time", table_type="copy_on_write")
     t.upsert(rows(list(range(10)), 1))
     last = t.upsert(rows(list(range(10)), 2)).instant.requested_time
-    assert t.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False) is not None
+    assert t.maintenance.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False).instant is not None
     with pytest.raises(RollbackBlocked, match=r"clean \d+ deleted .* restore to a savepoint instead"):
         rollback_completed(t.storage, t.config, t.lock, last)

@@ -3,16 +3,8 @@ is deleted; savepoints are listed, created idempotently, and refused while a cle
 
 import pytest
 
-from lakecore.errors import InstantNotFound
-from lakecore.services import (
-    CleanPending,
-    CleanPolicy,
-    SavepointNotFound,
-    create_savepoint,
-    delete_savepoint,
-    list_savepoints,
-    run_clean,
-)
+from lakecore.errors import CleanPending, InstantNotFound, SavepointNotFound
+from lakecore.services import CleanPolicy, create_savepoint, delete_savepoint, list_savepoints, run_clean
 from lakecore.services.clean import ACTION as CLEAN
 from lakecore.timeline import Instant, TimelineStore, now_ms
 from tests.lakecore.services.conftest import compact, create, rows, snapshot

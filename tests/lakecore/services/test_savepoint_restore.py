@@ -10,14 +10,8 @@ import sys
 import pytest
 
 from lakecore import State, Table
-from lakecore.services import (
-    UndoPlan,
-    WriterLive,
-    create_savepoint,
-    list_savepoints,
-    restore,
-    schedule_compaction,
-)
+from lakecore.errors import WriterLive
+from lakecore.services import UndoPlan, create_savepoint, list_savepoints, restore, schedule_compaction
 from tests.lakecore.services.conftest import HeldWrite, compact, create, rows, snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -93,7 +87,7 @@ def test_restore_rolls_back_dead_pending_writes_and_refuses_live_ones(tmp_path):
     with pytest.raises(WriterLive, match=live.txn.instant.requested_time):
         restore(t.storage, t.config, t.lock, sp, dry_run=False)
     assert (_timeline_files(t), _data_files(t)) == (before_timeline, before_files)
-    t.rollback(live.txn.instant.requested_time, dry_run=False, force=True)
+    t.maintenance.rollback(live.txn.instant.requested_time, dry_run=False, force=True)
 
     pending = schedule_compaction(t.storage, t.config, t.lock)
     assert pending is not None

@@ -12,8 +12,9 @@ import time
 import pytest
 
 import lakecore.services.compaction as compaction
-from lakecore import Table, WriterOptions
-from lakecore.concurrency.runs import ARCHIVAL, ServiceRun, live_run
+from lakecore import AfterCommitOptions, Table, WriterOptions
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+from lakecore.concurrency.liveness.runs import ARCHIVAL, ServiceRun, live_run
 from lakecore.errors import ServiceRunning
 from lakecore.services import (
     ArchivalPolicy,
@@ -26,14 +27,14 @@ from lakecore.services import (
     schedule_compaction,
 )
 from lakecore.services.compaction import load_plan
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.services.conftest import create, keys, rows, snapshot
 
 FAST = HeartbeatConfig(interval_s=0.2, tolerable_misses=2)
 
 
 def busy(tmp_path, options: WriterOptions | None = None) -> Table:
-    t = create(str(tmp_path / "t"), "event_time", options=options or WriterOptions(inline_archival=None))
+    quiet = WriterOptions(after_commit=AfterCommitOptions(archival=None))
+    t = create(str(tmp_path / "t"), "event_time", options=options or quiet)
     t.upsert(rows(list(range(40)), 1))
     t.upsert(rows(list(range(0, 40, 3)), 2))
     t.delete(keys([5, 6], 9))
@@ -80,7 +81,7 @@ def test_a_second_compaction_run_is_refused_while_the_first_executes(tmp_path, m
     assert paused.inside.wait(30)
     other = Table.open(t.uri)
     with pytest.raises(ServiceRunning, match=plan.instant_time):
-        other.compact(resume=True)
+        other.maintenance.compact(resume=True)
     with pytest.raises(ServiceRunning):  # dropping it while it runs is refused too
         rollback_compaction(other.storage, other.lock, plan.instant_time)
     paused.go.set()
@@ -101,7 +102,7 @@ def test_a_second_clustering_run_is_refused_while_the_first_executes(tmp_path, m
     first, out = in_thread(lambda: run_clustering(t.storage, t.config, t.lock, plan, workers=1))
     assert paused.inside.wait(30)
     with pytest.raises(ServiceRunning):
-        Table.open(t.uri).cluster(resume=True)
+        Table.open(t.uri).maintenance.cluster(resume=True)
     paused.go.set()
     first.join(30)
     assert "error" not in out, out.get("error")
@@ -109,7 +110,7 @@ def test_a_second_clustering_run_is_refused_while_the_first_executes(tmp_path, m
 
 
 def test_a_run_that_stalled_past_its_heartbeat_is_taken_over_and_cannot_commit(tmp_path, monkeypatch):
-    options = WriterOptions(inline_archival=None, heartbeat=FAST)
+    options = WriterOptions(heartbeat=FAST, after_commit=AfterCommitOptions(archival=None))
     t = busy(tmp_path, options)
     before = snapshot(t)
     plan = schedule_compaction(t.storage, t.config, t.lock)
@@ -154,7 +155,8 @@ def test_a_compaction_whose_process_died_is_resumed_at_once(tmp_path):
                           timeout=60)
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
     assert live_run(t.storage, plan.instant_time, int(time.time() * 1000), HeartbeatConfig()) is None
-    done = Table.open(t.uri).compact(resume=True)  # default 30 s heartbeat timeout: no waiting
+    # default 30 s heartbeat timeout: no waiting
+    done = Table.open(t.uri).maintenance.compact(resume=True).instant
     assert done is not None and done.requested_time == plan.instant_time
     assert snapshot(Table.open(t.uri)) == before
 
@@ -163,15 +165,15 @@ def test_a_second_clean_and_a_second_archival_are_refused_while_one_runs(tmp_pat
     import lakecore.services.clean as clean
 
     t = busy(tmp_path)
-    t.compact()
+    t.maintenance.compact()
     t.upsert(rows([1, 2], 20))
-    t.compact()
+    t.maintenance.compact()
     paused = Paused(monkeypatch, clean, "_delete_file")
     policy = CleanPolicy("keep_latest_file_versions", 1)
-    first, out = in_thread(lambda: Table.open(t.uri).clean(policy, dry_run=False))
+    first, out = in_thread(lambda: Table.open(t.uri).maintenance.clean(policy, dry_run=False).instant)
     assert paused.inside.wait(30)
     with pytest.raises(ServiceRunning, match="clean"):
-        Table.open(t.uri).clean(policy, dry_run=False)
+        Table.open(t.uri).maintenance.clean(policy, dry_run=False)
     paused.go.set()
     first.join(30)
     assert "error" not in out and out["result"] is not None
@@ -179,8 +181,9 @@ def test_a_second_clean_and_a_second_archival_are_refused_while_one_runs(tmp_pat
     with t.lock:
         held = ServiceRun.claim(t.storage, t.lock, ARCHIVAL, "archival", HeartbeatConfig())
     with held, pytest.raises(ServiceRunning, match="archival"):
-        Table.open(t.uri).archive(ArchivalPolicy(1, 2))
-    assert Table.open(t.uri).archive(ArchivalPolicy(1, 2)) is not None  # released: runs now
+        Table.open(t.uri).maintenance.archive(ArchivalPolicy(1, 2))
+    # released: runs now
+    assert Table.open(t.uri).maintenance.archive(ArchivalPolicy(1, 2)).archived is not None
 
 
 def test_tasks_of_a_claimed_run_pickle_without_the_claim(tmp_path):
@@ -204,14 +207,14 @@ def test_tasks_of_a_claimed_run_pickle_without_the_claim(tmp_path):
 
 def test_a_restore_does_not_roll_back_a_running_compaction(tmp_path, monkeypatch):
     t = busy(tmp_path)
-    sp = t.savepoint(t.timeline().completed[0].requested_time)
+    sp = t.maintenance.savepoint(t.timeline().completed[0].requested_time).instant
     plan = schedule_compaction(t.storage, t.config, t.lock)
     paused = Paused(monkeypatch, compaction, "write_file")
     first, out = in_thread(lambda: run_compaction(t.storage, t.config, t.lock, plan, workers=1))
     assert paused.inside.wait(30)
     with pytest.raises(ServiceRunning):
-        Table.open(t.uri).restore(sp.requested_time, dry_run=False)
+        Table.open(t.uri).maintenance.restore(sp.requested_time, dry_run=False)
     paused.go.set()
     first.join(30)
     assert "error" not in out, out.get("error")
-    assert Table.open(t.uri).restore(sp.requested_time, dry_run=False) is not None
+    assert Table.open(t.uri).maintenance.restore(sp.requested_time, dry_run=False).instant is not None

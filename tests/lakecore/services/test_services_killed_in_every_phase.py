@@ -17,11 +17,10 @@ import pytest
 
 from lakecore import State, Table
 from lakecore.config import LockSpec
-from lakecore.errors import InvalidInstantState
+from lakecore.errors import FilesCleaned, InvalidInstantState
 from lakecore.services import (
     CleanPlan,
     CleanPolicy,
-    FilesCleaned,
     list_savepoints,
     pending_compactions,
     resume_undos,
@@ -129,7 +128,7 @@ def test_a_killed_compaction_is_resumed_or_rolled_back(tmp_path, phase):
     if state is State.COMPLETED:  # not pending any more: undone like any latest write
         with pytest.raises(InvalidInstantState, match="completed"):
             rollback_compaction(copy.storage, copy.lock, p.requested_time)
-        undo = copy.rollback(p.requested_time, dry_run=False)
+        undo = copy.maintenance.rollback(p.requested_time, dry_run=False).instant
         assert undo.action == "rollback" and undo.is_completed
     else:
         assert rollback_compaction(copy.storage, copy.lock, p.requested_time) is not None
@@ -223,7 +222,8 @@ def test_a_killed_savepoint_is_dropped_by_the_next_savepoint_or_clean(tmp_path, 
     assert _reads(t.uri, points) == before
     copy = _copy(tmp_path, "a", "b")
 
-    sp = Table.open(t.uri).savepoint(points[1])  # drops the dead one under the lock, then savepoints
+    # drops the dead one under the lock, then savepoints
+    sp = Table.open(t.uri).maintenance.savepoint(points[1]).instant
     assert sp.is_completed and sp.requested_time > dead.requested_time
     assert [(s.instant_time, s.savepointed) for s in list_savepoints(t.storage)] == \
         [(sp.requested_time, points[1])]
@@ -254,7 +254,7 @@ def _restore_history(t: Table):
     points (every write instant, oldest first) and how many of them the savepoint keeps."""
     points = [t.upsert(rows(list(range(10)), 1)).instant.requested_time,
               t.upsert(rows(list(range(5)), 2)).instant.requested_time]
-    sp = t.savepoint(points[1]).requested_time
+    sp = t.maintenance.savepoint(points[1]).instant.requested_time
     for step in (lambda: compact(t), lambda: t.upsert(rows(list(range(3, 14)), 3)), lambda: compact(t),
                  lambda: t.delete(keys([1, 8], 4)), lambda: t.upsert(rows([2, 30], 5))):
         out = step()
@@ -301,7 +301,8 @@ def test_a_killed_undo_is_finished_by_the_next_call_or_resume_undos(tmp_path, ac
     copy = _copy(tmp_path, "a", "b")
 
     again = Table.open(t.uri)
-    done = again.restore(arg, dry_run=False) if action == "restore" else again.rollback(arg, dry_run=False)
+    undo = again.maintenance.restore if action == "restore" else again.maintenance.rollback
+    done = undo(arg, dry_run=False).instant
     assert done is not None and not isinstance(done, CleanPlan)
     assert (done.requested_time, done.action) == (u.requested_time, action) and done.is_completed
     resumed = resume_undos(copy.storage, copy.lock)
@@ -316,6 +317,6 @@ def test_a_killed_undo_is_finished_by_the_next_call_or_resume_undos(tmp_path, ac
         assert not resume_undos(table.storage, table.lock)  # nothing left to finish
     if action == "restore":
         assert [s.instant_time for s in list_savepoints(again.storage)] == [arg]  # the savepoint stays
-        assert again.restore(arg, dry_run=False) is None
+        assert again.maintenance.restore(arg, dry_run=False).instant is None
     else:
-        assert again.rollback(arg, dry_run=False) == done  # idempotent
+        assert again.maintenance.rollback(arg, dry_run=False).instant == done  # idempotent

@@ -60,7 +60,7 @@ def test_tombstones_older_than_the_retention_are_purged_by_compaction_and_cluste
     t.upsert(rows([1, 2], 7))  # both older than their deletes: only the purged one comes back
     assert [(r["id"], r["ts"]) for r in snapshot(t)] == [(2, 7), (4, 5)]
     t.delete(keys([4], 20))
-    done = t.cluster(ClusteringStrategy("all"))
+    done = t.maintenance.cluster(ClusteringStrategy("all")).instant
     assert done is not None and sum(s.deletes for s in t.commit_metadata(done).write_stats) == 1  # young
 
 

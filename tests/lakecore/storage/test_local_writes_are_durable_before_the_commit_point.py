@@ -90,7 +90,7 @@ def test_data_files_are_durable_before_the_completed_instant_is_created(tmp_path
     _check_commit(t, trace, second)
     if table_type == "merge_on_read":  # a table service's base files too
         trace.clear()
-        compaction = t.compact()
+        compaction = t.maintenance.compact().instant
         assert compaction is not None
         _check_commit(t, trace, compaction)
     assert t.read().num_rows == 25

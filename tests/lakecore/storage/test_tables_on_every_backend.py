@@ -19,20 +19,20 @@ def test_services_and_archival_on_every_backend(storage_uri):
     """Compaction, clean and archival (history files, manifest, pointer) on each backend; time travel
     into the archived range and incremental reads across it from a fresh handle."""
     from lakecore.services import ArchivalPolicy, CleanPolicy
-    from lakecore.table.writer import WriterOptions
+    from lakecore.table import AfterCommitOptions, WriterOptions
 
     uri, options = storage_uri
     schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
     t = Table.create(uri, schema=schema, record_key="id", ordering_field="ts", storage_options=options,
-                     buckets=2, options=WriterOptions(inline_archival=None))
+                     buckets=2, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     states, instants = [], []
     for n in range(12):
         instants.append(t.upsert(pa.table({"id": [n % 5], "ts": [n], "v": [f"v{n}"]})).instant.requested_time)
         states.append({r["id"]: r["v"] for r in t.read().to_pylist()})
         if n % 4 == 3:
-            t.compact()
-    t.clean(CleanPolicy("keep_latest_file_versions", 10), dry_run=False)
-    done = t.archive(ArchivalPolicy(min_instants=3, max_instants=5, fanout=2))
+            t.maintenance.compact()
+    t.maintenance.clean(CleanPolicy("keep_latest_file_versions", 10), dry_run=False)
+    done = t.maintenance.archive(ArchivalPolicy(min_instants=3, max_instants=5, fanout=2)).archived
     assert done is not None and done.archived >= 8
     again = Table.open(uri, storage_options=options)
     assert again.timeline().archived.count == done.archived

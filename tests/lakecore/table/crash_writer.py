@@ -72,14 +72,14 @@ def main() -> None:
 
     from lakecore import Table, WriterOptions
     from lakecore.concurrency import StorageLock
-    from lakecore.write.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 
     uri, mode = sys.argv[1], sys.argv[2]
     table = Table.open(uri)
     connect = os.environ.get("WEIR_TEST_ZOOKEEPER")
     if connect:  # the ZooKeeper lock of a SIGKILLed holder frees after its (short) session timeout
+        from lakecore.concurrency.locks.zookeeper import zookeeper_lock
         from lakecore.concurrency.zookeeper import table_lock_key
-        from lakecore.concurrency.zookeeper_lock import zookeeper_lock
         lock = zookeeper_lock(connect, table_lock_key(table.uri), session_timeout_s=2)
     else:
         lock = StorageLock(table.storage, expiry_s=2.0)

@@ -50,7 +50,7 @@ def test_a_column_added_to_a_group_is_written_by_its_writers_and_read_back(tmp_p
     assert reopened.schema.field("region").nullable
     assert rows(reopened)[1]["region"] is None           # rows written before read null
     if table_type == "merge_on_read":
-        reopened.compact()                                # before any write carried it
+        reopened.maintenance.compact()                                # before any write carried it
 
     with pytest.raises(MissingColumn, match=r"'dims' partly: it lacks \['region'\]"):
         reopened.upsert(dims([2], 200, region=False))    # a write updates whole groups, the new column too
@@ -63,7 +63,7 @@ def test_a_column_added_to_a_group_is_written_by_its_writers_and_read_back(tmp_p
     assert rows(t) == expected                            # the handle that added it reads it too
     assert all(r["region"] is None for r in rows(t, as_of=before.requested_time).values())
     if table_type == "merge_on_read":
-        t.compact()
+        t.maintenance.compact()
         assert rows(Table.open(uri)) == expected
     assert t.add_columns([REGION], groups={"region": "dims"}).names == schema.names  # again: a no-op
 

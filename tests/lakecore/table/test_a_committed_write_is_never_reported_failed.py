@@ -10,7 +10,7 @@ import logging
 import pyarrow as pa
 
 import lakecore.table.writer as writer_module
-from lakecore import Table, WriterOptions
+from lakecore import AfterCommitOptions, Table, WriterOptions
 from lakecore.concurrency import StorageLock
 from lakecore.services.triggers import Trigger
 
@@ -21,7 +21,7 @@ def test_an_inline_compaction_that_times_out_on_the_lock_does_not_fail_the_write
                                                                                   caplog):
     uri = str(tmp_path / "t")
     Table.create(uri, schema=SCHEMA, record_key="id", buckets=2)
-    options = WriterOptions(inline_compaction=Trigger("commits", 1), inline_archival=None)
+    options = WriterOptions(after_commit=AfterCommitOptions(compaction=Trigger("commits", 1), archival=None))
     t = Table.open(uri, options=options)
     t.lock = StorageLock(t.storage, default_timeout=0.3)
     other_process = StorageLock(t.storage)
@@ -50,7 +50,7 @@ def test_an_error_after_the_completed_instant_exists_still_returns_the_result(tm
 
     uri = str(tmp_path / "t")
     t = Table.create(uri, schema=SCHEMA, record_key="id", buckets=2,
-                     options=WriterOptions(inline_archival=None))
+                     options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     real = transaction.TimelineStore.complete
 
     def completes_then_the_reply_is_lost(self, *a, **kw):

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import ColumnGroup, Table, TableConfig
-from lakecore.concurrency.zookeeper_lock import zookeeper_spec
+from lakecore.concurrency.locks.zookeeper import zookeeper_spec
 from lakecore.config import LockSpec
 from lakecore.errors import TableAlreadyExists
 

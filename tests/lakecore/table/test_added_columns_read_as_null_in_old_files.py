@@ -8,10 +8,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriterOptions
+from lakecore import FileOptions, Table, WriterOptions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-EVOLVE = WriterOptions(evolve_schema=True)
+EVOLVE = WriterOptions(files=FileOptions(evolve_schema=True))
 
 
 def rows(ids: list[int], v: str, **extra: list) -> pa.Table:
@@ -30,7 +30,7 @@ def test_every_query_reads_a_column_older_files_lack_as_null(tmp_path, table_typ
                      options=EVOLVE)
     first = t.upsert(rows([1, 2, 3, 4], "a")).instant
     if table_type == "merge_on_read":
-        t.compact()                                    # base files without the column
+        t.maintenance.compact()                                    # base files without the column
         t.upsert(rows([4], "b"))                       # a log on an old base, without it either
     added = t.upsert(rows([1], "c", score=[0.5])).instant
     assert t.schema.names == ["id", "v", "score"]
@@ -50,7 +50,7 @@ def test_every_query_reads_a_column_older_files_lack_as_null(tmp_path, table_typ
     assert {k: r["score"] for k, r in changes.items()} == {1: 0.5, **({4: None} if table_type ==
                                                                       "merge_on_read" else {})}
 
-    t.cluster()                                        # rewrites old files with the column
+    t.maintenance.cluster()                                        # rewrites old files with the column
     assert by_id(t.read()) == expected
     assert by_id(t.read(query="read_optimized")) == expected
     assert by_id(t.read(as_of=first.requested_time)) == {i: {"id": i, "v": f"a{i}", "score": None}

@@ -70,7 +70,7 @@ def test_sigkill_at_each_point_of_a_write(tmp_path, point):
     landed = point == "after_complete"
     assert (1 in {again.commit_metadata(i).extra["batch"] for i in again.timeline().completed}) == landed
     for pending in again.timeline().pending:
-        again.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
+        again.maintenance.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
     assert again.timeline().pending == ()
     again.upsert(batch(2), extra={"batch": 2})
     assert actual(again) == expected(again)
@@ -100,7 +100,8 @@ def test_sigkill_at_random_moments_of_a_write_loop(tmp_path):
         again = reopen(t.uri)
         assert actual(again) == expected(again)
         for pending in again.timeline().pending:
-            again.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
+            # its writer was killed
+            again.maintenance.rollback(pending.requested_time, dry_run=False, force=True)
     final = Table.open(t.uri)
     assert len(final.timeline().completed) > 3
     assert actual(final) == expected(final)

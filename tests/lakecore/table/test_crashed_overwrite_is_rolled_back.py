@@ -7,10 +7,10 @@ import subprocess
 import pytest
 
 from lakecore.concurrency import rollback_failed_writes
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.errors import WriterLive
 from lakecore.services import pending_clusterings
 from lakecore.timeline import TimelineStore, now_ms
-from lakecore.write.heartbeat import HeartbeatConfig
 from tests.lakecore.table.crash_writer import batch
 from tests.lakecore.table.test_crash_leaves_table_readable import actual, child, data_files, fresh, reopen
 
@@ -55,7 +55,7 @@ def test_a_killed_overwrite_is_not_rolled_back_while_its_heartbeat_is_fresh_and_
     assert rollback_failed_writes(t.storage, t.lock, fresh_enough) == []
     assert t.timeline().pending == (pending,)
     with pytest.raises(WriterLive):  # an overwrite is a write: its fresh heartbeat protects it
-        t.rollback(pending.requested_time, dry_run=False)
-    t.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
+        t.maintenance.rollback(pending.requested_time, dry_run=False)
+    t.maintenance.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
     assert t.timeline().pending == ()
     assert data_files(t.uri) == files and actual(t) == before

@@ -98,7 +98,7 @@ def test_writes_after_an_overwrite_apply_on_its_rows(table):
     table.upsert(batch([1, 2], "a", "later"))
     assert [r for r in state(table) if r[0] == "a"] == [("a", 0, "new"), ("a", 1, "later"), ("a", 2, "later")]
     if table.config.table_type == "merge_on_read":
-        table.compact()
+        table.maintenance.compact()
         assert [r for r in state(table) if r[0] == "a"] == [("a", 0, "new"), ("a", 1, "later"),
                                                             ("a", 2, "later")]
 
@@ -121,13 +121,13 @@ def test_clean_removes_replaced_files_only_past_retention(table):
     last = table.timeline().completed[-1].requested_time
     table.insert_overwrite(batch([0], "a", "new"))
     # the overwrite is the newest of 2 retained commits: the view before it must stay readable
-    table.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
+    table.maintenance.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
     assert replaced <= set(files_of(table, "dt=a"))
     assert state(table, as_of=last) == before
     table.upsert(batch([100], "b", "b2"))
-    plan = table.clean(CleanPolicy("keep_latest_commits", 2))
+    plan = table.maintenance.clean(CleanPolicy("keep_latest_commits", 2)).plan
     assert {os.path.basename(f) for f in plan.files if f.startswith("dt=a/")} == replaced
-    table.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
+    table.maintenance.clean(CleanPolicy("keep_latest_commits", 2), dry_run=False)
     assert replaced.isdisjoint(files_of(table, "dt=a"))
     assert [r for r in state(table) if r[0] == "a"] == [("a", 0, "new")]
 
@@ -175,7 +175,7 @@ def test_a_reader_in_a_loop_sees_the_old_or_the_new_state_never_a_mix(table, mon
 def test_rolling_back_the_latest_overwrite_brings_the_replaced_partitions_back(table):
     before = state(table)
     done = table.insert_overwrite_table(batch([0], "a", "new")).instant
-    table.rollback(done.requested_time, dry_run=False)
+    table.maintenance.rollback(done.requested_time, dry_run=False)
     assert state(table) == before
     assert all(i.action != "replacecommit" for i in table.timeline().completed)
 

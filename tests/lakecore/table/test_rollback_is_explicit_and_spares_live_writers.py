@@ -45,18 +45,18 @@ def test_a_live_writer_is_not_rolled_back_unless_forced(tmp_path):
     t = table(tmp_path)
     txn, stats = in_flight(t, [3])
     with pytest.raises(WriterLive, match=txn.instant.requested_time):
-        t.rollback(txn.instant.requested_time, dry_run=False)
+        t.maintenance.rollback(txn.instant.requested_time, dry_run=False)
     assert commit_write(txn, stats, lock=t.lock).is_completed  # it was left alone and commits
     assert ids(t) == [1, 2, 3]
     other, _ = in_flight(t, [4])
-    t.rollback(other.instant.requested_time, dry_run=False, force=True)
+    t.maintenance.rollback(other.instant.requested_time, dry_run=False, force=True)
     assert t.timeline().find(other.instant.requested_time) is None
 
 
 def test_rollback_is_a_dry_run_unless_asked(tmp_path):
     t = table(tmp_path)
     last = t.upsert(pa.table({"id": [9], "v": ["z"]}, schema=SCHEMA)).instant.requested_time
-    plan = t.rollback(last)
+    plan = t.maintenance.rollback(last).plan
     assert isinstance(plan, UndoPlan) and plan.files
     assert ids(t) == [1, 2, 9] and all(os.path.exists(os.path.join(t.uri, f)) for f in plan.files)
 
@@ -67,7 +67,7 @@ def test_a_write_that_completed_since_the_caller_looked_is_not_rolled_back(tmp_p
     seen = txn.instant.requested_time  # the caller saw it pending
     commit_write(txn, stats, lock=t.lock)  # ... and it completed meanwhile
     with pytest.raises(InvalidInstantState, match="completed now"):
-        t.rollback(seen, dry_run=False, force=True, expect="pending")
+        t.maintenance.rollback(seen, dry_run=False, force=True, expect="pending")
     assert ids(t) == [1, 2, 7]
 
 

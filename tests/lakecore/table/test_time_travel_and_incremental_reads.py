@@ -47,6 +47,6 @@ def test_pending_instants_are_invisible(table_uri):
     assert as_dict(t.read()) == as_dict(Table.open(table_uri).read())
     assert sorted(as_dict(t.read())) == [1] and as_dict(t.read())[1]["name"] == "n1"
     assert [i.requested_time for i in t.timeline().pending] == [txn.instant.requested_time]
-    t.rollback(txn.instant.requested_time, dry_run=False, force=True)  # the writer is this test
+    t.maintenance.rollback(txn.instant.requested_time, dry_run=False, force=True)  # the writer is this test
     assert t.timeline().pending == ()
     assert sorted(as_dict(t.read())) == [1]

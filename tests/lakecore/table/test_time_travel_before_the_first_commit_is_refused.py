@@ -14,7 +14,7 @@ from lakecore import Table
 from lakecore.cli.main import app
 from lakecore.errors import BeforeFirstCommit, InstantNotFound
 from lakecore.services import ArchivalPolicy, CleanPolicy
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64())])
 LONG_AGO = "2020-01-01T00:00:00"
@@ -22,7 +22,7 @@ LONG_AGO = "2020-01-01T00:00:00"
 
 def table(uri: str, writes: int) -> Table:
     Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1)
-    t = Table.open(uri, options=WriterOptions(inline_archival=None))
+    t = Table.open(uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     for i in range(writes):
         t.upsert(pa.table({"id": [i], "ts": [i]}))
     return t
@@ -63,7 +63,7 @@ def test_the_cli_refuses_with_one_line(tmp_path):
 def test_archived_first_commits_still_name_the_first_commit(tmp_path):
     t = table(str(tmp_path / "t"), 12)
     first = t.timeline().completed[0]
-    t.archive(ArchivalPolicy(min_instants=3, max_instants=5, fanout=3))
+    t.maintenance.archive(ArchivalPolicy(min_instants=3, max_instants=5, fanout=3))
     assert t.timeline().archived.count and t.timeline().completed[0] != first
     with pytest.raises(BeforeFirstCommit) as caught:
         t.read(as_of=LONG_AGO)
@@ -75,9 +75,9 @@ def test_a_clean_moves_the_earliest_readable_time_later(tmp_path):
     t = table(str(tmp_path / "t"), 1)
     for ts in range(1, 6):  # the same key again and again: older file versions become garbage
         t.upsert(pa.table({"id": [0], "ts": [ts]}))
-    t.compact()
+    t.maintenance.compact()
     t.upsert(pa.table({"id": [0], "ts": [9]}))
-    assert t.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False) is not None
+    assert t.maintenance.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False).instant is not None
     with pytest.raises(BeforeFirstCommit) as caught:
         t.read(as_of=LONG_AGO)
     earliest = caught.value.earliest

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
-from lakecore.concurrency.early import EarlyDetection
+from lakecore.concurrency.conflicts.early import EarlyDetection
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, read_last_beat
 from lakecore.errors import EarlyConflict
-from lakecore.table.writer import WriteJob, WriterOptions
+from lakecore.table import ConflictOptions, MarkerOptions, WriteJob, WriterOptions
 from lakecore.write import combine_and_route, conform, list_markers, write_file_group
-from lakecore.write.heartbeat import HeartbeatConfig, read_last_beat
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 SPAWN = multiprocessing.get_context("spawn")
@@ -52,7 +52,8 @@ def test_tasks_in_other_processes_write_and_the_driver_commits(tmp_path, table_t
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts",
                      table_type=table_type, buckets=4)
     t.upsert(batch(range(0, 40, 2), 1))
-    options = WriterOptions(batched_markers=batched_markers, heartbeat=HeartbeatConfig(interval_s=0.2))
+    options = WriterOptions(heartbeat=HeartbeatConfig(interval_s=0.2),
+                            markers=MarkerOptions(batched=batched_markers))
     groups = groups_of(t, batch(range(20, 60), 2))
     with WriteJob.start(t.storage, t.config, t.lock, "upsert", options, extra={"offset": 7}) as job:
         stats = run_tasks(write_file_group, job.context(), groups)
@@ -73,7 +74,7 @@ def test_a_failed_task_leaves_nothing_once_the_driver_aborts(tmp_path, batched_m
     t.upsert(batch(range(10), 1))
     before = rows(t)
     files_before = {f.path for f in t.storage.list_tree("") if ".weir" not in f.path}
-    options = WriterOptions(batched_markers=batched_markers)
+    options = WriterOptions(markers=MarkerOptions(batched=batched_markers))
     job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options)
     with pytest.raises(RuntimeError, match="executor lost"), job:
         run_tasks(write_then_fail, job.context(), groups_of(t, batch(range(5, 30), 2)))
@@ -90,7 +91,7 @@ def test_an_early_conflict_in_a_task_reaches_the_driver_with_its_report(tmp_path
     older = WriteJob.start(t.storage, t.config, t.lock, "upsert")
     older_stats = [s for g in groups_of(t, batch([1, 2], 2)) for s in write_file_group(older.context(), g)]
     younger = WriteJob.start(t.storage, t.config, t.lock, "upsert",
-                             WriterOptions(early_detection=EarlyDetection("direct")))
+                             WriterOptions(conflicts=ConflictOptions(early_detection=EarlyDetection("direct"))))
     with pytest.raises(EarlyConflict) as caught, younger:
         run_tasks(write_file_group, younger.context(), groups_of(t, batch([3], 3)))
     report = caught.value.report()

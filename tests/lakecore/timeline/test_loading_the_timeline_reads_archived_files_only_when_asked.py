@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 from lakecore import Table
 from lakecore.services import ArchivalPolicy
-from lakecore.table.writer import WriterOptions
+from lakecore.table import AfterCommitOptions, WriterOptions
 from lakecore.timeline import TimelineStore
 from lakecore.timeline.history import HISTORY_DIR, archived_files, latest_slices
 from lakecore.timeline.history_store import clear_history_cache
@@ -39,12 +39,12 @@ class CountingReads:
 
 def archived_table(tmp_path) -> Table:
     t = create(str(tmp_path / "t"), "event_time", table_type="merge_on_read")
-    t = Table.open(t.uri, options=WriterOptions(inline_archival=None))
+    t = Table.open(t.uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
     for step in range(12):
         t.upsert(rows([step % 5, 10 + step], step))
         if step % 4 == 3:
-            t.compact()
-    assert t.archive(SMALL) is not None
+            t.maintenance.compact()
+    assert t.maintenance.archive(SMALL).archived is not None
     assert t.timeline().archived.count > 0
     return t
 

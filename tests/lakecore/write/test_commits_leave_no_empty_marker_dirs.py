@@ -36,15 +36,15 @@ def test_a_series_of_commits_compactions_and_rollbacks_leaves_no_marker_dirs(tmp
     for ts in range(4):
         t.upsert(rows(range(ts * 10, ts * 10 + 10), ts))
         assert marker_dirs(uri) == []
-    t.compact()
+    t.maintenance.compact()
     assert marker_dirs(uri) == []
     pending = begin_write(t.storage, t.config, t.lock, "upsert")
     create_marker(t.storage, Marker(pending.instant.requested_time, "dt=x/a.parquet", "create"))
     assert marker_dirs(uri), "a pending write's markers are in its directory"
-    t.rollback(pending.instant.requested_time, dry_run=False, force=True)
+    t.maintenance.rollback(pending.instant.requested_time, dry_run=False, force=True)
     assert marker_dirs(uri) == []
     newest = t.upsert(rows(range(100, 110), 9)).instant
-    t.rollback(newest.requested_time, dry_run=False)
+    t.maintenance.rollback(newest.requested_time, dry_run=False)
     assert marker_dirs(uri) == []
 
 
@@ -62,7 +62,8 @@ def test_clean_and_repair_remove_leftover_dirs_but_not_those_of_pending_or_newer
     pending = begin_write(t.storage, t.config, t.lock, "upsert").instant.requested_time
     future = "99991231235959999"
     leftovers(uri, [*done, pending, future])
-    t.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)  # nothing to delete: it still tidies
+    # nothing to delete: it still tidies
+    t.maintenance.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)
     assert marker_dirs(uri) == [pending, f"{pending}/dt=x", future, f"{future}/dt=x"]
 
     leftovers(uri, done[:1])

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriteJob, WriterOptions
+from lakecore import MarkerOptions, Table, WriteJob, WriterOptions
 from lakecore.storage.local import LocalStorage
 from lakecore.write.marker_service import MarkerService, ServiceMarkers, advertised_host
 
@@ -30,12 +30,12 @@ def create_marker_from_another_process(url: str, instant: str, data_path: str) -
 
 def start_write(tmp_path, **marker_hosts: str) -> WriteJob:
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts")
-    options = WriterOptions(batched_markers=True, marker_batch_interval_s=0.01, **marker_hosts)
+    options = WriterOptions(markers=MarkerOptions(batched=True, batch_interval_s=0.01, **marker_hosts))
     return WriteJob.start(t.storage, t.config, t.lock, "upsert", options)
 
 
 def test_executors_are_given_the_advertised_host_and_reach_the_service_there(tmp_path):
-    with start_write(tmp_path, marker_bind_host="0.0.0.0", marker_advertise_host="127.0.0.2") as job:
+    with start_write(tmp_path, bind_host="0.0.0.0", advertise_host="127.0.0.2") as job:
         markers = job.context().markers
         assert isinstance(markers, ServiceMarkers)
         assert urlsplit(markers.client.url).hostname == "127.0.0.2"
@@ -46,7 +46,7 @@ def test_executors_are_given_the_advertised_host_and_reach_the_service_there(tmp
 
 
 def test_the_service_listens_only_on_the_bind_address(tmp_path):
-    with start_write(tmp_path, marker_bind_host="127.0.0.2") as job:
+    with start_write(tmp_path, bind_host="127.0.0.2") as job:
         url = job.context().markers.client.url  # type: ignore[attr-defined]
         parts = urlsplit(url)
         assert parts.hostname == "127.0.0.2"  # no advertised host: the bind address

@@ -16,7 +16,7 @@ import pytest
 
 from lakecore import Table
 from tests.lakeoperator.kube.manifests import batch_writer, table
-from tests.support.kube_api import KubeApi
+from tests.support.kube_server import ControlPlane
 from tests.support.operator import Cluster, start_cluster, wait_until
 
 pytestmark = [pytest.mark.k8s, pytest.mark.spark]
@@ -28,8 +28,8 @@ def phase(name: str) -> Callable[[dict[str, Any]], bool]:
 
 
 @pytest.fixture
-def pull_failing_cluster(kube_api: KubeApi, tmp_path):  # type: ignore[no-untyped-def]
-    yield from start_cluster(kube_api, tmp_path, image_pull_failures=r"^never-pulls")
+def pull_failing_cluster(kube_server: ControlPlane, kube_namespace: str, tmp_path):  # type: ignore[no-untyped-def]
+    yield from start_cluster(kube_server, kube_namespace, tmp_path, image_pull_failures=r"^never-pulls")
 
 
 def test_a_driver_that_never_starts_times_out_until_the_budget_is_spent(

@@ -1,7 +1,8 @@
 """One streaming LakeWriter's life under the real operator, its driver a real Spark job run by the process
 kubelet: a killed driver is an infrastructure failure, retried after the backoff under a new submission;
 an in-place change (restart policy) keeps the driver; a restartNonce change replaces it; suspending
-deletes it and resuming submits a new one; deleting the writer removes its pod. Through all of it the
+deletes it and resuming submits a new one; deleting the writer removes its pod (the
+controller-manager's garbage collector, through its ownerReference). Through all of it the
 rows that arrived are in the table, and every submission had exactly one pod."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 from lakecore import Table
 from tests.lakeoperator.kube.manifests import streaming_writer, table, write_json_input
-from tests.support.operator import Cluster, weir_path
+from tests.support.operator import Cluster
 
 pytestmark = [pytest.mark.k8s, pytest.mark.spark, pytest.mark.slow]
 NAME = "orders-stream"
@@ -86,12 +87,13 @@ def test_a_streaming_writer_is_restarted_suspended_and_resumed(cluster: Cluster)
     assert reasons.count("Submitted") == 4, reasons
     assert {"SpecChanged", "Suspending", "Resuming"} <= set(reasons), reasons
     metrics = cluster.operator.metrics()
-    restarts = ('weir_restarts_total{cause="infrastructure",kind="LakeWriter",namespace="default",'
-                'table="orders"}')
+    restarts = ('weir_restarts_total{cause="infrastructure",kind="LakeWriter",'
+                f'namespace="{cluster.namespace}",table="orders"}}')
     assert f"{restarts} 1.0" in metrics, metrics
 
-    # deleting the writer removes its driver (owned by it) and nothing is recreated
-    cluster.client.delete(weir_path("LakeWriter", NAME))
+    # deleting the writer removes its driver (owned by it: the controller-manager's garbage collector
+    # deletes it, the kubelet stops it) and nothing is recreated
+    cluster.delete("LakeWriter", NAME)
     deadline = time.monotonic() + 30
     while cluster.pods(selector=f"weir.dev/writer={NAME}"):
         assert time.monotonic() < deadline, "the deleted writer's driver pod is still there"

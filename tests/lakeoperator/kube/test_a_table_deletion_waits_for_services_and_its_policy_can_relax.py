@@ -14,7 +14,7 @@ import pytest
 
 from lakecore import Table
 from tests.lakeoperator.kube.manifests import WEIR, batch_writer, table
-from tests.support.operator import Cluster, weir_path
+from tests.support.operator import Cluster
 
 pytestmark = pytest.mark.k8s
 FINALIZER = "weir.dev/delete-data"
@@ -34,7 +34,7 @@ def wait_event(cluster: Cluster, name: str, reason: str, timeout: float = 30) ->
 
 
 def wait_finalizers(cluster: Cluster, name: str, want: list[str]) -> None:
-    cluster.client.wait_for(weir_path("LakeTable", name),
+    cluster.client.wait_for(cluster.path("LakeTable", name),
                             lambda o: list(o["metadata"].get("finalizers") or []) == want, timeout=30)
 
 
@@ -67,15 +67,15 @@ def test_a_delete_policy_table_waits_for_its_writers_and_services(cluster: Clust
                             .get("status") == "True", timeout=30)
     assert not cluster.pods()            # paused: neither starts a pod
 
-    cluster.client.delete(weir_path("LakeTable", "gone"))
+    cluster.delete("LakeTable", "gone")
     waiting = cluster.wait_status("LakeTable", "gone", lambda s: bool(s.get("lastError")), timeout=30)
     assert "LakeWriter gone-load" in waiting["status"]["lastError"]
     assert "TableService gone-clean" in waiting["status"]["lastError"]
     wait_event(cluster, "gone", "DeletionWaiting")
-    cluster.client.delete(weir_path("LakeWriter", "gone-load"))
+    cluster.delete("LakeWriter", "gone-load")
     assert Table.open(str(location)).read().num_rows == 1    # the service still holds it
-    cluster.client.delete(weir_path("TableService", "gone-clean"))
-    cluster.client.wait_deleted(weir_path("LakeTable", "gone"), timeout=60)
+    cluster.delete("TableService", "gone-clean")
+    cluster.client.wait_deleted(cluster.path("LakeTable", "gone"), timeout=60)
     assert not [p for p in location.rglob("*") if p.is_file()]
     wait_event(cluster, "gone", "Deleted")
 
@@ -84,6 +84,6 @@ def test_a_delete_policy_table_waits_for_its_writers_and_services(cluster: Clust
     wait_finalizers(cluster, "relaxed", [FINALIZER])
     cluster.patch("LakeTable", "relaxed", {"spec": {"deletionPolicy": "Retain"}})
     wait_finalizers(cluster, "relaxed", [])
-    cluster.client.delete(weir_path("LakeTable", "relaxed"))
-    cluster.client.wait_deleted(weir_path("LakeTable", "relaxed"), timeout=30)
+    cluster.delete("LakeTable", "relaxed")
+    cluster.client.wait_deleted(cluster.path("LakeTable", "relaxed"), timeout=30)
     assert Table.open(str(work / "lake" / "relaxed")).read().num_rows == 0

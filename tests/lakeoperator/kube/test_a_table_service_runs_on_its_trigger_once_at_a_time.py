@@ -15,7 +15,7 @@ import pytest
 
 from lakecore import Table
 from tests.lakeoperator.kube.manifests import table
-from tests.support.operator import Cluster, weir_path
+from tests.support.operator import Cluster
 
 pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.int64()), ("ts", pa.int64())])
@@ -84,7 +84,7 @@ def test_a_compaction_runs_once_per_two_delta_commits_and_not_while_suspended(cl
     assert compactions(cluster) == 2
     assert [r["instant"] for r in resumed["status"]["history"]] == compaction_times(cluster)
 
-    cluster.client.delete(weir_path("TableService", "orders-compact"))
+    cluster.delete("TableService", "orders-compact")
     deadline = time.monotonic() + 30
     while cluster.pods(selector="weir.dev/service=orders-compact"):
         assert time.monotonic() < deadline, "the deleted service's run pod is still there"

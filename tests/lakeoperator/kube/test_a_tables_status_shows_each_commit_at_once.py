@@ -10,7 +10,7 @@ import time
 import pytest
 
 from lakecore import Table
-from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import keys_in_bucket
 from tests.lakeoperator.kube.manifests import batch_writer, table, write_input
 from tests.lakeoperator.test_weir_run_shows_each_commit_in_the_tables_status import (
     latest_in_order,

@@ -1,4 +1,4 @@
-"""The real operator (`python -m lakeoperator`) against the API emulator, with the process kubelet:
+"""The real operator (`python -m lakeoperator`) against a real API server, with the process kubelet:
 a LakeTable applied is created on disk, a batch LakeWriter applied becomes one driver pod that runs the
 sparkjobs entry point (local Spark) and fills the table, and status, Events and metrics say so."""
 
@@ -10,17 +10,16 @@ import pytest
 
 from lakecore import Table
 from tests.lakeoperator.kube.manifests import batch_writer, table, write_input
-from tests.support.operator import Cluster
+from tests.support.operator import Cluster, wait_until
 
 pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 
 
 def test_a_batch_writer_fills_its_table_once(cluster: Cluster) -> None:
     rows = write_input(cluster.work)
-    table_manifest, writer_manifest = table(cluster.work), batch_writer(cluster.work)
-    cluster.apply(table_manifest)
+    created = {"LakeTable": cluster.apply(table(cluster.work))}   # as the server stored it (defaults)
     cluster.wait_status("LakeTable", "orders", lambda s: s.get("phase") == "Ready", timeout=30)
-    cluster.apply(writer_manifest)
+    created["LakeWriter"] = cluster.apply(batch_writer(cluster.work))
     done = cluster.wait_status("LakeWriter", "orders-load", lambda s: s.get("phase") == "Succeeded",
                                timeout=240)
     status = done["status"]
@@ -34,12 +33,14 @@ def test_a_batch_writer_fills_its_table_once(cluster: Cluster) -> None:
     assert got == rows
     reasons = [e["reason"] for e in cluster.events("orders-load")]
     assert "Submitted" in reasons
-    metrics = cluster.operator.metrics()
-    assert 'weir_submissions_total{kind="LakeWriter",namespace="default",table="orders"} 1.0' in metrics
-    assert 'weir_resources{kind="LakeWriter",phase="Succeeded"} 1.0' in metrics
+    # the gauge is set after the status write the test waited for
+    metrics = wait_until(lambda: (m := cluster.operator.metrics())
+                         and 'weir_resources{kind="LakeWriter",phase="Succeeded"} 1.0' in m and m)
+    assert (f'weir_submissions_total{{kind="LakeWriter",namespace="{cluster.namespace}",table="orders"}} 1.0'
+            in metrics)
     # no drift for GitOps: the operator wrote status only — spec, labels and annotations are as applied
-    for kind, manifest in (("LakeTable", table_manifest), ("LakeWriter", writer_manifest)):
-        live = cluster.get(kind, manifest["metadata"]["name"])
-        assert live["spec"] == manifest["spec"], kind
+    for kind, applied in created.items():
+        live = cluster.get(kind, applied["metadata"]["name"])
+        assert live["spec"] == applied["spec"] and live["metadata"]["generation"] == 1, kind
         meta = live["metadata"]
         assert not meta.get("labels") and not meta.get("annotations"), (kind, meta)

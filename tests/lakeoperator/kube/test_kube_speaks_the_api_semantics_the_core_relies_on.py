@@ -1,4 +1,4 @@
-"""kube.py against the API emulator: the error semantics the reconcile core's idempotence builds on.
+"""kube.py against a real API server: the error semantics the reconcile core's idempotence builds on.
 A missing object reads as None; creating a pod that exists is success (its name is the submission);
 deleting a missing pod is success; a status written from a stale read fails with Conflict; Events land
 on their object; an unreachable API server is a KubeError that says so."""
@@ -10,45 +10,46 @@ from pathlib import Path
 import pytest
 
 from lakeoperator.kube import Conflict, Kube, KubeError, connect
-from tests.support.kube_api import KubeApi
-from tests.support.operator import ROOT, weir_path
+from tests.support.kube_server import ControlPlane
+from tests.support.operator import CRDS, events_of, weir_path
 
 pytestmark = pytest.mark.k8s
 
 
-def pod(name: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+def pod(name: str, namespace: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
             "spec": {"containers": [{"name": "driver", "image": "x"}]}}
 
 
-def test_the_api_semantics(kube_api: KubeApi, tmp_path: Path) -> None:
-    kube_api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
-    kube = Kube(connect(str(kube_api.write_kubeconfig(tmp_path / "kubeconfig"))))
-    client = kube_api.client()
-    assert kube.get("LakeTable", "default", "nope") is None
-    assert kube.get_pod("default", "nope") is None
-    kube.delete_pod("default", "nope")
+def test_the_api_semantics(kube_server: ControlPlane, kube_namespace: str, tmp_path: Path) -> None:
+    kube_server.apply_crds(*CRDS)
+    ns = kube_namespace
+    kube = Kube(connect(str(kube_server.write_kubeconfig(tmp_path / "kubeconfig", namespace=ns))))
+    client = kube_server.client()
+    assert kube.get("LakeTable", ns, "nope") is None
+    assert kube.get_pod(ns, "nope") is None
+    kube.delete_pod(ns, "nope")
 
-    kube.create_pod(pod("d1"))
-    first = kube.get_pod("default", "d1")
-    kube.create_pod({**pod("d1"), "spec": {"containers": [{"name": "driver", "image": "other"}]}})
-    assert kube.get_pod("default", "d1") == first   # the existing pod is kept as it is
+    kube.create_pod(pod("d1", ns))
+    first = kube.get_pod(ns, "d1")
+    kube.create_pod({**pod("d1", ns), "spec": {"containers": [{"name": "driver", "image": "other"}]}})
+    assert kube.get_pod(ns, "d1") == first   # the existing pod is kept as it is
 
-    body = client.create(weir_path("LakeTable"), {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable",
-                                                  "metadata": {"name": "t"}, "spec": {"location": "/x"}})
+    body = client.create(weir_path("LakeTable", namespace=ns), {
+        "apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": {"name": "t"},
+        "spec": {"location": "/x", "recordKey": ["id"], "schema": [{"name": "id", "type": "int64"}]}})
     written = kube.replace_status(body, {"phase": "Pending"})
     assert written["status"] == {"phase": "Pending"}
     with pytest.raises(Conflict):
         kube.replace_status(body, {"phase": "Ready"})   # planned from the first read: stale
-    assert kube.get("LakeTable", "default", "t")["status"] == {"phase": "Pending"}
+    assert kube.get("LakeTable", ns, "t")["status"] == {"phase": "Pending"}
     with_finalizer = kube.set_finalizers(written, ["weir.dev/delete-data"])
     assert with_finalizer["metadata"]["finalizers"] == ["weir.dev/delete-data"]
     with pytest.raises(Conflict):
         kube.set_finalizers(written, [])
 
     kube.post_event(written, "Warning", "InvalidSpec", "spec.recordKey: required; add it")
-    events = [e for e in client.get("/api/v1/namespaces/default/events")["items"]
-              if e["involvedObject"]["name"] == "t"]
+    events = events_of(client, ns, "t")
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", "InvalidSpec")]
     assert events[0]["involvedObject"]["uid"] == body["metadata"]["uid"]
 

@@ -1,5 +1,5 @@
 """`kubectl apply -f crds/` and `kubectl apply -f crds/examples/` (kubectl from the pinned wheel) against
-the API emulator with the real operator running: kubectl accepts the CRDs and every example, the
+a real API server with the real operator running: kubectl accepts the CRDs and every example, the
 operator gives each resource a status, `kubectl get weir` lists them with the printer columns. The
 minimal table is created (on the moto S3 server, standing in for the examples' bucket: the operator gets
 its endpoint and credentials from the environment, as with an IAM role); the full one names a Secret
@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.kube_api import KubeApi, KubeClient, resource_path
+from tests.support.kube_client import KubeClient, resource_path
+from tests.support.kube_server import ControlPlane
 from tests.support.kubectl import Kubectl
 from tests.support.operator import ROOT, OperatorProcess, wait_until, weir_path
 from tests.support.s3 import ACCESS_KEY, SECRET_KEY, S3Server
@@ -22,36 +23,39 @@ from tests.support.s3 import ACCESS_KEY, SECRET_KEY, S3Server
 pytestmark = [pytest.mark.k8s, pytest.mark.s3]
 
 
-def statuses(client: KubeClient, kind: str) -> dict[str, dict[str, Any]]:
-    return {o["metadata"]["name"]: o.get("status") or {} for o in client.get(weir_path(kind))["items"]}
+def statuses(client: KubeClient, kind: str, namespace: str) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o.get("status") or {}
+            for o in client.get(weir_path(kind, namespace=namespace))["items"]}
 
 
 
-def test_kubectl_apply_of_the_examples_is_reconciled(kube_api: KubeApi, kubectl: Kubectl, tmp_path: Path,
+def test_kubectl_apply_of_the_examples_is_reconciled(kube_server: ControlPlane, kube_namespace: str,
+                                                     real_kubectl: Kubectl, tmp_path: Path,
                                                      s3_server: S3Server) -> None:
+    kubectl, ns = real_kubectl, kube_namespace
     s3_server.client().create_bucket(Bucket="example-bucket")
     applied = kubectl.apply(ROOT / "crds")
     assert applied.stdout.count("customresourcedefinition.apiextensions.k8s.io/") == 3, applied.stdout
-    operator = OperatorProcess(kube_api, tmp_path, env={
+    operator = OperatorProcess(kube_server, tmp_path, namespaces=(ns,), env={
         "AWS_ENDPOINT_URL": s3_server.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": "us-east-1"}).start()
-    client = kube_api.client()
+    client = kube_server.client()
     try:
         created = kubectl.apply(ROOT / "crds" / "examples").stdout
         for name in ("laketable.weir.dev/events", "laketable.weir.dev/orders",
                      "lakewriter.weir.dev/orders-stream", "lakewriter.weir.dev/events-backfill",
                      "tableservice.weir.dev/orders-clustering", "tableservice.weir.dev/events-compaction"):
             assert f"{name} created" in created, created
-        tables = wait_until(lambda: (s := statuses(client, "LakeTable"))
+        tables = wait_until(lambda: (s := statuses(client, "LakeTable", ns))
                             and s["events"].get("phase") == "Ready" and s["orders"].get("lastError") and s,
-                            show=lambda: statuses(client, "LakeTable"))
+                            show=lambda: statuses(client, "LakeTable", ns))
         assert "no Secret 'lake-s3-credentials'" in tables["orders"]["lastError"]
-        writers = wait_until(lambda: (s := statuses(client, "LakeWriter"))
+        writers = wait_until(lambda: (s := statuses(client, "LakeWriter", ns))
                              and s["events-backfill"].get("driverPod") and s,
-                             show=lambda: statuses(client, "LakeWriter"))
+                             show=lambda: statuses(client, "LakeWriter", ns))
 
         def pods() -> set[str]:
-            listing = client.get(resource_path("v1", "pods", "default"))["items"]
+            listing = client.get(resource_path("v1", "pods", ns))["items"]
             return {p["metadata"]["name"] for p in listing}
 
         # the submission goes to status first, its pod follows on the next pass; the other writer's
@@ -59,9 +63,9 @@ def test_kubectl_apply_of_the_examples_is_reconciled(kube_api: KubeApi, kubectl:
         wait_until(lambda: pods() == {writers["events-backfill"]["driverPod"]}, show=pods)
         waiting = next(c for c in writers["orders-stream"]["conditions"] if c["type"] == "Ready")
         assert waiting["reason"] == "TableNotReady" and "InvalidSpec" in waiting["message"]
-        services = wait_until(lambda: (s := statuses(client, "TableService"))
+        services = wait_until(lambda: (s := statuses(client, "TableService", ns))
                               and all(v.get("nextRunAt") for v in s.values()) and s,
-                              show=lambda: statuses(client, "TableService"))
+                              show=lambda: statuses(client, "TableService", ns))
         assert not any(v.get("activeRun") for v in services.values())
 
         listed = kubectl.run("get", "weir").stdout
@@ -73,7 +77,9 @@ def test_kubectl_apply_of_the_examples_is_reconciled(kube_api: KubeApi, kubectl:
         assert writers_listed[1][:5] == ["events-backfill", "events", "batch", "Submitted", "1"]
         tables_listed = {words[0]: words for words in (line.split() for line in
                                                        kubectl.run("get", "lt").stdout.splitlines())}
-        assert tables_listed["events"][1:3] == ["s3://example-bucket/lake/events", "Ready"], tables_listed
+        # the server filled in the CRD's defaults (tableType), so every column has a value
+        location = "s3://example-bucket/lake/events"
+        assert tables_listed["events"][1:4] == [location, "merge_on_read", "Ready"], tables_listed
         assert "unchanged" in kubectl.apply(ROOT / "crds" / "examples").stdout   # idempotent apply
     finally:
         operator.stop()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.lakeoperator.kube.manifests import table
-from tests.support.kube_api import KubeApi
-from tests.support.operator import ROOT, OperatorProcess, weir_path
+from tests.support.kube_server import ControlPlane
+from tests.support.operator import CRDS, ROOT, OperatorProcess, weir_path
 
 pytestmark = pytest.mark.k8s
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "operator")])}
@@ -43,26 +43,25 @@ def test_bad_settings_are_one_clear_error(tmp_path: Path) -> None:
     assert "kubeconfig" in missing.stderr
 
 
-def test_it_watches_only_its_namespaces_and_logs_json(kube_api: KubeApi, tmp_path: Path) -> None:
-    kube_api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
-    client = kube_api.client()
-    for namespace in ("lake", "other"):   # kopf watches the namespaces that exist
-        client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                             "metadata": {"name": namespace}})
-    operator = OperatorProcess(kube_api, tmp_path, namespaces=("lake",), extra=("--log-format", "json"))
-    operator.start()
-    try:
-        for namespace in ("lake", "other"):
-            body = table(tmp_path, name=f"t-{namespace}")
-            body["metadata"]["namespace"] = namespace
-            client.create(weir_path("LakeTable", namespace=namespace), body)
-        client.wait_for(weir_path("LakeTable", "t-lake", "lake"),
-                        lambda o: (o.get("status") or {}).get("phase") == "Ready", timeout=30)
-        assert "weir_resources" in operator.metrics()
-    finally:
-        operator.stop()
-    assert "status" not in client.get(weir_path("LakeTable", "t-other", "other"))
-    assert not (tmp_path / "lake" / "t-other").exists()
+def test_it_watches_only_its_namespaces_and_logs_json(kube_server: ControlPlane, kube_namespace: str,
+                                                     tmp_path: Path) -> None:
+    kube_server.apply_crds(*CRDS)
+    client, lake = kube_server.client(), kube_namespace
+    with kube_server.namespace("other") as other:
+        operator = OperatorProcess(kube_server, tmp_path, namespaces=(lake,), extra=("--log-format", "json"))
+        operator.start()
+        try:
+            for namespace in (lake, other):
+                body = table(tmp_path, name=f"t-{namespace}")
+                body["metadata"]["namespace"] = namespace
+                client.create(weir_path("LakeTable", namespace=namespace), body)
+            client.wait_for(weir_path("LakeTable", f"t-{lake}", lake),
+                            lambda o: (o.get("status") or {}).get("phase") == "Ready", timeout=30)
+            assert "weir_resources" in operator.metrics()
+        finally:
+            operator.stop()
+        assert "status" not in client.get(weir_path("LakeTable", f"t-{other}", other))
+    assert not (tmp_path / "lake" / f"t-{other}").exists()
     lines = [line for line in operator.log().splitlines() if line.strip() and not line.startswith("=====")]
     assert lines
     records = [json.loads(line) for line in lines]   # every line is a JSON object

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from lakecore import Table
-from lakecore.write.heartbeat import read_aborted
-from tests.lakecore.concurrency.test_occ_conflicts import keys_in_bucket
+from lakecore.concurrency.liveness.heartbeat import read_aborted
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import keys_in_bucket
 from tests.lakeoperator.kube.manifests import held_writer, reached, table, write_input
-from tests.support.kube_api import KubeApi
+from tests.support.kube_server import ControlPlane
 from tests.support.operator import Cluster, start_cluster, wait_until
 from tests.support.scenario_checks import (
     check_aborted_on_conflict,
@@ -32,8 +32,8 @@ pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 
 
 @pytest.fixture
-def supervised(kube_api: KubeApi, tmp_path: Path) -> Iterator[Cluster]:
-    yield from start_cluster(kube_api, tmp_path, extra=("--conflict-grace", "3"))
+def supervised(kube_server: ControlPlane, kube_namespace: str, tmp_path: Path) -> Iterator[Cluster]:
+    yield from start_cluster(kube_server, kube_namespace, tmp_path, extra=("--conflict-grace", "3"))
 
 
 def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(supervised: Cluster) -> None:
@@ -62,7 +62,7 @@ def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(
     won = cluster.wait_status("LakeWriter", "older", lambda s: "lastConflict" in s,
                               timeout=10)   # right after the loser's (its other: the last one it beat)
     conflict = check_conflict_decided(lost["status"], won["status"], winner_instant=older_instant,
-                                      winner_writer="default/older", loser_name="younger")
+                                      winner_writer=f"{cluster.namespace}/older", loser_name="younger")
     lake = Table.open(str(cluster.work / "lake" / "orders"))
     record = wait_until(lambda: read_aborted(lake.storage, conflict["instant"]), timeout=10)  # after status
     assert record["other"] == older_instant and record["decided_by"] == "weir-operator"
@@ -94,10 +94,10 @@ def test_younger_writers_are_stopped_then_restarted_or_aborted_others_untouched(
     got = Table.open(str(cluster.work / "lake" / "orders")).read().to_pylist()
     check_rows(got, older_rows, younger_rows, apart_rows)   # hasty's rows: never
     check_conflict_events(cluster.events("younger"), cluster.events("older"))
-    metrics = cluster.operator.metrics()
+    metrics, ns = cluster.operator.metrics(), cluster.namespace
     for loser in ("younger", "hasty"):
-        assert (f'weir_conflicts_total{{loser="default/{loser}",namespace="default",table="orders",'
-                'winner="default/older"} 1.0') in metrics
-    assert 'weir_conflict_stop_seconds_count{namespace="default",table="orders"} 2.0' in metrics
-    assert 'weir_restarts_total{cause="conflict",kind="LakeWriter",namespace="default",table="orders"} 2.0' \
-        in metrics
+        assert (f'weir_conflicts_total{{loser="{ns}/{loser}",namespace="{ns}",table="orders",'
+                f'winner="{ns}/older"}} 1.0') in metrics
+    assert f'weir_conflict_stop_seconds_count{{namespace="{ns}",table="orders"}} 2.0' in metrics
+    assert (f'weir_restarts_total{{cause="conflict",kind="LakeWriter",namespace="{ns}",table="orders"}} 2.0'
+            in metrics)

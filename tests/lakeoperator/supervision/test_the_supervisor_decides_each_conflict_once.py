@@ -14,19 +14,26 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from lakecore import Table, WriteJob, WriterOptions
-from lakecore.concurrency.aborts import abort_flags
-from lakecore.concurrency.writers import ZooKeeperWriterRegistry
+from lakecore import (
+    AbortWatchOptions,
+    AfterCommitOptions,
+    RegistrationOptions,
+    Table,
+    WriteJob,
+    WriterOptions,
+)
+from lakecore.concurrency.liveness.aborts import abort_flags
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, read_aborted
+from lakecore.concurrency.liveness.writers import ZooKeeperWriterRegistry
 from lakecore.concurrency.zookeeper import Credentials, Endpoint
 from lakecore.config import LockSpec
 from lakecore.errors import InvalidInstantState, WriteConflict
 from lakecore.write import conform, route, write_file_group
-from lakecore.write.heartbeat import HeartbeatConfig, read_aborted
 from lakeoperator.builders.driver_pod import child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Resource, StateDir
 from lakeoperator.supervision import StoreSink, Supervisor, WatchedTable, zookeeper_abort_flag
-from tests.lakecore.concurrency.test_occ_conflicts import SCHEMA, keys_in_bucket
+from tests.lakecore.concurrency.conflicts.test_occ_conflicts import SCHEMA, keys_in_bucket
 from tests.support.operator import wait_until
 from tests.support.zookeeper import ZooKeeperServer
 
@@ -44,8 +51,10 @@ def writer_resource(state: StateDir, name: str, submission: str) -> None:
 
 def start_write(t: Table, connect: str, writer: str, ids: list[int], tag: str,
                 extra: dict[str, Any] | None = None) -> tuple[WriteJob, list[Any]]:
-    options = WriterOptions(heartbeat=HB, registry=ZooKeeperWriterRegistry(connect), writer_name=writer,
-                            inline_archival=None, abort_zookeeper=connect, abort_check_s=600)
+    options = WriterOptions(heartbeat=HB,
+                            registration=RegistrationOptions(ZooKeeperWriterRegistry(connect), writer),
+                            after_commit=AfterCommitOptions(archival=None),
+                            abort_watch=AbortWatchOptions(zookeeper=connect, check_s=600))
     job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options, extra=extra)
     data = pa.table({"id": pa.array(ids, pa.int64()), "ts": [1] * len(ids), "v": [tag] * len(ids)})
     stats = [s for g in route(conform(data, t.config, "upsert").rows, t.config)

@@ -1,0 +1,69 @@
+"""The `weir` application object and what every command shares: the `table` group, --debug, the
+options every command takes, and `friendly`, which turns any failure into one line (cli.errors words
+it; the command's output prints it) and exit code 1.
+
+Commands live in cli/commands/ by what they do; cli/main.py puts them together.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from functools import wraps
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from lakecore.cli.errors import describe as describe_error
+from lakecore.cli.logs import show_logs
+from lakecore.cli.output import output_for
+
+app = typer.Typer(help="Weir: lake tables with a timeline, merge-on-read and multi-writer control.",
+                  no_args_is_help=True)
+table_app = typer.Typer(help="Create, write, read, inspect and maintain one table. What deletes data "
+                        "(clean, rollback, restore, repair) is a dry run unless told (--run, --yes).",
+                        no_args_is_help=True)
+app.add_typer(table_app, name="table")
+
+F = TypeVar("F", bound=Callable[..., Any])
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+Uri = Annotated[str, typer.Argument(help="Table location: a path, file://, s3:// or memory:// URI.")]
+
+_debug = {"on": False}
+Debug = Annotated[bool, typer.Option("--debug", help="On failure, print the traceback too.")]
+
+
+@app.callback()
+def _app_options(ctx: typer.Context, debug: Debug = False) -> None:
+    _debug["on"] = debug or os.environ.get("WEIR_DEBUG", "") not in ("", "0")
+    ctx.call_on_close(show_logs(_debug["on"]))
+
+
+@table_app.callback()
+def _table_options(ctx: typer.Context, debug: Debug = False) -> None:
+    if debug and not _debug["on"]:
+        _debug["on"] = True
+        ctx.call_on_close(show_logs(True))
+
+
+def fail(exc: BaseException, *, uri: str | None, as_json: bool) -> NoReturn:
+    """One line on stderr (a JSON object with --json), the traceback only with --debug; exit 1."""
+    error = describe_error(exc, uri)
+    if _debug["on"]:
+        traceback.print_exception(exc, file=sys.stderr)
+    output_for(as_json).error(error)
+    raise typer.Exit(1)
+
+
+def friendly(fn: F) -> F:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own exits and usage errors
+            raise
+        except Exception as exc:  # the CLI boundary: every failure becomes one line (--debug: traceback)
+            fail(exc, uri=kwargs.get("uri"), as_json=bool(kwargs.get("as_json")))
+    return wrapper  # type: ignore[return-value]

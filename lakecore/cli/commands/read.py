@@ -1,0 +1,41 @@
+"""`weir table read`: the table's rows (snapshot, or as of an instant) as a table, a file or a stream."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
+from lakecore.cli.io import guess_format, write_output
+from lakecore.cli.output import output_for
+from lakecore.errors import InvalidInput
+from lakecore.table import Table
+
+
+@table_app.command("read")
+@friendly
+def read(uri: Uri,
+         as_of: Annotated[str | None, typer.Option(help="Instant time or ISO timestamp.")] = None,
+         columns: Annotated[str | None, typer.Option(help="Comma-separated columns.")] = None,
+         fmt: Annotated[str | None, typer.Option("--format", help="parquet, csv or json.")] = None,
+         output: Annotated[str | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
+         limit: Annotated[int, typer.Option(help="Rows shown in the human view.")] = 20,
+         with_meta: Annotated[bool, typer.Option(help="Include _weir_ meta columns.")] = False,
+         as_json: JsonFlag = False) -> None:
+    """Read the table (snapshot, or as of an instant)."""
+    shown = output_for(as_json)
+    t = Table.open(uri)
+    cols = [c.strip() for c in columns.split(",")] if columns else None
+    data = t.read(as_of=as_of, columns=cols, with_meta=with_meta)
+    fmt = fmt or shown.data_format
+    if fmt is not None:
+        if fmt not in ("parquet", "csv", "json"):
+            raise InvalidInput(f"--format {fmt!r}: use parquet, csv or json")
+        write_output(data, fmt, output)  # type: ignore[arg-type]
+        return
+    if output:
+        write_output(data, guess_format(output), output)
+        shown.rows_saved(data, output)
+        return
+    shown.rows(t, data, limit)

@@ -1,0 +1,245 @@
+"""`weir table` for people: sentences and rich tables on stdout; problems, warnings and errors on stderr.
+
+One method per result kind (the protocol is output.py's). Identifiers (instant times, names, keys)
+and numbers are kept whole on any terminal width (cli/tables.py). Plans end with how to carry them out.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import typer
+from rich.text import Text
+
+from lakecore.cli.consoles import err, out
+from lakecore.cli.errors import CliError
+from lakecore.cli.tables import Col, show_table
+from lakecore.config import LockSpec, schema_to_json
+from lakecore.services import ArchivalPlan, ClusteringPlan, CompactionPlan, Savepoint, UndoPlan
+from lakecore.services.clean_plan import CleanPlan
+from lakecore.services.repair import Problem, RepairReport
+from lakecore.table import MaintenanceResult, Table, WriteResult
+
+if TYPE_CHECKING:
+    from lakecore.publish import PublishResult
+
+
+class TextOutput:
+    """Human-readable output."""
+
+    data_format: str | None = None  # `read` shows a table of rows unless a format is asked for
+
+    def error(self, error: CliError) -> None:
+        err.print(Text.assemble(("error:", "red"), " ", error.message), soft_wrap=True)
+
+    def confirm(self, question: str) -> bool:
+        return sys.stdin.isatty() and typer.confirm(question, default=False)
+
+    # -- configure and write ------------------------------------------------------------------
+
+    def created(self, table: Table) -> None:
+        c = table.config
+        out.print(f"created {c.table_type} table [bold]{c.name}[/bold] at {table.uri} "
+                  f"({c.merge_mode}, {c.buckets} buckets)")
+
+    def lock_changed(self, table: Table, before: LockSpec, after: LockSpec) -> None:
+        out.print(f"lock of {table.uri}: {before.describe()} -> {after.describe()}")
+
+    def written(self, operation: str, result: WriteResult) -> None:
+        out.print(f"{operation}: {result.counts.describe()} in {result.file_groups} file groups, "
+                  f"instant {result.instant.requested_time} completed at {result.instant.completion_time}")
+
+    # -- read and inspect ---------------------------------------------------------------------
+
+    def rows(self, table: Table, data: pa.Table, limit: int) -> None:
+        keys = {*table.config.record_key, *(c for c in data.column_names if c.startswith("_weir_"))}
+        shown = data.slice(0, limit).to_pylist()
+        show_table(out, [Col(c, "id" if c in keys else "text") for c in data.column_names],
+                   [["" if v is None else str(v) for v in row.values()] for row in shown],
+                   title=f"{table.config.name}: {data.num_rows} rows")
+        if data.num_rows > limit:
+            out.print(f"... {data.num_rows - limit} more rows (use --output or --format)")
+
+    def rows_saved(self, data: pa.Table, path: str) -> None:
+        out.print(f"wrote {data.num_rows} rows to {path}")
+
+    def timeline(self, table: Table, rows: list[dict[str, Any]], archived: int,
+                 archived_listed: bool) -> None:
+        title = f"{table.config.name}: {len(rows)} instants"
+        if archived and not archived_listed:
+            title += f" ({archived} older ones archived: --archived lists them)"
+        # narrow: FILE GROUPS goes first, then ACTION (OPERATION, or the action while pending, says more)
+        shown = {"instant": Col("INSTANT", "id"), "action": Col("ACTION", drop=1), "state": Col("STATE"),
+                 "completed": Col("COMPLETED", "id"), "operation": Col("OPERATION"),
+                 "rows_written": Col("ROWS WRITTEN", "number"), "delete_keys": Col("DELETE KEYS", "number"),
+                 "file_groups": Col("FILE GROUPS", "number", drop=2)}
+        show_table(out, list(shown.values()), [_timeline_cells(r, shown) for r in rows], title=title)
+        if any(r["delete_keys"] for r in rows):
+            out.print("DELETE KEYS: the record keys a write deletes; a key whose row the table does not hold "
+                      "deletes nothing", style="dim", highlight=False)
+
+    def timeline_picture(self, path: str) -> None:
+        sys.stdout.write(f"{path}\n")
+
+    def description(self, table: Table, info: dict[str, Any]) -> None:
+        cfg = info["config"]
+        out.print(f"[bold]{cfg['name']}[/bold] at {info['uri']}")
+        for label, value in (("type", cfg["table_type"]), ("merge mode", cfg["merge_mode"]),
+                             ("record key", ", ".join(cfg["record_key"])),
+                             ("partition fields", ", ".join(cfg["partition_fields"]) or "(unpartitioned)"),
+                             ("ordering field", cfg["ordering_field"] or "-"), ("buckets", cfg["buckets"]),
+                             ("instants", f"{info['instants']['completed']} completed, "
+                                          f"{len(info['instants']['pending'])} pending"),
+                             ("data", f"{info['files']} files in {info['file_groups']} file groups, "
+                                      f"{info['partitions']} partitions, {info['bytes']:,} bytes")):
+            out.print(f"  {label:<17} {value}")
+        for g in cfg["column_groups"]:
+            out.print(f"  group {g['name']:<11} {', '.join(g['columns'])} (ordered by {g['ordering_field']})")
+        _print_activity(info["activity"])
+        out.print("  schema")
+        for f in schema_to_json(table.schema):
+            out.print(f"    {f['name']:<20} {f['type']}{'' if f['nullable'] else ' not null'}")
+
+    # -- maintenance --------------------------------------------------------------------------
+
+    def compaction(self, table: Table, result: MaintenanceResult) -> None:
+        if result.instant is not None:
+            groups = len(table.commit_metadata(result.instant).file_groups)
+            out.print(f"compacted {groups} file group(s): instant {result.instant.requested_time}")
+        elif isinstance(result.plan, CompactionPlan):
+            out.print(f"would compact {len(result.plan.operations)} file slice(s):")
+            for o in result.plan.operations:
+                where = o.partition or "(unpartitioned)"
+                out.print(f"  {o.file_id} in {where}: {len(o.log_files)} log file(s)")
+        else:
+            out.print("nothing to compact")
+
+    def clustering(self, table: Table, result: MaintenanceResult, sort_columns: Sequence[str]) -> None:
+        if result.instant is not None:
+            meta = table.commit_metadata(result.instant)
+            out.print(f"clustered {len(meta.file_groups)} file group(s): replacecommit "
+                      f"{result.instant.requested_time}")
+        elif isinstance(result.plan, ClusteringPlan):
+            by = f", sorted by {', '.join(sort_columns)}" if sort_columns else ""
+            out.print(f"would cluster {len(result.plan.operations)} file group(s){by}:")
+            for o in result.plan.operations:
+                out.print(f"  {o.file_id} in {o.partition or '(unpartitioned)'}: {len(o.paths())} file(s), "
+                          f"{o.bytes:,} bytes")
+        else:
+            out.print("nothing to cluster")
+
+    def clean(self, table: Table, result: MaintenanceResult) -> None:
+        if result.instant is not None:
+            deleted = table.commit_metadata(result.instant).extra.get("deleted", [])
+            out.print(f"clean {result.instant.requested_time}: deleted {len(deleted)} file(s)")
+        elif isinstance(result.plan, CleanPlan):
+            plan = result.plan
+            out.print(f"would delete {len(plan.files)} file(s) and roll back {len(plan.rollbacks)} dead "
+                      "write(s); run with --run to do it")
+            for f in plan.files[:50]:
+                out.print(f"  {f}")
+        else:
+            out.print("nothing to clean")
+
+    def savepoint(self, instant: str, result: MaintenanceResult) -> None:
+        if result.instant is not None:
+            out.print(f"savepoint {result.instant.requested_time} pins instant {instant}")
+        elif isinstance(result.plan, Savepoint):
+            out.print(f"would pin instant {instant} and the {len(result.plan.files)} data file(s) it reads")
+
+    def restore(self, savepoint: str, result: MaintenanceResult) -> None:
+        if result.instant is not None:
+            out.print(f"restored savepoint {savepoint} (restore instant {result.instant.requested_time})")
+        elif isinstance(result.plan, UndoPlan):
+            undo = result.plan
+            out.print(f"would undo {len(undo.undone)} instant file(s) and delete {len(undo.files)} data "
+                      "file(s); run with --run to do it")
+        else:
+            out.print("nothing to undo")
+
+    def rollback(self, instant: str, result: MaintenanceResult, state: str, what: str) -> None:
+        if result.instant is not None:
+            out.print(f"rolled back {instant} (rollback instant {result.instant.requested_time})")
+        elif isinstance(result.plan, UndoPlan):
+            out.print(f"would roll back {what} and delete {len(result.plan.files)} data file(s); rerun with "
+                      "--yes to do it")
+
+    def archival(self, result: MaintenanceResult) -> None:
+        done, plan = result.archived, result.plan
+        if done is not None:
+            levels = ", ".join(f"L{k}: {v}" for k, v in done.levels.items())
+            out.print(f"archived {done.archived} instant(s) up to {done.boundary} (history version "
+                      f"{done.version}; files per level {levels}; {done.live_files} live files)")
+        elif isinstance(plan, ArchivalPlan) and plan.instants:
+            out.print(f"would archive {len(plan.instants)} instant(s), {plan.instants[0].requested_time} "
+                      f"to {plan.instants[-1].requested_time}"
+                      + (f"; stopped by {plan.stopped_by}" if plan.stopped_by else ""))
+        else:
+            why = plan.stopped_by if isinstance(plan, ArchivalPlan) else None
+            out.print(f"nothing to archive{f' (stopped by {why})' if why else ''}")
+
+    # -- damaged tables -----------------------------------------------------------------------
+
+    def check(self, uri: str, problems: Sequence[Problem], code: int) -> None:
+        if not problems:
+            out.print(f"{uri}: no problems found")
+        for p in problems:
+            err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
+
+    def repair(self, report: RepairReport, dry_run: bool) -> None:
+        if not report.actions:
+            out.print("nothing to repair")
+        for a in report.actions:
+            out.print(a.describe(), highlight=False, soft_wrap=True, markup=False)
+            if a.warning:
+                err.print(f"warning: {a.warning}", highlight=False, soft_wrap=True, markup=False)
+        if dry_run and report.actions:
+            out.print("run with --run to do it")
+        for p in report.remaining if not dry_run else [p for p in report.remaining if not p.repairable]:
+            err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
+
+    def published(self, result: PublishResult) -> None:
+        out.print(result.describe(), highlight=False, soft_wrap=True, markup=False)
+        out.print(f"readers open: {result.location}", highlight=False, soft_wrap=True, markup=False)
+
+
+def _timeline_cells(row: dict[str, Any], keys: Iterable[str]) -> list[str]:
+    """A timeline row as shown: a pending instant's operation is its action; an instant that wrote no
+    files (a rollback, a clean) shows no counts."""
+    shown = {**row, "operation": row["operation"] or row["action"]}
+    if not row["file_groups"]:
+        shown.update(rows_written=None, delete_keys=None, file_groups=None)
+    return ["" if shown[k] is None else f"{shown[k]:,}" if isinstance(shown[k], int) else str(shown[k])
+            for k in keys]
+
+
+def _print_activity(now: dict[str, Any]) -> None:
+    lock = now["lock"]
+    if lock["provider"] == "storage" and lock["state"] == "held":
+        said = f"storage, held by {lock['holder']} (lease {lock['lease_s']:.0f} s"
+        if lock["holder_gone"]:
+            after = "the next writer breaks it" if lock["breaks_at_once"] else "it frees after its lease"
+            said += f"; its process is gone, {after}"
+        said += ")"
+    elif lock["provider"] == "storage":
+        said = "storage, free"
+    elif lock["provider"] == "zookeeper":
+        said = f"zookeeper at {lock['connect']}{lock['path'] or ''}"
+    else:
+        said = lock["provider"]
+    out.print(f"  {'lock':<17} {said}")
+    for p in now["pending"]:
+        if p["kind"] == "write":
+            state = "aborted" if p["aborted"] else "alive" if p["alive"] else \
+                "dead (the next write rolls it back)"
+            doing = f"last sign of life {p['last_sign_of_life_s_ago']} s ago: {state}"
+        else:
+            run = p["run"]
+            doing = f"run by pid {run['pid']} on {run['host']} (attempt {run['attempt']})" if run else \
+                "not running"
+        out.print(f"  {'pending':<17} {p['instant']} {p['action']} {p['state']}, {doing}")
+    for r in now["running"]:
+        out.print(f"  {'running':<17} {r['what']}, pid {r['pid']} on {r['host']} (attempt {r['attempt']})")

@@ -1,0 +1,322 @@
+"""Iceberg (format v2) metadata beside a Weir table, over its Parquet files as they are.
+
+The table location is the Weir table's base; the metadata sits where Hadoop-style readers look for it
+(`iceberg_scan('<base>')`, Spark's `load('<base>')`), or a catalog registers `v<N>.metadata.json`:
+
+    <base>/metadata/v<N>.metadata.json          one per publish, created only if absent: the commit
+    <base>/metadata/version-hint.text           N, replaced after the commit (a hint: readers and the
+                                                next publish also probe v<N+1>)
+    <base>/metadata/snap-<id>-<uuid>.avro       manifest list
+    <base>/metadata/<uuid>-m<b>-data.avro       manifest of bucket b's data files ("-deletes": delete files)
+    <base>/metadata/deletes/<uuid>.parquet      position deletes (file_path, pos) of one data file
+    <base>/metadata/retired-<id>.json           files snapshot <id> stopped referencing (deleted once
+                                                every older snapshot expired)
+
+Publishing writes everything new first and the metadata file last, so a crash at any point leaves the
+previous snapshot current (and unreferenced files, which are never read); a publisher that loses the
+race for v<N+1> deletes its files and raises PublishConflict. Incremental: only the manifest buckets
+holding a changed file group are rewritten (`iceberg_metadata.bucket_of`); the others are reused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.errors import AlreadyExists, PublishConflict
+from lakecore.formats import map_files, write_file
+from lakecore.layout import parse_data_file_name
+from lakecore.publish import iceberg_avro as avro
+from lakecore.publish import iceberg_metadata as im
+from lakecore.publish.plan import GroupKey, PlannedFile, PublishPlan
+from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
+from lakecore.publish.types import FieldIds, iceberg_schema, known_ids, name_mapping
+from lakecore.storage import Storage
+from lakecore.timeline import now_ms
+
+METADATA_DIR = "metadata"
+HINT = f"{METADATA_DIR}/version-hint.text"
+DELETES_DIR = f"{METADATA_DIR}/deletes"
+_VERSION = re.compile(r"^v(\d+)\.metadata\.json$")
+_BUCKET = re.compile(r"-m(\d+)-(data|deletes)\.avro$")
+_DELETE_SCHEMA = pa.schema([
+    pa.field("file_path", pa.string(), nullable=False, metadata={"PARQUET:field_id": str(avro.FILE_PATH_ID)}),
+    pa.field("pos", pa.int64(), nullable=False, metadata={"PARQUET:field_id": str(avro.POS_ID)}),
+])
+
+
+def metadata_path(version: int) -> str:
+    return f"{METADATA_DIR}/v{version}.metadata.json"
+
+
+@dataclass(frozen=True)
+class IcebergState:
+    version: int                         # N of the newest metadata file (0: none)
+    metadata: dict[str, Any] | None      # None: absent, or it does not parse (a full rebuild follows)
+
+    @property
+    def snapshots(self) -> list[PublishedSnapshot]:
+        return im.published_snapshots(self.metadata) if self.metadata else []
+
+
+def load(storage: Storage) -> IcebergState:
+    """The newest committed metadata: the hint's version, then any newer one a crash left unhinted."""
+    hint = _hint(storage)
+    version = hint if hint is not None else _listed(storage)
+    while storage.exists(metadata_path(version + 1)):
+        version += 1
+    if version == 0:
+        return IcebergState(0, None)
+    try:
+        metadata = json.loads(storage.read(metadata_path(version)))
+        if not isinstance(metadata, dict) or metadata.get("format-version") != 2:
+            raise ValueError("not format-version 2 table metadata")
+    except (FileNotFoundError, UnicodeDecodeError, ValueError):
+        return IcebergState(version, None)
+    if hint != version:  # a publish died between its commit and the hint: finish it
+        storage.write(HINT, str(version).encode())
+    return IcebergState(version, metadata)
+
+
+def _hint(storage: Storage) -> int | None:
+    try:
+        return int(storage.read(HINT).decode().strip())
+    except (FileNotFoundError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _listed(storage: Storage) -> int:
+    found = [int(m.group(1)) for n in storage.list_names(METADATA_DIR) if (m := _VERSION.match(n))]
+    return max(found, default=0)
+
+
+def location(storage: Storage) -> str:
+    """The metadata file readers open (a catalog registers it; Hadoop-style readers find it by the hint)."""
+    return f"{storage.uri.rstrip('/')}/{metadata_path(load(storage).version)}"
+
+
+def check_schema(schema: pa.Schema) -> None:
+    """Raise NotPublishable for a column type Iceberg v2 cannot hold."""
+    iceberg_schema(schema, FieldIds())
+
+
+def can_continue(state: IcebergState, location: str) -> bool:
+    """Whether an incremental publish can build on the current snapshot."""
+    md = state.metadata
+    return bool(md and md.get("location") == location and im.current_snapshot(md) and
+                im.BUCKETS in (md.get("properties") or {}))
+
+
+@dataclass
+class _Snapshot:
+    """What one publish writes, collected as it goes (for the retired list and a cleanup on failure)."""
+
+    id: int
+    sequence: int
+    location: str
+    written: list[str]
+    retired: list[str]
+
+    def uri(self, path: str) -> str:
+        return f"{self.location}/{path}"
+
+
+def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
+           retention: Retention) -> PublishedSnapshot:
+    """Write the snapshot `plan` describes as the table's current one (see the module docstring)."""
+    location = storage.uri.rstrip("/")
+    if state.metadata is not None and state.metadata.get("location") != location:
+        state = IcebergState(state.version, None)  # copied or moved here: its snapshots read files elsewhere
+    prev = state.metadata
+    props = (prev or {}).get("properties") or {}
+    ids = FieldIds(known_ids(json.loads(props[im.NAME_MAPPING])) if im.NAME_MAPPING in props else {},
+                   last=int((prev or {}).get("last-column-id", 0)))
+    schema = iceberg_schema(plan.schema, ids)
+    mapping = name_mapping(plan.stored, ids)
+    spec, partition = im.partition_spec(plan.schema, plan.partition_fields, ids)
+    incremental = not plan.full
+    assert plan.full or can_continue(state, location), "an incremental plan needs a snapshot to build on"
+    parent = im.current_snapshot(prev) if prev else None
+    snap = _Snapshot(secrets.randbits(62) + 1, int((prev or {}).get("last-sequence-number", 0)) + 1, location,
+                     [], [])
+    try:
+        buckets = int(props[im.BUCKETS]) if incremental else im.buckets_for(len(plan.files))
+        previous = _read_list(storage, parent, location) if parent else []
+        manifests = _manifests(storage, plan, snap, partition, spec, schema, buckets, previous)
+        list_path = f"{METADATA_DIR}/snap-{snap.id}-{uuid.uuid4().hex}.avro"
+        _write(storage, snap, list_path, avro.encode(avro.MANIFEST_LIST_SCHEMA, manifests, avro.list_metadata(
+            snap.id, parent["snapshot-id"] if parent else None, snap.sequence)))
+        if parent:
+            snap.retired.append(parent["manifest-list"])
+        entry = im.snapshot_entry(snap.id, parent["snapshot-id"] if parent else None, snap.sequence, plan,
+                                  snap.uri(list_path), _totals(manifests))
+        new = PublishedSnapshot.of(plan, snap.id)
+        keep = retained([*state.snapshots, new], retention)
+        if snap.retired:
+            _write(storage, snap, f"{METADATA_DIR}/retired-{snap.id}.json", json.dumps(snap.retired).encode())
+        metadata = im.table_metadata(
+            prev, table_uuid=(prev or {}).get("table-uuid") or str(uuid.uuid4()), location=location,
+            schema=schema, ids=ids, mapping=mapping, spec=spec, snapshot=entry, keep={s.id for s in keep},
+            buckets=buckets, previous_file=snap.uri(metadata_path(state.version)) if prev else None,
+            now_ms=now_ms(), properties={im.VIEW: plan.view})
+        storage.write_if_absent(metadata_path(state.version + 1), json.dumps(metadata).encode())
+    except AlreadyExists:
+        _discard(storage, snap.written)
+        raise PublishConflict(f"another publish of {location} committed Iceberg metadata version "
+                              f"{state.version + 1} first; publish again") from None
+    except BaseException:
+        _discard(storage, snap.written)
+        raise
+    storage.write(HINT, str(state.version + 1).encode())
+    _expire(storage, state.snapshots, keep)
+    return new
+
+
+def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: Sequence[avro.PartitionField],
+               spec: dict[str, Any], schema: dict[str, Any], buckets: int,
+               previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The manifest list's entries: new manifests for the buckets the plan touches (all of them for a
+    full plan), the previous ones as they are for the rest. Entries of untouched file groups in a
+    touched bucket are carried over as EXISTING; the delete files of replaced ones are retired."""
+    new = _new_entries(storage, plan, snap, partition, buckets)
+    touched = {im.bucket_of(p, f, buckets) for p, f in plan.replaced}
+    out = []
+    for m in previous:
+        found = _BUCKET.search(m["manifest_path"])
+        bucket = int(found.group(1)) if found else -1
+        if not plan.full and bucket not in touched:
+            out.append(m)
+            continue
+        snap.retired.append(m["manifest_path"])
+        if plan.full and m["content"] == avro.DATA:
+            continue  # nothing of it is carried, and its data files are Weir's
+        kept = []
+        for e in avro.decode(storage.read(_relative(m["manifest_path"], snap.location))):
+            if not plan.full and _group_of(e["data_file"], snap.location) not in plan.replaced:
+                kept.append({**e, "status": avro.EXISTING})
+            elif e["data_file"]["content"] == avro.POSITION_DELETES:
+                snap.retired.append(e["data_file"]["file_path"])
+        new.setdefault((bucket, m["content"]), []).extend(kept)
+    for (bucket, content), entries in sorted(new.items()):
+        if entries:
+            out.append(_write_manifest(storage, snap, bucket, content, entries, partition, spec, schema))
+    return out
+
+
+def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
+                 partition: Sequence[avro.PartitionField], buckets: int
+                 ) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """ADDED entries of the plan's files and of the position-delete files written for them."""
+    out: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    deletes: list[tuple[str, PlannedFile]] = []
+    for g in plan.groups:
+        bucket = im.bucket_of(g.partition, g.file_id, buckets)
+        values = im.partition_record(g.partition, partition)
+        for f in g.files:
+            out.setdefault((bucket, avro.DATA), []).append(avro.entry(
+                avro.ADDED, snap.id, snap.sequence, avro.DATA, snap.uri(f.path), values, f.rows, f.bytes))
+            if len(f.hidden):
+                deletes.append((f"{DELETES_DIR}/{uuid.uuid4().hex}.parquet", f))
+    snap.written.extend(p for p, _ in deletes)
+    by_path = dict(deletes)
+    sizes = map_files(lambda p: _write_deletes(storage, p, by_path[p], snap), list(by_path))
+    for (path, f), size in zip(deletes, sizes, strict=True):
+        bucket = im.bucket_of(f.partition, f.file_id, buckets)
+        out.setdefault((bucket, avro.POSITION_DELETES), []).append(avro.entry(
+            avro.ADDED, snap.id, snap.sequence, avro.POSITION_DELETES, snap.uri(path),
+            im.partition_record(f.partition, partition), len(f.hidden), size, referenced=snap.uri(f.path)))
+    return out
+
+
+def _write_deletes(storage: Storage, path: str, f: PlannedFile, snap: _Snapshot) -> int:
+    n = len(f.hidden)
+    table = pa.Table.from_arrays([pa.array([snap.uri(f.path)] * n, pa.string()), pa.array(f.hidden)],
+                                 schema=_DELETE_SCHEMA)
+    return write_file(storage, path, table, compression="zstd")
+
+
+def _write_manifest(storage: Storage, snap: _Snapshot, bucket: int, content: int,
+                    entries: list[dict[str, Any]], partition: Sequence[avro.PartitionField],
+                    spec: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    kind = "data" if content == avro.DATA else "deletes"
+    path = f"{METADATA_DIR}/{uuid.uuid4().hex}-m{bucket}-{kind}.avro"
+    data = avro.encode(avro.manifest_entry_schema(partition), entries,
+                       avro.manifest_metadata(schema, spec, content))
+    _write(storage, snap, path, data)
+    added = [e for e in entries if e["status"] == avro.ADDED]
+    existing = [e for e in entries if e["status"] == avro.EXISTING]
+    return {"manifest_path": snap.uri(path), "manifest_length": len(data),
+            "partition_spec_id": spec["spec-id"], "content": content, "sequence_number": snap.sequence,
+            "min_sequence_number": min(e["sequence_number"] for e in entries),
+            "added_snapshot_id": snap.id, "added_files_count": len(added),
+            "existing_files_count": len(existing), "deleted_files_count": 0,
+            "added_rows_count": sum(e["data_file"]["record_count"] for e in added),
+            "existing_rows_count": sum(e["data_file"]["record_count"] for e in existing),
+            "deleted_rows_count": 0, "partitions": None, "key_metadata": None}
+
+
+def _totals(manifests: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    data = [m for m in manifests if m["content"] == avro.DATA]
+    deletes = [m for m in manifests if m["content"] == avro.POSITION_DELETES]
+
+    def files(ms: list[Mapping[str, Any]]) -> int:
+        return sum(m["added_files_count"] + m["existing_files_count"] for m in ms)
+
+    def rows(ms: list[Mapping[str, Any]]) -> int:
+        return sum(m["added_rows_count"] + m["existing_rows_count"] for m in ms)
+
+    return {"total-data-files": files(data), "total-delete-files": files(deletes),
+            "total-records": rows(data), "total-position-deletes": rows(deletes)}
+
+
+def _read_list(storage: Storage, snapshot: Mapping[str, Any], location: str) -> list[dict[str, Any]]:
+    return avro.decode(storage.read(_relative(snapshot["manifest-list"], location)))
+
+
+def _group_of(data_file: Mapping[str, Any], location: str) -> GroupKey:
+    path = data_file["referenced_data_file"] if data_file["content"] else data_file["file_path"]
+    partition, _, name = _relative(path, location).rpartition("/")
+    parsed = parse_data_file_name(name)
+    return partition, parsed.file_id if parsed else name
+
+
+def _relative(uri: str, location: str) -> str:
+    return uri[len(location) + 1:] if uri.startswith(location + "/") else uri
+
+
+def _write(storage: Storage, snap: _Snapshot, path: str, data: bytes) -> None:
+    snap.written.append(path)
+    storage.write(path, data)
+
+
+def _discard(storage: Storage, paths: Iterable[str]) -> None:
+    for p in paths:
+        try:
+            storage.delete(p)
+        except Exception:  # best effort: an unreferenced file is never read
+            pass
+
+
+def _expire(storage: Storage, before: Sequence[PublishedSnapshot], keep: Sequence[PublishedSnapshot]) -> None:
+    """Delete what snapshots no longer retained alone referenced: the files each expired snapshot's
+    successor retired (and those of the oldest retained one, whose predecessors are all gone)."""
+    kept = {s.id for s in keep}
+    gone = [s.id for s in before if s.id not in kept]
+    if not gone:
+        return
+    for sid in [*gone, keep[0].id]:
+        listed = f"{METADATA_DIR}/retired-{sid}.json"
+        try:
+            paths = json.loads(storage.read(listed))
+        except (FileNotFoundError, ValueError):
+            continue
+        location = storage.uri.rstrip("/")  # never a file elsewhere (a table copied from there)
+        _discard(storage, [_relative(p, location) for p in paths if p.startswith(location + "/")])
+        storage.delete(listed)

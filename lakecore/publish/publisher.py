@@ -1,0 +1,193 @@
+"""Publishing one target: load what it shows, plan the new snapshot (incrementally when it can), pin
+it for clean, commit it, trim the pins. The I/O shell around `plan.py` and the target modules.
+
+    load      the target's current snapshot (a half-done pointer from a killed publish is finished)
+    decide    incremental when the target's last snapshot shows an instant still on the active
+              timeline with the same view, and no undo (rollback/restore of completed instants)
+              completed since; else a full rebuild (an undo also resets the published history)
+    plan      rows shown per file of the changed file groups, from lakecore's merged read
+    pin       under the table lock: no clean (pending, or completed since we looked) deletes a file
+              of the snapshot, then `.weir/publish/<target>.json` += the new instant
+    commit    the target writes everything, its pointer last (Iceberg metadata, Delta log entry)
+    trim      the pins become exactly the snapshots the retention keeps (a Delta log drops older
+              versions lazily, at its next checkpoint: until then such a version is listed but, as
+              after Delta's own VACUUM, its files may be gone)
+
+A kill at any step leaves the previous published snapshot or the new one; pins are a superset of
+what is retained in between, so clean never deletes what a retained snapshot needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from types import ModuleType
+from typing import Any, Literal
+
+from lakecore.concurrency import Lock, ensure_held, view_of
+from lakecore.config import TableConfig
+from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict
+from lakecore.layout import FileSlice, FileSystemView
+from lakecore.publish.plan import PublishView, choose_view, plan_publish, schema_fingerprint
+from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
+from lakecore.read.positions import FileRows, shown_rows
+from lakecore.services.clean import load_clean_plan
+from lakecore.services.published import read_pins, write_pins
+from lakecore.storage import Storage
+from lakecore.timeline import Timeline, TimelineStore
+
+Target = Literal["iceberg", "delta"]
+TARGETS: tuple[Target, ...] = ("iceberg", "delta")
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    target: Target
+    snapshot: PublishedSnapshot   # what readers of the target see now
+    full: bool                    # a full rebuild (else only changed file groups were planned)
+    groups: int                   # file groups planned (changed ones, or all)
+    files: int                    # their data files listed
+    hidden: int                   # rows those files hide
+    location: str                 # what readers open: Iceberg's metadata file, Delta's table root
+    up_to_date: bool = False      # the instant was published already: nothing written
+    note: str = ""                # what readers of this view do not see
+
+    def describe(self) -> str:
+        s = self.snapshot
+        if self.up_to_date:
+            return f"{self.target}: already shows instant {s.instant} ({s.view})"
+        how = "full rebuild" if self.full else f"{self.groups} changed file group(s)"
+        note = f"; {self.note}" if self.note else ""
+        return (f"{self.target}: snapshot {s.id} shows instant {s.instant} ({s.view}); {how}, "
+                f"{self.files} data file(s), {self.hidden:,} row(s) hidden{note}")
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.snapshot
+        return {"format": self.target, "location": self.location, "up_to_date": self.up_to_date,
+                "snapshot": {"id": s.id, "instant": s.instant, "completion": s.completion, "view": s.view},
+                "full": self.full, "file_groups": self.groups, "files": self.files,
+                "hidden_rows": self.hidden, "note": self.note}
+
+
+def _module(target: str) -> ModuleType:
+    if target == "iceberg":
+        from lakecore.publish import iceberg
+
+        return iceberg
+    if target == "delta":
+        from lakecore.publish import delta
+
+        return delta
+    raise NotPublishable(f"unknown publish format {target!r}; use one of {', '.join(TARGETS)}")
+
+
+def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, view: str | None = None,
+            keep: int = 10) -> PublishResult:
+    """Publish the table's latest completed instant as `target` ("iceberg" or "delta") metadata beside
+    it. `view`: "snapshot" (merged, the default) or "read_optimized" (base files only; the only view
+    of column-group tables). `keep`: published snapshots retained for time travel at most."""
+    mod = _module(target)
+    kind = choose_view(config, view)
+    mod.check_schema(config.schema)  # a type the target cannot hold: refused before anything is written
+    store = TimelineStore(storage)
+    timeline = store.load()
+    instant = timeline.last_completed()
+    if instant is None:
+        raise NotPublishable(f"table {config.name!r} has no completed instant to publish; write to it first")
+    state = mod.load(storage)
+    published: list[PublishedSnapshot] = state.snapshots
+    last = published[-1] if published else None
+    if last is not None and (last.instant, last.view, last.schema) == \
+            (instant.requested_time, kind, schema_fingerprint(config.schema)):
+        return PublishResult(target, last, False, 0, 0, 0, mod.location(storage),  # type: ignore[arg-type]
+                             up_to_date=True, note=_note(config, kind))
+    now = view_of(storage, timeline)
+    continues = last is not None and _continues(store, timeline, last, kind) and \
+        mod.can_continue(state, storage.uri.rstrip("/"))
+    since = view_of(storage, timeline.as_of(last.completion)) if continues and last else None
+    plan = plan_publish(config, config.schema, instant, now, kind, partial(_rows, storage, config, kind),
+                        since=since)
+    retention = Retention(keep=max(keep, 1), after=_weir_earliest(store, timeline))
+    if last is not None and not continues and _undone_since(store, timeline, last):
+        retention = Retention(keep=1)  # an undo rewrote the history the older snapshots showed
+        published = []
+    _pin(storage, lock, target, (*[s.completion for s in published], instant.completion_time or ""),
+         now, timeline)
+    snapshot = mod.commit(storage, plan, state, retention)
+    kept = retained([*published, snapshot], retention)
+    write_pins(storage, target, tuple(s.completion for s in kept))
+    return PublishResult(target, snapshot, plan.full, len(plan.groups), len(plan.files),  # type: ignore[arg-type]
+                         sum(len(f.hidden) for f in plan.files), mod.location(storage),
+                         note=_note(config, kind))
+
+
+def _note(config: TableConfig, kind: PublishView) -> str:
+    if kind == "snapshot":
+        return ""
+    if config.merge_mode == "partial_update":
+        return ("column groups: readers see the last compacted state only (compact the table, then publish, "
+                "to show newer writes)")
+    return "read-optimized: readers see the base files only, not the writes in log files since"
+
+
+
+_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-publish")
+
+
+def _rows(storage: Storage, config: TableConfig, kind: PublishView, slices: Sequence[FileSlice]
+          ) -> list[tuple[FileRows, ...]]:
+    def one(fs: FileSlice) -> tuple[FileRows, ...]:
+        return shown_rows(storage, config, fs, base_only=kind == "read_optimized")
+
+    return list(_pool.map(one, slices)) if len(slices) > 1 else [one(s) for s in slices]
+
+
+def _continues(store: TimelineStore, timeline: Timeline, last: PublishedSnapshot, kind: PublishView) -> bool:
+    """Whether the last published snapshot is a view this timeline still builds: same view, its instant
+    completed as recorded on the active timeline, and no undo since."""
+    if last.view != kind or last.completion < timeline.archived.boundary:
+        return False
+    shown = timeline.find(last.instant)
+    if shown is None or shown.completion_time != last.completion:
+        return False
+    return not _undone_since(store, timeline, last)
+
+
+def _undone_since(store: TimelineStore, timeline: Timeline, last: PublishedSnapshot) -> bool:
+    return any(i.action in ("rollback", "restore") and (i.completion_time or "") > last.completion
+               and store.metadata(i).extra.get("undone") for i in timeline.completed)
+
+
+def _weir_earliest(store: TimelineStore, timeline: Timeline) -> str | None:
+    """The earliest point the newest completed clean kept readable (None: no clean, all of it)."""
+    cleans = [i for i in timeline.completed if i.action == "clean"]
+    if not cleans:
+        return None
+    earliest = store.metadata(cleans[-1]).extra.get("earliest_retained")
+    return str(earliest) if earliest else None
+
+
+def _pin(storage: Storage, lock: Lock, target: str, points: Sequence[str], view: FileSystemView,
+         seen: Timeline) -> None:
+    """Pin `points` for clean, after checking under the table lock that no clean planned meanwhile
+    (or completed since `seen` was loaded) deletes a file of `view`."""
+    needed = {f.path for s in view.slices for f in s.files}
+    store = TimelineStore(storage)
+    with lock:
+        timeline = store.load()
+        old = {i.requested_time for i in seen.completed}
+        for c in (i for i in timeline.instants if i.action == "clean" and i.requested_time not in old):
+            doomed = set(load_clean_plan(storage, c).files) if not c.is_completed else \
+                set(store.metadata(c).extra.get("deleted", ()))
+            gone = needed & doomed
+            if gone:
+                raise PublishConflict(f"clean {c.requested_time} deletes {sorted(gone)[:3]}, which the "
+                                      "snapshot being published needs; publish again (the newest instant)")
+        try:
+            pinned = read_pins(storage, target)
+        except CorruptMetadata:
+            pinned = ()  # rewritten below with every point the target may still show
+        ensure_held(lock, f"pinning the published {target} snapshot")
+        write_pins(storage, target, (*pinned, *points))

@@ -1,0 +1,68 @@
+"""`weir table publish URI --format iceberg|delta`: publishes the table's latest instant, says what
+readers see and where they open it (--json: the same as an object); a second run says it is up to date;
+an unknown format or view is one line saying what to use, and writes nothing."""
+
+import json
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from typer.testing import CliRunner
+
+import lakecore.publish
+from lakecore.cli.main import app
+from tests.lakecore.publish import readers
+
+runner = CliRunner()
+
+
+def weir(*args):
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def _table(tmp_path, schema="id:int64,ts:int64,name:string"):
+    uri = str(tmp_path / "t")
+    assert weir("table", "create", uri, "--schema", schema, "--record-key", "id", "--buckets", "2")[0] == 0
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "ts": [1, 1, 1], "name": ["a", "b", "c"]}), src)
+    assert weir("table", "upsert", uri, "--input", str(src))[0] == 0
+    return uri
+
+
+def test_publish_both_formats_and_readers_see_the_table(tmp_path):
+    uri = _table(tmp_path)
+    code, out = weir("table", "publish", uri, "--format", "iceberg")
+    assert code == 0, out
+    assert "iceberg: snapshot" in out and "full rebuild, 2 data file(s)" in out
+    assert f"readers open: {uri}/metadata/v1.metadata.json" in out
+    code, out = weir("table", "publish", uri, "--format", "delta", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["format"] == "delta" and result["location"] == uri
+    assert result["snapshot"]["view"] == "snapshot" and result["full"] is True
+    assert sorted(readers.delta(uri).column("name").to_pylist()) == ["a", "b", "c"]
+    assert sorted(readers.iceberg(uri).column("id").to_pylist()) == [1, 2, 3]
+    code, out = weir("table", "publish", uri, "--format", "iceberg")
+    assert code == 0 and "iceberg: already shows instant" in out
+
+
+def test_bad_requests_are_one_line_and_write_nothing(tmp_path):
+    uri = _table(tmp_path)
+    code, out = weir("table", "publish", uri, "--format", "hudi")
+    assert code == 1 and "unknown publish format 'hudi'; use one of iceberg, delta" in out
+    assert out.count("\n") == 1, out
+    code, out = weir("table", "publish", uri, "--format", "iceberg", "--view", "merged")
+    assert code == 1 and "unknown view 'merged'; use one of snapshot, read_optimized" in out
+    assert not (tmp_path / "t" / "metadata").exists() and not (tmp_path / "t" / "_delta_log").exists()
+
+
+def test_without_the_publish_extra_the_command_names_it(tmp_path, monkeypatch):
+    uri = _table(tmp_path)
+    monkeypatch.setitem(sys.modules, "fastavro", None)  # as if `pip install weir` had no `publish` extra
+    for name in ("lakecore.publish.iceberg", "lakecore.publish.iceberg_avro"):  # imported afresh
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.delattr(lakecore.publish, "iceberg", raising=False)
+    monkeypatch.delattr(lakecore.publish, "iceberg_avro", raising=False)
+    code, out = weir("table", "publish", uri, "--format", "iceberg")
+    assert code == 1 and "pip install 'weir[publish]'" in out and out.count("\n") == 1, out
+    assert not (tmp_path / "t" / "metadata").exists()
