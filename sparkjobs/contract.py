@@ -172,7 +172,8 @@ class KafkaArgs(JobArgs):
         if self.kafka_bootstrap_servers is None:
             return
         if bool(self.kafka_topics) == bool(self.kafka_topic_pattern):
-            raise ValueError("a Kafka source needs --kafka-topics or --kafka-topic-pattern (one of them)")
+            raise ValueError("a Kafka source reads topics or a topic pattern: set exactly one "
+                             "(--kafka-topics, --kafka-topic-pattern)")
         _one_of("kafka starting offsets", self.kafka_starting_offsets, STARTING_OFFSETS)
         _one_of("value format", self.value_format, VALUE_FORMATS)
         _one_of("bad records policy", self.bad_records, BAD_RECORDS)
@@ -182,8 +183,8 @@ class KafkaArgs(JobArgs):
             raise ValueError("--avro-schema (the values' Avro schema, inline JSON) goes with value format "
                              "avro and only with it")
         if self.bad_records == "deadLetter" and bool(self.dead_letter_topic) == bool(self.dead_letter_table):
-            raise ValueError("bad records policy deadLetter needs --dead-letter-topic or --dead-letter-table "
-                             "(one of them)")
+            raise ValueError("bad records policy deadLetter sends them to a topic or a table: set exactly "
+                             "one (--dead-letter-topic, --dead-letter-table)")
         if self.kafka_options_env is not None and not _ENV_NAME.fullmatch(self.kafka_options_env):
             raise ValueError("--kafka-options-env takes the NAME of an environment variable that holds the "
                              "consumer properties as JSON, not the properties")
