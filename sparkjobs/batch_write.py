@@ -121,10 +121,12 @@ def describe_conflict(exc: BaseException) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
+    from sparkjobs.kafka.source import SourceUnavailable
 
     return run_job(lambda: BatchWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="committed", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
-                   conflict=(WriteConflict,), describe_conflict=describe_conflict)
+                   conflict=(WriteConflict,), describe_conflict=describe_conflict,
+                   unavailable=(SourceUnavailable,))
 
 
 if __name__ == "__main__":

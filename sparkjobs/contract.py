@@ -40,6 +40,7 @@ EXIT_FAILED = 1          # anything else: retry with backoff
 EXIT_BAD_INPUT = 2       # the input or the table's configuration is wrong: retrying does not help
 EXIT_CONFLICT = 3        # lost a write conflict (early or at commit): restart after the winner commits
 EXIT_BUSY = 4            # table services: another live run executes this service now: skip this run
+EXIT_UNAVAILABLE = 5     # the source does not answer (no Kafka broker): back off, spending no budget
 
 # the environment the operator gives a writer's driver: who it is (in the writer registry's entries)
 WRITER_ENV = "WEIR_WRITER"                # "namespace/name" of the LakeWriter

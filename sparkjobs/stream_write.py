@@ -73,6 +73,10 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
             raise writer.aborted from None
         if writer is not None and writer.failure is not None:  # e.g. bad input: its own class and message
             raise writer.failure from None
+        if kafka is not None:   # the brokers went away mid-run: SourceUnavailable (retried, no budget spent)
+            from sparkjobs.kafka.source import partitions
+
+            partitions(spark, args)
         raise RuntimeError(str(failure))
     return {"writer_id": args.writer_id, "last_batch": writer.committed if writer else None,
             "instants": [i.requested_time for i in writer.instants] if writer else [],
@@ -82,10 +86,12 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
     from sparkjobs.batch_write import describe_conflict
+    from sparkjobs.kafka.source import SourceUnavailable
 
     return run_job(lambda: StreamWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="stopped", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
-                   conflict=(WriteConflict,), describe_conflict=describe_conflict)
+                   conflict=(WriteConflict,), describe_conflict=describe_conflict,
+                   unavailable=(SourceUnavailable,))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from lakecore.errors import InvalidInput, LakecoreError
 from sparkjobs.contract import KafkaArgs
 from sparkjobs.kafka import offsets as kafka_offsets
 
-PROBE_TIMEOUT_S = 30   # how long the driver waits for the brokers' metadata
+PROBE_TIMEOUT_S = 30   # how long the driver waits for the brokers' metadata, unless default.api.timeout.ms
 
 
 class InvalidKafkaOptions(InvalidInput):
@@ -79,17 +79,18 @@ def partitions(spark: Any, args: KafkaArgs) -> dict[str, list[int]]:
     deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
     props.setProperty("key.deserializer", deserializer)
     props.setProperty("value.deserializer", deserializer)
+    timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
     consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
     try:
-        found = consumer.listTopics(jvm.java.time.Duration.ofSeconds(PROBE_TIMEOUT_S))
+        found = consumer.listTopics(jvm.java.time.Duration.ofMillis(timeout_ms))
     except Exception as exc:   # py4j's Py4JJavaError: a timeout, an authentication failure, ...
         cause = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         java = getattr(exc, "java_exception", None)
         if java is not None:
             cause = f"{java.getClass().getSimpleName()}: {java.getMessage()}"
         raise SourceUnavailable(f"no Kafka broker at {args.kafka_bootstrap_servers} answered within "
-                                f"{PROBE_TIMEOUT_S} s ({cause}); the writer retries with backoff — check the "
-                                "brokers, the address and the credentials") from None
+                                f"{timeout_ms / 1000:g} s ({cause}); the writer retries with backoff — check "
+                                "the brokers, the address and the credentials") from None
     finally:
         consumer.close()
     regex = args.kafka_topic_pattern
@@ -104,6 +105,14 @@ def partitions(spark: Any, args: KafkaArgs) -> dict[str, list[int]]:
         raise InvalidInput(f"Kafka topic(s) {', '.join(missing)} do not exist at "
                            f"{args.kafka_bootstrap_servers}; create them or fix source.kafka.topics")
     return out
+
+
+def probe_timeout_ms(consumer_timeout: str | None) -> int:
+    """How long the brokers' metadata may take: the consumer's default.api.timeout.ms when set (a number),
+    else PROBE_TIMEOUT_S."""
+    if consumer_timeout and consumer_timeout.isdigit():
+        return int(consumer_timeout)
+    return PROBE_TIMEOUT_S * 1000
 
 
 def starting_offsets(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None) -> str:
