@@ -19,9 +19,10 @@ import pytest
 
 from lakecore import Table
 from lakeoperator.dev.kafka import KafkaBroker
+from tests.support.fixtures import require_spark_connectors
 from tests.support.kafka_broker import create_topic, produce
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(700)]
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "people"
 
@@ -64,6 +65,7 @@ def wait_for(check: Callable[[], Any], run: subprocess.Popen[str], timeout_s: fl
 
 def test_a_writer_backs_off_while_the_broker_is_down_and_goes_on_when_it_returns(
         tmp_path: Path, kafka_factory: Callable[[], KafkaBroker]) -> None:
+    require_spark_connectors()
     broker = kafka_factory()
     create_topic(broker.bootstrap_servers, TOPIC)
     produce(broker.bootstrap_servers, TOPIC,
