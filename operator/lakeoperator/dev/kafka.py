@@ -14,13 +14,12 @@ from __future__ import annotations
 import base64
 import os
 import re
-import signal
 import subprocess
 import time
 import uuid
 from pathlib import Path
-from types import TracebackType
 
+from lakeoperator.dev.server_process import ServerProcess
 from lakeoperator.dev.zookeeper import HOST, free_port, java_executable, port_is_open
 
 ROOT = Path(__file__).resolve().parents[3]   # the checkout (operator/lakeoperator/dev/kafka.py)
@@ -65,8 +64,10 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-class KafkaBroker:
+class KafkaBroker(ServerProcess):
     """One single-node KRaft Kafka on 127.0.0.1, its config, data and log under `workdir`."""
+
+    STOP_GRACE_S = 20.0   # a controlled shutdown moves leadership and flushes logs first
 
     def __init__(self, workdir: Path, *, start_timeout_s: float = 120.0, heap: str = "512m",
                  fast_start: bool = True, partitions: int = 1) -> None:
@@ -83,19 +84,11 @@ class KafkaBroker:
         self.fast_start = fast_start
         self.partitions = partitions
         self.startup_seconds: float | None = None   # of the last start, format included
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process = None
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{HOST}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    @property
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> KafkaBroker:
         if self.is_running:
@@ -119,34 +112,12 @@ class KafkaBroker:
         self.startup_seconds = time.monotonic() - began
         return self
 
-    def stop(self, *, kill: bool = False, grace_s: float = 20.0) -> None:
-        """Stop by pid: SIGTERM (a controlled shutdown), then SIGKILL after `grace_s` (at once with
-        `kill`)."""
-        process = self._process
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=grace_s)
-
-    def restart(self, *, kill: bool = False) -> KafkaBroker:
-        self.stop(kill=kill)
-        return self.start()
 
     def log_tail(self, lines: int = 40) -> str:
         if not self.log_path.exists():
             return "(no log written)"
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
-    def __enter__(self) -> KafkaBroker:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     def _command(self, main: str, *args: str) -> list[str]:
         jvm = [f"-Xmx{self.heap}", "-XX:+UseSerialGC", *(FAST_START_JVM if self.fast_start else ()),
