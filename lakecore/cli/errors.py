@@ -38,7 +38,7 @@ class CliError:
 EXTRA_OF = {"kazoo": "zookeeper", "s3fs": "s3", "pyspark": "spark", "yaml": "operator",
             "croniter": "operator", "kopf": "operator", "kubernetes": "operator", "urllib3": "operator",
             "jsonschema": "operator", "prometheus_client": "operator", "fastavro": "publish",
-            "pyroaring": "publish"}
+            "pyroaring": "publish", "confluent_kafka": "kafka"}
 
 
 def missing_extra(exc: BaseException) -> tuple[str, str] | None:

@@ -1,5 +1,5 @@
 """The few Kafka client calls the demo and the tests make on a broker (through confluent-kafka, imported
-when called: it is in the project's test extra, which `make deps` installs): create a topic, produce
+when called: the `kafka` extra, also in the test extra, which `make deps` installs): create a topic, produce
 messages. Must not start brokers (kafka.py) or read topics for the writers (sparkjobs.kafka does).
 """
 
@@ -16,7 +16,7 @@ def client_missing_reason() -> str | None:
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:
-        return "the Python Kafka client is not installed (pip install -e '.[test]' or `make deps`)"
+        return "the Python Kafka client is not installed (pip install -e '.[kafka]' or `make deps`)"
     return None
 
 

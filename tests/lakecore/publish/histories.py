@@ -68,13 +68,13 @@ class History:
         """Run one step; False when it does not apply to this table (compaction of copy-on-write)."""
         t = self.table
         if op == "compact":
-            return t.config.table_type == "merge_on_read" and t.compact() is not None
+            return t.config.table_type == "merge_on_read" and t.maintenance.compact().done
         if op == "cluster":
-            return t.cluster() is not None
+            return t.maintenance.cluster().done
         if op == "clean":
-            return t.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False) is not None
+            return t.maintenance.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False).done
         if op == "archive":
-            return t.archive(ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)) is not None
+            return t.maintenance.archive(ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)).done
         if op == "add_column":
             name = f"c{len(self.added)}"
             t.add_columns([pa.field(name, pa.int32())])

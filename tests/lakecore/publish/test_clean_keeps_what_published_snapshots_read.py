@@ -24,12 +24,12 @@ def test_a_published_snapshot_keeps_its_files_until_it_expires(tmp_path):
     t.upsert(rows(list(range(0, 20, 2)), "b"))
     published = t.read()
     first = {target: t.publish(target).snapshot for target in ("iceberg", "delta")}
-    t.compact()
+    t.maintenance.compact()
     for tag in ("c", "d"):
         t.upsert(rows([1, 3], tag))
-        t.compact()
-    done = t.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)
-    assert done is not None  # it deleted files of the slices between the compactions...
+        t.maintenance.compact()
+    done = t.maintenance.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)
+    assert done.done  # it deleted files of the slices between the compactions...
     for reader in ("iceberg", "delta"):  # ...but none the published snapshot reads
         got = readers.READERS[reader](t.uri)
         want = readers.expected(published, readers.TARGET_OF[reader])
@@ -39,9 +39,9 @@ def test_a_published_snapshot_keeps_its_files_until_it_expires(tmp_path):
     for target in ("iceberg", "delta"):
         t.publish(target, keep=1)
     assert first["iceberg"].completion not in pinned_points(t.storage)
-    plan = t.clean(CleanPolicy("keep_latest_commits", 1), dry_run=True)
+    plan = t.maintenance.clean(CleanPolicy("keep_latest_commits", 1), dry_run=True).plan
     assert plan is not None and plan.files  # the expired snapshot's files are garbage now
-    t.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)
+    t.maintenance.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)
     for reader in ("iceberg", "delta"):
         got = readers.READERS[reader](t.uri)
         readers.assert_same(got, readers.expected(t.read(), readers.TARGET_OF[reader]), ["id"], reader=reader)

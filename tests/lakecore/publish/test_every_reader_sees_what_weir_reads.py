@@ -54,15 +54,15 @@ def test_readers_match_after_every_write(tmp_path, table_type, ordering, partiti
     t.delete(keys([4, 5, 6, 100], 30))
     check(t, "delete")
     if table_type == "merge_on_read":
-        t.compact()
+        t.maintenance.compact()
         check(t, "compaction")
     t.insert(rows([7, 200, 201], 40, "c"))
     t.delete(keys([9], 1))  # an event-time delete older than the row: ignored
     check(t, "insert and delete")
-    t.cluster()
+    t.maintenance.cluster()
     check(t, "clustering")
     t.upsert(rows([10, 11], 50, "d"))
-    t.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)
+    t.maintenance.clean(CleanPolicy("keep_latest_commits", 1), dry_run=False)
     check(t, "clean")
     t.insert_overwrite(rows([12, 15], 60, "e"))
     check(t, "insert_overwrite", sample=True)

@@ -50,7 +50,7 @@ def test_archival_past_the_shown_instant_means_a_full_rebuild(tmp_path):
         t.publish(target)
     for i in range(5):
         t.upsert(rows([i], f"u{i}"))
-    assert t.archive(ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)) is not None
+    assert t.maintenance.archive(ArchivalPolicy(min_instants=2, max_instants=3, fanout=2)).done
     assert all(t.publish(target).full for target in TARGETS)
     agree(t)
 
@@ -60,16 +60,16 @@ def test_an_undo_means_a_full_rebuild_and_a_new_published_history(tmp_path, undo
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", buckets=2)
     first = t.upsert(rows(list(range(20)), "a")).instant
     if undo == "restore":
-        t.savepoint(first.requested_time)
+        t.maintenance.savepoint(first.requested_time)
     for target in TARGETS:
         t.publish(target)
     last = t.upsert(rows([1, 2, 30], "b")).instant
     for target in TARGETS:
         t.publish(target)
     if undo == "rollback":
-        t.rollback(last.requested_time, dry_run=False)
+        t.maintenance.rollback(last.requested_time, dry_run=False)
     else:
-        t.restore(first.requested_time, dry_run=False)
+        t.maintenance.restore(first.requested_time, dry_run=False)
     results = [t.publish(target) for target in TARGETS]
     assert all(r.full for r in results)
     agree(t)

@@ -61,7 +61,7 @@ def test_column_group_tables_publish_their_compacted_view(tmp_path):
                                     ColumnGroup("dims", ("country",), "dim_ts")])
     t.upsert(pa.table({"k": [1, 2, 3], "clicks": [10, 20, 30], "click_ts": [1, 1, 1]}))
     t.upsert(pa.table({"k": [2, 3, 4], "country": ["de", "fr", "it"], "dim_ts": [5, 5, 5]}))
-    t.compact()
+    t.maintenance.compact()
     t.upsert(pa.table({"k": [1], "clicks": [11], "click_ts": [2]}))  # in a log: not in the compacted view
     assert choose_view(t.config, None) == "read_optimized"
     got = shown(t, "read_optimized").rename_columns(["k", *schema.names[1:]])
@@ -77,6 +77,6 @@ def test_column_defaults_are_refused_since_no_target_shows_them(tmp_path):
     t = Table.create(str(tmp_path / "t"), schema=schema, record_key="k", column_defaults={"clicks": 0},
                      column_groups=groups)
     t.upsert(pa.table({"k": [4], "country": ["it"], "ts": [5]}))
-    t.compact()
+    t.maintenance.compact()
     with pytest.raises(NotPublishable, match=r"column_defaults \['clicks'\].*would show null"):
         choose_view(t.config, None)

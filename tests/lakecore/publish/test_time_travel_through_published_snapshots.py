@@ -21,7 +21,7 @@ def test_every_published_snapshot_reads_as_of_its_instant(tmp_path):
         lambda: t.upsert(pa.table({"id": list(range(10)), "ts": [1] * 10, "v": list("abcdefghij")},
                                   schema=SCHEMA)),
         lambda: t.delete(pa.table({"id": [2, 3], "ts": [5, 0]})),  # the second delete is older: ignored
-        lambda: t.compact(),
+        lambda: t.maintenance.compact(),
         lambda: t.add_columns([pa.field("extra", pa.int32())]),
         lambda: t.upsert(pa.table({"id": [4, 11], "ts": [9, 9], "v": ["x", "y"], "extra": [1, 2]},
                                   schema=SCHEMA.append(pa.field("extra", pa.int32())))),
