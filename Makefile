@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS := s3,zookeeper,spark,operator,publish,test,dev
+EXTRAS := s3,zookeeper,spark,operator,publish,catalog,test,dev
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 PYTEST_ARGS ?=
 
@@ -57,7 +57,7 @@ system-deps:
 # A real Kubernetes control plane for the tests (tests/support/kube_server.py): etcd, kube-apiserver and
 # kube-controller-manager built from the pinned Go modules of tests/support/controlplane into one binary,
 # once per version (rebuilt only when its go.mod, go.sum or *.go files change). Cold (empty Go caches,
-# modules from the proxy): 15-25 min on 2 busy cores (~10 min of CPU, 3.5 GB peak); warm: ~20 s. Without
+# modules from the proxy): 15-25 min on 2 busy cores (~10 min of CPU, 3.5 GB peak); warm: 15-35 s. Without
 # Go the tests that need it are skipped locally and fail under CI=true.
 CONTROLPLANE_DIR := tests/support/controlplane
 KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' $(CONTROLPLANE_DIR)/go.mod)
@@ -76,7 +76,7 @@ controlplane:
 
 $(CONTROLPLANE): $(CONTROLPLANE_DIR)/go.mod $(CONTROLPLANE_DIR)/go.sum $(wildcard $(CONTROLPLANE_DIR)/*.go)
 	@mkdir -p $(@D)
-	@echo "building the control plane $(KUBE_VERSION) into $@ (cold Go caches: 15-25 min; warm: ~20 s)"
+	@echo "building the control plane $(KUBE_VERSION) into $@ (cold Go caches: 15-25 min; warm: 15-35 s)"
 	cd $(CONTROLPLANE_DIR) && go build -mod=readonly -buildvcs=false -ldflags '$(CONTROLPLANE_LDFLAGS)' -o $(CURDIR)/$@.partial .
 	mv $@.partial $@
 

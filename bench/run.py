@@ -5,7 +5,7 @@
 3. merge_bench   the merge engine alone
    (also: concurrency, early conflict detection, compaction, archival of a 100k-instant timeline,
    Spark jobs)
-   operator_bench  the operator on the API emulator: LakeWriter -> driver pod latency, 200 writers at once
+   operator_bench  the operator on a real API server: LakeWriter -> driver pod latency, 200 writers at once
    supervision_bench  conflict -> loser stopped latency, RFC-56 bytes lost, cost of 50 tables x 4 writers
 4. peers         the shared peers harness with lakecore added (floor zstd, lakecore, delta-rs, Lance),
                  3 rounds interleaved, each run a fresh process; skipped with --no-peers

@@ -396,3 +396,10 @@ class PublishConflict(PublishError):
     needs; publishing again (of the newest instant) succeeds."""
 
     retryable = True
+
+
+class CatalogError(PublishError):
+    """The published Iceberg table could not be registered in its catalog (unreachable, refused, or the
+    name holds another table); the published files are intact and the next publish registers them."""
+
+    retryable = True

@@ -2,7 +2,8 @@
 repository root, with the input files the repository ships (examples/people/): create, two upserts,
 the timeline, and a read as of the first write's instant (taken from `timeline --json`) that shows the
 table before the second write. Only `/tmp/people` is the test's own directory and `.venv/bin/` this
-interpreter. (The part's `weir run` block needs Spark:
+interpreter. The block publishes the table as Iceberg and Delta; the next block's DuckDB queries read
+it (with the readers' DuckDB, `make readers`). (The part's `weir run` block needs Spark:
 tests/lakeoperator/test_weir_run_runs_the_local_examples.py runs it.)"""
 
 from __future__ import annotations
@@ -12,15 +13,20 @@ from pathlib import Path
 import pytest
 
 from lakecore import Table
-from tests.support.readme import ROOT, code_blocks, run_block, shims
+from tests.support.fixtures import require
+from tests.support.readers.environments import duckdb_environment
+from tests.support.readme import ROOT, code_blocks, duckdb_shim, run_block, shims
 
 pytestmark = pytest.mark.slow   # six weir processes
 
 
+def blocks() -> list[str]:
+    return code_blocks(ROOT / "README.md", "**3. Your own tables, locally.**", "**4. On a cluster.**")
+
+
 def test_the_readmes_table_commands_run_as_written(tmp_path: Path) -> None:
-    blocks = code_blocks(ROOT / "README.md", "**3. Your own tables, locally.**", "**4. On a cluster.**")
-    table_block = next(b for b in blocks if "weir table create" in b)
-    assert "/tmp/people" in table_block and "--as-of" in table_block
+    table_block = next(b for b in blocks() if "weir table create" in b)
+    assert "/tmp/people" in table_block and "--as-of" in table_block and "weir table publish" in table_block
     ran = run_block(table_block, cwd=ROOT, bin_dir=shims(tmp_path / "bin"),
                     replace={"/tmp/people": str(tmp_path / "people")})
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
@@ -30,3 +36,23 @@ def test_the_readmes_table_commands_run_as_written(tmp_path: Path) -> None:
     table = Table.open(str(tmp_path / "people"))
     assert sorted(r["name"] for r in table.read().to_pylist()) == ["Ada", "Alan", "Edsger", "Grace Hopper"]
     assert len(table.timeline().completed) == 2
+    assert (tmp_path / "people" / "metadata" / "version-hint.text").exists()
+    assert (tmp_path / "people" / "_delta_log").is_dir()
+
+
+@pytest.mark.readers
+def test_the_readmes_duckdb_queries_read_the_published_table(tmp_path: Path) -> None:
+    environment = duckdb_environment()
+    require("the duckdb reader", environment.missing_reason())
+    table_block = next(b for b in blocks() if "weir table create" in b)
+    duckdb_block = next(b for b in blocks() if "duckdb -c" in b)
+    bin_dir = shims(tmp_path / "bin")
+    duckdb_shim(bin_dir, environment.python)
+    ran = run_block(table_block + duckdb_block, cwd=ROOT, bin_dir=bin_dir,
+                    replace={"/tmp/people": str(tmp_path / "people"), "duckdb -c": f"{bin_dir}/duckdb -c"})
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    queried = ran.stdout[ran.stdout.rindex("readers open:"):]      # after the publishes: DuckDB's tables
+    iceberg, delta = queried.split("┌")[1:]
+    for name in ("Ada", "Alan", "Edsger", "Grace Hopper"):
+        assert name in iceberg
+    assert "Grace Hopper" in delta and "Edsger" in delta and "Ada" not in delta

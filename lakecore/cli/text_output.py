@@ -204,6 +204,8 @@ class TextOutput:
     def published(self, result: PublishResult) -> None:
         out.print(result.describe(), highlight=False, soft_wrap=True, markup=False)
         out.print(f"readers open: {result.location}", highlight=False, soft_wrap=True, markup=False)
+        if result.catalog:
+            out.print(result.catalog, highlight=False, soft_wrap=True, markup=False)
 
 
 def _timeline_cells(row: dict[str, Any], keys: Iterable[str]) -> list[str]:

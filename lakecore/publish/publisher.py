@@ -21,15 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from types import ModuleType
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, view_of
 from lakecore.config import TableConfig
-from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict
+from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict, PublishError
 from lakecore.layout import FileSlice, FileSystemView
+from lakecore.publish.catalog import CatalogRef, register
 from lakecore.publish.plan import PublishView, choose_view, plan_publish, schema_fingerprint
 from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
 from lakecore.read.positions import FileRows, shown_rows
@@ -53,6 +54,7 @@ class PublishResult:
     location: str                 # what readers open: Iceberg's metadata file, Delta's table root
     up_to_date: bool = False      # the instant was published already: nothing written
     note: str = ""                # what readers of this view do not see
+    catalog: str = ""             # what the catalog's table points at now (publish(catalog=...))
 
     def describe(self) -> str:
         s = self.snapshot
@@ -68,7 +70,7 @@ class PublishResult:
         return {"format": self.target, "location": self.location, "up_to_date": self.up_to_date,
                 "snapshot": {"id": s.id, "instant": s.instant, "completion": s.completion, "view": s.view},
                 "full": self.full, "file_groups": self.groups, "files": self.files,
-                "hidden_rows": self.hidden, "note": self.note}
+                "hidden_rows": self.hidden, "note": self.note, "catalog": self.catalog}
 
 
 def _module(target: str) -> ModuleType:
@@ -84,10 +86,27 @@ def _module(target: str) -> ModuleType:
 
 
 def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, view: str | None = None,
-            keep: int = 10) -> PublishResult:
+            keep: int = 10, catalog: CatalogRef | None = None) -> PublishResult:
     """Publish the table's latest completed instant as `target` ("iceberg" or "delta") metadata beside
     it. `view`: "snapshot" (merged, the default) or "read_optimized" (base files only; the only view
-    of column-group tables). `keep`: published snapshots retained for time travel at most."""
+    of column-group tables). `keep`: published snapshots retained for time travel at most. `catalog`:
+    an Iceberg catalog whose table then points at the new metadata (registered on the first publish),
+    the last step: a catalog that fails raises CatalogError with every published file in place."""
+    if catalog is not None and target != "iceberg":
+        raise NotPublishable(f"a catalog registers Iceberg tables; publish --format iceberg to register "
+                             f"{catalog.table} (a {target} table is read by its path, {storage.uri})")
+    result = _publish(storage, config, lock, target, view=view, keep=keep)
+    if catalog is None:
+        return result
+    state = _module(target).load(storage)
+    if state.metadata is None:
+        raise PublishError(f"the Iceberg metadata just published at {result.location} does not read back; "
+                           "publish again (a full rebuild)")
+    return replace(result, catalog=register(catalog, result.location, state.metadata).describe(catalog))
+
+
+def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, view: str | None,
+             keep: int) -> PublishResult:
     mod = _module(target)
     kind = choose_view(config, view)
     mod.check_schema(config.schema)  # a type the target cannot hold: refused before anything is written

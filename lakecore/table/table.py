@@ -44,7 +44,7 @@ from lakecore.errors import (
     TableAlreadyExists,
     TableNotFound,
 )
-from lakecore.publish import PublishResult, publish
+from lakecore.publish import CatalogRef, PublishResult, publish
 from lakecore.read.changes import read_changes
 from lakecore.read.snapshot import read_view
 from lakecore.services import (
@@ -371,13 +371,15 @@ class Table:
 
     # -- other engines ------------------------------------------------------------------------
 
-    def publish(self, format: str, *, view: str | None = None, keep: int = 10) -> PublishResult:
+    def publish(self, format: str, *, view: str | None = None, keep: int = 10,
+                catalog: CatalogRef | None = None) -> PublishResult:
         """Write `format` ("iceberg" or "delta") metadata beside the table, over its Parquet files as they
         are, so other engines read the table as of its latest completed instant: the merged snapshot
         (`view="snapshot"`, the default) or its base files only (`"read_optimized"`, the only view of
         column-group tables). Incremental when it can be; crash-safe. `keep`: published snapshots kept
-        for time travel at most (clean keeps their files). See docs/interop.md."""
-        return publish(self.storage, self.config, self.lock, format, view=view, keep=keep)
+        for time travel at most (clean keeps their files). `catalog`: an Iceberg catalog (pyiceberg's)
+        whose table then points at the new metadata. See docs/interop.md."""
+        return publish(self.storage, self.config, self.lock, format, view=view, keep=keep, catalog=catalog)
 
     # -- inspection ---------------------------------------------------------------------------
 

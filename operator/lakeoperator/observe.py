@@ -27,6 +27,7 @@ from lakecore.errors import InvalidTableConfig
 from lakeoperator.plan.writer import WriterPhase
 from lakeoperator.specs import (
     LakeTableSpec,
+    SecretKeyRef,
     SpecError,
     parse_lake_table,
     parse_lake_writer,
@@ -47,6 +48,8 @@ class TableInputs:
     secret_error: SpecError | None = None           # that Secret is missing or malformed
     zookeeper_credentials: Any = None               # lakecore.concurrency.zookeeper.Credentials, or None
     zookeeper_error: str | None = None              # why they could not be read (the table is not supervised)
+    catalog_properties: dict[str, str] | None = None   # spec.publish.catalog's Secret (None: none; weir run)
+    catalog_error: str | None = None                # that Secret is missing or malformed (nothing registers)
 
 
 @dataclass(frozen=True)
@@ -88,10 +91,16 @@ def observe_table(store: Store, body: Mapping[str, Any]) -> TableInputs:
         options = storage_options(store, namespace, spec)
     except SpecError as exc:
         return TableInputs(body, secret_error=exc)
+    catalog: dict[str, Any] = {}
     try:
-        return TableInputs(body, options, zookeeper_credentials=zookeeper_credentials(store, namespace, spec))
+        catalog["catalog_properties"] = catalog_properties(store, namespace, spec)
+    except SpecError as exc:
+        catalog["catalog_error"] = str(exc)
+    try:
+        return TableInputs(body, options, zookeeper_credentials=zookeeper_credentials(store, namespace, spec),
+                           **catalog)
     except (SpecError, InvalidTableConfig) as exc:
-        return TableInputs(body, options, zookeeper_error=str(exc))
+        return TableInputs(body, options, zookeeper_error=str(exc), **catalog)
 
 
 def observe_writer(store: Store, body: Mapping[str, Any]) -> WriterInputs:
@@ -136,17 +145,33 @@ def storage_options(store: Store, namespace: str, table: LakeTableSpec) -> dict[
     ref = table.storage.secret_ref
     if ref is None or not store.holds_secrets:
         return None
+    return _json_secret(store, namespace, ref, "storage.secretRef", "storage options")
+
+
+def catalog_properties(store: Store, namespace: str, table: LakeTableSpec) -> dict[str, str] | None:
+    """The pyiceberg catalog properties in the Secret spec.publish.catalog.secretRef names (the operator
+    registers the published Iceberg table with them); None without a catalog, or where the store holds
+    no Secrets (`weir run`: pyiceberg's own configuration). SpecError when the Secret is missing or not
+    a JSON object."""
+    catalog = table.publish.catalog if table.publish else None
+    if catalog is None or not store.holds_secrets:
+        return None
+    values = _json_secret(store, namespace, catalog.secret_ref, "publish.catalog.secretRef",
+                          "pyiceberg catalog properties")
+    return {str(k): str(v) for k, v in values.items()}
+
+
+def _json_secret(store: Store, namespace: str, ref: SecretKeyRef, field: str, what: str) -> dict[str, Any]:
     value = store.secret_value(namespace, ref.name, ref.key)
     if value is None:
-        raise SpecError("storage.secretRef", f"no Secret {ref.name!r} with key {ref.key!r} in namespace "
-                        f"{namespace}; create it (a JSON object of storage options)")
+        raise SpecError(field, f"no Secret {ref.name!r} with key {ref.key!r} in namespace {namespace}; "
+                        f"create it (a JSON object of {what})")
     try:
         options = json.loads(value)
     except ValueError:
         options = None
     if not isinstance(options, dict):
-        raise SpecError("storage.secretRef", f"Secret {ref.name!r} key {ref.key!r} is not a JSON object of "
-                        "storage options; fix it")
+        raise SpecError(field, f"Secret {ref.name!r} key {ref.key!r} is not a JSON object of {what}; fix it")
     return options
 
 
@@ -215,5 +240,6 @@ def _namespace(body: Mapping[str, Any]) -> str:
     return str((body.get("metadata") or {}).get("namespace") or "default")
 
 
-__all__ = ["Inputs", "ServiceInputs", "TableInputs", "WriterInputs", "conflict_winner_running", "observe",
+__all__ = ["Inputs", "ServiceInputs", "TableInputs", "WriterInputs", "catalog_properties",
+           "conflict_winner_running", "observe",
            "observe_service", "observe_table", "observe_writer", "storage_options", "zookeeper_credentials"]

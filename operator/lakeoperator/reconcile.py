@@ -30,9 +30,11 @@ from lakecore.errors import InvalidTableConfig
 from lakeoperator.builders.driver_pod import PodSettings, build_service_pod, build_writer_pod, child_name
 from lakeoperator.launch import Launcher
 from lakeoperator.observe import Inputs, TableInputs, WriterInputs
+from lakeoperator.plan.publish import due_targets, published_fields
 from lakeoperator.plan.service import ServiceAction, plan_service
 from lakeoperator.plan.table import TableAction, TablePlan, columns_to_add, desired_config, plan_table
 from lakeoperator.plan.writer import Action, WriterPhase, classify_change, observe_pod, plan_writer
+from lakeoperator.publishing import publish_targets
 from lakeoperator.specs import (
     LakeTableSpec,
     ObjectRef,
@@ -51,6 +53,7 @@ from lakeoperator.status import (
     run_ended,
     service_status,
     table_status,
+    timestamp,
     writer_status,
 )
 
@@ -108,7 +111,8 @@ def reconcile(inputs: Inputs, launcher: Launcher, now: datetime, settings: PodSe
     """One pass over the resource `inputs` were observed for (observe.py)."""
     if isinstance(inputs, TableInputs):
         return reconcile_table(inputs.body, now, storage_options=inputs.storage_options,
-                               secret_error=inputs.secret_error)
+                               secret_error=inputs.secret_error, catalog_properties=inputs.catalog_properties,
+                               catalog_error=inputs.catalog_error)
     if isinstance(inputs, WriterInputs):
         return reconcile_writer(inputs.body, inputs.table, launcher, now, settings, applied=inputs.applied,
                                 source_location=inputs.source_location, winner_running=inputs.winner_running)
@@ -118,11 +122,14 @@ def reconcile(inputs: Inputs, launcher: Launcher, now: datetime, settings: PodSe
 
 def reconcile_table(body: Mapping[str, Any], now: datetime, *,
                     storage_options: Mapping[str, Any] | None = None,
-                    secret_error: SpecError | None = None) -> Outcome:
-    """Create the table at spec.location, or adopt the one there after checking its config.
-    `storage_options`: the options spec.storage refers to, resolved by the caller (a Secret's JSON);
-    `secret_error`: why they could not be (a missing Secret may be created later: looked at again, as
-    Secrets are not watched)."""
+                    secret_error: SpecError | None = None,
+                    catalog_properties: Mapping[str, str] | None = None,
+                    catalog_error: str | None = None) -> Outcome:
+    """Create the table at spec.location, or adopt the one there after checking its config; then publish
+    the spec.publish targets due. `storage_options`: the options spec.storage refers to, resolved by the
+    caller (a Secret's JSON); `secret_error`: why they could not be (a missing Secret may be created
+    later: looked at again, as Secrets are not watched); `catalog_properties`, `catalog_error`: the same
+    for spec.publish.catalog's Secret."""
     if secret_error is not None:
         ref = ObjectRef.from_body(body)
         return Outcome(invalid_spec_status(ref, secret_error, body.get("status"), now), requeue_after=10.0,
@@ -165,6 +172,15 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
     events: tuple[tuple[str, str, str], ...] = (("Warning", "StorageError", error),) if error else \
         (("Normal", "Created", f"created table at {spec.location}"),) if plan.action == TableAction.CREATE \
         else (("Normal", "Evolved", f"added column(s) {', '.join(added)} to the table"),) if added else ()
+    if spec.publish is None:
+        status.update(published=None, publishedInstant=None)
+    elif info is not None and error is None:
+        due = due_targets(spec.publish, old, info.latest_instant)
+        if due:
+            outcomes = publish_targets(spec, due, options, catalog_properties, catalog_error)
+            status.update(published_fields(spec.publish, old, outcomes, timestamp(now)))
+            events += tuple(("Warning", "PublishFailed", f"{o.format}: {o.error}")
+                            for o in outcomes if o.error)
     if switched and not error:
         events += (("Normal", "LockSwitched", switched),)
     return Outcome(status, requeue_after=30.0 if error else 60.0, events=events)

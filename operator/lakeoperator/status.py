@@ -292,8 +292,10 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
     })
 
 
-# the LakeTable status fields derived from its timeline (TableInfo): a commit changes them, nothing else
-TIMELINE_FIELDS = ("latestInstant", "latestInstantTime", "pendingCompactions", "activeWriters")
+# the LakeTable status fields derived from its timeline (TableInfo, and what publishing shows): a commit
+# changes them, nothing else
+TIMELINE_FIELDS = ("latestInstant", "latestInstantTime", "pendingCompactions", "activeWriters", "published",
+                   "publishedInstant")
 
 
 def location_changed_status(ref: ObjectRef, old: Mapping[str, Any], location: str, now: datetime

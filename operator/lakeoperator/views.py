@@ -162,7 +162,17 @@ def _table_fields(spec: Mapping[str, Any], s: Mapping[str, Any], now: datetime) 
             ("Latest instant", f"{instant} (completed {s['latestInstantTime']})"
              if instant and s.get("latestInstantTime") else instant),
             ("Pending compactions", s.get("pendingCompactions") or None),
-            ("Active writers", s.get("activeWriters") or None), ("Last error", s.get("lastError"))]
+            ("Active writers", s.get("activeWriters") or None),
+            *((f"Published ({e.get('format')})", _published(e)) for e in s.get("published") or ()),
+            ("Last error", s.get("lastError"))]
+
+
+def _published(entry: Mapping[str, Any]) -> str:
+    """One spec.publish target: the instant its readers see, where they open it, and its last error."""
+    shown = f"{entry.get('instant')} ({entry.get('location')})" if entry.get("instant") else "nothing yet"
+    catalog = f"; {entry['catalog']}" if entry.get("catalog") else ""
+    error = f"; last publish failed: {entry['error']}" if entry.get("error") else ""
+    return shown + catalog + error
 
 
 def _writer_fields(spec: Mapping[str, Any], s: Mapping[str, Any], now: datetime) -> list[tuple[str, Any]]:

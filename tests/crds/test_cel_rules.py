@@ -51,6 +51,7 @@ def groups(a: list[str], b: list[str], *, extra: tuple[dict[str, Any], ...] = ()
 
 
 ZK = {"provider": "zookeeper", "zookeeper": {"connect": "zk:2181/weir"}}
+CATALOG = {"table": "lake.t", "secretRef": {"name": "catalog", "key": "properties"}}
 
 
 def _merge(base: Any, patch: Any) -> Any:
@@ -174,6 +175,16 @@ CASES = [
           {"concurrency": {"earlyDetection": {"strategy": "direct_zk"}}, "lock": ZK}),
     table("direct_zk with the storage lock", {"concurrency": {"earlyDetection": {"strategy": "direct_zk"}}},
           violates=("earlyDetection strategy direct_zk",)),
+    # -- LakeTable: publishing -----------------------------------------------------------------
+    table("publish both with a catalog", {"publish": {"targets": ["iceberg", "delta"], "catalog": CATALOG}}),
+    table("publish delta with a catalog", {"publish": {"targets": ["delta"], "catalog": CATALOG}},
+          violates=("publish.catalog registers the Iceberg table",)),
+    table("publish column groups read-optimized", GROUPED,
+          {"publish": {"targets": ["iceberg"], "view": "read_optimized"}}),
+    table("publish column groups by default", GROUPED, {"publish": {"targets": ["delta"]}}),
+    table("publish column groups merged", GROUPED, {"publish": {"targets": ["iceberg"], "view": "snapshot"}},
+          violates=("a table with columnGroups publishes its last compacted state only",)),
+    table("publish merged", {"publish": {"targets": ["iceberg"], "view": "snapshot"}}),
     table("zookeeper lock without connect", {"lock": {"provider": "zookeeper"}},
           violates=("lock.provider zookeeper needs lock.zookeeper.connect",)),
     table("storage lock with a zookeeper block",

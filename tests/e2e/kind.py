@@ -1,6 +1,6 @@
 """A kind cluster for the e2e suite: create it, build and load Weir's images, install the Helm chart,
 run an S3 endpoint in it, and talk to it the way a user does (kubectl, helm), with the same methods the
-emulator-based tests' `Cluster` has (apply, get, wait_status, events), so both run the same checks
+API server tests' `Cluster` has (apply, get, wait_status, events), so both run the same checks
 (tests/support/scenario_checks.py).
 
 Needs a Docker engine and `kind` (`make e2e` downloads a pinned kind into the virtualenv); kubectl and

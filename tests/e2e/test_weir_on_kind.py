@@ -3,8 +3,8 @@ Helm chart, tables on S3 (an S3 endpoint in the cluster). The chart's own `helm 
 example (a table, two writers, a compaction) is applied with kustomize and its writers run; two batch
 writers on one file group, held mid-write in their driver pods, conflict — the supervisor stops the
 younger from outside and it is restarted after the winner — and the table holds exactly what the writes
-give. The checks are the emulator
-tests' (tests/support/scenario_checks.py).
+give. The checks are the API
+server tests' (tests/support/scenario_checks.py).
 
 Runs with `make e2e` where a Docker engine exists (see conftest.py); takes about ten minutes."""
 

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
 VERSION = PYPROJECT["project"]["version"]
 IMAGES = {"operator": f"ghcr.io/weir-dev/weir-operator:{VERSION}", "spark": PodSettings().default_image}
-EXTRAS = {"operator": ["operator", "zookeeper", "s3"], "spark": ["spark", "zookeeper", "s3", "publish"]}
+EXTRAS = {"operator": ["operator", "zookeeper", "s3", "publish", "catalog"],
+          "spark": ["spark", "zookeeper", "s3", "publish", "catalog"]}
 VENV_PYTHON = "/opt/weir/venv/bin/python"
 
 

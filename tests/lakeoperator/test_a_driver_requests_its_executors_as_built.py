@@ -1,5 +1,5 @@
 """`spark.mode: kubernetes`: a real Spark driver, started exactly as the driver pod the operator builds
-says (spark-submit, client mode, the operator's --conf), asks the Kubernetes API (the emulator) for its
+says (spark-submit, client mode, the operator's --conf), asks the real Kubernetes API server for its
 executor pods — with the spec's image and service account, the table's labels, an owner reference to
 the driver pod (so they go when it goes) and the storage Secret by reference. The executors need not
 run: the test stops the driver once they are requested."""
@@ -23,19 +23,24 @@ from lakeoperator.plan.writer import SUBMISSION_LABEL, submission_id
 from lakeoperator.reconcile import reconcile_table
 from lakeoperator.specs import ObjectRef, parse_lake_table, parse_lake_writer
 from tests.support.fixtures import require_spark
-from tests.support.kube_api import KubeApi, resource_path
+from tests.support.kube_client import resource_path
+from tests.support.kube_server import ControlPlane
 
 pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_executors_are_requested_with_the_operators_settings(kube_api: KubeApi, tmp_path: Path):
+def test_executors_are_requested_with_the_operators_settings(kube_server: ControlPlane, kube_namespace: str,
+                                                             tmp_path: Path) -> None:
     require_spark()
-    table = parse_lake_table({"metadata": {"name": "events", "namespace": "default"}, "spec": {
+    ns, client = kube_namespace, kube_server.client()
+    # the server admits a pod only with a ServiceAccount that exists (the spec's, for driver and executors)
+    client.create(resource_path("v1", "serviceaccounts", ns), {"metadata": {"name": "weir-spark"}})
+    table = parse_lake_table({"metadata": {"name": "events", "namespace": ns}, "spec": {
         "location": str(tmp_path / "events"), "recordKey": ["id"],
         "schema": [{"name": "id", "type": "int64"}, {"name": "v", "type": "string"}],
         "storage": {"secretRef": {"name": "lake-creds", "key": "options.json"}}}})
-    writer_body = {"metadata": {"name": "loader", "namespace": "default", "uid": "w-uid", "generation": 1},
+    writer_body = {"metadata": {"name": "loader", "namespace": ns, "uid": "w-uid", "generation": 1},
                    "spec": {"tableRef": {"name": "events"}, "mode": "batch",
                             "source": {"path": str(tmp_path)},
                             "spark": {"mode": "kubernetes", "image": "registry/weir-spark:9",
@@ -43,21 +48,22 @@ def test_executors_are_requested_with_the_operators_settings(kube_api: KubeApi, 
                                       "executor": {"instances": 2, "cores": 1, "memory": "512m"},
                                       "driver": {"memory": "512m"}}}}
     owner = ObjectRef.from_body(writer_body)
-    reconcile_table({"metadata": {"name": "events", "namespace": "default", "uid": "t", "generation": 1},
+    reconcile_table({"metadata": {"name": "events", "namespace": ns, "uid": "t", "generation": 1},
                      "spec": {"location": table.location, "recordKey": ["id"],
                               "schema": [{"name": "id", "type": "int64"}, {"name": "v", "type": "string"}]}},
                     datetime.now(UTC))  # the job opens the table before Spark starts
     submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent))
     assert submit is not None
-    settings = PodSettings(api_server=kube_api.url, jobs_dir=str(ROOT / "sparkjobs"), spark_submit=submit)
+    settings = PodSettings(api_server=kube_server.url, jobs_dir=str(ROOT / "sparkjobs"), spark_submit=submit)
     sid = submission_id(owner, 1)
     pod = build_writer_pod(owner, parse_lake_writer(writer_body), table, sid, settings)
-    client = kube_api.client()
-    created = client.create(resource_path("v1", "pods", "default"), pod)   # as the operator would
+    created = client.create(resource_path("v1", "pods", ns), pod)   # as the operator would
 
     container = pod["spec"]["containers"][0]
     argv = [expand(a, {"WEIR_POD_IP": "127.0.0.1"}) for a in [*container["command"], *container["args"]]]
-    env = {**os.environ, "KUBECONFIG": str(kube_api.write_kubeconfig(tmp_path / "kubeconfig")),
+    kubeconfig = kube_server.write_kubeconfig(tmp_path / "kubeconfig", namespace=ns,
+                                              token=kube_server.namespace_admin_token(ns))
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig),
            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -68,7 +74,7 @@ def test_executors_are_requested_with_the_operators_settings(kube_api: KubeApi, 
     try:
         deadline, executors = time.monotonic() + 120, []
         while time.monotonic() < deadline and len(executors) < 2 and driver.poll() is None:
-            executors = client.get(resource_path("v1", "pods", "default"),
+            executors = client.get(resource_path("v1", "pods", ns),
                                    labelSelector="spark-role=executor")["items"]
             time.sleep(0.3)
         assert len(executors) == 2, (tmp_path / "driver.log").read_text()[-4000:]

@@ -1,5 +1,5 @@
 """The `Store` protocol (store.py) has two implementations — the Kubernetes API (kube.Kube, here against the
-API emulator) and `weir run`'s state directory (local.StateDir) — and one contract suite runs against
+real API server) and `weir run`'s state directory (local.StateDir) — and one contract suite runs against
 both: a missing resource reads as None and a stored one as its body, a status written reads back, an
 Event lands on its resource, the spec a writer's submission runs reads back, Secrets are read where the
 store holds them. Then the observe step over each store gathers one pass's inputs, typed: a writer's
@@ -23,10 +23,11 @@ from lakeoperator.local import Resource, StateDir
 from lakeoperator.observe import ServiceInputs, TableInputs, WriterInputs, observe
 from lakeoperator.store import Store
 from tests.lakeoperator.bodies import lake_table, lake_writer, table_service
-from tests.support.kube_api import resource_path
+from tests.support.kube_client import resource_path
+from tests.support.kube_server import ControlPlane
 from tests.support.operator import ROOT, weir_path
 
-NAMESPACE = "lake"
+NAMESPACE = "lake"   # weir run's; on the API server each test's own
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Harness:
     events: Callable[[str, str], list[tuple[str, str, str]]]       # kind, name -> (type, reason, message)
     record_applied: Callable[[dict[str, Any], dict[str, Any]], None]   # a writer, the spec it runs
     put_secret: Callable[[str, str, str], None] | None             # name, key, value (None: holds none)
+    namespace: str = NAMESPACE
 
 
 def local_harness(tmp_path: Path) -> Harness:
@@ -60,32 +62,36 @@ def local_harness(tmp_path: Path) -> Harness:
     return Harness(state, put, events, record_applied, None)
 
 
-def kube_harness(tmp_path: Path, kube_api: Any) -> Harness:
-    kube_api.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
-    kube = Kube(connect(str(kube_api.write_kubeconfig(tmp_path / "kubeconfig"))))
-    client = kube_api.client()
+def kube_harness(tmp_path: Path, server: ControlPlane, namespace: str) -> Harness:
+    server.apply_crds(*sorted((ROOT / "crds").glob("weir.dev_*.yaml")))
+    kube = Kube(connect(str(server.write_kubeconfig(tmp_path / "kubeconfig"))))
+    client = server.client()
 
     def put(body: dict[str, Any]) -> dict[str, Any]:
-        created: dict[str, Any] = client.create(weir_path(body["kind"], namespace=NAMESPACE),
-                                                {k: v for k, v in body.items() if k != "status"})
+        # what a create may carry (the server stamps uid, resourceVersion, generation)
+        stored = {k: v for k, v in body.items() if k != "status"}
+        stored["metadata"] = {**{k: v for k, v in body["metadata"].items() if k in ("name", "labels",
+                                                                                  "annotations")},
+                              "namespace": namespace}
+        created: dict[str, Any] = client.create(weir_path(body["kind"], namespace=namespace), stored)
         return created
 
     def events(kind: str, name: str) -> list[tuple[str, str, str]]:
-        items = client.get(resource_path("v1", "events", NAMESPACE))["items"]
+        items = client.get(resource_path("v1", "events", namespace))["items"]
         return [(e["type"], e["reason"], e["message"]) for e in items
                 if (e["involvedObject"]["kind"], e["involvedObject"]["name"]) == (kind, name)]
 
     def record_applied(body: dict[str, Any], applied: dict[str, Any]) -> None:
-        current = kube.get(body["kind"], NAMESPACE, body["metadata"]["name"])
+        current = kube.get(body["kind"], namespace, body["metadata"]["name"])
         assert current is not None
         kube.replace_status(current, with_applied(current.get("status") or {}, applied))
 
     def put_secret(name: str, key: str, value: str) -> None:
-        client.create(resource_path("v1", "secrets", NAMESPACE),
+        client.create(resource_path("v1", "secrets", namespace),
                       {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
                        "data": {key: base64.b64encode(value.encode()).decode()}})
 
-    return Harness(kube, put, events, record_applied, put_secret)
+    return Harness(kube, put, events, record_applied, put_secret, namespace)
 
 
 @pytest.fixture(params=["local", pytest.param("kube", marks=pytest.mark.k8s)])
@@ -93,28 +99,29 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]
     if request.param == "local":
         yield local_harness(tmp_path)
     else:
-        yield kube_harness(tmp_path, request.getfixturevalue("kube_api"))
+        yield kube_harness(tmp_path, request.getfixturevalue("kube_server"),
+                           request.getfixturevalue("kube_namespace"))
 
 
 def test_the_store_contract(harness: Harness) -> None:
-    store = harness.store
-    assert store.get("LakeWriter", NAMESPACE, "nope") is None
+    store, namespace = harness.store, harness.namespace
+    assert store.get("LakeWriter", namespace, "nope") is None
     writer = harness.put(lake_writer())
-    read = store.get("LakeWriter", NAMESPACE, "orders-ingest")
+    read = store.get("LakeWriter", namespace, "orders-ingest")
     assert read is not None and read["kind"] == "LakeWriter"
     assert read["spec"]["source"]["path"] == "s3://in/orders/"   # (the API server adds the CRD's defaults)
     assert store.applied_spec(read) is None
 
     written = store.replace_status(read, {"phase": "Pending", "attempts": {"total": 1}})
     assert written["status"]["phase"] == "Pending"
-    assert (store.get("LakeWriter", NAMESPACE, "orders-ingest") or {})["status"]["attempts"] == {"total": 1}
+    assert (store.get("LakeWriter", namespace, "orders-ingest") or {})["status"]["attempts"] == {"total": 1}
 
     store.post_event(written, "Warning", "ConflictLost", "write 1 lost to write 0")
     assert harness.events("LakeWriter", "orders-ingest") == [
         ("Warning", "ConflictLost", "write 1 lost to write 0")]
 
     harness.record_applied(writer, {"tableRef": {"name": "orders"}, "mode": "batch"})
-    again = store.get("LakeWriter", NAMESPACE, "orders-ingest")
+    again = store.get("LakeWriter", namespace, "orders-ingest")
     assert again is not None
     assert store.applied_spec(again) == {"tableRef": {"name": "orders"}, "mode": "batch"}
 
@@ -123,13 +130,13 @@ def test_the_store_contract(harness: Harness) -> None:
     else:
         harness.put_secret("lake-credentials", "options.json", '{"key": "K"}')
         assert store.holds_secrets is True
-        assert store.secret_value(NAMESPACE, "lake-credentials", "options.json") == '{"key": "K"}'
-        assert store.secret_value(NAMESPACE, "lake-credentials", "other") is None
-        assert store.secret_value(NAMESPACE, "absent", "options.json") is None
+        assert store.secret_value(namespace, "lake-credentials", "options.json") == '{"key": "K"}'
+        assert store.secret_value(namespace, "lake-credentials", "other") is None
+        assert store.secret_value(namespace, "absent", "options.json") is None
 
 
 def test_the_observe_step_gathers_a_pass_inputs_from_either_store(harness: Harness) -> None:
-    store = harness.store
+    store, namespace = harness.store, harness.namespace
     secret_ref = {"secretRef": {"name": "lake-credentials", "key": "options.json"}}
     table = harness.put(lake_table(storage=secret_ref))
     harness.put({**lake_table(location="s3://lake/raw"), "metadata": {**table["metadata"], "name": "raw",
@@ -139,7 +146,7 @@ def test_the_observe_step_gathers_a_pass_inputs_from_either_store(harness: Harne
     service = harness.put(table_service())
 
     def inputs(kind: str, name: str) -> Any:
-        body = store.get(kind, NAMESPACE, name)
+        body = store.get(kind, namespace, name)
         assert body is not None
         return observe(store, kind, body)
 
@@ -151,7 +158,7 @@ def test_the_observe_step_gathers_a_pass_inputs_from_either_store(harness: Harne
     assert observed.winner_running is False   # it lost no conflict: the table is not read
 
     if harness.put_secret is None:   # weir run: the operator opens tables with its own environment
-        assert inputs("LakeTable", "orders") == TableInputs(store.get("LakeTable", NAMESPACE, "orders") or {})
+        assert inputs("LakeTable", "orders") == TableInputs(store.get("LakeTable", namespace, "orders") or {})
         assert isinstance(inputs("TableService", service["metadata"]["name"]), ServiceInputs)
         assert inputs("TableService", service["metadata"]["name"]).storage_options is None
         return

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.kafka_broker import KafkaBroker, kafka_missing_reason
-from tests.support.kube_api import KubeApi
 from tests.support.kube_server import ControlPlane, controlplane_missing_reason
 from tests.support.kubectl import Kubectl, ToolsMissing, extract_tools
 from tests.support.kubelet import ProcessKubelet
@@ -147,22 +146,6 @@ def spark(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     session.stop()
 
 
-@pytest.fixture
-def kube_api(_hermetic_home: Path) -> Iterator[KubeApi]:
-    """A fresh Kubernetes API emulator on 127.0.0.1 (free port) for one test."""
-    with KubeApi() as api:
-        yield api
-
-
-@pytest.fixture
-def kubelet(kube_api: KubeApi, tmp_path: Path) -> Iterator[ProcessKubelet]:
-    """Runs the emulator's Pods as local processes (cwd, PYTHONPATH: this checkout); logs in tmp_path."""
-    root = Path(__file__).resolve().parents[2]
-    with ProcessKubelet(kube_api, tmp_path / "pod-logs", cwd=root,
-                        python_path=[root, root / "operator"]) as kubelet:
-        yield kubelet
-
-
 def require_controlplane() -> None:
     """The control plane binary (`make controlplane`), or skip (fail under CI)."""
     require("A real Kubernetes API server", controlplane_missing_reason())
@@ -265,12 +248,6 @@ def kube_tools() -> Path:
         if running_in_ci():
             pytest.fail(str(error), pytrace=False)
         pytest.skip(str(error))
-
-
-@pytest.fixture
-def kubectl(kube_api: KubeApi, kube_tools: Path, tmp_path: Path) -> Kubectl:
-    """kubectl with a throw-away kubeconfig pointing at `kube_api`."""
-    return Kubectl(kube_tools / "kubectl", kube_api.write_kubeconfig(tmp_path / "kubeconfig"))
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,9 @@
 """A tiny synchronous Kubernetes API client for tests and the process kubelet.
 
-Owns talking JSON over HTTP(S) to an API server, the emulator (tests/support/kube_api.py, plain HTTP) or
-a real kube-apiserver (tests/support/kube_server.py: TLS with the cluster's CA and a client certificate
-or a bearer token): create/get/list/replace/patch/delete, watches, and waiting for an object's state
-through a watch. One connection per call; no retries (a test sees every failure).
+Owns talking JSON over HTTPS to an API server (the real kube-apiserver of tests/support/kube_server.py,
+or the fault proxy in front of it: TLS with the cluster's CA and a client certificate or a bearer
+token): create/get/list/replace/patch/delete, watches, and waiting for an object's state through a watch.
+One connection per call; no retries (a test sees every failure).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import ssl
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 Obj = dict[str, Any]
@@ -47,18 +46,14 @@ class KubeClientError(Exception):
 
 
 class KubeServer(Protocol):
-    """What the process kubelet needs of an API server (the emulator or a real one)."""
+    """What the process kubelet needs of an API server (kube_server.ControlPlane)."""
 
     def client(self) -> KubeClient:
         """An admin's client."""
         ...
 
-    def publish_pod_log(self, namespace: str, name: str, path: Path) -> None:
-        """A pod's log is at `path` (the emulator serves `pods/NAME/log` from it)."""
-        ...
-
-    def kubelet_tls(self, node_name: str) -> ssl.SSLContext | None:
-        """The TLS a kubelet's own endpoint needs for the API server to reach it (None: not asked)."""
+    def kubelet_tls(self, node_name: str) -> ssl.SSLContext:
+        """The TLS of a kubelet's own endpoint, where the API server asks for pods' logs."""
         ...
 
 

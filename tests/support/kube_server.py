@@ -77,7 +77,7 @@ def controlplane_missing_reason() -> str | None:
                 "then run `make controlplane`")
     if not binary.exists():
         return (f"{binary.relative_to(ROOT)} is not built: run `make controlplane` "
-                "(cold Go caches: 15-25 min; warm: ~20 s)")
+                "(cold Go caches: 15-25 min; warm: 15-35 s)")
     return f"{binary.relative_to(ROOT)} is older than tests/support/controlplane: run `make controlplane`"
 
 
@@ -334,9 +334,6 @@ class ControlPlane:
                 for c in (crd.get("status") or {}).get("conditions") or []))
         return names
 
-    def publish_pod_log(self, namespace: str, name: str, path: Path) -> None:
-        pass  # the API server asks the pod's kubelet (kubelet_tls)
-
     def kubelet_tls(self, node_name: str) -> ssl.SSLContext:
         """A kubelet endpoint's TLS: a serving certificate for 127.0.0.1 from the cluster's CA, and only
         clients with a certificate from it (the API server's kubelet client certificate)."""
@@ -355,6 +352,17 @@ class ControlPlane:
                 "spec": {"expirationSeconds": seconds}}
         token: str = self.client().create(path, body)["status"]["token"]
         return token
+
+    def namespace_admin_token(self, namespace: str, name: str = "weir-test-admin") -> str:
+        """A token of ServiceAccount `name` in `namespace`, bound to the `admin` ClusterRole there: for
+        Java clients (Spark's fabric8), which read no elliptic-curve client key without BouncyCastle."""
+        client = self.client()
+        client.create(resource_path("v1", "serviceaccounts", namespace), {"metadata": {"name": name}})
+        client.create(resource_path("rbac.authorization.k8s.io/v1", "rolebindings", namespace), {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]})
+        return self.token(namespace, name)
 
     def write_kubeconfig(self, path: Path, namespace: str = "default", *, user: KeyPair | None = None,
                          token: str | None = None) -> Path:

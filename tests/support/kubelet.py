@@ -1,4 +1,4 @@
-"""A process kubelet for tests: runs Pods as local processes, against a real API server or the emulator.
+"""A process kubelet for tests: runs Pods as local processes, against the real API server (kube_server.py).
 
 Owns the pod lifecycle on one Node, as a kubelet and the scheduler would: it registers the Node (Ready, on
 127.0.0.1), watches Pods (of one namespace, or all), binds each unassigned one to its Node (the
@@ -10,8 +10,8 @@ pod_status.py). Deleting a Pod stops its process (SIGTERM, SIGKILL after the gra
 kubelet removes the Pod for good (gracePeriodSeconds 0), as a real API server waits for. The watch
 resumes from its last version, and lists again after a 410 Gone or a restarted server.
 Tests can make images never pull (`image_pull_failures`: ImagePullBackOff) and end a pod as OOMKilled.
-Each process logs to `<log_dir>/<namespace>_<pod>.log`, which `kubectl logs` reads (the emulator serves
-it; a real API server asks this kubelet's log endpoint, kubelet_logs.py); every process is stopped by
+Each process logs to `<log_dir>/<namespace>_<pod>.log`, which `kubectl logs` reads (the API
+server asks this kubelet's log endpoint, kubelet_logs.py); every process is stopped by
 pid at `stop()`.
 Not emulated: restarts (restartPolicy), init/sidecar containers, volumes, probes, node heartbeats (no
 node-lifecycle controller runs).
@@ -104,15 +104,13 @@ class ProcessKubelet:
         self._watcher = threading.Thread(target=self._watch, name="kubelet-watch", daemon=True)
         self._watching = threading.Event()
         self._watch_connection: http.client.HTTPConnection | None = None
-        tls = api.kubelet_tls(node_name)
-        self._log_server = None if tls is None else PodLogServer(tls, self.log_path, self._is_running)
+        self._log_server = PodLogServer(api.kubelet_tls(node_name), self.log_path, self._is_running)
 
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> ProcessKubelet:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        if self._log_server is not None:
-            self._log_server.start()
+        self._log_server.start()
         self._register_node()
         self._watcher.start()
         if not self._watching.wait(30):
@@ -127,8 +125,7 @@ class ProcessKubelet:
             self._terminate(pod)
         for thread in self._threads:
             thread.join(30)
-        if self._log_server is not None:
-            self._log_server.stop()
+        self._log_server.stop()
         self._end_watch()
         if self._watcher.is_alive():
             self._watcher.join(10)
@@ -175,8 +172,8 @@ class ProcessKubelet:
             if error.status != 409:
                 raise
         self.client.patch(path, {"spec": {"taints": None}})
-        port = None if self._log_server is None else self._log_server.port
-        self.client.patch(f"{path}/status", {"status": pod_status.node_status(self.node_name, port)},
+        self.client.patch(f"{path}/status", {"status": pod_status.node_status(self.node_name,
+                                                                             self._log_server.port)},
                           kind="strategic")
 
     # ------------------------------------------------------------ watching
@@ -314,7 +311,6 @@ class ProcessKubelet:
         message_path = self.log_dir / f"{namespace}_{name}.termination-log"
         message_path.write_bytes(b"")
         env.setdefault("WEIR_TERMINATION_LOG", str(message_path))
-        self.api.publish_pod_log(namespace, name, log_path)
         grace = pod["spec"].get("terminationGracePeriodSeconds")
         with self._lock:
             if self._stopping.is_set() or pod["metadata"]["uid"] in self._doomed:

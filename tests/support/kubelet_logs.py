@@ -4,7 +4,6 @@ Owns one HTTPS server on 127.0.0.1 (a free port, announced in the Node's daemonE
 kubelet API's `GET /containerLogs/<namespace>/<pod>/<container>` from the pod's process log, with
 `tailLines`, and `follow` (streams until the pod's process ends). TLS with a certificate from the cluster's
 CA; callers must present a client certificate from it (the API server's --kubelet-client-certificate).
-The emulator serves pods' logs itself and needs none of this.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""What the operator's scenarios must show, checked the same way wherever they run: on the API emulator
+"""What the operator's scenarios must show, checked the same way wherever they run: on the real API server
 with the process kubelet (tests/lakeoperator/kube) and on a kind cluster with the images and the Helm
 chart (tests/e2e). One definition of "the writer ran", "the conflict was handled" and "the data is
-correct", so the kind suite cannot drift into checking less than the emulator tests do."""
+correct", so the kind suite cannot drift into checking less than the API server tests do."""
 
 from __future__ import annotations
 

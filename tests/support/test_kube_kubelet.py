@@ -1,5 +1,5 @@
-"""The process kubelet runs Pods as local processes and reports them through the API, on the emulator and on
-a real API server (which validates every status it writes and waits for it to finish deleted pods)."""
+"""The process kubelet runs Pods as local processes and reports them through the real API server (which
+validates every status it writes and waits for it to finish deleted pods)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.kube_client import KubeClient, KubeServer, resource_path
+from tests.support.kube_server import ControlPlane
 from tests.support.kubelet import ProcessKubelet
 
 pytestmark = pytest.mark.k8s
@@ -39,13 +40,9 @@ class Pods:
                               namespace=self.namespace, **options)
 
 
-@pytest.fixture(params=["emulator", "apiserver"])
-def pods(request: pytest.FixtureRequest) -> Pods:
-    if request.param == "emulator":
-        server: KubeServer = request.getfixturevalue("kube_api")
-        return Pods(server, server.client(), "default")
-    server = request.getfixturevalue("kube_server")
-    return Pods(server, server.client(), request.getfixturevalue("kube_namespace"))
+@pytest.fixture
+def pods(kube_server: ControlPlane, kube_namespace: str) -> Pods:
+    return Pods(kube_server, kube_server.client(), kube_namespace)
 
 
 @pytest.fixture

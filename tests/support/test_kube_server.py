@@ -106,7 +106,7 @@ def test_without_the_binary_the_reason_says_what_to_run(monkeypatch: pytest.Monk
     monkeypatch.setattr(kube_server, "binary_path", lambda: missing)
     monkeypatch.setattr(kube_server.shutil, "which", lambda name: "/usr/bin/go")
     expected = (".tools/none/controlplane is not built: run `make controlplane` "
-                "(cold Go caches: 15-25 min; warm: ~20 s)")
+                "(cold Go caches: 15-25 min; warm: 15-35 s)")
     assert kube_server.controlplane_missing_reason() == expected
     monkeypatch.setattr(kube_server.shutil, "which", lambda name: None)
     assert "Go is not installed" in (kube_server.controlplane_missing_reason() or "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from lakecore.config import ColumnGroup, LockSpec, column_group_problem
 from lakecore.errors import InvalidTableConfig
@@ -23,6 +23,9 @@ ConcurrencyMode = Literal["optimistic", "non_blocking"]
 EarlyDetectionStrategy = Literal["none", "direct", "direct_zk", "marker_service"]
 LockProvider = Literal["storage", "zookeeper"]
 DeletionPolicy = Literal["Retain", "Delete"]
+PublishFormat = Literal["iceberg", "delta"]
+PublishView = Literal["snapshot", "read_optimized"]
+CATALOG_TABLE = re.compile(r"[^.\s]+(\.[^.\s]+)+")
 
 # the column types a LakeTable schema takes (lakecore's table.json type names, timestamps with a unit)
 PRIMITIVE_TYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "bool", "string", "binary",
@@ -85,6 +88,26 @@ class HeartbeatSpec:
 
 
 @dataclass(frozen=True)
+class CatalogSpec:
+    """spec.publish.catalog: where the published Iceberg table is registered. `secret_ref`: a Secret key
+    holding a JSON object of pyiceberg catalog properties (read by the operator, never logged)."""
+
+    table: str                 # NAMESPACE.TABLE
+    secret_ref: SecretKeyRef
+    name: str = "default"
+
+
+@dataclass(frozen=True)
+class PublishSpec:
+    """spec.publish: the formats written beside the table after each commit (docs/interop.md)."""
+
+    targets: tuple[PublishFormat, ...]
+    view: PublishView | None = None      # None: lakecore's default (snapshot; read_optimized for groups)
+    keep: int = 10
+    catalog: CatalogSpec | None = None
+
+
+@dataclass(frozen=True)
 class LakeTableSpec:
     location: str
     schema: tuple[ColumnSpec, ...]
@@ -102,6 +125,7 @@ class LakeTableSpec:
     heartbeat: HeartbeatSpec = HeartbeatSpec()
     tombstone_retention_hours: float | None = None
     deletion_policy: DeletionPolicy = "Retain"
+    publish: PublishSpec | None = None
 
 
 def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
@@ -109,7 +133,7 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
     f = Fields(spec_of(body), "spec", (
         "location", "storage", "schema", "recordKey", "partitionFields", "tableType", "buckets",
         "orderingField", "columnGroups", "concurrency", "lock", "heartbeat", "tombstoneRetentionHours",
-        "deletionPolicy"))
+        "deletionPolicy", "publish"))
     schema = _parse_schema(f.required("schema"), f.at("schema"))
     names = [c.name for c in schema]
     record_key = f.strings("recordKey")
@@ -143,6 +167,11 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
         raise SpecError(f.at("concurrency.earlyDetection.strategy"), "direct_zk needs lock.provider "
                         "zookeeper; set the lock or choose another strategy")
     hb = f.sub("heartbeat", ("intervalSeconds", "tolerableMisses"))
+    publish = _parse_publish(f.sub("publish", ("targets", "view", "keep", "catalog"))) \
+        if f.has("publish") else None
+    if publish is not None and groups and publish.view == "snapshot":
+        raise SpecError(f.at("publish.view"), "a table with columnGroups publishes its last compacted state "
+                        "only: set read_optimized or leave it unset")
     return LakeTableSpec(
         location=f.req_str("location"), schema=schema, record_key=record_key,
         storage=_parse_storage(f.sub("storage", ("secretRef", "options"))),
@@ -152,7 +181,7 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
         heartbeat=HeartbeatSpec(interval_seconds=hb.number("intervalSeconds", 10, exclusive=True),
                                 tolerable_misses=hb.integer("tolerableMisses", 3, minimum=1)),
         tombstone_retention_hours=f.opt_number("tombstoneRetentionHours"),
-        deletion_policy=f.enum("deletionPolicy", DeletionPolicy, "Retain"))
+        deletion_policy=f.enum("deletionPolicy", DeletionPolicy, "Retain"), publish=publish)
 
 
 def _columns_exist(cols: tuple[str, ...], names: list[str], path: str) -> None:
@@ -254,3 +283,28 @@ def _parse_lock(f: Fields) -> tuple[LockSpec, ZookeeperCredentialsRef | None]:
         return LockSpec("zookeeper", connect=connect, path=path), credentials
     except InvalidTableConfig as exc:   # lakecore's rules for a lock it records (so says the CRD's pattern)
         raise SpecError(z.at("path" if path is not None else "connect"), f"{exc}; fix it") from None
+
+
+def _parse_publish(f: Fields) -> PublishSpec:
+    targets = f.strings("targets")
+    if not targets:
+        raise SpecError(f.at("targets"), "is required: list iceberg, delta or both")
+    for target in targets:
+        if target not in get_args(PublishFormat):
+            raise SpecError(f.at("targets"), f"{target!r} is not a format; use iceberg, delta or both")
+    view = f.enum("view", PublishView) if f.has("view") else None
+    catalog = None
+    if f.has("catalog"):
+        c = f.sub("catalog", ("table", "name", "secretRef"))
+        table = c.req_str("table")
+        if not CATALOG_TABLE.fullmatch(table):
+            raise SpecError(c.at("table"), f"{table!r} must look like NAMESPACE.TABLE")
+        c.required("secretRef")
+        s = c.sub("secretRef", ("name", "key"))
+        secret = SecretKeyRef(name=s.req_str("name"), key=s.req_str("key"))
+        catalog = CatalogSpec(table=table, secret_ref=secret, name=c.text("name", "default"))
+        if "iceberg" not in targets:
+            raise SpecError(f.at("catalog"), "registers the Iceberg table: add iceberg to publish.targets "
+                            "(a Delta table is read by its path)")
+    return PublishSpec(targets=targets, view=view, keep=f.integer("keep", 10, minimum=1),  # type: ignore[arg-type]
+                       catalog=catalog)

@@ -66,3 +66,30 @@ def test_without_the_publish_extra_the_command_names_it(tmp_path, monkeypatch):
     code, out = weir("table", "publish", uri, "--format", "iceberg")
     assert code == 1 and "pip install 'weir[publish]'" in out and out.count("\n") == 1, out
     assert not (tmp_path / "t" / "metadata").exists()
+
+
+def test_catalog_options_register_the_table_and_bad_ones_are_one_line(tmp_path):
+    uri = _table(tmp_path)
+    db = f"sqlite:///{tmp_path / 'catalog.db'}"
+    catalog = ["--catalog", "local", "--catalog-property", "type=sql", "--catalog-property", f"uri={db}"]
+    code, out = weir("table", "publish", uri, "--format", "iceberg", "--catalog-table", "lake.t", *catalog)
+    assert code == 0, out
+    assert f"catalog 'local' ({db}): lake.t registered -> {uri}/metadata/v1.metadata.json" in out
+    from pyiceberg.catalog import load_catalog
+
+    shown = load_catalog("local", type="sql", uri=db).load_table("lake.t").scan().to_arrow()
+    assert sorted(shown.column("id").to_pylist()) == [1, 2, 3]
+    code, out = weir("table", "publish", uri, "--format", "iceberg", "--catalog-table", "lake.t", *catalog,
+                     "--json")
+    shown_by = json.loads(out)["catalog"]
+    assert code == 0 and shown_by.endswith(f"lake.t up to date -> {uri}/metadata/v1.metadata.json"), out
+    for args, said in [(["--catalog-table", "t"], "--catalog-table 't' must look like NAMESPACE.TABLE"),
+                       (["--catalog-table", "lake.t", "--catalog-property", "uri"],
+                        "--catalog-property 'uri' must look like KEY=VALUE"),
+                       (["--catalog-property", "type=sql"], "--catalog-property needs --catalog-table")]:
+        code, out = weir("table", "publish", uri, "--format", "delta", *args)
+        assert code == 1 and said in out and out.count("\n") == 1, out
+    assert not (tmp_path / "t" / "_delta_log").exists()
+    code, out = weir("table", "publish", uri, "--format", "delta", "--catalog-table", "lake.t", *catalog)
+    assert code == 1 and "a catalog registers Iceberg tables" in out and out.count("\n") == 1, out
+    assert not (tmp_path / "t" / "_delta_log").exists()

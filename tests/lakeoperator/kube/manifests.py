@@ -1,4 +1,4 @@
-"""Weir resources for the operator tests against the emulator: a small wide table and its writers,
+"""Weir resources for the operator tests on the real API server: a small wide table and its writers,
 with absolute paths under the test's directory, and the inputs they read."""
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The real operator (`python -m lakeoperator`) against a real API server, with the process kubelet:
 a LakeTable applied is created on disk, a batch LakeWriter applied becomes one driver pod that runs the
-sparkjobs entry point (local Spark) and fills the table, and status, Events and metrics say so."""
+sparkjobs entry point (local Spark) and fills the table, and status, Events and metrics say so. The
+writer deleted while no operator runs, its driver pod goes all the same: the controller-manager's garbage
+collector follows the pod's ownerReference."""
 
 from __future__ import annotations
 
@@ -44,3 +46,8 @@ def test_a_batch_writer_fills_its_table_once(cluster: Cluster) -> None:
         assert live["spec"] == applied["spec"] and live["metadata"]["generation"] == 1, kind
         meta = live["metadata"]
         assert not meta.get("labels") and not meta.get("annotations"), (kind, meta)
+
+    cluster.operator.stop()
+    cluster.delete("LakeWriter", "orders-load")
+    wait_until(lambda: not cluster.pods(selector="weir.dev/writer=orders-load"), timeout=30,
+               show=lambda: cluster.pods(selector="weir.dev/writer=orders-load"))
