@@ -16,8 +16,8 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps controlplane readers readers-lock test lint demo demo-lakecore bench e2e crds crds-check \
-	clean distclean
+.PHONY: venv deps system-deps controlplane kafka spark-jars readers readers-lock test lint demo demo-lakecore bench e2e \
+	crds crds-check clean distclean
 
 venv: $(PY)
 
@@ -80,6 +80,40 @@ $(CONTROLPLANE): $(CONTROLPLANE_DIR)/go.mod $(CONTROLPLANE_DIR)/go.sum $(wildcar
 	cd $(CONTROLPLANE_DIR) && go build -mod=readonly -buildvcs=false -ldflags '$(CONTROLPLANE_LDFLAGS)' -o $(CURDIR)/$@.partial .
 	mv $@.partial $@
 
+# Jars from Maven Central, resolved by the project's own poms (pinned versions; `mvn -C` fails on a checksum
+# that does not match), copied once per version into .tools/ (cached: re-fetched only when the pom changes).
+# Without Maven the tests that need them are skipped locally and fail under CI=true.
+MVN := mvn -B -q -C
+MVN_COPY := dependency:copy-dependencies -DincludeScope=runtime
+
+# Apache Kafka's broker (KRaft, single node) for the tests and the demo: lakeoperator/dev/kafka.py.
+KAFKA_POM := tests/support/kafka/pom.xml
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' $(KAFKA_POM))
+KAFKA_LIBS := .tools/kafka/$(KAFKA_VERSION)/libs
+
+# Spark's connectors for writers' sources (Kafka, Avro, s3a://), for local Spark (sparkjobs/jars.py); the
+# Spark image fetches the same pom into pyspark's jars.
+SPARK_JARS_POM := images/spark/jars/pom.xml
+SPARK_CONNECTORS_VERSION := $(shell sed -n 's:.*<spark.connectors.version>\(.*\)</spark.connectors.version>.*:\1:p' $(SPARK_JARS_POM))
+SPARK_JARS := .tools/spark-jars/$(SPARK_CONNECTORS_VERSION)
+
+kafka spark-jars:
+	@if command -v mvn >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(if $(filter kafka,$@),$(KAFKA_LIBS),$(SPARK_JARS))/.complete; \
+	else \
+		echo "mvn not found: $@ needs Maven (apt-get install -y maven); the tests that need it are skipped"; \
+		echo "locally and fail under CI=true."; \
+	fi
+
+%/.complete:
+	@echo "fetching $(@D) from Maven Central"
+	@rm -rf $(@D).partial
+	$(MVN) -f $(if $(findstring kafka,$@),$(KAFKA_POM),$(SPARK_JARS_POM)) $(MVN_COPY) -DoutputDirectory=$(CURDIR)/$(@D).partial
+	@rm -rf $(@D) && mv $(@D).partial $(@D) && touch $@
+
+$(KAFKA_LIBS)/.complete: $(KAFKA_POM)
+$(SPARK_JARS)/.complete: $(SPARK_JARS_POM)
+
 # Other engines' readers for the interoperability tests (tests/support/readers/, docs/readers.md), under
 # .tools/readers/: a venv each for DuckDB with its extension wheels, daft and Spark 4.1
 # (pins that clash with the project's venv), Spark's Iceberg and Delta jars, and Apache Iceberg's REST
@@ -94,7 +128,6 @@ ICEBERG_REST := $(READERS)/iceberg-rest-$(shell sed -n 's:.*<iceberg.version>\(.
 	$(READERS_SRC)/rest-catalog/pom.xml)
 READER_VENVS := $(READERS)/duckdb/venv/.built $(READERS)/daft/venv/.built $(SPARK_READER)/venv/.built
 READER_JARS := $(SPARK_READER)/jars/.built $(ICEBERG_REST)/jars/.built $(ICEBERG_REST)/classes/.built
-MVN := mvn -B -q -C
 PIP_TOOLS := pip-tools==7.6.2
 
 readers: $(READER_VENVS)
@@ -152,7 +185,7 @@ readers-lock:
 		rm -rf $(READERS)/lock-$$pom || exit 1; \
 	done
 
-test: system-deps lint controlplane readers
+test: system-deps lint controlplane kafka spark-jars readers
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: deps
@@ -162,7 +195,7 @@ lint: deps
 
 # The seed scenarios of examples/demo on the local launcher, with a ZooKeeper of their own when
 # system-deps could install it (DIR=path keeps the work directory there; default: a temporary one).
-demo: deps system-deps
+demo: deps system-deps kafka spark-jars
 	$(PY) -m lakeoperator.dev.demo $(DIR)
 
 # The table format alone (lakecore, no Spark): three streams stitched into one table, compaction, time travel.

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from sparkjobs.contract import WRITER_ENV, BatchWriteArgs, WriterArgs
-from sparkjobs.entry import open_table, owned_columns, run_job
+from sparkjobs.entry import open_table, owned_columns, run_job, storage_options
 
 
 def writer_options(args: WriterArgs, writer_name: str | None = None, spark: Any = None,
@@ -76,8 +76,16 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
 
     table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
-    df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
     columns = owned_columns(table.config, args.column_group)
+    options = writer_options(args, args.app_name, spark, table.storage, table_zookeeper(table))
+    if args.kafka_bootstrap_servers:   # from where this writer's last commit left off, up to now
+        from sparkjobs.kafka import jobs
+
+        writer = args.extra.get("writer") or args.app_name
+        result = jobs.batch_write(spark, table, args, columns or list(table.config.schema.names), writer,
+                                  options, storage_options(args))
+        return _outcome(result)
+    df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
     if columns is not None:  # a column group's writer writes its group only, whatever else the input has
         missing = [c for c in columns if c not in df.columns]
         if missing:
@@ -86,9 +94,12 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
             raise MissingColumn(f"the input of column group {args.column_group!r} lacks "
                                 f"{', '.join(missing)}; add them to the input")
         df = df.select(*columns)
-    options = writer_options(args, args.app_name, spark, table.storage, table_zookeeper(table))
     result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                              extra=args.extra)
+    return _outcome(result)
+
+
+def _outcome(result: Any) -> dict[str, Any]:
     return {"instant": result.instant.requested_time, "completion_time": result.instant.completion_time,
             "records": result.records, "file_groups": result.file_groups,
             **({"warnings": list(result.warnings)} if result.warnings else {})}
@@ -110,10 +121,12 @@ def describe_conflict(exc: BaseException) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
+    from sparkjobs.kafka.source import SourceUnavailable
 
     return run_job(lambda: BatchWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="committed", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
-                   conflict=(WriteConflict,), describe_conflict=describe_conflict)
+                   conflict=(WriteConflict,), describe_conflict=describe_conflict,
+                   unavailable=(SourceUnavailable,))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,12 @@ from typing import Any, TypeVar
 OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
 EARLY_DETECTION = ("direct", "direct_zk", "marker_service")
 SERVICES = ("compaction", "clustering", "clean", "archival")
+VALUE_FORMATS = ("json", "avro", "debezium")       # how a Kafka message's value decodes (sparkjobs.kafka)
+BAD_RECORDS = ("fail", "skip", "deadLetter")       # what a message that does not decode does
+STARTING_OFFSETS = ("earliest", "latest")
+# Kafka consumer properties that hold secrets: never on a command line, only in --kafka-options-env
+_SECRET_KAFKA_OPTION = re.compile(r"(password|jaas|secret|token|credential|\.key$|keystore\.key|"
+                                  r"certificate|user\.info)", re.IGNORECASE)
 # storage options that never hold a secret, so may be given literally on a command line
 PUBLIC_STORAGE_OPTIONS = ("endpoint_url", "profile")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -34,6 +40,7 @@ EXIT_FAILED = 1          # anything else: retry with backoff
 EXIT_BAD_INPUT = 2       # the input or the table's configuration is wrong: retrying does not help
 EXIT_CONFLICT = 3        # lost a write conflict (early or at commit): restart after the winner commits
 EXIT_BUSY = 4            # table services: another live run executes this service now: skip this run
+EXIT_UNAVAILABLE = 5     # the source does not answer (no Kafka broker): back off, spending no budget
 
 # the environment the operator gives a writer's driver: who it is (in the writer registry's entries)
 WRITER_ENV = "WEIR_WRITER"                # "namespace/name" of the LakeWriter
@@ -143,12 +150,57 @@ class StorageArgs(JobArgs):
                              "in the JSON named by --storage-options-env or --storage-options-file")
 
 
+@dataclass(frozen=True, kw_only=True)
+class KafkaArgs(JobArgs):
+    """A writer's Kafka source (sparkjobs.kafka): where, what, from where on, how values decode, what a
+    message that does not decode does. Secrets (SASL, TLS) reach the job by reference only: a variable
+    holding the consumer properties as JSON (`--kafka-options-env`)."""
+
+    kafka_bootstrap_servers: str | None = None   # host:port,...; set: the source is Kafka, not --source
+    kafka_topics: tuple[str, ...] = ()           # topics to read, or
+    kafka_topic_pattern: str | None = None       # a Java regex of topics
+    kafka_starting_offsets: str = "earliest"     # earliest | latest, for partitions no commit recorded
+    kafka_max_offsets_per_trigger: int | None = None
+    kafka_options: dict[str, str] = field(default_factory=dict)  # consumer properties, no secrets
+    kafka_options_env: str | None = None         # env variable: JSON object of (secret) consumer properties
+    value_format: str = "json"                   # json | avro | debezium
+    avro_schema: str | None = None               # value_format avro: the writer's schema, inline JSON
+    bad_records: str = "fail"                    # fail | skip | deadLetter
+    dead_letter_topic: str | None = None         # deadLetter: a topic on the same brokers, or
+    dead_letter_table: str | None = None         # a Weir table's URI (sparkjobs.kafka.dead_letter's schema)
+
+    def __post_init__(self) -> None:
+        if self.kafka_bootstrap_servers is None:
+            return
+        if bool(self.kafka_topics) == bool(self.kafka_topic_pattern):
+            raise ValueError("a Kafka source reads topics or a topic pattern: set exactly one "
+                             "(--kafka-topics, --kafka-topic-pattern)")
+        _one_of("kafka starting offsets", self.kafka_starting_offsets, STARTING_OFFSETS)
+        _one_of("value format", self.value_format, VALUE_FORMATS)
+        _one_of("bad records policy", self.bad_records, BAD_RECORDS)
+        if self.kafka_max_offsets_per_trigger is not None and self.kafka_max_offsets_per_trigger < 1:
+            raise ValueError("kafka_max_offsets_per_trigger must be at least 1")
+        if (self.value_format == "avro") != bool(self.avro_schema):
+            raise ValueError("--avro-schema (the values' Avro schema, inline JSON) goes with value format "
+                             "avro and only with it")
+        if self.bad_records == "deadLetter" and bool(self.dead_letter_topic) == bool(self.dead_letter_table):
+            raise ValueError("bad records policy deadLetter sends them to a topic or a table: set exactly "
+                             "one (--dead-letter-topic, --dead-letter-table)")
+        if self.kafka_options_env is not None and not _ENV_NAME.fullmatch(self.kafka_options_env):
+            raise ValueError("--kafka-options-env takes the NAME of an environment variable that holds the "
+                             "consumer properties as JSON, not the properties")
+        secret = sorted(k for k in self.kafka_options if _SECRET_KAFKA_OPTION.search(k))
+        if secret:
+            raise ValueError(f"Kafka option(s) {', '.join(secret)} may hold secrets and are not taken on the "
+                             "command line; put them in the JSON named by --kafka-options-env (a Secret)")
+
+
 @dataclass(frozen=True)
-class WriterArgs(StorageArgs):
-    """What every writer job shares: the table, how to reach its lock, how to write."""
+class WriterArgs(KafkaArgs, StorageArgs):
+    """What every writer job shares: the table, how to reach its lock, how to write, what it reads."""
 
     table: str                                   # table URI (local path, file://, s3://, memory://)
-    source: str                                  # input path or URI, read with `source_format`
+    source: str = ""                             # input path or URI, read with `source_format` (not Kafka)
     source_format: str = "parquet"               # parquet | json | csv | orc | any Spark source
     operation: str = "upsert"
     source_options: dict[str, str] = field(default_factory=dict)
@@ -163,7 +215,11 @@ class WriterArgs(StorageArgs):
     heartbeat_misses: int | None = None          # its supervisor judges liveness by; default lakecore's
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        StorageArgs.__post_init__(self)
+        KafkaArgs.__post_init__(self)
+        if bool(self.source) == (self.kafka_bootstrap_servers is not None):
+            raise ValueError("a writer reads --source (files) or a Kafka topic (--kafka-bootstrap-servers), "
+                             "exactly one")
         _one_of("operation", self.operation, OPERATIONS)
         if self.heartbeat_interval_s is not None and not self.heartbeat_interval_s > 0:
             raise ValueError("heartbeat_interval_s must be > 0")

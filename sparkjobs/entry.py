@@ -14,14 +14,23 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK, StorageArgs
+from sparkjobs.contract import (
+    EXIT_BAD_INPUT,
+    EXIT_BUSY,
+    EXIT_CONFLICT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+    StorageArgs,
+)
 
 Describe = Callable[[BaseException], dict[str, Any]]
 
 
 def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, done: str,
             bad_input: tuple[type[BaseException], ...], conflict: tuple[type[BaseException], ...],
-            describe_conflict: Describe | None = None, busy: tuple[type[BaseException], ...] = ()) -> int:
+            describe_conflict: Describe | None = None, busy: tuple[type[BaseException], ...] = (),
+            unavailable: tuple[type[BaseException], ...] = ()) -> int:
     """`parse()` the arguments (ValueError: bad input), `run(args)`; map what was raised to an outcome.
     A lock option that contradicts the table's recorded lock is bad input, and so is a damaged data
     file (bytes that do not decode): retrying cannot fix either."""
@@ -36,6 +45,8 @@ def run_job(parse: Callable[[], Any], run: Callable[[Any], dict[str, Any]], *, d
         out = run(args)
     except busy as exc:
         return _say(EXIT_BUSY, {"outcome": "busy", **_error(exc)})
+    except unavailable as exc:   # the source does not answer (no broker): retried, spending no budget
+        return _say(EXIT_UNAVAILABLE, {"outcome": "unavailable", **_error(exc)})
     except conflict as exc:
         return _say(EXIT_CONFLICT, {"outcome": "conflict", **(describe_conflict or _error)(exc)})
     except refused as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from sparkjobs.jars import classpath
+
 # Settings every Weir job relies on: Arrow batches between the JVM and Python (the jobs hand Arrow
 # tables to lakecore), and shuffles no wider than needed for file-group repartitioning.
 JOB_CONF = {
@@ -24,6 +26,9 @@ def local_session(app_name: str, *, cores: int = 2, work_dir: str | None = None,
                .config("spark.default.parallelism", str(max(2, cores * 2))))
     if work_dir:
         builder = builder.config("spark.local.dir", work_dir).config("spark.sql.warehouse.dir", work_dir)
+    extra = classpath()
+    if extra:  # the connectors (Kafka, Avro, s3a): on the JVM's classpath, not shipped like spark.jars
+        builder = builder.config("spark.driver.extraClassPath", extra)
     for key, value in JOB_CONF.items():
         builder = builder.config(key, value)
     return _with_weir(builder.getOrCreate())

@@ -5,8 +5,9 @@
 
 Runs until stopped (or, with --available-now, until what is there now is written). File sources are
 read with the table's schema — with --column-group, with the key, partition fields and that group's
-columns only, so the other groups are left as they are. Prints one JSON line when it ends; exit
-codes as sparkjobs.contract.
+columns only, so the other groups are left as they are. A Kafka source (--kafka-bootstrap-servers)
+decodes its messages into the same columns (sparkjobs.kafka) and records its offsets in each commit.
+Prints one JSON line when it ends; exit codes as sparkjobs.contract.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from typing import Any
 
 from sparkjobs.contract import StreamWriteArgs
-from sparkjobs.entry import open_table, run_job
+from sparkjobs.entry import open_table, run_job, storage_options
 
 
 def run(args: StreamWriteArgs) -> dict[str, Any]:
@@ -33,22 +34,33 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     columns = owned_columns(table.config, args.column_group)
     if columns is not None:
         schema = pa.schema([schema.field(name) for name in columns])
-    reader = spark.readStream.format(args.source_format).options(**args.source_options) \
-        .schema(from_arrow_schema(schema))
-    if args.max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", str(args.max_files_per_trigger))
+    kafka = None
+    if args.kafka_bootstrap_servers:
+        from sparkjobs.kafka import jobs
+
+        kafka = jobs.stream(spark, table, args, list(schema.names), args.writer_id, args.checkpoint,
+                            storage_options(args))
+        df = kafka.df
+    else:
+        reader = spark.readStream.format(args.source_format).options(**args.source_options) \
+            .schema(from_arrow_schema(schema))
+        if args.max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", str(args.max_files_per_trigger))
+        df = reader.load(args.source)
     trigger: dict[str, Any] | None = None
     if args.available_now:
         trigger = {"availableNow": True}
     elif args.trigger_seconds:
         trigger = {"processingTime": f"{args.trigger_seconds} seconds"}
     seen: list[BatchWriter] = []
-    query = write_stream(reader.load(args.source), table, writer_id=args.writer_id,
+    query = write_stream(df, table, writer_id=args.writer_id,
                          checkpoint=args.checkpoint, operation=args.operation,  # type: ignore[arg-type]
                          options=writer_options(args, args.writer_id, spark, table.storage,
                                                 table_zookeeper(table)),
                          trigger=trigger,
-                         on_batch=seen.append)
+                         on_batch=seen.append,
+                         prepare=kafka.prepare if kafka else None,
+                         fresh_checkpoint=kafka.fresh_checkpoint if kafka else False)
     failure: BaseException | None
     try:
         query.awaitTermination()
@@ -59,6 +71,12 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     if failure is not None:
         if writer is not None and writer.aborted is not None:
             raise writer.aborted from None
+        if writer is not None and writer.failure is not None:  # e.g. bad input: its own class and message
+            raise writer.failure from None
+        if kafka is not None:   # the brokers went away mid-run: SourceUnavailable (retried, no budget spent)
+            from sparkjobs.kafka.source import partitions
+
+            partitions(spark, args)
         raise RuntimeError(str(failure))
     return {"writer_id": args.writer_id, "last_batch": writer.committed if writer else None,
             "instants": [i.requested_time for i in writer.instants] if writer else [],
@@ -68,10 +86,12 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     from lakecore.errors import InvalidInput, InvalidTableConfig, TableNotFound, WriteConflict
     from sparkjobs.batch_write import describe_conflict
+    from sparkjobs.kafka.source import SourceUnavailable
 
     return run_job(lambda: StreamWriteArgs.from_argv(sys.argv[1:] if argv is None else argv), run,
                    done="stopped", bad_input=(InvalidInput, InvalidTableConfig, TableNotFound),
-                   conflict=(WriteConflict,), describe_conflict=describe_conflict)
+                   conflict=(WriteConflict,), describe_conflict=describe_conflict,
+                   unavailable=(SourceUnavailable,))
 
 
 if __name__ == "__main__":

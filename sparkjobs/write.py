@@ -319,7 +319,7 @@ def _write(ctx: WriteContext, operation: Operation) -> ArrowFn:
                 stats += [s.to_json() for s in write_file_group(ctx_, group)]
         except EarlyConflict as exc:  # fail the stage now; the driver rebuilds the conflict
             raise RuntimeError(f"{_EARLY} {json.dumps(exc.report())}") from None
-        _hold_if_asked(ctx_.instant_time)
+        hold_if_asked(PAUSE_ENV, ctx_.instant_time)
         yield pa.RecordBatch.from_pydict({"stats": [json.dumps(stats)]})
     return write
 
@@ -328,14 +328,15 @@ PAUSE_ENV = "WEIR_TEST_PAUSE_DIR"
 _PAUSE_LIMIT_S = 300.0
 
 
-def _hold_if_asked(instant_time: str) -> None:
-    """A pause point for tests that need a write held with its files and markers written (to force an
-    interleaving with another writer or the supervisor): with WEIR_TEST_PAUSE_DIR set (e.g. through
-    `spark.executorEnv.WEIR_TEST_PAUSE_DIR`), the task touches `<dir>/reached-<instant>` and waits while
-    `<dir>/hold` exists (at most five minutes). A `<dir>` that does not exist yet is created with its
-    `hold`: a test that cannot reach the task's file system beforehand (a pod on a kind cluster) releases
-    it with `kubectl exec` instead. Unset: nothing."""
-    folder = os.environ.get(PAUSE_ENV)
+def hold_if_asked(variable: str, point: str) -> None:
+    """A pause point for tests that need a write held at `point` (to force an interleaving with another
+    writer, the supervisor, or a kill): with the variable set to a directory (WEIR_TEST_PAUSE_DIR, in
+    tasks through `spark.executorEnv.WEIR_TEST_PAUSE_DIR`: a task holds with its files and markers
+    written), this touches `<dir>/reached-<point>` and waits while `<dir>/hold` exists (at most five
+    minutes). A `<dir>` that does not exist yet is created with its `hold`: a test that cannot reach the
+    task's file system beforehand (a pod on a kind cluster) releases it with `kubectl exec` instead.
+    Unset: nothing."""
+    folder = os.environ.get(variable)
     if not folder:
         return
     if not Path(folder).exists():   # made whole, then renamed: another task never sees it without `hold`
@@ -346,7 +347,7 @@ def _hold_if_asked(instant_time: str) -> None:
             staging.rename(folder)
         except OSError:   # another task got there first
             shutil.rmtree(staging, ignore_errors=True)
-    (Path(folder) / f"reached-{instant_time}").touch()
+    (Path(folder) / f"reached-{point}").touch()
     deadline = time.monotonic() + _PAUSE_LIMIT_S
     while (Path(folder) / "hold").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -38,7 +38,8 @@ class CliError:
 EXTRA_OF = {"kazoo": "zookeeper", "s3fs": "s3", "pyspark": "spark", "yaml": "operator",
             "croniter": "operator", "kopf": "operator", "kubernetes": "operator", "urllib3": "operator",
             "jsonschema": "operator", "prometheus_client": "operator", "fastavro": "publish",
-            "pyroaring": "publish", "pyiceberg": "catalog", "sqlalchemy": "catalog"}
+            "pyroaring": "publish", "pyiceberg": "catalog", "sqlalchemy": "catalog",
+            "confluent_kafka": "kafka"}
 
 
 def missing_extra(exc: BaseException) -> tuple[str, str] | None:

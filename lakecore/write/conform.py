@@ -3,7 +3,9 @@
 Owns: column presence (record key, partition fields, ordering fields, non-nullable columns, whole
 column groups; a nullable column the input lacks is written as null, so a writer that predates a
 column added to the table keeps writing), null keys, type compatibility (only lossless widenings
-are applied), and the meta columns a write adds (`_weir_op`, per-group ordering values). Pure:
+are applied), and the meta columns a write adds (`_weir_op`, per-group ordering values). An upsert
+whose input carries `_weir_op` is a change stream (CDC): each row says upsert or delete, and a
+delete row needs only its key (its other columns may be null). Pure:
 takes Arrow data and the config, returns Arrow data. Every failure raises before anything is written.
 """
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, get_args
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakecore.config import (
     OP,
@@ -89,7 +92,8 @@ def _widening_ok(src: pa.DataType, dst: pa.DataType) -> bool:
         (pa.types.is_integer(src) and pa.types.is_floating(dst))
 
 
-def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field,
+                    upserts: pa.Array | None = None) -> pa.ChunkedArray:
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
     if pa.types.is_null(col.type):
@@ -103,10 +107,42 @@ def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field) -> pa.Chun
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaMismatch(f"column {name!r} cannot be converted from {col.type} to {field.type} "
                                  f"without loss ({exc}); fix the values or the type") from None
-    if not field.nullable and col.null_count:
-        raise SchemaMismatch(f"column {name!r} is declared non-nullable but has {col.null_count} nulls; "
+    nulls = col.null_count if upserts is None else _nulls_among(col, upserts)
+    if not field.nullable and nulls:
+        raise SchemaMismatch(f"column {name!r} is declared non-nullable but has {nulls} nulls; "
                              "fill them before writing")
+    if not field.nullable and col.null_count:  # delete rows of a change stream: never read, only stored
+        col = pc.fill_null(col, _zero(field.type))
     return col
+
+
+def _zero(type_: pa.DataType) -> pa.Scalar:
+    """A value of `type_` for a column a delete row leaves empty (0, "", false, the epoch)."""
+    try:
+        return pa.array([0]).cast(type_)[0]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([""]).cast(type_)[0]
+
+
+def _nulls_among(col: pa.ChunkedArray, rows: pa.Array) -> int:
+    """How many of the `rows` (a boolean mask) have a null in `col`."""
+    return int(pc.sum(pc.and_(pc.is_null(col.combine_chunks()), rows)).as_py() or 0)
+
+
+def _split_changes(table: pa.Table, operation: Operation) -> tuple[pa.Table, pa.Array | None]:
+    """A change stream's input (upserts and deletes in one write, e.g. CDC) carries its own `_weir_op`
+    per row: take it off the data. Returns (data, that op column or None)."""
+    if OP not in table.column_names:
+        return table, None
+    if operation != "upsert":
+        raise InvalidInput(f"a per-row {OP} column (upserts and deletes in one write) comes with operation "
+                           f"'upsert', not {operation!r}; drop the column or write with upsert")
+    ops = table.column(OP).combine_chunks()
+    if not pa.types.is_integer(ops.type) or ops.null_count or \
+            not pc.all(pc.is_in(ops, pa.array([OP_UPSERT, OP_DELETE], ops.type)), min_count=0).as_py():
+        raise InvalidInput(f"column {OP} holds each row's change: {OP_UPSERT} (upsert) or {OP_DELETE} "
+                           "(delete), never null; fix the input")
+    return table.drop_columns([OP]), ops.cast(pa.int8())
 
 
 def _require(data: pa.Table, columns: tuple[str, ...], role: str) -> None:
@@ -125,7 +161,8 @@ def _no_nulls(data: pa.Table, columns: tuple[str, ...], role: str) -> None:
 def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
     """Check and convert one write's input. Deletes need only the record key (and partition fields)."""
     check_operation(operation)
-    table = as_table(data)
+    table, changes = _split_changes(as_table(data), operation)
+    upserts = None if changes is None else pc.equal(changes, OP_UPSERT)
     schema = config.schema
     unknown = [c for c in table.column_names if c not in schema.names]
     if unknown:
@@ -150,18 +187,19 @@ def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
             _require(table, config.ordering_fields, "ordering field")
             _require(table, tuple(f.name for f in schema if not f.nullable), "non-nullable table")
             wanted = list(schema.names)  # nullable columns the input lacks are written as null
-    cols = {c: _conform_column(c, table.column(c), schema.field(c)) if c in table.column_names
+    cols = {c: _conform_column(c, table.column(c), schema.field(c), upserts) if c in table.column_names
             else pa.chunked_array([pa.nulls(table.num_rows, schema.field(c).type)]) for c in wanted}
     out = pa.table(cols) if cols else pa.table({})
     _no_nulls(out, fixed, "record key" if len(fixed) == len(config.record_key) else "key/partition value")
     if operation != "delete":
         for f in _required_orderings(config, groups):
-            n = out.column(f).null_count
+            n = out.column(f).null_count if upserts is None else _nulls_among(out.column(f), upserts)
             if n:
                 raise InvalidInput(f"{n} row(s) have a null ordering field {f!r}; every upsert needs an "
                                    "ordering value: fill them (e.g. with the event time)")
     op = OP_DELETE if operation == "delete" else OP_UPSERT
-    out = out.append_column(OP, pa.array(np.full(out.num_rows, op, dtype=np.int8)))
+    out = out.append_column(OP, changes if changes is not None else
+                            pa.array(np.full(out.num_rows, op, dtype=np.int8)))
     if config.merge_mode == "partial_update":
         for g in config.column_groups:
             hidden = group_ordering_column(g.name)

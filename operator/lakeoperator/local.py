@@ -36,6 +36,7 @@ from lakeoperator.run_verdict import Verdict, judge_all, over, unphased_reason
 from lakeoperator.specs import SpecError
 from lakeoperator.status import ended_attempts
 from lakeoperator.supervision import StoreSink, Supervisor, watched_table, zookeeper_abort_flag
+from sparkjobs.jars import classpath
 
 SHORT = {"lt": "LakeTable", "laketable": "LakeTable", "laketables": "LakeTable", "lw": "LakeWriter",
          "lakewriter": "LakeWriter", "lakewriters": "LakeWriter", "lts": "TableService",
@@ -179,7 +180,8 @@ def _add_events(r: Resource, new: Iterable[tuple[str, str, str]], now: datetime)
 
 def local_settings() -> tuple[PodSettings, dict[str, str], dict[str, str]]:
     """Pod settings and the launcher's substitutions for this machine: the image's spark-submit and
-    job files are this interpreter's and this checkout's; Spark workers use this interpreter."""
+    job files are this interpreter's and this checkout's; Spark workers use this interpreter; the
+    connectors the image bakes in (Kafka, Avro, s3a: sparkjobs.jars) come from `make spark-jars`."""
     import importlib.util
 
     found = importlib.util.find_spec("sparkjobs")  # where the job files are; not imported (no pyspark here)
@@ -194,6 +196,10 @@ def local_settings() -> tuple[PodSettings, dict[str, str], dict[str, str]]:
     settings = PodSettings(jobs_dir=IMAGE_JOBS_DIR, spark_submit="spark-submit")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    connectors = classpath()
+    if connectors:  # the image has them in pyspark's jars; here spark-submit's launcher adds them
+        env["SPARK_DIST_CLASSPATH"] = os.pathsep.join(
+            p for p in (env.get("SPARK_DIST_CLASSPATH"), connectors) if p)
     return settings, {"spark-submit": submit, f"{IMAGE_JOBS_DIR}/": f"{jobs}/"}, env
 
 

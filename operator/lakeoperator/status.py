@@ -186,7 +186,7 @@ def writer_status(ref: ObjectRef, plan: WriterPlan, old: Mapping[str, Any] | Non
         **conflict,
         "phase": plan.phase.value,
         "attempts": {"total": a.total, "failures": a.failures, "infraFailures": a.infra_failures,
-                     "conflicts": a.conflicts},
+                     "conflicts": a.conflicts, "unavailable": a.unavailable},
         "history": history[-WRITER_HISTORY_LIMIT:],
         "submissionId": plan.submission_id,
         "submittedAt": timestamp(plan.submitted_at) if plan.submitted_at else None,
@@ -328,7 +328,8 @@ def read_writer_status(status: Mapping[str, Any] | None) -> WriterObserved:
         phase=phase,
         attempts=Attempts(total=int(a.get("total") or 0), failures=int(a.get("failures") or 0),
                           infra_failures=int(a.get("infraFailures") or 0),
-                          conflicts=int(a.get("conflicts") or 0)),
+                          conflicts=int(a.get("conflicts") or 0),
+                          unavailable=int(a.get("unavailable") or 0)),
         submission_id=s.get("submissionId"), submitted_at=parse_timestamp(s.get("submittedAt")),
         next_retry_at=parse_timestamp(s.get("nextRetryAt")), lost_conflict=lost_conflict(s) is not None)
 

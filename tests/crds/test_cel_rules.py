@@ -87,6 +87,14 @@ def table(id: str, *patches: dict[str, Any], old: tuple[dict[str, Any], ...] | N
     return _case("LakeTable", id, patches, old, violates)
 
 
+KAFKA = {"bootstrapServers": "kafka:9092", "topics": ["events"]}
+
+
+def kafka(**fields: Any) -> dict[str, Any]:
+    """A writer patch: source.kafka with `fields`."""
+    return {"source": {"path": DELETE, "kafka": {**KAFKA, **fields}}}
+
+
 def writer(id: str, *patches: dict[str, Any], old: tuple[dict[str, Any], ...] | None = None,
            violates: tuple[str, ...] = ()) -> Case:
     return _case("LakeWriter", id, patches, old, violates)
@@ -267,6 +275,20 @@ CASES = [
            violates=("source needs exactly one of path",)),
     writer("source without path or table", {"source": {"path": DELETE, "format": "json"}},
            violates=("source needs exactly one of path",)),
+    writer("source kafka", {"source": {"path": DELETE, "kafka": KAFKA}}),
+    writer("source path and kafka", {"source": {"kafka": KAFKA}},
+           violates=("source needs exactly one of path",)),
+    writer("kafka topics and a pattern", kafka(topicPattern="a.*"),
+           violates=("source.kafka needs exactly one of topics and topicPattern",)),
+    writer("kafka options", kafka(options={"fetch.max.bytes": "1048576", "security.protocol": "SASL_SSL"})),
+    writer("kafka secret option", kafka(options={"sasl.jaas.config": "x"}),
+           violates=("source.kafka.options takes no secrets",)),
+    writer("kafka avro without schema", kafka(value={"format": "avro"}), violates=("value.avroSchema",)),
+    writer("kafka avro with schema", kafka(value={"format": "avro", "avroSchema": "{}"})),
+    writer("kafka dead letters nowhere", kafka(badRecords={"policy": "deadLetter"}),
+           violates=("badRecords.policy deadLetter",)),
+    writer("kafka dead letters to a topic", kafka(badRecords={"policy": "deadLetter", "deadLetterTopic": "d"})
+           ),
     writer("spark conf", {"spark": {"conf": {"spark.sql.shuffle.partitions": "4"}}}),
     writer("not a spark property", {"spark": {"conf": {"shuffle.partitions": "4"}}},
            violates=("spark.conf takes Spark properties",)),

@@ -55,3 +55,10 @@ def test_service_types_policies_and_defaults_are_the_contracts() -> None:
                           ("archiveMinInstants", "archive_min_instants"),
                           ("archiveMaxInstants", "archive_max_instants")):
         assert policy[crd_name]["default"] == fields[arg].default, crd_name
+
+
+def test_kafka_enums_are_the_contracts() -> None:
+    kafka = ("source", "kafka")
+    assert tuple(_spec("LakeWriter", *kafka, "value", "format")["enum"]) == contract.VALUE_FORMATS
+    assert tuple(_spec("LakeWriter", *kafka, "badRecords", "policy")["enum"]) == contract.BAD_RECORDS
+    assert tuple(_spec("LakeWriter", *kafka, "startingOffsets")["enum"]) == contract.STARTING_OFFSETS

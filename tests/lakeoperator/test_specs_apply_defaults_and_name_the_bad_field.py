@@ -73,6 +73,14 @@ def test_lake_writer_defaults() -> None:
     assert spec.state == "Running" and spec.restart_nonce is None
 
 
+def test_a_kafka_source_defaults_to_json_from_the_earliest_offsets_failing_on_bad_messages() -> None:
+    spec = parse_lake_writer(lake_writer(source={"kafka": {"bootstrapServers": "k:9092", "topics": ["t"]}}))
+    kafka = spec.source.kafka
+    assert kafka is not None and (kafka.value_format, kafka.starting_offsets, kafka.bad_records) == \
+        ("json", "earliest", "fail")
+    assert kafka.credentials is None and spec.source.path is None
+
+
 def test_table_service_defaults_match_the_jobs_arguments() -> None:
     spec = parse_table_service(table_service())
     assert spec.concurrency_policy == "Forbid" and spec.suspend is False
@@ -149,6 +157,16 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("table", lake_table(bukets=3), "spec.bukets"),
     ("writer", lake_writer(source={"path": "a", "table": {"name": "b"}}), "spec.source"),
     ("writer", lake_writer(source={"format": "json"}), "spec.source"),
+    ("writer", lake_writer(source={"path": "a", "kafka": {"bootstrapServers": "k:9092", "topics": ["t"]}}),
+     "spec.source"),
+    ("writer", lake_writer(source={"kafka": {"bootstrapServers": "k:9092"}}), "spec.source.kafka"),
+    ("writer", lake_writer(source={"kafka": {"bootstrapServers": "k:9092", "topics": ["t"],
+                                             "options": {"ssl.key.password": "x"}}}), "spec.source.kafka"),
+    ("writer", lake_writer(source={"kafka": {"bootstrapServers": "k:9092", "topics": ["t"],
+                                             "value": {"format": "protobuf"}}}),
+     "spec.source.kafka.value.format"),
+    ("writer", lake_writer(source={"kafka": {"bootstrapServers": "k:9092", "topics": ["t"],
+                                             "badRecords": {"policy": "deadLetter"}}}), "spec.source.kafka"),
     ("writer", lake_writer(mode="micro"), "spec.mode"),
     ("writer", lake_writer(operation="merge"), "spec.operation"),
     ("writer", lake_writer(trigger={"intervalSeconds": 5, "availableNow": True}), "spec.trigger"),

@@ -50,7 +50,7 @@ def test_writer_status_golden() -> None:
                        cond("Reconciling", "True", "Submitting", msg),
                        cond("Stalled", "False", "AsExpected")],
         "observedGeneration": 3,
-        "attempts": {"total": 1, "failures": 0, "infraFailures": 0, "conflicts": 0},
+        "attempts": {"total": 1, "failures": 0, "infraFailures": 0, "conflicts": 0, "unavailable": 0},
         "history": [],
         "submissionId": "orders-ingest-1-abcdef01",
         "submittedAt": "2026-11-23T12:00:00Z",

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from sparkjobs.write import PAUSE_ENV, _hold_if_asked
+from sparkjobs.write import PAUSE_ENV, hold_if_asked
 
 
 def held(instants: list[str]) -> list[threading.Thread]:
-    threads = [threading.Thread(target=_hold_if_asked, args=(i,), daemon=True) for i in instants]
+    threads = [threading.Thread(target=hold_if_asked, args=(PAUSE_ENV, i), daemon=True) for i in instants]
     for t in threads:
         t.start()
     return threads
@@ -41,5 +41,5 @@ def test_a_pause_dir_the_test_made_without_hold_lets_tasks_through(tmp_path: Pat
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "pause").mkdir()
     monkeypatch.setenv(PAUSE_ENV, str(tmp_path / "pause"))
-    _hold_if_asked("t1")   # returns at once
+    hold_if_asked(PAUSE_ENV, "t1")   # returns at once
     assert [p.name for p in (tmp_path / "pause").iterdir()] == ["reached-t1"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.kafka_broker import KafkaBroker, kafka_missing_reason
 from tests.support.kube_server import ControlPlane, controlplane_missing_reason
 from tests.support.kubectl import Kubectl, ToolsMissing, extract_tools
 from tests.support.kubelet import ProcessKubelet
@@ -122,6 +123,13 @@ def require_spark() -> None:
     pytest.skip(f"{' and '.join(missing)} not installed")
 
 
+def require_spark_connectors() -> None:
+    """Spark's connector jars (Kafka, Avro, s3a: `make spark-jars`), or skip (fail under CI)."""
+    from sparkjobs.jars import connectors_missing_reason
+
+    require("Spark's connectors", connectors_missing_reason())
+
+
 @pytest.fixture(scope="session")
 def spark(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One local SparkSession (2 cores) for the whole test session: starting one takes ~7 s."""
@@ -160,10 +168,42 @@ def kube_server(_hermetic_home: Path, tmp_path_factory: pytest.TempPathFactory,
         yield server
 
 
+KAFKA_STARTUP_KEY = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory,
+                 pytestconfig: pytest.Config) -> Iterator[KafkaBroker]:
+    """One real Kafka broker (KRaft, single node) for the session; tests create topics of their own names.
+    Tests that stop the broker use `kafka_factory`."""
+    require("A Kafka broker", kafka_missing_reason())
+    with KafkaBroker(tmp_path_factory.mktemp("kafka")) as broker:
+        pytestconfig.stash[KAFKA_STARTUP_KEY] = (
+            f"Kafka broker (KRaft, single node): started in {broker.startup_seconds:.1f} s (format included)")
+        yield broker
+
+
+@pytest.fixture
+def kafka_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], KafkaBroker]]:
+    """Starts private brokers for one test (free to stop and restart them); stops them afterwards."""
+    require("A Kafka broker", kafka_missing_reason())
+    brokers: list[KafkaBroker] = []
+
+    def start() -> KafkaBroker:
+        broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
+        brokers.append(broker)
+        return broker.start()
+
+    yield start
+    for broker in brokers:
+        broker.stop(kill=True)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    line = config.stash.get(STARTUP_KEY, None)
-    if line is not None:
-        terminalreporter.write_line(line)
+    for key in (STARTUP_KEY, KAFKA_STARTUP_KEY):
+        line = config.stash.get(key, None)
+        if line is not None:
+            terminalreporter.write_line(line)
     for line in config.stash.get(READERS_KEY, []):
         terminalreporter.write_line(line)
 

@@ -57,9 +57,17 @@ def weir_path(kind: str, name: str | None = None, namespace: str = "default", su
 
 
 def pod_environment() -> dict[str, str]:
-    """What the image's environment gives a driver: this interpreter for Spark's Python workers."""
-    return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "SPARK_LOCAL_IP": "127.0.0.1"}
+    """What the image's environment gives a driver: this interpreter for Spark's Python workers, and Spark's
+    connectors (Kafka, Avro, s3a; the image has them in pyspark's jars) on spark-submit's classpath."""
+    from sparkjobs.jars import classpath
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    connectors = classpath()
+    if connectors:
+        before = env.get("SPARK_DIST_CLASSPATH")
+        env["SPARK_DIST_CLASSPATH"] = os.pathsep.join([before, connectors] if before else [connectors])
+    return env
 
 
 class OperatorProcess:

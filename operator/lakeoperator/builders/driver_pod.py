@@ -9,9 +9,10 @@ second pod for one submission), and never restarted by the kubelet (`restartPoli
 are the operator's decision, per the restart policy).
 
 Owns: names, labels, the Spark configuration the operator manages, the env that carries the pod IP,
-the storage Secret and the ZooKeeper credentials Secret (driver and executors alike: executors take
-ZooKeeper locks in early conflict detection `direct_zk`). Must not decide whether to submit (plan/),
-talk to the API (kube.py), or put a secret value anywhere (Secrets are referenced, never read).
+the storage Secret, the ZooKeeper credentials Secret (driver and executors alike: executors take
+ZooKeeper locks in early conflict detection `direct_zk`) and a Kafka source's credentials Secret.
+Must not decide whether to submit (plan/), talk to the API (kube.py), or put a secret value anywhere
+(Secrets are referenced, never read).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakeoperator.builders.job_args import (
+    KAFKA_OPTIONS_ENV,
     STORAGE_ENV,
     ZOOKEEPER_PASSWORD_ENV,
     ZOOKEEPER_USERNAME_ENV,
@@ -141,11 +143,12 @@ def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
 
 def _driver_pod(owner: ObjectRef, kind: str, component: Component, table_name: str, submission_id: str,
                 spark: SparkSpec, table: LakeTableSpec, entry: str, argv: list[str],
-                settings: PodSettings, who: dict[str, str] | None = None) -> dict[str, Any]:
+                settings: PodSettings, who: dict[str, str] | None = None,
+                more_secrets: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     name = child_name(submission_id)
     image = spark.image or settings.default_image
     pod_labels = labels(owner, component, table_name, submission_id)
-    secrets = secret_env(table.storage, table.lock_credentials)
+    secrets = secret_env(table.storage, table.lock_credentials) | (more_secrets or {})
     conf = spark_conf(owner, name, spark, image, pod_labels, secrets, settings)
     submit = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
     env: list[dict[str, Any]] = [
@@ -184,8 +187,11 @@ def build_writer_pod(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableS
     entry = "batch_write" if writer.mode == "batch" else "stream_write"
     who = {WRITER_ENV: f"{owner.namespace}/{owner.name}", SUBMISSION_ENV: submission_id,
            POD_NAME_ENV: child_name(submission_id)}
+    kafka = writer.source.kafka
+    credentials = {KAFKA_OPTIONS_ENV: (kafka.credentials.name, kafka.credentials.key)} \
+        if kafka is not None and kafka.credentials is not None else {}
     return _driver_pod(owner, "LakeWriter", "writer", writer.table_ref.name, submission_id, writer.spark,
-                       table, entry, args.to_argv(), settings, who)
+                       table, entry, args.to_argv(), settings, who, credentials)
 
 
 def build_service_pod(owner: ObjectRef, service: TableServiceSpec, table: LakeTableSpec, run_id: str,

@@ -18,12 +18,14 @@ from lakeoperator.specs import (
     StorageSpec,
     TableServiceSpec,
 )
-from sparkjobs.contract import BatchWriteArgs, StreamWriteArgs, TableServiceArgs, WriterArgs
+from sparkjobs.contract import BatchWriteArgs, KafkaArgs, StreamWriteArgs, TableServiceArgs, WriterArgs
 
 STORAGE_ENV = "WEIR_STORAGE_OPTIONS"  # the variable driver and executors read the table's options from
 # the variables driver and executors read their ZooKeeper credentials from (lakecore.concurrency.zookeeper)
 ZOOKEEPER_USERNAME_ENV = "WEIR_ZOOKEEPER_USERNAME"
 ZOOKEEPER_PASSWORD_ENV = "WEIR_ZOOKEEPER_PASSWORD"
+# the variable a writer's driver reads its Kafka source's secret consumer properties from (a Secret's JSON)
+KAFKA_OPTIONS_ENV = "WEIR_KAFKA_OPTIONS"
 
 
 def storage_env(storage: StorageSpec) -> str | None:
@@ -47,14 +49,19 @@ def writer_args(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableSpec, 
     """The job arguments of a LakeWriter. `source_location`: the location of `source.table` (a Weir
     table read incrementally), resolved by the caller (which reports a missing one: reconcile.py)."""
     source = writer.source
+    kafka: dict[str, object] = {}
     if source.table is not None:
         assert source_location is not None, "the caller resolves source.table first"
         path, fmt = source_location, "weir"
+    elif source.kafka is not None:
+        path, fmt = "", source.format
+        kafka = {f.name: getattr(source.kafka.args(KAFKA_OPTIONS_ENV), f.name) for f in fields(KafkaArgs)}
     else:
-        assert source.path is not None  # specs: exactly one of path / table
+        assert source.path is not None  # specs: exactly one of path / table / kafka
         path, fmt = source.path, source.format
     early = table.concurrency.early_detection.strategy
     batch = BatchWriteArgs(
+        **kafka,  # type: ignore[arg-type]
         table=table.location, source=path, source_format=fmt, operation=writer.operation,
         source_options=dict(source.options), zookeeper=zookeeper_of(table),
         early_detection=None if early == "none" else early,

@@ -23,6 +23,12 @@ and lose). The supervisor scans at every reconcile step (every 0.2 s here) and s
 writes, a live write on file groups a write completed into since it started: the delete loses (a
 completed write always wins). No round is dropped while the restarted delete runs, one after it.
 
+Kafka when it can: with Java, the broker's jars (`make kafka`), Spark's Kafka connector (`make
+spark-jars`) and the Python Kafka client, a Kafka broker of the demo's own (KRaft, free ports on
+127.0.0.1, stopped by pid at the end) carries the streams: each writer reads the topic of its stream
+(demo_feeds.py); otherwise (or with --files) they read files under the work directory, and the demo says
+which it uses.
+
 ZooKeeper when it can: with Java and the Debian package's jar, a ZooKeeper server of the demo's own
 (its data dir and a free port on 127.0.0.1, stopped by pid at the end and on Ctrl-C) holds the tables'
 locks, writer registry and abort flags; otherwise (or with --storage-lock) the storage lock, and the
@@ -56,6 +62,7 @@ from rich.table import Table as RichTable
 from lakecore import Table
 from lakecore.cli.tables import Col, show_table
 from lakecore.cli.timeline_html import write_timeline_html
+from lakeoperator.dev.demo_feeds import Feed, start_feed
 from lakeoperator.dev.demo_progress import CONFLICT_EVENTS, Progress, writer_of
 from lakeoperator.dev.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, local_settings
@@ -91,9 +98,10 @@ SIZES = {"full": Size(devices=40, stream_files=3, orders=50_000, erasures=4_000_
 # -- the work directory ------------------------------------------------------------------------
 
 
-def render(scenario: str, work: Path, zookeeper: str | None) -> list[dict[str, Any]]:
+def render(scenario: str, work: Path, zookeeper: str | None, feed: Feed) -> list[dict[str, Any]]:
     """The scenario's manifests for this work directory: relative paths made absolute under it, the
-    tables' lock on the demo's ZooKeeper (or on storage). Written to `<work>/manifests/<scenario>/`."""
+    tables' lock on the demo's ZooKeeper (or on storage), each writer's stream from `feed` (files or a
+    Kafka topic). Written to `<work>/manifests/<scenario>/`."""
     docs = load_manifests(EXAMPLES / scenario)
     target = work / "manifests" / scenario
     target.mkdir(parents=True, exist_ok=True)
@@ -104,33 +112,34 @@ def render(scenario: str, work: Path, zookeeper: str | None) -> list[dict[str, A
             spec["lock"] = {"provider": "zookeeper", "zookeeper": {"connect": zookeeper}} if zookeeper \
                 else {"provider": "storage"}
         elif doc["kind"] == "LakeWriter" and (spec.get("source") or {}).get("path"):
-            spec["source"]["path"] = str(work / spec["source"]["path"])
+            source = spec["source"]
+            streamed = spec.get("mode") == "streaming"   # a batch writer's input stays a file (the erasures)
+            spec["source"] = feed.source(Path(source["path"]).name, source.get("format", "parquet")) \
+                if streamed else {**source, "path": str(work / source["path"])}
         name = f"{doc['kind'].lower()}-{doc['metadata']['name']}.yaml"
         (target / name).write_text(yaml.safe_dump(doc, sort_keys=False))
     return docs
 
 
-def stitch_inputs(work: Path, size: Size, rng: random.Random) -> dict[str, dict[str, Any]]:
-    """JSON files per stream, events out of order across files; returns what joining each stream's
-    latest values gives, per device."""
+def stitch_inputs(feed: Feed, size: Size, rng: random.Random) -> dict[str, dict[str, Any]]:
+    """Events per stream in batches (files, or messages), out of order across batches; returns what joining
+    each stream's latest values gives, per device."""
     devices = [f"d{i:03d}" for i in range(size.devices)]
     expected: dict[str, dict[str, Any]] = {d: {"device": d} for d in devices}
     for stream, columns in STREAMS.items():
-        folder = work / "input" / stream
-        folder.mkdir(parents=True, exist_ok=True)
         latest: dict[str, dict[str, Any]] = {}
         used: set[tuple[str, int]] = set()
         for f in range(size.stream_files):
-            with open(folder / f"part-{f}.json", "w") as out:
-                for d in rng.sample(devices, k=max(1, size.devices * 2 // 3)):
+            rows = []
+            for d in rng.sample(devices, k=max(1, size.devices * 2 // 3)):
+                ts = rng.randrange(1, 1000)
+                while (d, ts) in used:  # one event per device and time: no ties to break
                     ts = rng.randrange(1, 1000)
-                    while (d, ts) in used:  # one event per device and time: no ties to break
-                        ts = rng.randrange(1, 1000)
-                    used.add((d, ts))
-                    row = {"device": d, **_stream_values(stream, rng), f"{stream}_ts": ts}
-                    out.write(json.dumps(row) + "\n")
-                    if d not in latest or latest[d][f"{stream}_ts"] < ts:
-                        latest[d] = row
+                used.add((d, ts))
+                rows.append(row := {"device": d, **_stream_values(stream, rng), f"{stream}_ts": ts})
+                if d not in latest or latest[d][f"{stream}_ts"] < ts:
+                    latest[d] = row
+            feed.send(stream, rows, f"part-{f}", "device")
         for d in devices:
             row = latest.get(d) or {}
             expected[d] |= {c: row.get(c) for c in (*columns, f"{stream}_ts")}
@@ -186,13 +195,14 @@ class Stitch:
     work: Path
     size: Size
     state: StateDir
+    feed: Feed
     expected: dict[str, dict[str, Any]] = field(default_factory=dict)
     location: str = ""
     table: str = "devices"
 
     def start(self, zookeeper: str | None, now: datetime) -> None:
-        self.expected = stitch_inputs(self.work, self.size, random.Random(12))
-        docs = render("stitch", self.work, zookeeper)
+        docs = render("stitch", self.work, zookeeper, self.feed)   # a topic exists before its events
+        self.expected = stitch_inputs(self.feed, self.size, random.Random(12))
         self.location = next(d["spec"]["location"] for d in docs if d["kind"] == "LakeTable")
         apply(self.state, docs, now)
 
@@ -215,6 +225,7 @@ class Delete:
     work: Path
     size: Size
     state: StateDir
+    feed: Feed
     say: Callable[[str], None]
     location: str = ""
     table: str = "orders"
@@ -227,7 +238,7 @@ class Delete:
     ingest_docs: list[dict[str, Any]] = field(default_factory=list)
 
     def start(self, zookeeper: str | None, now: datetime) -> None:
-        docs = render("delete", self.work, zookeeper)
+        docs = render("delete", self.work, zookeeper, self.feed)
         self.location = next(d["spec"]["location"] for d in docs if d["kind"] == "LakeTable")
         self.held_back = [d for d in docs if (d["spec"] or {}).get("operation") == "delete"]
         self.ingest_docs = [d for d in docs if d not in self.held_back and d["kind"] == "LakeWriter"]
@@ -237,12 +248,9 @@ class Delete:
         apply(self.state, [d for d in docs if d not in self.held_back], now)
 
     def _drop(self, batch: pa.Table) -> None:
-        folder = self.work / "input" / "orders"
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".round-{self.rounds:03d}.parquet.tmp"   # Spark skips hidden files
-        pq.write_table(batch, tmp)
-        tmp.rename(folder / f"round-{self.rounds:03d}.parquet")
-        self.ingested |= {r["order_id"]: r for r in batch.to_pylist()}
+        rows = batch.to_pylist()
+        self.feed.send("orders", rows, f"round-{self.rounds:03d}", "order_id")
+        self.ingested |= {r["order_id"]: r for r in rows}
         self.say(f"[cyan]dropped ingestion round {self.rounds}[/cyan] ({batch.num_rows} orders)")
         self.rounds += 1
 
@@ -396,7 +404,8 @@ def start_zookeeper(console: Console, work: Path, *, wanted: bool = True) -> Zoo
 
 
 def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
-        scenarios: tuple[str, ...] = SCENARIOS, zookeeper_wanted: bool = True) -> bool:
+        scenarios: tuple[str, ...] = SCENARIOS, zookeeper_wanted: bool = True,
+        kafka_wanted: bool = True) -> bool:
     """Run the scenarios in `work`, side by side in one reconcile loop (as one operator runs every
     resource); True when every outcome checks out."""
     work.mkdir(parents=True, exist_ok=True)
@@ -407,13 +416,15 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
     progress = Progress(console, state)
     zookeeper = start_zookeeper(console, work, wanted=zookeeper_wanted)
     connect = zookeeper.connect_string if zookeeper else None
+    broker = None
     try:
+        feed, broker = start_feed(console, work, kafka_wanted=kafka_wanted)
         running: list[Stitch | Delete] = []
         for name in scenarios:
             title = (EXAMPLES / name / "README.md").read_text().splitlines()[0].lstrip("# ")
             console.print(f"[bold]{name}[/bold] ({EXAMPLES / name}): {title}")
-            scenario: Stitch | Delete = Stitch(work, size, state) if name == "stitch" \
-                else Delete(work, size, state, progress.say)
+            scenario: Stitch | Delete = Stitch(work, size, state, feed) if name == "stitch" \
+                else Delete(work, size, state, feed, progress.say)
             scenario.start(connect, datetime.now(UTC))
             progress.tables[scenario.table] = scenario.location
             running.append(scenario)
@@ -446,6 +457,9 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
             close_shared_clients()   # the demo's own clients (tables opened, abort flags) go first
             zookeeper.stop()
             console.print(f"ZooKeeper (pid {zookeeper.pid}) stopped")
+        if broker is not None:
+            broker.stop()
+            console.print(f"Kafka broker (pid {broker.pid}) stopped")
     console.rule("[bold]Look around[/bold]")
     for p in pictures:
         console.print(f"timeline picture: {p}\n  open it: xdg-open {p}   (or: chromium {p})")
@@ -510,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only this scenario (repeatable; default: all)")
     parser.add_argument("--storage-lock", action="store_true",
                         help="lock the tables on storage even when a ZooKeeper could be started")
+    parser.add_argument("--files", action="store_true",
+                        help="feed the streams from files even when a Kafka broker could be started")
     args = parser.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 160)
     signal.signal(signal.SIGTERM, _interrupt)   # stopped like Ctrl-C: the drivers and ZooKeeper go too
@@ -522,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"the manifests of {EXAMPLES}")
     try:
         ok = run(work, SIZES[args.size], console, scenarios=tuple(args.scenario or SCENARIOS),
-                 zookeeper_wanted=not args.storage_lock)
+                 zookeeper_wanted=not args.storage_lock, kafka_wanted=not args.files)
     except KeyboardInterrupt:
         console.print(f"\ninterrupted: drivers and ZooKeeper stopped; what ran is in {work}")
         return 130

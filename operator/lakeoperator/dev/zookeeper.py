@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
+
+from lakeoperator.dev.server_process import ServerProcess
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 # zookeeper.jar's manifest Class-Path names its other jars; only a logging binding is missing.
@@ -52,7 +52,7 @@ def port_is_open(port: int) -> bool:
         return sock.connect_ex((HOST, port)) == 0
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(ServerProcess):
     """One standalone ZooKeeper server on 127.0.0.1, with its own zoo.cfg and data dir under `workdir`."""
 
     def __init__(self, workdir: Path, *, tick_ms: int = 500, start_timeout_s: float = 30.0) -> None:
@@ -63,19 +63,11 @@ class ZooKeeperServer:
         self.port = free_port()
         self.tick_ms = tick_ms
         self.start_timeout_s = start_timeout_s
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process = None
 
     @property
     def connect_string(self) -> str:
         return f"{HOST}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    @property
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> ZooKeeperServer:
         if self.is_running:
@@ -107,21 +99,6 @@ class ZooKeeperServer:
         self._wait_until_ready()
         return self
 
-    def stop(self, *, kill: bool = False, grace_s: float = 10.0) -> None:
-        """Stop by pid: SIGTERM, then SIGKILL after `grace_s` (or SIGKILL at once with `kill=True`)."""
-        process = self._process
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=grace_s)
-
-    def restart(self, *, kill: bool = False) -> ZooKeeperServer:
-        self.stop(kill=kill)
-        return self.start()
 
     def four_letter_word(self, command: str, *, timeout_s: float = 2.0) -> str:
         with socket.create_connection((HOST, self.port), timeout=timeout_s) as sock:
@@ -136,16 +113,6 @@ class ZooKeeperServer:
             return "(no log written)"
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
-    def __enter__(self) -> ZooKeeperServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _write_config(self) -> None:
         settings = {

@@ -22,7 +22,14 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, get_args
 
 from lakeoperator.specs import LakeWriterSpec, ObjectRef, RestartPolicySpec
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK
+from sparkjobs.contract import (
+    EXIT_BAD_INPUT,
+    EXIT_BUSY,
+    EXIT_CONFLICT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+)
 
 
 class Cause(enum.StrEnum):
@@ -34,6 +41,7 @@ class Cause(enum.StrEnum):
     CONFLICT = "conflict"
     BUSY = "busy"
     INFRASTRUCTURE = "infrastructure"
+    UNAVAILABLE = "unavailable"     # the source did not answer (no Kafka broker): retried, no budget spent
 
 
 class WriterPhase(enum.StrEnum):
@@ -79,7 +87,8 @@ def classify_exit(exit_code: int | None, pod_reason: str | None = None) -> Cause
     if exit_code is None or exit_code > 128 or exit_code < 0:   # lost, or killed by signal 128+n
         return Cause.INFRASTRUCTURE
     return {EXIT_OK: Cause.SUCCESS, EXIT_FAILED: Cause.FAILURE, EXIT_BAD_INPUT: Cause.BAD_INPUT,
-            EXIT_CONFLICT: Cause.CONFLICT, EXIT_BUSY: Cause.BUSY}.get(exit_code, Cause.FAILURE)
+            EXIT_CONFLICT: Cause.CONFLICT, EXIT_BUSY: Cause.BUSY,
+            EXIT_UNAVAILABLE: Cause.UNAVAILABLE}.get(exit_code, Cause.FAILURE)
 
 
 # -- spec changes --------------------------------------------------------------------------------
@@ -115,6 +124,7 @@ class Attempts:
     failures: int = 0       # since the last reset: spent of restartPolicy.maxRestarts
     infra_failures: int = 0  # since the last reset: spent of restartPolicy.maxInfraRestarts
     conflicts: int = 0      # since the last reset (no budget; drives the backoff)
+    unavailable: int = 0    # since the last reset: the source did not answer (no budget; drives the backoff)
 
     def reset(self) -> Attempts:
         return Attempts(total=self.total)
@@ -407,7 +417,7 @@ def _exit_reason(cause: Cause, d: DriverObservation) -> str:
         return d.reason if d.reason in INFRA_REASONS else "KilledBySignal" if (d.exit_code or 0) > 128 \
             else "DriverLost"
     return {Cause.SUCCESS: "Completed", Cause.FAILURE: "JobFailed", Cause.BAD_INPUT: "BadInput",
-            Cause.CONFLICT: "Conflict", Cause.BUSY: "Busy"}[cause]
+            Cause.CONFLICT: "Conflict", Cause.BUSY: "Busy", Cause.UNAVAILABLE: "SourceUnavailable"}[cause]
 
 
 def _submit(ref: ObjectRef, spec: LakeWriterSpec, o: WriterObserved, now: datetime, reason: str,
@@ -465,6 +475,10 @@ def _ended(spec: LakeWriterSpec, o: WriterObserved, now: datetime, cause: Cause,
             return replace(base, phase=WriterPhase.ABORTED, message=f"{message}: lost a write conflict "
                            "(onConflict Abort); change spec.restartNonce to rerun")
         return retry(replace(attempts, conflicts=attempts.conflicts + 1), attempts.conflicts)
+    if cause == Cause.UNAVAILABLE:   # neither the job's fault nor the cluster's: wait, never give up
+        waiting = retry(replace(attempts, unavailable=attempts.unavailable + 1), attempts.unavailable)
+        return replace(waiting, message=f"{waiting.message} (the source did not answer; no restart budget is "
+                       "spent: the writer goes on once it answers)")
     if cause == Cause.INFRASTRUCTURE:
         if attempts.infra_failures >= policy.max_infra_restarts:
             return replace(base, attempts=replace(attempts, infra_failures=attempts.infra_failures + 1),

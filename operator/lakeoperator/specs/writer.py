@@ -20,6 +20,7 @@ from lakeoperator.specs.common import (
     parse_spark,
     spec_of,
 )
+from lakeoperator.specs.kafka import KAFKA_FIELDS, KafkaSourceSpec, parse_kafka
 from sparkjobs.contract import OPERATIONS
 
 WriterMode = Literal["streaming", "batch"]
@@ -37,6 +38,7 @@ class SourceSpec:
     path: str | None = None
     options: Mapping[str, str] = field(default_factory=dict)
     table: NameRef | None = None           # read a Weir table incrementally
+    kafka: KafkaSourceSpec | None = None   # read Kafka topics
 
 
 @dataclass(frozen=True)
@@ -83,13 +85,14 @@ def parse_lake_writer(body: Mapping[str, Any]) -> LakeWriterSpec:
     f = Fields(spec_of(body), "spec", (
         "tableRef", "mode", "source", "operation", "columnGroup", "trigger", "spark", "restartPolicy",
         "startTimeoutSeconds", "readyTimeoutSeconds", "state", "restartNonce"))
-    s = f.sub("source", ("format", "path", "options", "table"))
-    if not f.has("source") or s.has("path") == s.has("table"):
-        raise SpecError(f.at("source"), "needs exactly one of path (files) or table (a Weir table, read "
-                        "incrementally); set one")
+    s = f.sub("source", ("format", "path", "options", "table", "kafka"))
+    if not f.has("source") or [s.has("path"), s.has("table"), s.has("kafka")].count(True) != 1:
+        raise SpecError(f.at("source"), "needs exactly one of path (files), table (a Weir table, read "
+                        "incrementally) or kafka (topics); set one")
     source = SourceSpec(format=str(s.text("format", "parquet")), path=s.text("path", None),
                         options=s.string_map("options"),
-                        table=name_ref(s, "table") if s.has("table") else None)
+                        table=name_ref(s, "table") if s.has("table") else None,
+                        kafka=parse_kafka(s.sub("kafka", KAFKA_FIELDS)) if s.has("kafka") else None)
     t = f.sub("trigger", ("intervalSeconds", "availableNow"))
     if t.has("intervalSeconds") and t.flag("availableNow", False):
         raise SpecError(f.at("trigger"), "takes intervalSeconds or availableNow, not both; drop one")

@@ -62,6 +62,16 @@ CASES = {
     "writer-stream-local": (LOCAL_TABLE, body("LakeWriter", "people-stream", {
         "tableRef": {"name": "people"}, "mode": "streaming", "source": {"path": "/landing/people"},
         "trigger": {"intervalSeconds": 30}, "spark": {"mode": "local", "localCores": 3}})),
+    "writer-stream-kafka": (TABLE, body("LakeWriter", "events-kafka", {
+        "tableRef": {"name": "events"}, "mode": "streaming",
+        "source": {"kafka": {
+            "bootstrapServers": "kafka-0.kafka:9092,kafka-1.kafka:9092", "topics": ["events", "events-eu"],
+            "startingOffsets": "latest", "maxOffsetsPerTrigger": 100000,
+            "options": {"security.protocol": "SASL_SSL", "fetch.max.bytes": "52428800"},
+            "credentialsSecretRef": {"name": "kafka-creds", "key": "consumer.json"},
+            "value": {"format": "debezium"},
+            "badRecords": {"policy": "deadLetter", "deadLetterTopic": "events-dead"}}},
+        "trigger": {"intervalSeconds": 10}})),
     "service-compaction": (TABLE, body("TableService", "events-compaction", {
         "tableRef": {"name": "events"}, "type": "compaction", "schedule": "*/15 * * * *",
         "policy": {"compactionStrategy": "log_count"}})),
@@ -97,6 +107,7 @@ def test_the_job_arguments_round_trip_through_the_contract(case):
     parsed = contract.from_argv(args[entry + 1:])
     assert parsed.table in ("s3://lake/events", "/data/people")
     assert "lake-creds" not in " ".join(args[entry:])  # the Secret reaches the job by a variable name only
+    assert "kafka-creds" not in " ".join(args[entry:])
 
 
 def test_a_rerun_builds_the_same_pod_and_another_submission_another_name():
@@ -167,3 +178,13 @@ def test_the_operator_and_lakecore_agree_on_the_credentials_variables() -> None:
 
     ours = (ZOOKEEPER_USERNAME_ENV, ZOOKEEPER_PASSWORD_ENV)
     assert ours == (zookeeper.USERNAME_ENV, zookeeper.PASSWORD_ENV)
+
+
+def test_a_kafka_writer_reads_its_credentials_secret_as_one_variable():
+    pod = build("writer-stream-kafka")
+    env = {e["name"]: e.get("valueFrom") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["WEIR_KAFKA_OPTIONS"] == {"secretKeyRef": {"name": "kafka-creds", "key": "consumer.json"}}
+    args = pod["spec"]["containers"][0]["args"]
+    parsed = StreamWriteArgs.from_argv(args[next(i for i, a in enumerate(args) if a.endswith(".py")) + 1:])
+    assert parsed.kafka_options_env == "WEIR_KAFKA_OPTIONS" and parsed.kafka_topics == ("events", "events-eu")
+    assert parsed.value_format == "debezium" and parsed.dead_letter_topic == "events-dead"

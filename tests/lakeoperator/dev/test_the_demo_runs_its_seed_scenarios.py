@@ -23,11 +23,12 @@ import yaml
 
 from lakecore import Table
 from lakeoperator.dev.demo import weir_command
+from lakeoperator.dev.demo_feeds import events, kafka_unavailable_reason
 from lakeoperator.dev.demo_progress import HEARTBEAT_S
 from lakeoperator.specs import parse_lake_table, parse_lake_writer, parse_table_service
-from tests.support.fixtures import require_spark, require_zookeeper
+from tests.support.fixtures import require, require_spark, require_zookeeper
 
-pytestmark = pytest.mark.timeout(600)   # the module's demo run is set up in its first test
+pytestmark = pytest.mark.timeout(780)   # the module's demo run is set up in its first test
 ROOT = Path(__file__).resolve().parents[3]
 STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "region"),
            "status": ("firmware", "healthy")}
@@ -58,14 +59,29 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         demo = subprocess.Popen([sys.executable, "-m", "lakeoperator.dev.demo", str(work), "--size", "small"],
                                 env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)   # as make runs it
         try:
-            code = demo.wait(timeout=420)
+            code = demo.wait(timeout=600)   # a broker and five drivers on a loaded 2-core machine: ~7 min
         except subprocess.TimeoutExpired:
             demo.terminate()   # like Ctrl-C: the demo stops its drivers and its ZooKeeper
             code = demo.wait(timeout=60)
     output = log.read_text()
     assert code == 0, output[-5000:]
     assert "conflict decided from outside" in output
+    (work / "demo-output.txt").write_text(output)
     return work
+
+
+@pytest.mark.spark
+@pytest.mark.zookeeper
+@pytest.mark.slow
+def test_the_streams_come_through_kafka_when_a_broker_can_start(demo: Path) -> None:
+    require("A Kafka broker for the demo", kafka_unavailable_reason())
+    output = (demo / "demo-output.txt").read_text()
+    assert "the streams come through its topics" in output and "Kafka broker (pid" in output
+    for name in ("devices-telemetry", "orders-ingest"):
+        applied = yaml.safe_load(next((demo / "manifests").glob(f"*/lakewriter-{name}.yaml")).read_text())
+        assert "kafka" in applied["spec"]["source"], applied
+    table = Table.open(str(demo / "lake" / "devices"))
+    assert any("weir.kafka.offsets" in table.commit_metadata(i).extra for i in table.timeline().completed)
 
 
 def writer_status(work: Path, name: str) -> dict[str, Any]:
@@ -80,11 +96,9 @@ def test_the_stitched_table_is_the_join_of_each_streams_latest_values(demo: Path
     expected: dict[str, dict[str, Any]] = {}
     for stream, columns in STREAMS.items():
         latest: dict[str, dict[str, Any]] = {}
-        for f in sorted((demo / "input" / stream).glob("*.json")):
-            for line in f.read_text().splitlines():
-                row = json.loads(line)
-                if row["device"] not in latest or latest[row["device"]][f"{stream}_ts"] < row[f"{stream}_ts"]:
-                    latest[row["device"]] = row
+        for row in events(demo, stream):
+            if row["device"] not in latest or latest[row["device"]][f"{stream}_ts"] < row[f"{stream}_ts"]:
+                latest[row["device"]] = row
         for device, row in latest.items():
             expected.setdefault(device, {"device": device}).update(
                 {c: row[c] for c in (*columns, f"{stream}_ts")})
@@ -115,8 +129,7 @@ def test_the_delete_is_stopped_from_outside_restarted_and_the_data_ends_right(de
     assert writer_status(demo, "orders-ingest")["status"]["phase"] == "Suspended"
 
     erased = set(pq.read_table(demo / "input" / "erasures").column("order_id").to_pylist())
-    ingested = {r["order_id"]: r for f in sorted((demo / "input" / "orders").glob("round-*.parquet"))
-                for r in pq.read_table(f).to_pylist()}
+    ingested = {r["order_id"]: r for r in events(demo, "orders")}
     got = {r["order_id"]: r for r in table.read().to_pylist()}
     assert erased & set(ingested), "the erasure request names orders the table held"
     assert not erased & set(got)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from lakeoperator.plan.writer import Cause, classify_exit
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_CONFLICT, EXIT_FAILED, EXIT_OK
+from sparkjobs.contract import (
+    EXIT_BAD_INPUT,
+    EXIT_BUSY,
+    EXIT_CONFLICT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+)
 
 CASES = [
     (EXIT_OK, None, Cause.SUCCESS),
@@ -13,6 +20,7 @@ CASES = [
     (EXIT_BAD_INPUT, "Error", Cause.BAD_INPUT),
     (EXIT_CONFLICT, "Error", Cause.CONFLICT),
     (EXIT_BUSY, "Error", Cause.BUSY),
+    (EXIT_UNAVAILABLE, "Error", Cause.UNAVAILABLE),
     (7, "Error", Cause.FAILURE),                       # an unknown code is a plain failure
     (137, "OOMKilled", Cause.INFRASTRUCTURE),
     (1, "OOMKilled", Cause.INFRASTRUCTURE),            # the reason wins over the code
@@ -32,4 +40,4 @@ def test_exit_is_classified(exit_code: int | None, reason: str | None, cause: Ca
 
 def test_causes_are_the_api_names() -> None:
     assert [c.value for c in Cause] == ["success", "failure", "badInput", "conflict", "busy",
-                                        "infrastructure"]
+                                        "infrastructure", "unavailable"]

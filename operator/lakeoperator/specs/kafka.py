@@ -1,0 +1,74 @@
+"""A LakeWriter's `source.kafka`: its fields and defaults (crds/weir.dev_lakewriters.yaml declares the same),
+and `parse_kafka`, which checks the rules the CRD states in CEL again — through the job contract's own
+checks (sparkjobs.contract.KafkaArgs), so the operator and the job never disagree about them.
+
+Must not: talk to Kubernetes, read the credentials Secret, or decide anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from lakeoperator.specs.common import Fields, SpecError
+from lakeoperator.specs.table import SecretKeyRef
+from sparkjobs.contract import KafkaArgs
+
+ValueFormat = Literal["json", "avro", "debezium"]
+BadRecordsPolicy = Literal["fail", "skip", "deadLetter"]
+StartingOffsets = Literal["earliest", "latest"]
+
+
+@dataclass(frozen=True)
+class KafkaSourceSpec:
+    bootstrap_servers: str
+    topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
+    starting_offsets: StartingOffsets = "earliest"
+    max_offsets_per_trigger: int | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+    credentials: SecretKeyRef | None = None
+    value_format: ValueFormat = "json"
+    avro_schema: str | None = None
+    bad_records: BadRecordsPolicy = "fail"
+    dead_letter_topic: str | None = None
+    dead_letter_table: str | None = None
+
+    def args(self, credentials_env: str | None) -> KafkaArgs:
+        """The job's Kafka arguments; the credentials reach it as the variable `credentials_env`."""
+        return KafkaArgs(
+            kafka_bootstrap_servers=self.bootstrap_servers, kafka_topics=self.topics,
+            kafka_topic_pattern=self.topic_pattern, kafka_starting_offsets=self.starting_offsets,
+            kafka_max_offsets_per_trigger=self.max_offsets_per_trigger, kafka_options=dict(self.options),
+            kafka_options_env=credentials_env if self.credentials is not None else None,
+            value_format=self.value_format, avro_schema=self.avro_schema, bad_records=self.bad_records,
+            dead_letter_topic=self.dead_letter_topic, dead_letter_table=self.dead_letter_table)
+
+
+KAFKA_FIELDS = ("bootstrapServers", "topics", "topicPattern", "startingOffsets", "maxOffsetsPerTrigger",
+                "options", "credentialsSecretRef", "value", "badRecords")
+
+
+def parse_kafka(f: Fields) -> KafkaSourceSpec:
+    """`spec.source.kafka` -> KafkaSourceSpec; SpecError naming the field when it breaks a rule."""
+    credentials = None
+    if f.has("credentialsSecretRef"):
+        c = f.sub("credentialsSecretRef", ("name", "key"))
+        credentials = SecretKeyRef(name=c.req_str("name"), key=c.req_str("key"))
+    v = f.sub("value", ("format", "avroSchema"))
+    b = f.sub("badRecords", ("policy", "deadLetterTopic", "deadLetterTable"))
+    spec = KafkaSourceSpec(
+        bootstrap_servers=f.req_str("bootstrapServers"), topics=f.strings("topics"),
+        topic_pattern=f.text("topicPattern", None),
+        starting_offsets=f.enum("startingOffsets", StartingOffsets, "earliest"),
+        max_offsets_per_trigger=f.opt_int("maxOffsetsPerTrigger", minimum=1), options=f.string_map("options"),
+        credentials=credentials, value_format=v.enum("format", ValueFormat, "json"),
+        avro_schema=v.text("avroSchema", None), bad_records=b.enum("policy", BadRecordsPolicy, "fail"),
+        dead_letter_topic=b.text("deadLetterTopic", None), dead_letter_table=b.text("deadLetterTable", None))
+    try:
+        spec.args("WEIR_KAFKA_OPTIONS")   # the job's own rules: one of topics/pattern, no secret options, ...
+    except ValueError as exc:
+        raise SpecError(f.path, f"{exc} (in the spec: topics/topicPattern, options, value.avroSchema, "
+                        "badRecords)") from None
+    return spec

@@ -1,0 +1,101 @@
+"""One micro-batch (or one batch write) of Kafka messages -> what one instant writes, exactly once.
+
+    decode (values.py) -> persist -> summarize: per partition the highest offset read, the bad messages
+    (one aggregation) -> the policy (bad_records.py: fail, skip, dead-letter them first) -> the good rows
+    (a change stream deduplicated per key: the latest event by source timestamp, then offset) -> written
+    with the offsets the table now holds (`weir.kafka.offsets`) in the same commit
+
+The offsets and the rows land in one instant, so the table always says where its writer is: a query that
+lost its Spark checkpoint starts at those offsets (source.starting_offsets), and a micro-batch Spark runs
+again after a crash between our commit and its checkpoint is skipped by its batch id (stream.BatchWriter).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from lakecore import Table
+from lakecore.config import OP, TableConfig
+from sparkjobs.contract import KafkaArgs
+from sparkjobs.kafka import bad_records, offsets
+from sparkjobs.kafka.source import consumer_properties
+from sparkjobs.kafka.values import ERROR, TOMBSTONE, decode
+from sparkjobs.stream import Prepared
+
+# Spark's Kafka rows carry these; a change stream orders a key's events by them
+_ORDER = ("offset",)
+
+
+class KafkaBatches:
+    """The `prepare` of a Kafka writer's micro-batches (stream.BatchWriter), or of its one batch write."""
+
+    def __init__(self, table: Table, args: KafkaArgs, columns: list[str], writer: str,
+                 recorded: offsets.Offsets | None, storage_options: Any = None) -> None:
+        self.table, self.args, self.columns, self.writer = table, args, columns, writer
+        self.storage_options = storage_options   # the job's (by reference), for a dead-letter table
+        self.offsets = recorded        # where the table says the writer is (advanced at each commit)
+
+    def __call__(self, batch: DataFrame, batch_id: int | None = None) -> Prepared:
+        config = self.table.config
+        decoded = decode(batch, config, self.columns, self.args.value_format, self.args.avro_schema)
+        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            summary = bad_records.summarize(decoded)
+            extra = bad_records.judge(summary, self.args.bad_records)  # type: ignore[arg-type]
+            if summary.bad and self.args.bad_records == "deadLetter":
+                self._dead_letter(decoded)
+        except BaseException:
+            decoded.unpersist()
+            raise
+        now = offsets.advanced(self.offsets, summary.read)
+        extra[offsets.OFFSETS_KEY] = offsets.encode(now)
+
+        def committed() -> None:
+            self.offsets = now
+
+        def release() -> None:
+            decoded.unpersist()
+
+        return Prepared(good_rows(decoded, config, self.columns, self.args.value_format == "debezium"),
+                        extra, committed, release)
+
+    def _dead_letter(self, decoded: DataFrame) -> None:
+        rows = bad_records.dead_letter_rows(decoded, self.writer)
+        if self.args.dead_letter_topic:
+            bad_records.send_to_topic(rows, str(self.args.kafka_bootstrap_servers),
+                                      self.args.dead_letter_topic, consumer_properties(self.args))
+            return
+        from sparkjobs.write import write_dataframe
+
+        write_dataframe(rows, dead_letter_table(str(self.args.dead_letter_table), self.storage_options),
+                        "upsert")
+
+
+def good_rows(decoded: DataFrame, config: TableConfig, columns: list[str], changes: bool) -> DataFrame:
+    """The rows to write: the messages that decoded, the writer's columns (+ each row's op for a change
+    stream, whose events per key are cut to the latest: source timestamp, then offset)."""
+    good = decoded.where(F.col(ERROR).isNull() & ~F.col(TOMBSTONE))
+    if not changes:
+        return good.select(*columns)
+    order = [F.col(config.ordering_fields[0]).desc(), *[F.col(c).desc() for c in _ORDER]]
+    latest = Window.partitionBy(*config.record_key).orderBy(*order)
+    return good.withColumn("_weir_rank", F.row_number().over(latest)).where(F.col("_weir_rank") == 1) \
+        .select(*columns, OP)
+
+
+def dead_letter_table(uri: str, storage: Any) -> Table:
+    """The dead-letter table at `uri` (made with bad_records.DEAD_LETTER_SCHEMA, on the writer's storage
+    options, when it does not exist yet)."""
+    from lakecore.errors import TableNotFound
+
+    try:
+        return Table.open(uri, storage_options=storage)
+    except TableNotFound:
+        return Table.create(uri, schema=bad_records.DEAD_LETTER_SCHEMA,
+                            record_key=list(bad_records.DEAD_LETTER_KEY), ordering_field="dead_lettered_at",
+                            buckets=1,
+                            storage_options=storage)

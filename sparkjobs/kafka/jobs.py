@@ -1,0 +1,52 @@
+"""The Kafka side of the writer jobs (stream_write, batch_write): where the query starts, how its
+micro-batches are prepared, and the one-instant batch write. Thin: source.py reads, batch.py prepares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lakecore import Table
+from sparkjobs.contract import WriterArgs
+from sparkjobs.kafka import offsets, source
+from sparkjobs.kafka.batch import KafkaBatches
+from sparkjobs.stream import WRITER_KEY, checkpoint_is_fresh, last_commit_extra
+
+
+@dataclass(frozen=True)
+class KafkaStream:
+    df: Any                      # the streaming DataFrame of Kafka rows
+    prepare: KafkaBatches
+    fresh_checkpoint: bool       # no Spark checkpoint: the query starts where the table says
+
+
+def recorded_offsets(table: Table, writer: str) -> offsets.Offsets | None:
+    """The offsets the newest commit of `writer` recorded, or None."""
+    extra = last_commit_extra(table, writer, offsets.OFFSETS_KEY)
+    return offsets.decode(extra.get(offsets.OFFSETS_KEY)) if extra else None
+
+
+def stream(spark: Any, table: Table, args: WriterArgs, columns: list[str], writer: str, checkpoint: str,
+           storage_options: Any = None) -> KafkaStream:
+    recorded = recorded_offsets(table, writer)
+    fresh = checkpoint_is_fresh(spark, checkpoint)
+    starting = source.starting_offsets(spark, args, recorded)   # asks the brokers: unreachable ones fail here
+    df = source.read(spark, args, starting if fresh else args.kafka_starting_offsets, streaming=True)
+    return KafkaStream(df, KafkaBatches(table, args, columns, writer, recorded, storage_options), fresh)
+
+
+def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], writer: str,
+                options: Any, storage_options: Any = None) -> Any:
+    """A batch writer's Kafka source: what the topics hold after the offsets this writer's last commit
+    recorded (else from --kafka-starting-offsets) up to now, as one instant that records the new offsets.
+    Run again, it goes on from there."""
+    from sparkjobs.write import write_dataframe
+
+    recorded = recorded_offsets(table, writer)
+    df = source.read(spark, args, source.starting_offsets(spark, args, recorded), streaming=False)
+    prepared = KafkaBatches(table, args, columns, writer, recorded, storage_options)(df)
+    try:
+        return write_dataframe(prepared.df, table, args.operation,  # type: ignore[arg-type]
+                               options=options, extra={**args.extra, **prepared.extra, WRITER_KEY: writer})
+    finally:
+        prepared.release()

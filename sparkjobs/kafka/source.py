@@ -1,0 +1,132 @@
+"""Reading a writer's Kafka source with Spark's Kafka connector.
+
+Owns: the reader's options from the job's arguments (consumer properties as `kafka.*`, secret ones from the
+variable `--kafka-options-env` names, resolved on the driver only: Spark hands them to its tasks itself),
+where a query without a Spark checkpoint starts (the offsets this writer's last commit recorded, every
+other partition at --kafka-starting-offsets), and which topic-partitions exist now (asked of the brokers on
+the driver through the connector's own kafka-clients, which is also how an unreachable broker is told
+apart: SourceUnavailable, before any query starts). Must not decode values or write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from lakecore.errors import InvalidInput, LakecoreError
+from sparkjobs.contract import KafkaArgs
+from sparkjobs.kafka import offsets as kafka_offsets
+
+PROBE_TIMEOUT_S = 30   # how long the driver waits for the brokers' metadata, unless default.api.timeout.ms
+
+
+class InvalidKafkaOptions(InvalidInput):
+    """The consumer properties by reference do not resolve (no such variable, not a JSON object)."""
+
+
+class SourceUnavailable(LakecoreError):
+    """No broker of the source answered: retry later (the writer's restart policy backs off)."""
+
+
+def consumer_properties(args: KafkaArgs) -> dict[str, str]:
+    """The Kafka consumer properties: the public ones, then those of the variable --kafka-options-env names
+    (SASL, TLS: a Secret's JSON)."""
+    props = dict(args.kafka_options)
+    if args.kafka_options_env:
+        text = os.environ.get(args.kafka_options_env)
+        if text is None:
+            raise InvalidKafkaOptions(f"the variable {args.kafka_options_env} (the Kafka consumer "
+                                      "properties) is not set; expose the credentials Secret to the driver "
+                                      "as it")
+        try:
+            secret = json.loads(text)
+        except ValueError:
+            secret = None
+        if not isinstance(secret, dict):
+            raise InvalidKafkaOptions(f"the variable {args.kafka_options_env} does not hold a JSON object of "
+                                      "Kafka consumer properties; fix the credentials Secret")
+        props |= {str(k): str(v) for k, v in secret.items()}
+    return props
+
+
+def reader_options(args: KafkaArgs, starting: str, *, streaming: bool) -> dict[str, str]:
+    """The options of spark.read(Stream).format("kafka") for this source, starting at `starting`
+    (earliest, latest or Spark's offsets JSON)."""
+    assert args.kafka_bootstrap_servers is not None
+    opts = {f"kafka.{k}": v for k, v in consumer_properties(args).items()}
+    opts["kafka.bootstrap.servers"] = args.kafka_bootstrap_servers
+    if args.kafka_topics:
+        opts["subscribe"] = ",".join(args.kafka_topics)
+    else:
+        opts["subscribePattern"] = str(args.kafka_topic_pattern)
+    opts["startingOffsets"] = starting
+    if streaming and args.kafka_max_offsets_per_trigger:
+        opts["maxOffsetsPerTrigger"] = str(args.kafka_max_offsets_per_trigger)
+    if not streaming:
+        opts["endingOffsets"] = "latest"
+    return opts
+
+
+def partitions(spark: Any, args: KafkaArgs) -> dict[str, list[int]]:
+    """The source's topics and their partitions now, from the brokers (SourceUnavailable if none answers
+    within PROBE_TIMEOUT_S)."""
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    for key, value in consumer_properties(args).items():
+        props.setProperty(key, value)
+    props.setProperty("bootstrap.servers", str(args.kafka_bootstrap_servers))
+    deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+    props.setProperty("key.deserializer", deserializer)
+    props.setProperty("value.deserializer", deserializer)
+    timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
+    consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
+    try:
+        found = consumer.listTopics(jvm.java.time.Duration.ofMillis(timeout_ms))
+    except Exception as exc:   # py4j's Py4JJavaError: a timeout, an authentication failure, ...
+        cause = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        java = getattr(exc, "java_exception", None)
+        if java is not None:
+            cause = f"{java.getClass().getSimpleName()}: {java.getMessage()}"
+        raise SourceUnavailable(f"no Kafka broker at {args.kafka_bootstrap_servers} answered within "
+                                f"{timeout_ms / 1000:g} s ({cause}); the writer retries with backoff — check "
+                                "the brokers, the address and the credentials") from None
+    finally:
+        consumer.close()
+    regex = args.kafka_topic_pattern
+    pattern = jvm.java.util.regex.Pattern.compile(regex) if regex else None
+    out: dict[str, list[int]] = {}
+    for topic in found.keySet():
+        wanted = topic in args.kafka_topics if pattern is None else pattern.matcher(topic).matches()
+        if wanted:
+            out[str(topic)] = sorted(int(p.partition()) for p in found.get(topic))
+    missing = [t for t in args.kafka_topics if t not in out]
+    if missing:
+        raise InvalidInput(f"Kafka topic(s) {', '.join(missing)} do not exist at "
+                           f"{args.kafka_bootstrap_servers}; create them or fix source.kafka.topics")
+    return out
+
+
+def probe_timeout_ms(consumer_timeout: str | None) -> int:
+    """How long the brokers' metadata may take: the consumer's default.api.timeout.ms when set (a number),
+    else PROBE_TIMEOUT_S."""
+    if consumer_timeout and consumer_timeout.isdigit():
+        return int(consumer_timeout)
+    return PROBE_TIMEOUT_S * 1000
+
+
+def starting_offsets(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None) -> str:
+    """Where a query without a Spark checkpoint starts: the offsets the writer's last commit recorded (every
+    partition there is now: a new one at --kafka-starting-offsets), else --kafka-starting-offsets."""
+    found = partitions(spark, args)   # also tells an unreachable broker apart, before any query starts
+    if not recorded:
+        return args.kafka_starting_offsets
+    default = kafka_offsets.EARLIEST if args.kafka_starting_offsets == "earliest" else kafka_offsets.LATEST
+    return kafka_offsets.starting(recorded, found, default)
+
+
+def read(spark: Any, args: KafkaArgs, starting: str, *, streaming: bool) -> Any:
+    """The source as a (streaming) DataFrame of Spark's Kafka rows (key, value, topic, partition, offset,
+    timestamp, ...)."""
+    reader = spark.readStream if streaming else spark.read
+    return reader.format("kafka").options(**reader_options(args, starting, streaming=streaming)).load()

@@ -1,0 +1,93 @@
+"""Messages that do not decode are never dropped silently: by default the batch fails, naming the first bad
+message's topic/partition@offset, and nothing of it is written; `skip` writes the good ones and counts the
+bad in the commit; `deadLetter` puts them in a topic (raw, with where they came from and why) or a Weir
+table keyed by topic, partition and offset, then writes the good ones."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import Consumer
+
+from lakecore import Table
+from sparkjobs.kafka.bad_records import DEAD_LETTERED_KEY, SKIPPED_KEY, BadMessages
+from sparkjobs.kafka.offsets import OFFSETS_KEY, decode
+from tests.sparkjobs.kafka.support import commits_extra, new_topic, rows_by_key, run_stream, stream_args
+from tests.support.fixtures import require_spark_connectors
+from tests.support.kafka_broker import produce
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64()), ("v", pa.string())])
+
+
+@pytest.fixture(autouse=True)
+def _connectors() -> None:
+    require_spark_connectors()
+
+
+def mixed(broker, topic) -> None:
+    """Partition 0: five good messages, then at offset 5 one that is not JSON, then one without its key."""
+    good = [(str(i), json.dumps({"id": i, "ts": 1, "v": "ok"})) for i in range(5)]
+    produce(broker.bootstrap_servers, topic, [*good, ("x", "{not json"), ("y", json.dumps({"ts": 1}))],
+            partition=0)
+
+
+def table_at(tmp_path) -> Table:
+    return Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1)
+
+
+def test_by_default_the_batch_fails_naming_the_first_bad_message(spark, kafka_broker, tmp_path):
+    topic = new_topic(kafka_broker, "bad-fail", partitions=1)
+    mixed(kafka_broker, topic)
+    table = table_at(tmp_path)
+    said = rf"message {topic}/0@5 does not decode \(not a JSON object.*2 of the batch's 7 messages are bad"
+    with pytest.raises(BadMessages, match=said + ".*nothing of the batch was written"):
+        run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp")))
+    assert not Table.open(table.uri).timeline().completed
+
+
+def test_skip_writes_the_good_ones_and_counts_the_bad_in_the_commit(spark, kafka_broker, tmp_path):
+    topic = new_topic(kafka_broker, "bad-skip", partitions=1)
+    mixed(kafka_broker, topic)
+    table = table_at(tmp_path)
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), bad_records="skip"))
+    assert sorted(rows_by_key(table.uri)) == list(range(5))
+    extra = commits_extra(table.uri)[-1]
+    assert extra[SKIPPED_KEY] == "2" and decode(extra[OFFSETS_KEY]) == {topic: {0: 7}}
+
+
+def test_dead_letters_go_to_a_topic_with_where_they_came_from(spark, kafka_broker, tmp_path):
+    topic = new_topic(kafka_broker, "bad-dlq", partitions=1)
+    dead = new_topic(kafka_broker, "dlq", partitions=1)
+    mixed(kafka_broker, topic)
+    table = table_at(tmp_path)
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), bad_records="deadLetter",
+                           dead_letter_topic=dead))
+    assert sorted(rows_by_key(table.uri)) == list(range(5))
+    assert commits_extra(table.uri)[-1][DEAD_LETTERED_KEY] == "2"
+    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "dlq-check",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([dead])
+    got = []
+    for _ in range(60):
+        got += [m for m in consumer.consume(10, timeout=0.5) if m.error() is None]
+        if len(got) >= 2:
+            break
+    consumer.close()
+    assert [m.value() for m in got] == [b"{not json", json.dumps({"ts": 1}).encode()]
+    headers = dict(got[0].headers() or [])
+    assert headers["weir.source"] == f"{topic}/0@5".encode() and b"not a JSON object" in headers["weir.error"]
+
+
+def test_dead_letters_go_to_a_table_keyed_by_topic_partition_and_offset(spark, kafka_broker, tmp_path):
+    topic = new_topic(kafka_broker, "bad-dlt", partitions=1)
+    mixed(kafka_broker, topic)
+    table, dead = table_at(tmp_path), str(tmp_path / "dead")
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), bad_records="deadLetter",
+                           dead_letter_table=dead))
+    rows = sorted(Table.open(dead).read().to_pylist(), key=lambda r: r["offset"])
+    assert [(r["topic"], r["partition"], r["offset"]) for r in rows] == [(topic, 0, 5), (topic, 0, 6)]
+    assert "record key" in rows[1]["error"] and rows[0]["writer"] == "w1"
+    assert sorted(rows_by_key(table.uri)) == list(range(5))
