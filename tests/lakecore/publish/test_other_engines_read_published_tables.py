@@ -19,7 +19,7 @@ import pytest
 from lakecore import Table
 from lakecore.publish import PublishResult
 from tests.lakecore.publish import readers as published
-from tests.support.readers import ReaderError, Readers
+from tests.support.readers import Readers
 
 pytestmark = [pytest.mark.readers, pytest.mark.slow]
 
@@ -82,13 +82,10 @@ ENGINES: dict[str, tuple[str, Read]] = {
     "spark delta": ("delta", lambda r, p: r.spark_delta(p.location)),
     "daft iceberg": ("iceberg", lambda r, p: r.daft_iceberg(p.location)),
 }
-DAFT = pytest.mark.xfail(raises=ReaderError, strict=True,
-                         reason="daft refuses Parquet files without field ids (it applies no name mapping); "
-                                "Weir's files get field ids in issue 24's format prerequisites")
 
 
-def engines() -> list[object]:
-    return [pytest.param(name, marks=DAFT) if name.startswith("daft") else name for name in ENGINES]
+def engines() -> list[str]:
+    return list(ENGINES)  # daft applies no name mapping: it reads Weir's files by their field ids
 
 
 def check(readers: Readers, t: Table, engine: str, step: str) -> None:
