@@ -44,6 +44,7 @@ from lakecore.timeline.history import (
 )
 
 QUERY_COLUMNS = ["requested_time", "completion_time", "action", "files", "deleted"]
+_SHARED = tuple(QUERY_COLUMNS)
 KEPT_VERSIONS = 3  # history versions (pointer + manifest + files) kept for falling back
 
 _lock = threading.Lock()
@@ -124,7 +125,16 @@ class HistoryStore:
         """Columns of one history file by name (also one no manifest names: repair reads those)."""
         return self._read(name, tuple(columns))
 
-    def _read(self, name: str, columns: tuple[str, ...] | None) -> pa.Table:
+    def _read(self, name: str, wanted: tuple[str, ...] | None) -> pa.Table:
+        """Columns of a history file, decoded once and cached. Any subset of QUERY_COLUMNS is served
+        from one decode of all of them: an as-of read resolves its point, builds the view and checks
+        for cleaned files with three column sets of the same files, and decoding each file once costs
+        less than decoding it three times (the file is read from storage once too)."""
+        columns = _SHARED if wanted is not None and set(wanted) <= set(_SHARED) else wanted
+        table = self._decoded(name, columns)
+        return table if wanted is None or wanted == columns else table.select(list(wanted))
+
+    def _decoded(self, name: str, columns: tuple[str, ...] | None) -> pa.Table:
         key = (self.storage.uri, name, columns or ())
         with _lock:
             hit = _tables.get(key)
