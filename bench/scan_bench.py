@@ -4,13 +4,14 @@
                                [--scan-only]
 
 Builds a table of rows shaped like the peers' (key, ts, three int64, three float64, two strings; made
-here, so the smoke run needs no peers folder), written a partition at a time so that no more
-than one partition's rows are ever in memory: each partition gets its base files from a bulk insert,
-then an upsert of 10% of its rows (half updates with a larger `ts`, half new keys) leaves a log in every file group. Then, in fresh child processes, alternately: a scan consuming
-`to_batches()` (counting rows, holding nothing) and `Table.read()`. Each child reports its time and its
-peak RSS above its own baseline (VmHWM minus VmRSS after imports, opening the table and planning):
-what the read itself holds. Prints one JSON document; `--quick` is the smoke run (a small table);
-`--scan-only` skips `read` (a table larger than this machine's memory: no throughput ratio then).
+here, so the smoke run needs no peers folder), written a partition at a time so that no more than one
+partition's rows are ever in memory: each partition gets its base files from a bulk insert, then an
+upsert of 10% of its rows (half updates with a larger `ts`, half new keys) leaves a log in every file
+group. Then, in fresh child processes, alternately: a scan consuming `to_batches()` (counting rows,
+holding nothing) and `Table.read()`. Each child reports its time and its peak RSS above its own baseline
+(VmHWM minus VmRSS after imports, opening the table and planning): what the read itself holds. Prints one
+JSON document; `--quick` is the smoke run (a small table); `--scan-only` skips `read` (a table larger
+than this machine's memory: no throughput ratio then).
 """
 
 from __future__ import annotations
