@@ -30,7 +30,7 @@ from lakecore.concurrency import Lock, ensure_held, view_of
 from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict, PublishError
 from lakecore.formats import read_footer_stats
-from lakecore.layout import FileSlice, FileSystemView
+from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.publish.catalog import CatalogRef, register
 from lakecore.publish.plan import PublishView, choose_view, plan_publish, schema_fingerprint
 from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
@@ -123,10 +123,12 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
             (instant.requested_time, kind, schema_fingerprint(config.schema)):
         return PublishResult(target, last, False, 0, 0, 0, mod.location(storage),  # type: ignore[arg-type]
                              up_to_date=True, note=_note(config, kind))
-    now = view_of(storage, timeline)
     continues = last is not None and _continues(store, timeline, last, kind) and \
         mod.can_continue(state, storage.uri.rstrip("/"))
-    since = view_of(storage, timeline.as_of(last.completion)) if continues and last else None
+    if continues and last is not None:
+        now, since = _written_since(store, timeline, last.completion)
+    else:
+        now, since = view_of(storage, timeline), None
     plan = plan_publish(config, config.schema, instant, now, kind, partial(_rows, storage, config, kind),
                         since=since)
     retention = Retention(keep=max(keep, 1), after=_weir_earliest(store, timeline))
@@ -134,7 +136,7 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
         retention = Retention(keep=1)  # an undo rewrote the history the older snapshots showed
         published = []
     _pin(storage, lock, target, (*[s.completion for s in published], instant.completion_time or ""),
-         now, timeline)
+         now if since is None else None, timeline)
     snapshot = mod.commit(storage, plan, state, retention)
     kept = retained([*published, snapshot], retention)
     write_pins(storage, target, tuple(s.completion for s in kept))
@@ -172,6 +174,18 @@ def _with_footer_stats(storage: Storage, r: FileRows) -> FileRows:
     return FileRows(replace(r.stat, stats=stats), r.rows, r.shown)
 
 
+def _written_since(store: TimelineStore, timeline: Timeline, completion: str
+                   ) -> tuple[FileSystemView, FileSystemView]:
+    """(now, as of `completion`): the views of the file groups instants completed after `completion`
+    wrote to, the only ones whose slices can differ (a replace empties a group by writing its empty
+    base; a clean removes older slices only; an undo or archival past `completion` means a full
+    rebuild). Neither the whole table's view nor its comparison is built."""
+    later = [i for i in timeline.completed if (i.completion_time or "") > completion]
+    groups = {(st.partition, st.file_id) for i in later for st in store.metadata(i).write_stats}
+    return (build_view(timeline, store.metadata, only=groups),
+            build_view(timeline.as_of(completion), store.metadata, only=groups))
+
+
 def _continues(store: TimelineStore, timeline: Timeline, last: PublishedSnapshot, kind: PublishView) -> bool:
     """Whether the last published snapshot is a view this timeline still builds: same view, its instant
     completed as recorded on the active timeline, and no undo since."""
@@ -197,16 +211,20 @@ def _weir_earliest(store: TimelineStore, timeline: Timeline) -> str | None:
     return str(earliest) if earliest else None
 
 
-def _pin(storage: Storage, lock: Lock, target: str, points: Sequence[str], view: FileSystemView,
+def _pin(storage: Storage, lock: Lock, target: str, points: Sequence[str], view: FileSystemView | None,
          seen: Timeline) -> None:
     """Pin `points` for clean, after checking under the table lock that no clean planned meanwhile
-    (or completed since `seen` was loaded) deletes a file of `view`."""
-    needed = {f.path for s in view.slices for f in s.files}
+    (or completed since `seen` was loaded) deletes a file of `view` (None: the view of `seen`, built
+    only when there is such a clean)."""
     store = TimelineStore(storage)
     with lock:
         timeline = store.load()
         old = {i.requested_time for i in seen.completed}
-        for c in (i for i in timeline.instants if i.action == "clean" and i.requested_time not in old):
+        cleans = [i for i in timeline.instants if i.action == "clean" and i.requested_time not in old]
+        if cleans and view is None:
+            view = view_of(storage, seen)
+        needed = {f.path for s in view.slices for f in s.files} if view is not None else set()
+        for c in cleans:
             doomed = set(load_clean_plan(storage, c).files) if not c.is_completed else \
                 set(store.metadata(c).extra.get("deleted", ()))
             gone = needed & doomed
