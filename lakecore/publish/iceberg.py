@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from lakecore.errors import AlreadyExists, PublishConflict
@@ -272,11 +273,15 @@ def _newest_deletes(entries: list[dict[str, Any]], snap: _Snapshot) -> list[dict
     newest: dict[str, dict[str, Any]] = {}
     for e in entries:
         ref = e["data_file"]["referenced_data_file"]
+        if ref is None:
+            continue  # a partition's delete file: kept (a newer one of a data file repeats its rows)
         if ref not in newest or e["sequence_number"] > newest[ref]["sequence_number"]:
             newest[ref] = e
     keep = {id(e) for e in newest.values()}
-    snap.retired.extend(e["data_file"]["file_path"] for e in entries if id(e) not in keep)
-    return [e for e in entries if id(e) in keep]
+    drop = [e for e in entries if e["data_file"]["referenced_data_file"] is not None and id(e) not in keep]
+    snap.retired.extend(e["data_file"]["file_path"] for e in drop)
+    gone = {id(e) for e in drop}
+    return [e for e in entries if id(e) not in gone]
 
 
 def _written(storage: Storage, snap: _Snapshot, entries: dict[tuple[int, int], list[dict[str, Any]]],
@@ -292,7 +297,7 @@ def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
     """ADDED entries of the plan's files (of an appended group: its new files) and of the
     position-delete files written for them (of an appended group: for each of its files hiding rows)."""
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    deletes: list[tuple[str, PlannedFile]] = []
+    hiding: list[PlannedFile] = []
     for g in plan.groups:
         bucket = im.bucket_of(g.partition, g.file_id, buckets)
         values = im.partition_record(g.partition, partition)
@@ -301,23 +306,34 @@ def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
                 out.setdefault((bucket, avro.DATA), []).append(avro.entry(
                     avro.ADDED, snap.id, snap.sequence, avro.DATA, snap.uri(f.path), values, f.rows, f.bytes,
                     metrics=iceberg_metrics(f.stats, columns)))
-        deletes.extend((f"{DELETES_DIR}/{uuid.uuid4().hex}.parquet", f) for f in (*g.files, *g.emptied)
-                       if len(f.hidden))
+        hiding.extend(f for f in (*g.files, *g.emptied) if len(f.hidden))
+    # a full rebuild: one delete file per partition (a reader reads a few files, not one per data file);
+    # incremental: one per data file, so a later publish can tell whose it is
+    batches = [[f for f in hiding if f.partition == p] for p in sorted({f.partition for f in hiding})] \
+        if plan.full else [[f] for f in hiding]
+    deletes = [(f"{DELETES_DIR}/{uuid.uuid4().hex}.parquet", b) for b in batches]
     snap.written.extend(p for p, _ in deletes)
     by_path = dict(deletes)
     sizes = map_files(lambda p: _write_deletes(storage, p, by_path[p], snap), list(by_path))
-    for (path, f), size in zip(deletes, sizes, strict=True):
-        bucket = im.bucket_of(f.partition, f.file_id, buckets)
+    for (path, files), size in zip(deletes, sizes, strict=True):
+        f = files[0]
+        shared = plan.full
+        bucket = im.bucket_of(f.partition, "" if shared else f.file_id, buckets)
         out.setdefault((bucket, avro.POSITION_DELETES), []).append(avro.entry(
             avro.ADDED, snap.id, snap.sequence, avro.POSITION_DELETES, snap.uri(path),
-            im.partition_record(f.partition, partition), len(f.hidden), size, referenced=snap.uri(f.path)))
+            im.partition_record(f.partition, partition), sum(len(f.hidden) for f in files), size,
+            referenced=None if shared else snap.uri(f.path),
+            path_bounds=(snap.uri(min(f.path for f in files)), snap.uri(max(f.path for f in files)))))
     return out
 
 
-def _write_deletes(storage: Storage, path: str, f: PlannedFile, snap: _Snapshot) -> int:
-    n = len(f.hidden)
-    table = pa.Table.from_arrays([pa.array([snap.uri(f.path)] * n, pa.string()), pa.array(f.hidden)],
-                                 schema=_DELETE_SCHEMA)
+def _write_deletes(storage: Storage, path: str, files: list[PlannedFile], snap: _Snapshot) -> int:
+    """The (file_path, pos) rows of `files`, sorted by both as the spec asks."""
+    files = sorted(files, key=lambda f: f.path)
+    paths = pa.array([snap.uri(f.path) for f in files], pa.string())
+    which = np.repeat(np.arange(len(files)), [len(f.hidden) for f in files])
+    positions = np.concatenate([f.hidden for f in files])
+    table = pa.Table.from_arrays([paths.take(pa.array(which)), pa.array(positions)], schema=_DELETE_SCHEMA)
     return write_file(storage, path, table, compression="zstd")
 
 
@@ -361,6 +377,10 @@ def _read_list(storage: Storage, snapshot: Mapping[str, Any], location: str) -> 
 
 
 def _group_of(data_file: Mapping[str, Any], location: str) -> GroupKey:
+    """The file group an entry belongs to; a full rebuild's delete file of a partition belongs to none
+    (a key of its own: never dropped with a group, as its rows of files that left the view hide nothing)."""
+    if data_file["content"] and data_file["referenced_data_file"] is None:
+        return "", data_file["file_path"]
     path = data_file["referenced_data_file"] if data_file["content"] else data_file["file_path"]
     partition, _, name = _relative(path, location).rpartition("/")
     parsed = parse_data_file_name(name)
