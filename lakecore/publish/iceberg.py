@@ -8,14 +8,23 @@ The table location is the Weir table's base; the metadata sits where Hadoop-styl
                                                 next publish also probe v<N+1>)
     <base>/metadata/snap-<id>-<uuid>.avro       manifest list
     <base>/metadata/<uuid>-m<b>-data.avro       manifest of bucket b's data files ("-deletes": delete files)
-    <base>/metadata/deletes/<uuid>.parquet      position deletes (file_path, pos) of one data file
+    <base>/metadata/<uuid>-a-data.avro          manifest of the entries one incremental publish added
+    <base>/metadata/deletes/<uuid>.parquet      position deletes (file_path, pos) of one data file, or (a
+                                                full rebuild) of every data file of one partition
     <base>/metadata/retired-<id>.json           files snapshot <id> stopped referencing (deleted once
                                                 every older snapshot expired)
 
 Publishing writes everything new first and the metadata file last, so a crash at any point leaves the
 previous snapshot current (and unreferenced files, which are never read); a publisher that loses the
-race for v<N+1> deletes its files and raises PublishConflict. Incremental: only the manifest buckets
-holding a changed file group are rewritten (`iceberg_metadata.bucket_of`); the others are reused.
+race for v<N+1> deletes its files and raises PublishConflict.
+
+Incremental (cost follows the instant, not the table): a file group that only gained log files keeps
+its entries where they are (the rows its delete files hid stay hidden: a row that lost the merge keeps
+losing), and the publish adds one manifest of the new data files and one of the new delete files (each
+holding every row its data file hides now). Only the manifests listing a replaced or emptied group
+(compaction, clustering, overwrite) are rewritten without it. After FOLD_AFTER such appended
+manifests, a publish folds them back into their buckets (`iceberg_metadata.bucket_of`), each data
+file keeping only its newest delete file (and its partition's from the last full rebuild).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 to file groups keeps every manifest of the snapshot before as it is (nothing of it is read or written
 again) and adds one manifest of its new entries per content; a compaction (a slice replaced) rewrites
 the manifests that listed its group, appended ones included; once appended manifests pile up they
-are folded back into their buckets, each data file keeping its newest delete file only. Readers see
-Table.read() after every step."""
+are folded back into their buckets, each data file keeping its newest delete file only (and its
+partition's from the last full rebuild). Readers see Table.read() after every step."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def manifests(base: str) -> list[tuple[str, int]]:
 
 
 def agree(t: Table) -> None:
-    readers.assert_same(readers.iceberg(t.uri), readers.expected(t.read(), "iceberg"), ["id"], reader="iceberg")
+    readers.assert_same(readers.iceberg(t.uri), readers.expected(t.read(), "iceberg"), ["id"],
+                        reader="iceberg")
 
 
 def test_appending_logs_keeps_every_manifest_and_adds_one_per_content(tmp_path: Path) -> None:
