@@ -1,7 +1,7 @@
 """Publishing a Weir table as Iceberg (issue 24): incremental and full publish cost, and the read of the
 published merged snapshot by other engines, as ratios against floors measured in the same run.
 
-    python bench/publish_bench.py [--sizes 1000,10000] [--reps R] [--dir D] [--quick]
+    python bench/publish_bench.py [--sizes 1000,10000] [--read-size 1000] [--reps R] [--dir D] [--quick]
 
 Per size (data files in the table): a merge-on-read table of many small file groups (partitions x
 buckets), each with a base file (a bulk insert) and a log (an upsert of about a third of the keys,
@@ -12,9 +12,10 @@ fsync on (as publishing runs here):
   and a manifest list;
 - incremental: an upsert touching 10 file groups (one key each: 10 new log files), then a publish;
   floor: fastavro writing the manifest entries of the files that publish listed;
-- read (the smallest size, or --read-size): lakecore's own `Table.read()` vs pyiceberg's
-  `StaticTable.scan().to_arrow()` and DuckDB's `iceberg_scan` (its own venv, `make readers`; skipped
-  with a note when missing), each a median of `--reps`, row counts checked equal.
+- read: a table of `--read-size` files with `--read-rows-per-group` rows per file group, published;
+  lakecore's own `Table.read()` vs pyiceberg's `StaticTable.scan().to_arrow()` and DuckDB's
+  `iceberg_scan` (its own venv, `make readers`; skipped with a note when missing), alternating, each
+  a median of `--reps`, row counts checked equal.
 Prints one JSON document with the targets (`--quick`: a tiny table, the smoke run).
 """
 
@@ -252,47 +253,51 @@ def read_figures(uri: str, reps: int) -> dict[str, Any]:
     return out
 
 
+def table(work: str, size: int, rows_per_group: int) -> tuple[str, dict[str, Any]]:
+    """The table of about `size` files (built once per --dir), and how it was built."""
+    uri = os.path.join(work, f"t{size}-{rows_per_group}")
+    info_path = uri + ".json"
+    if not os.path.exists(info_path):
+        shutil.rmtree(uri, ignore_errors=True)
+        with open(info_path + ".tmp", "w") as fh:
+            json.dump(build(uri, size, rows_per_group), fh)
+        os.replace(info_path + ".tmp", info_path)
+    with open(info_path) as fh:
+        return uri, dict(json.load(fh))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000", help="data files per table, comma-separated")
     ap.add_argument("--rows-per-group", type=int, default=20)
-    ap.add_argument("--read-size", type=int, default=None,
-                    help="the table read (default: the smallest; 0: none)")
+    ap.add_argument("--read-size", type=int, default=1000, help="files of the table read (0: no read)")
+    ap.add_argument("--read-rows-per-group", type=int, default=500)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dir", default=None, help="keep the tables here (built once, reused)")
-    ap.add_argument("--quick", action="store_true", help="smoke run: one tiny table")
+    ap.add_argument("--quick", action="store_true", help="smoke run: tiny tables")
     a = ap.parse_args()
     if a.quick:
-        a.sizes, a.rows_per_group, a.reps = "16", 20, 1
-    sizes = [int(s) for s in a.sizes.split(",")]
-    read_size = min(sizes) if a.read_size is None else a.read_size
+        a.sizes, a.rows_per_group, a.read_size, a.read_rows_per_group, a.reps = "16", 20, 16, 20, 1
     work = a.dir or tempfile.mkdtemp(prefix="publish_bench_")
     load = [round(x, 1) for x in os.getloadavg()]
     try:
         out: dict[str, Any] = {"sizes": {}, "targets": TARGETS, "load_avg_at_start": load}
-        for size in sizes:
-            uri = os.path.join(work, f"t{size}-{a.rows_per_group}")
-            info_path = os.path.join(work, f"t{size}-{a.rows_per_group}.json")
-            if not os.path.exists(info_path):
-                shutil.rmtree(uri, ignore_errors=True)
-                built = build(uri, size, a.rows_per_group)
-                with open(info_path, "w") as fh:
-                    json.dump(built, fh)
-            with open(info_path) as fh:
-                built = json.load(fh)
+        for size in [int(s) for s in a.sizes.split(",")]:
+            uri, built = table(work, size, a.rows_per_group)
             figures = publish_figures(uri, built, a.reps, work)
-            with open(info_path, "w") as fh:  # the incremental upserts used keys up to here
+            with open(uri + ".json", "w") as fh:  # the incremental upserts used keys up to here
                 json.dump({**built, "next_key": built["next_key"] + 10**6}, fh)
             print(f"{figures['data_files']} files: full {figures['full_s']} s "
                   f"({figures['full_ratio']}x floor), "
                   f"incremental {figures['incremental_s']} s ({figures['incremental_ratio']}x floor)",
                   file=sys.stderr)
-            if size == read_size:
-                figures["read"] = read_figures(uri, a.reps)
-                print(f"read of {figures['read']['rows']} rows: " + ", ".join(
-                    f"{k} {v}" for k, v in figures["read"].items() if k.endswith("_vs_lakecore")),
-                    file=sys.stderr)
             out["sizes"][str(size)] = figures
+        if a.read_size:
+            uri, built = table(work, a.read_size, a.read_rows_per_group)
+            Table.open(uri).publish("iceberg")
+            out["read"] = {**read_figures(uri, a.reps), "build_s": built["build_s"]}
+            print(f"read of {out['read']['rows']} rows in {out['read']['data_files']} files: " + ", ".join(
+                f"{k} {v}" for k, v in out["read"].items() if k.endswith("_vs_lakecore")), file=sys.stderr)
         out["load_avg_at_end"] = [round(x, 1) for x in os.getloadavg()]
         print(json.dumps(out, indent=1))
     finally:

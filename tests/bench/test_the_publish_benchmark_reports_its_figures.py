@@ -19,7 +19,7 @@ def test_the_quick_publish_benchmark_reports_publish_costs_and_read_ratios(tmp_p
     assert figures["incremental_s"] > 0 and figures["incremental_floor_s"] > 0
     assert figures["full_ratio"] > 0 and figures["incremental_ratio"] > 0
     assert all(n > 0 for n in figures["incremental_files_listed"])
-    read = figures["read"]
+    read = out["read"]
     assert read["rows"] > 0 and read["lakecore_s"] > 0 and read["pyiceberg_vs_lakecore"] > 0
     assert "duckdb_vs_lakecore" in read or "make readers" in read["duckdb_note"]
     assert "incremental" in stderr and "read of" in stderr
