@@ -34,7 +34,7 @@ from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.publish.catalog import CatalogRef, register
 from lakecore.publish.plan import PublishView, choose_view, plan_publish, schema_fingerprint
 from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
-from lakecore.read.positions import FileRows, shown_rows
+from lakecore.read.positions import FileRows, shown_rows, shown_rows_of_slices
 from lakecore.services.clean import load_clean_plan
 from lakecore.services.published import read_pins, write_pins
 from lakecore.storage import Storage
@@ -158,13 +158,38 @@ def _note(config: TableConfig, kind: PublishView) -> str:
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-publish")
 
 
+_BATCH = 256  # file groups merged in one call
+
+
 def _rows(storage: Storage, config: TableConfig, kind: PublishView, slices: Sequence[FileSlice]
           ) -> list[tuple[FileRows, ...]]:
-    def one(fs: FileSlice) -> tuple[FileRows, ...]:
-        rows = shown_rows(storage, config, fs, base_only=kind == "read_optimized")
+    """Per slice, its files' shown rows (`shown_rows`). Slices of a base and logs are merged up to
+    _BATCH of one partition at a time (`shown_rows_of_slices`): a full rebuild pays per merge, not
+    per file group."""
+    def stats(rows: tuple[FileRows, ...]) -> tuple[FileRows, ...]:
         return tuple(r if r.stat.stats is not None else _with_footer_stats(storage, r) for r in rows)
 
-    return list(_pool.map(one, slices)) if len(slices) > 1 else [one(s) for s in slices]
+    base_only = kind == "read_optimized"
+    together: dict[str, list[int]] = {}
+    alone = []
+    for i, fs in enumerate(slices):
+        if not base_only and fs.base is not None and len(fs.files) > 1:
+            together.setdefault(fs.partition, []).append(i)
+        else:
+            alone.append([i])
+    chunks = alone + [ix[at:at + _BATCH] for ix in together.values() for at in range(0, len(ix), _BATCH)]
+
+    def one(chunk: list[int]) -> list[tuple[FileRows, ...]]:
+        if len(chunk) == 1:
+            return [stats(shown_rows(storage, config, slices[chunk[0]], base_only=base_only))]
+        return [stats(r) for r in shown_rows_of_slices(storage, config, [slices[i] for i in chunk])]
+
+    out: list[tuple[FileRows, ...]] = [()] * len(slices)
+    done = _pool.map(one, chunks) if len(chunks) > 1 else map(one, chunks)
+    for chunk, rows in zip(chunks, done, strict=True):
+        for i, r in zip(chunk, rows, strict=True):
+            out[i] = r
+    return out
 
 
 def _with_footer_stats(storage: Storage, r: FileRows) -> FileRows:
