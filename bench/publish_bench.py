@@ -279,6 +279,7 @@ def main() -> None:
     if a.quick:
         a.sizes, a.rows_per_group, a.read_size, a.read_rows_per_group, a.reps = "16", 20, 16, 20, 1
     work = a.dir or tempfile.mkdtemp(prefix="publish_bench_")
+    os.makedirs(work, exist_ok=True)
     load = [round(x, 1) for x in os.getloadavg()]
     try:
         out: dict[str, Any] = {"sizes": {}, "targets": TARGETS, "load_avg_at_start": load}
