@@ -182,8 +182,10 @@ def plan_table(desired: TableConfig, observed: TableConfig | None) -> TablePlan:
 
 def columns_to_add(plan: TablePlan) -> tuple[list[Mapping[str, Any]], dict[str, str]]:
     """The columns an EVOLVE plan adds (table.json's form) and the column group each joins (by name)."""
-    added = [{k: v for k, v in m.desired.items() if k != "id"} for m in plan.mismatches  # the table numbers it
-             if m.field.startswith("schema.") and m.observed is None and m.severity == "evolvable"]
+    # without the desired config's field id: the table numbers a column it adds
+    added: list[Mapping[str, Any]] = [
+        {k: v for k, v in m.desired.items() if k != "id"} for m in plan.mismatches
+        if m.field.startswith("schema.") and m.observed is None and m.severity == "evolvable" and m.desired]
     names = {c["name"] for c in added}
     groups = {c: g.name for g in (plan.desired.column_groups if plan.desired else ()) for c in g.columns
               if c in names}
