@@ -60,8 +60,11 @@ def kafka_missing_reason() -> str | None:
 
 def new_cluster_id() -> str:
     """A KRaft cluster id: a random UUID, URL-safe base64 without padding (what `kafka-storage random-uuid`
-    prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    prints), never starting with '-' (Kafka's own ids avoid it too: `format -t -x...` reads as an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 class KafkaBroker(ServerProcess):
