@@ -3,14 +3,15 @@
     python bench/scan_bench.py [--rows N] [--partitions P] [--buckets B] [--reps R] [--dir D] [--quick]
                                [--scan-only]
 
-Builds a table of the peers' rows (`../shared/bench/peers/datagen.py`'s columns), written a partition
-at a time so that no more than one partition's rows are ever in memory: each partition gets its base
-files from a bulk insert, then an upsert of 10% of its rows (half updates with a larger `ts`, half new
-keys) leaves a log in every file group. Then, in fresh child processes, alternately: a scan consuming
-`to_batches()` (counting rows, holding nothing) and `Table.read()`. Each child reports its time and its
-peak RSS above its own baseline (VmHWM minus VmRSS after imports, opening the table and planning):
-what the read itself holds. Prints one JSON document; `--quick` is the smoke run (a small table);
-`--scan-only` skips `read` (a table larger than this machine's memory: no throughput ratio then).
+Builds a table of rows shaped like the peers' (key, ts, three int64, three float64, two strings; made
+here, so the smoke run needs no peers folder), written a partition at a time so that no more than one
+partition's rows are ever in memory: each partition gets its base files from a bulk insert, then an
+upsert of 10% of its rows (half updates with a larger `ts`, half new keys) leaves a log in every file
+group. Then, in fresh child processes, alternately: a scan consuming `to_batches()` (counting rows,
+holding nothing) and `Table.read()`. Each child reports its time and its peak RSS above its own baseline
+(VmHWM minus VmRSS after imports, opening the table and planning): what the read itself holds. Prints one
+JSON document; `--quick` is the smoke run (a small table); `--scan-only` skips `read` (a table larger
+than this machine's memory: no throughput ratio then).
 """
 
 from __future__ import annotations
@@ -30,28 +31,41 @@ import pyarrow as pa
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import datagen, median
+from common import median
 
 from lakecore import Table
 
 BARS = {"scan_peak_rss_above_baseline_mb": 1024.0, "scan_vs_read_throughput": 0.8}
 
 
+def rows_of(keys: np.ndarray, ts: np.ndarray, rng: np.random.Generator, tag: str) -> pa.Table:
+    """Rows shaped like the peers' (key, ts, three int64, three float64, two 8-character strings), made
+    here: the scan compares with lakecore's own read, so it needs no peer's data (nor their folder)."""
+    n = len(keys)
+
+    def strings(prefix: str) -> pa.Array:
+        return pa.array(np.char.add(prefix, np.char.zfill(rng.integers(0, 10_000_000, n).astype(str), 7)))
+
+    return pa.table({"key": pa.array(keys, pa.int64()), "ts": pa.array(ts, pa.int64()),
+                     "i1": rng.integers(0, 1_000_000, n), "i2": rng.integers(-1_000, 1_000, n),
+                     "i3": rng.integers(0, 2**40, n), "f1": rng.random(n), "f2": rng.normal(0, 1, n),
+                     "f3": rng.random(n) * 1000, "s1": strings(tag), "s2": strings("z")})
+
+
 def build(uri: str, rows: int, partitions: int, buckets: int) -> None:
-    dg = datagen()
     per = rows // partitions
     table = None
     for p in range(partitions):
         rng = np.random.default_rng(p)
         keys = np.arange(p * per * 2, (p + 1) * per * 2, 2, dtype=np.int64)  # even keys; new ones are odd
-        base = _in_partition(dg.make_table(keys, np.ones(per, np.int64), rng, "a"), p)
+        base = _in_partition(rows_of(keys, np.ones(per, np.int64), rng, "a"), p)
         if table is None:
             table = Table.create(uri, schema=base.schema, record_key="key", ordering_field="ts",
                                  partition_fields=["part"], buckets=buckets)
         table.bulk_insert(base)
         n = per // 10
         changed = np.concatenate([rng.choice(keys, n // 2, replace=False), keys[: n - n // 2] + 1])
-        table.upsert(_in_partition(dg.make_table(changed, np.full(n, 2, np.int64), rng, "u"), p))
+        table.upsert(_in_partition(rows_of(changed, np.full(n, 2, np.int64), rng, "u"), p))
 
 
 def _in_partition(rows: pa.Table, p: int) -> pa.Table:
