@@ -1,8 +1,9 @@
 """The operator process never imports pandas (pyarrow.dataset pulls it in) or fsspec: a LakeTable's
 reconcile passes (create, adopt), a writer's first pass and a supervisor scan of a table on local paths
-read table.json and the timeline, never data, so the ~55 MB these libraries cost (RSS, issue 25's bar of
-200 MB for the operator) stay out of it. Checked in a fresh interpreter; reads of data import them
-where they need them (lakecore.formats.parquet, lakecore.read.scan, lakecore.storage.open)."""
+read table.json and the timeline, never data, so the ~40 MB of RSS these libraries cost stay out of it
+(issue 25's bar: 200 MB for the operator). Checked in a fresh interpreter. A filtered read of data
+imports pyarrow.dataset where it needs it (lakecore.formats.parquet, lakecore.read.scan), a table on a
+remote store fsspec (lakecore.storage.open)."""
 
 from __future__ import annotations
 
