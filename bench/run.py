@@ -9,6 +9,8 @@
    supervision_bench  conflict -> loser stopped latency, RFC-56 bytes lost, cost of 50 tables x 4 writers
    scan_bench    the streaming scan vs Table.read on a 16M-row merge-on-read table: peak RSS, throughput
    skipping_bench  bytes a 1% filter on a non-partition column of a clustered table reads vs a whole read
+   publish_bench  Iceberg publish of 1k/10k-file tables (incremental, full rebuild) vs fastavro writing
+                 the same manifest entries; DuckDB/pyiceberg reading the published snapshot vs Table.read
 4. peers         the shared peers harness with lakecore added (floor zstd, lakecore, delta-rs, Lance),
                  3 rounds interleaved, each run a fresh process; skipped with --no-peers
 
@@ -50,7 +52,8 @@ def main() -> None:
                "operator": json.loads(run([os.path.join(HERE, "operator_bench.py")])),
                "supervision": json.loads(run([os.path.join(HERE, "supervision_bench.py")])),
                "scan": json.loads(run([os.path.join(HERE, "scan_bench.py")])),
-               "skipping": json.loads(run([os.path.join(HERE, "skipping_bench.py")]))}
+               "skipping": json.loads(run([os.path.join(HERE, "skipping_bench.py")])),
+               "publish": json.loads(run([os.path.join(HERE, "publish_bench.py")]))}
     print(run([os.path.join(HERE, "merge_bench.py")]))
     if not a.no_peers:
         jsonl = os.path.join(OUT, f"peers-{stamp}.jsonl")

@@ -28,6 +28,7 @@ from lakecore.storage import Storage
 from lakecore.storage.failures import PASS_THROUGH, storage_error, translated
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 _ROW_GROUP = 1 << 20
 _SAMPLE = 16_384
@@ -202,8 +203,8 @@ def damaged(storage: Storage, path: str, exc: BaseException) -> DamagedFile:
         "its remedy", path=path, instant=instant)
 
 
-def map_files(fn: Callable[[str], T], paths: Sequence[str]) -> list[T]:
-    """`fn` over many files concurrently (I/O bound: footers, whole files)."""
+def map_files(fn: Callable[[A], T], paths: Sequence[A]) -> list[T]:
+    """`fn` over many files concurrently (I/O bound: footers, whole files, writes)."""
     if len(paths) <= 1:
         return [fn(p) for p in paths]
     return list(_pool.map(fn, paths))

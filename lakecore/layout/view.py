@@ -10,7 +10,7 @@ first base form a base-less slice. Pending logs do not exist here at all.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from lakecore.layout.file_names import parse_data_file_name
@@ -88,10 +88,15 @@ def completed_files(timeline: Timeline, metadata: Callable[[Instant], CommitMeta
             yield st, inst.requested_time, inst.completion_time or ""
 
 
-def build_view(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata]) -> FileSystemView:
+def build_view(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata], *,
+               only: Collection[tuple[str, str]] | None = None) -> FileSystemView:
+    """The view of `timeline`; with `only`, of those file groups (partition, file id) alone."""
     groups: dict[tuple[str, str], _Group] = {}
     for st, instant_time, completion_time in completed_files(timeline, metadata):
-        g = groups.setdefault((st.partition, st.file_id), _Group())
+        key = (st.partition, st.file_id)
+        if only is not None and key not in only:
+            continue
+        g = groups.setdefault(key, _Group())
         if st.kind == "base":
             g.bases.append((instant_time, st))
         else:

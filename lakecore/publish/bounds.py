@@ -78,16 +78,21 @@ def iceberg_metrics(stats: FileStats | None, columns: list[IcebergColumn]) -> di
         nulls.append({"key": fid, "value": col.nulls})
         if col.nans is not None:
             nans.append({"key": fid, "value": col.nans})
-        pair = _bounds(col, f.type)
-        if pair is None:
+        if col.min is None or col.max is None:
             continue
-        low = _iceberg_bytes(kind, f.type, pair[0], col.min)
-        high = _iceberg_bytes(kind, f.type, pair[1], col.max)
+        low = _iceberg_bytes(kind, f.type, _value(kind, col.min), col.min)
+        high = _iceberg_bytes(kind, f.type, _value(kind, col.max), col.max)
         if low is not None and high is not None:
             lower.append({"key": fid, "value": low})
             upper.append({"key": fid, "value": high})
     return {"value_counts": values, "null_value_counts": nulls, "nan_value_counts": nans or None,
             "lower_bounds": lower or None, "upper_bounds": upper or None}
+
+
+def _value(kind: str, stored: Any) -> Any:
+    """The Python value `_iceberg_bytes` needs of a JSON-form bound (only booleans, strings and
+    binaries use it), without building Arrow scalars: a publish does this for every file."""
+    return bytes.fromhex(stored) if kind == "binary" else stored
 
 
 def _bounds(col: ColumnStats, t: pa.DataType) -> tuple[Any, Any] | None:

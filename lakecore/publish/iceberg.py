@@ -8,14 +8,23 @@ The table location is the Weir table's base; the metadata sits where Hadoop-styl
                                                 next publish also probe v<N+1>)
     <base>/metadata/snap-<id>-<uuid>.avro       manifest list
     <base>/metadata/<uuid>-m<b>-data.avro       manifest of bucket b's data files ("-deletes": delete files)
-    <base>/metadata/deletes/<uuid>.parquet      position deletes (file_path, pos) of one data file
+    <base>/metadata/<uuid>-a-data.avro          manifest of the entries one incremental publish added
+    <base>/metadata/deletes/<uuid>.parquet      position deletes (file_path, pos) of one data file, or (a
+                                                full rebuild) of every data file of one partition
     <base>/metadata/retired-<id>.json           files snapshot <id> stopped referencing (deleted once
                                                 every older snapshot expired)
 
 Publishing writes everything new first and the metadata file last, so a crash at any point leaves the
 previous snapshot current (and unreferenced files, which are never read); a publisher that loses the
-race for v<N+1> deletes its files and raises PublishConflict. Incremental: only the manifest buckets
-holding a changed file group are rewritten (`iceberg_metadata.bucket_of`); the others are reused.
+race for v<N+1> deletes its files and raises PublishConflict.
+
+Incremental (cost follows the instant, not the table): a file group that only gained log files keeps
+its entries where they are (the rows its delete files hid stay hidden: a row that lost the merge keeps
+losing), and the publish adds one manifest of the new data files and one of the new delete files (each
+holding every row its data file hides now). Only the manifests listing a replaced or emptied group
+(compaction, clustering, overwrite) are rewritten without it. After FOLD_AFTER such appended
+manifests, a publish folds them back into their buckets (`iceberg_metadata.bucket_of`), each data
+file keeping only its newest delete file (and its partition's from the last full rebuild).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from lakecore.errors import AlreadyExists, PublishConflict
@@ -185,64 +195,154 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
 def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: Sequence[avro.PartitionField],
                spec: dict[str, Any], schema: dict[str, Any], buckets: int,
                previous: list[dict[str, Any]], columns: list[IcebergColumn]) -> list[dict[str, Any]]:
-    """The manifest list's entries: new manifests for the buckets the plan touches (all of them for a
-    full plan), the previous ones as they are for the rest. Entries of untouched file groups in a
-    touched bucket are carried over as EXISTING; the delete files of replaced ones are retired."""
+    """The manifest list's entries. Full: a manifest per bucket. Incremental: the previous manifests as
+    they are, but those holding entries of rewritten groups (replaced or gone), which are written again
+    without them (the rest carried as EXISTING); the new entries go to one appended manifest per content
+    (data, deletes). Once FOLD_AFTER appended data manifests piled up, they are folded back into their
+    buckets, keeping per data file only its newest delete file (each holds every row hidden then)."""
     new = _new_entries(storage, plan, snap, partition, buckets, columns)
-    touched = {im.bucket_of(p, f, buckets) for p, f in plan.replaced}
+    if plan.full:
+        for m in previous:
+            snap.retired.append(m["manifest_path"])
+            if m["content"] == avro.POSITION_DELETES:  # its delete files are ours; data files are Weir's
+                snap.retired.extend(e["data_file"]["file_path"] for e in _entries(storage, m, snap))
+        return _written(storage, snap, new, partition, spec, schema)
+    rewritten = plan.rewritten
+    appended = [m for m in previous if _bucket(m) < 0]
+    fold = sum(m["content"] == avro.DATA for m in appended) >= FOLD_AFTER
+    carried: dict[tuple[int, int], list[dict[str, Any]]] = {}
     out = []
-    for m in previous:
-        found = _BUCKET.search(m["manifest_path"])
-        bucket = int(found.group(1)) if found else -1
-        if not plan.full and bucket not in touched:
+    touched = {im.bucket_of(p, f, buckets) for p, f in rewritten}
+    if fold:
+        touched |= {b for b, _ in new}
+    else:
+        new = {(APPENDED, content): [e for (_, c), es in sorted(new.items()) if c == content for e in es]
+               for content in (avro.DATA, avro.POSITION_DELETES)}
+    for m in appended:
+        if not fold and not rewritten:
+            out.append(m)
+            continue
+        entries = _entries(storage, m, snap)
+        kept = _without(entries, rewritten, snap)
+        if not fold and len(kept) == len(entries):
             out.append(m)
             continue
         snap.retired.append(m["manifest_path"])
-        if plan.full and m["content"] == avro.DATA:
-            continue  # nothing of it is carried, and its data files are Weir's
-        kept = []
-        for e in avro.decode(storage.read(_relative(m["manifest_path"], snap.location))):
-            if not plan.full and _group_of(e["data_file"], snap.location) not in plan.replaced:
-                kept.append({**e, "status": avro.EXISTING})
-            elif e["data_file"]["content"] == avro.POSITION_DELETES:
-                snap.retired.append(e["data_file"]["file_path"])
-        new.setdefault((bucket, m["content"]), []).extend(kept)
-    for (bucket, content), entries in sorted(new.items()):
-        if entries:
-            out.append(_write_manifest(storage, snap, bucket, content, entries, partition, spec, schema))
-    return out
+        for e in kept:
+            bucket = im.bucket_of(*_group_of(e["data_file"], snap.location), buckets) if fold else APPENDED
+            touched.add(bucket)
+            carried.setdefault((bucket, m["content"]), []).append(e)
+    for m in previous:
+        bucket = _bucket(m)
+        if bucket < 0:
+            continue
+        if bucket not in touched:
+            out.append(m)
+            continue
+        snap.retired.append(m["manifest_path"])
+        carried.setdefault((bucket, m["content"]), []).extend(
+            _without(_entries(storage, m, snap), rewritten, snap))
+    for key, entries in carried.items():
+        new.setdefault(key, []).extend({**e, "status": avro.EXISTING} for e in entries)
+    if fold:
+        new = {k: _newest_deletes(es, snap) if k[1] == avro.POSITION_DELETES else es for k, es in new.items()}
+    return out + _written(storage, snap, new, partition, spec, schema)
+
+
+FOLD_AFTER = 16
+APPENDED = -1  # the "bucket" of an appended manifest
+
+
+def _bucket(m: Mapping[str, Any]) -> int:
+    found = _BUCKET.search(m["manifest_path"])
+    return int(found.group(1)) if found else APPENDED
+
+
+def _entries(storage: Storage, m: Mapping[str, Any], snap: _Snapshot) -> list[dict[str, Any]]:
+    return avro.decode(storage.read(_relative(m["manifest_path"], snap.location)))
+
+
+def _without(entries: list[dict[str, Any]], groups: frozenset[GroupKey], snap: _Snapshot
+             ) -> list[dict[str, Any]]:
+    """`entries` but those of `groups`; the delete files of the dropped ones are retired."""
+    if not groups:
+        return entries
+    kept = []
+    for e in entries:
+        if _group_of(e["data_file"], snap.location) not in groups:
+            kept.append(e)
+        elif e["data_file"]["content"] == avro.POSITION_DELETES:
+            snap.retired.append(e["data_file"]["file_path"])
+    return kept
+
+
+def _newest_deletes(entries: list[dict[str, Any]], snap: _Snapshot) -> list[dict[str, Any]]:
+    """Per data file, its newest delete file only (each holds every row of it hidden at the time, and a
+    row once hidden stays hidden in its slice); the older ones are retired."""
+    newest: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        ref = e["data_file"]["referenced_data_file"]
+        if ref is None:
+            continue  # a partition's delete file: kept (a newer one of a data file repeats its rows)
+        if ref not in newest or e["sequence_number"] > newest[ref]["sequence_number"]:
+            newest[ref] = e
+    keep = {id(e) for e in newest.values()}
+    drop = [e for e in entries if e["data_file"]["referenced_data_file"] is not None and id(e) not in keep]
+    snap.retired.extend(e["data_file"]["file_path"] for e in drop)
+    gone = {id(e) for e in drop}
+    return [e for e in entries if id(e) not in gone]
+
+
+def _written(storage: Storage, snap: _Snapshot, entries: dict[tuple[int, int], list[dict[str, Any]]],
+             partition: Sequence[avro.PartitionField], spec: dict[str, Any], schema: dict[str, Any]
+             ) -> list[dict[str, Any]]:
+    todo = [(b, c, es) for (b, c), es in sorted(entries.items()) if es]
+    return map_files(lambda t: _write_manifest(storage, snap, *t, partition, spec, schema), todo)
 
 
 def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
                  partition: Sequence[avro.PartitionField], buckets: int, columns: list[IcebergColumn]
                  ) -> dict[tuple[int, int], list[dict[str, Any]]]:
-    """ADDED entries of the plan's files and of the position-delete files written for them."""
+    """ADDED entries of the plan's files (of an appended group: its new files) and of the
+    position-delete files written for them (of an appended group: for each of its files hiding rows)."""
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    deletes: list[tuple[str, PlannedFile]] = []
+    hiding: list[PlannedFile] = []
     for g in plan.groups:
         bucket = im.bucket_of(g.partition, g.file_id, buckets)
         values = im.partition_record(g.partition, partition)
         for f in g.files:
-            out.setdefault((bucket, avro.DATA), []).append(avro.entry(
-                avro.ADDED, snap.id, snap.sequence, avro.DATA, snap.uri(f.path), values, f.rows, f.bytes,
-                metrics=iceberg_metrics(f.stats, columns)))
-            if len(f.hidden):
-                deletes.append((f"{DELETES_DIR}/{uuid.uuid4().hex}.parquet", f))
+            if g.before is None or f.path not in g.before:
+                out.setdefault((bucket, avro.DATA), []).append(avro.entry(
+                    avro.ADDED, snap.id, snap.sequence, avro.DATA, snap.uri(f.path), values, f.rows, f.bytes,
+                    metrics=iceberg_metrics(f.stats, columns)))
+        hiding.extend(f for f in (*g.files, *g.emptied) if len(f.hidden))
+    # a full rebuild: one delete file per partition (a reader reads a few files, not one per data file);
+    # incremental: one per data file, so a later publish can tell whose it is
+    batches = [[f for f in hiding if f.partition == p] for p in sorted({f.partition for f in hiding})] \
+        if plan.full else [[f] for f in hiding]
+    deletes = [(f"{DELETES_DIR}/{uuid.uuid4().hex}.parquet", b) for b in batches]
     snap.written.extend(p for p, _ in deletes)
     by_path = dict(deletes)
     sizes = map_files(lambda p: _write_deletes(storage, p, by_path[p], snap), list(by_path))
-    for (path, f), size in zip(deletes, sizes, strict=True):
-        bucket = im.bucket_of(f.partition, f.file_id, buckets)
+    for (path, files), size in zip(deletes, sizes, strict=True):
+        f = files[0]
+        shared = plan.full
+        bucket = im.bucket_of(f.partition, "" if shared else f.file_id, buckets)
         out.setdefault((bucket, avro.POSITION_DELETES), []).append(avro.entry(
             avro.ADDED, snap.id, snap.sequence, avro.POSITION_DELETES, snap.uri(path),
-            im.partition_record(f.partition, partition), len(f.hidden), size, referenced=snap.uri(f.path)))
+            im.partition_record(f.partition, partition), sum(len(f.hidden) for f in files), size,
+            referenced=None if shared else snap.uri(f.path),
+            path_bounds=(snap.uri(min(f.path for f in files)), snap.uri(max(f.path for f in files)))))
     return out
 
 
-def _write_deletes(storage: Storage, path: str, f: PlannedFile, snap: _Snapshot) -> int:
-    n = len(f.hidden)
-    table = pa.Table.from_arrays([pa.array([snap.uri(f.path)] * n, pa.string()), pa.array(f.hidden)],
-                                 schema=_DELETE_SCHEMA)
+def _write_deletes(storage: Storage, path: str, files: list[PlannedFile], snap: _Snapshot) -> int:
+    """The (file_path, pos) rows of `files`, sorted by both as the spec asks."""
+    files = sorted(files, key=lambda f: f.path)
+    paths = pa.array([snap.uri(f.path) for f in files], pa.string())
+    which = np.repeat(np.arange(len(files)), [len(f.hidden) for f in files])
+    positions = np.concatenate([f.hidden for f in files])
+    table = pa.Table.from_arrays([paths.take(pa.array(which)), pa.array(positions)], schema=_DELETE_SCHEMA)
     return write_file(storage, path, table, compression="zstd")
 
 
@@ -250,7 +350,8 @@ def _write_manifest(storage: Storage, snap: _Snapshot, bucket: int, content: int
                     entries: list[dict[str, Any]], partition: Sequence[avro.PartitionField],
                     spec: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     kind = "data" if content == avro.DATA else "deletes"
-    path = f"{METADATA_DIR}/{uuid.uuid4().hex}-m{bucket}-{kind}.avro"
+    where = "a" if bucket == APPENDED else f"m{bucket}"
+    path = f"{METADATA_DIR}/{uuid.uuid4().hex}-{where}-{kind}.avro"
     data = avro.encode(avro.manifest_entry_schema(partition), entries,
                        avro.manifest_metadata(schema, spec, content))
     _write(storage, snap, path, data)
@@ -285,6 +386,10 @@ def _read_list(storage: Storage, snapshot: Mapping[str, Any], location: str) -> 
 
 
 def _group_of(data_file: Mapping[str, Any], location: str) -> GroupKey:
+    """The file group an entry belongs to; a full rebuild's delete file of a partition belongs to none
+    (a key of its own: never dropped with a group, as its rows of files that left the view hide nothing)."""
+    if data_file["content"] and data_file["referenced_data_file"] is None:
+        return "", data_file["file_path"]
     path = data_file["referenced_data_file"] if data_file["content"] else data_file["file_path"]
     partition, _, name = _relative(path, location).rpartition("/")
     parsed = parse_data_file_name(name)

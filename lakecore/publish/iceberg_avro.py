@@ -107,7 +107,8 @@ MANIFEST_LIST_SCHEMA: dict[str, Any] = {"type": "record", "name": "manifest_file
 
 def entry(status: int, snapshot_id: int, sequence: int, content: int, path: str, partition: Mapping[str, Any],
           rows: int, size: int, *, referenced: str | None = None,
-          metrics: Mapping[str, Any] | None = None) -> dict[str, Any]:
+          path_bounds: tuple[str, str] | None = None, metrics: Mapping[str, Any] | None = None
+          ) -> dict[str, Any]:
     """A manifest entry (`sequence` is both the data and the file sequence number); `metrics`: the
     column statistics fields (`bounds.iceberg_metrics`)."""
     data_file: dict[str, Any] = {
@@ -118,9 +119,10 @@ def entry(status: int, snapshot_id: int, sequence: int, content: int, path: str,
         "referenced_data_file": referenced}
     if metrics:
         data_file.update(metrics)
-    if referenced is not None:
-        bound = [{"key": FILE_PATH_ID, "value": referenced.encode()}]
-        data_file["lower_bounds"] = data_file["upper_bounds"] = bound
+    if referenced is not None or path_bounds is not None:
+        low, high = path_bounds or (referenced or "", referenced or "")
+        data_file["lower_bounds"] = [{"key": FILE_PATH_ID, "value": low.encode()}]
+        data_file["upper_bounds"] = [{"key": FILE_PATH_ID, "value": high.encode()}]
     return {"status": status, "snapshot_id": snapshot_id, "sequence_number": sequence,
             "file_sequence_number": sequence, "data_file": data_file}
 

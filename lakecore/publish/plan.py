@@ -64,6 +64,12 @@ class PlannedGroup:
     partition: str
     file_id: str
     files: tuple[PlannedFile, ...]  # the files showing at least one row
+    # incremental, a group whose slice only gained files since the previous snapshot (new logs over the
+    # same base): the paths that snapshot could list, all still in the slice, and those of them that now
+    # show no row. Their rows hidden then are hidden now too (a row that lost the merge keeps losing),
+    # so a target may keep their entries and add the new files and row positions. None: new or replaced.
+    before: frozenset[str] | None = None
+    emptied: tuple[PlannedFile, ...] = ()
 
     @property
     def key(self) -> GroupKey:
@@ -93,6 +99,12 @@ class PublishPlan:
     def replaced(self) -> frozenset[GroupKey]:
         """Incremental: the groups whose previous entries the target drops."""
         return frozenset(g.key for g in self.groups) | self.dropped
+
+    @property
+    def rewritten(self) -> frozenset[GroupKey]:
+        """Incremental: the groups whose previous entries a target that keeps appended groups' entries
+        (`PlannedGroup.before`) must drop: groups replaced or gone."""
+        return frozenset(g.key for g in self.groups if g.before is None) | self.dropped
 
 
 def schema_fingerprint(schema: pa.Schema) -> str:
@@ -146,22 +158,33 @@ def plan_publish(config: TableConfig, schema: pa.Schema, instant: Instant, view:
     """The plan of a snapshot of `view` (the table as of `instant`). With `since` (the view the
     target's last snapshot showed), only what changed since then."""
     now = visible_slices(view, kind)
+    before: dict[GroupKey, FileSlice] = {}
     if since is None:
         keys, dropped = sorted(now), frozenset[GroupKey]()
     else:
-        keys, dropped = changed_groups(now, visible_slices(since, kind))
+        before = visible_slices(since, kind)
+        keys, dropped = changed_groups(now, before)
     slices = [now[k] for k in keys]
-    groups = tuple(PlannedGroup(s.partition, s.file_id, _planned(s, rows))
+    groups = tuple(_group(s, rows, before.get((s.partition, s.file_id)))
                    for s, rows in zip(slices, rows_of(slices), strict=True))
     stored = base_schema(config.with_schema(schema) if schema != config.schema else config)
     return PublishPlan(instant, kind, schema, stored, config.partition_fields, groups, dropped,
                        full=since is None)
 
 
-def _planned(fs: FileSlice, rows: Sequence[FileRows]) -> tuple[PlannedFile, ...]:
-    return tuple(PlannedFile(r.stat.path, fs.partition, fs.file_id, r.stat.bytes, r.rows, r.hidden,
-                             None if r.stat.stats is None else FileStats.from_json(r.stat.stats))
-                 for r in rows if len(r.shown))
+def _group(fs: FileSlice, rows: Sequence[FileRows], before: FileSlice | None) -> PlannedGroup:
+    listed = None
+    if before is not None and before.base_instant == fs.base_instant and \
+            set(_paths(before)) <= set(_paths(fs)):
+        listed = frozenset(_paths(before))
+    emptied = tuple(_file(fs, r) for r in rows if not len(r.shown) and listed and r.stat.path in listed)
+    return PlannedGroup(fs.partition, fs.file_id, tuple(_file(fs, r) for r in rows if len(r.shown)), listed,
+                        emptied)
+
+
+def _file(fs: FileSlice, r: FileRows) -> PlannedFile:
+    return PlannedFile(r.stat.path, fs.partition, fs.file_id, r.stat.bytes, r.rows, r.hidden,
+                       None if r.stat.stats is None else FileStats.from_json(r.stat.stats))
 
 
 def _paths(fs: FileSlice) -> tuple[str, ...]:

@@ -30,11 +30,11 @@ from lakecore.concurrency import Lock, ensure_held, view_of
 from lakecore.config import TableConfig
 from lakecore.errors import CorruptMetadata, NotPublishable, PublishConflict, PublishError
 from lakecore.formats import read_footer_stats
-from lakecore.layout import FileSlice, FileSystemView
+from lakecore.layout import FileSlice, FileSystemView, build_view
 from lakecore.publish.catalog import CatalogRef, register
 from lakecore.publish.plan import PublishView, choose_view, plan_publish, schema_fingerprint
 from lakecore.publish.snapshots import PublishedSnapshot, Retention, retained
-from lakecore.read.positions import FileRows, shown_rows
+from lakecore.read.positions import FileRows, shown_rows, shown_rows_of_slices
 from lakecore.services.clean import load_clean_plan
 from lakecore.services.published import read_pins, write_pins
 from lakecore.storage import Storage
@@ -123,10 +123,12 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
             (instant.requested_time, kind, schema_fingerprint(config.schema)):
         return PublishResult(target, last, False, 0, 0, 0, mod.location(storage),  # type: ignore[arg-type]
                              up_to_date=True, note=_note(config, kind))
-    now = view_of(storage, timeline)
     continues = last is not None and _continues(store, timeline, last, kind) and \
         mod.can_continue(state, storage.uri.rstrip("/"))
-    since = view_of(storage, timeline.as_of(last.completion)) if continues and last else None
+    if continues and last is not None:
+        now, since = _written_since(store, timeline, last.completion)
+    else:
+        now, since = view_of(storage, timeline), None
     plan = plan_publish(config, config.schema, instant, now, kind, partial(_rows, storage, config, kind),
                         since=since)
     retention = Retention(keep=max(keep, 1), after=_weir_earliest(store, timeline))
@@ -134,7 +136,7 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
         retention = Retention(keep=1)  # an undo rewrote the history the older snapshots showed
         published = []
     _pin(storage, lock, target, (*[s.completion for s in published], instant.completion_time or ""),
-         now, timeline)
+         now if since is None else None, timeline)
     snapshot = mod.commit(storage, plan, state, retention)
     kept = retained([*published, snapshot], retention)
     write_pins(storage, target, tuple(s.completion for s in kept))
@@ -156,13 +158,38 @@ def _note(config: TableConfig, kind: PublishView) -> str:
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-publish")
 
 
+_BATCH = 256  # file groups merged in one call
+
+
 def _rows(storage: Storage, config: TableConfig, kind: PublishView, slices: Sequence[FileSlice]
           ) -> list[tuple[FileRows, ...]]:
-    def one(fs: FileSlice) -> tuple[FileRows, ...]:
-        rows = shown_rows(storage, config, fs, base_only=kind == "read_optimized")
+    """Per slice, its files' shown rows (`shown_rows`). Slices of a base and logs are merged up to
+    _BATCH of one partition at a time (`shown_rows_of_slices`): a full rebuild pays per merge, not
+    per file group."""
+    def stats(rows: tuple[FileRows, ...]) -> tuple[FileRows, ...]:
         return tuple(r if r.stat.stats is not None else _with_footer_stats(storage, r) for r in rows)
 
-    return list(_pool.map(one, slices)) if len(slices) > 1 else [one(s) for s in slices]
+    base_only = kind == "read_optimized"
+    together: dict[str, list[int]] = {}
+    alone = []
+    for i, fs in enumerate(slices):
+        if not base_only and fs.base is not None and len(fs.files) > 1:
+            together.setdefault(fs.partition, []).append(i)
+        else:
+            alone.append([i])
+    chunks = alone + [ix[at:at + _BATCH] for ix in together.values() for at in range(0, len(ix), _BATCH)]
+
+    def one(chunk: list[int]) -> list[tuple[FileRows, ...]]:
+        if len(chunk) == 1:
+            return [stats(shown_rows(storage, config, slices[chunk[0]], base_only=base_only))]
+        return [stats(r) for r in shown_rows_of_slices(storage, config, [slices[i] for i in chunk])]
+
+    out: list[tuple[FileRows, ...]] = [()] * len(slices)
+    done = _pool.map(one, chunks) if len(chunks) > 1 else map(one, chunks)
+    for chunk, rows in zip(chunks, done, strict=True):
+        for i, r in zip(chunk, rows, strict=True):
+            out[i] = r
+    return out
 
 
 def _with_footer_stats(storage: Storage, r: FileRows) -> FileRows:
@@ -170,6 +197,18 @@ def _with_footer_stats(storage: Storage, r: FileRows) -> FileRows:
     publish that lists it anew."""
     stats = read_footer_stats(storage, r.stat.path).to_json()
     return FileRows(replace(r.stat, stats=stats), r.rows, r.shown)
+
+
+def _written_since(store: TimelineStore, timeline: Timeline, completion: str
+                   ) -> tuple[FileSystemView, FileSystemView]:
+    """(now, as of `completion`): the views of the file groups instants completed after `completion`
+    wrote to, the only ones whose slices can differ (a replace empties a group by writing its empty
+    base; a clean removes older slices only; an undo or archival past `completion` means a full
+    rebuild). Neither the whole table's view nor its comparison is built."""
+    later = [i for i in timeline.completed if (i.completion_time or "") > completion]
+    groups = {(st.partition, st.file_id) for i in later for st in store.metadata(i).write_stats}
+    return (build_view(timeline, store.metadata, only=groups),
+            build_view(timeline.as_of(completion), store.metadata, only=groups))
 
 
 def _continues(store: TimelineStore, timeline: Timeline, last: PublishedSnapshot, kind: PublishView) -> bool:
@@ -197,16 +236,20 @@ def _weir_earliest(store: TimelineStore, timeline: Timeline) -> str | None:
     return str(earliest) if earliest else None
 
 
-def _pin(storage: Storage, lock: Lock, target: str, points: Sequence[str], view: FileSystemView,
+def _pin(storage: Storage, lock: Lock, target: str, points: Sequence[str], view: FileSystemView | None,
          seen: Timeline) -> None:
     """Pin `points` for clean, after checking under the table lock that no clean planned meanwhile
-    (or completed since `seen` was loaded) deletes a file of `view`."""
-    needed = {f.path for s in view.slices for f in s.files}
+    (or completed since `seen` was loaded) deletes a file of `view` (None: the view of `seen`, built
+    only when there is such a clean)."""
     store = TimelineStore(storage)
     with lock:
         timeline = store.load()
         old = {i.requested_time for i in seen.completed}
-        for c in (i for i in timeline.instants if i.action == "clean" and i.requested_time not in old):
+        cleans = [i for i in timeline.instants if i.action == "clean" and i.requested_time not in old]
+        if cleans and view is None:
+            view = view_of(storage, seen)
+        needed = {f.path for s in view.slices for f in s.files} if view is not None else set()
+        for c in cleans:
             doomed = set(load_clean_plan(storage, c).files) if not c.is_completed else \
                 set(store.metadata(c).extra.get("deleted", ()))
             gone = needed & doomed

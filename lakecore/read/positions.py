@@ -12,6 +12,7 @@ express it: asked for that, `shown_rows` refuses.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,9 +21,10 @@ import pyarrow as pa
 
 from lakecore.config import OP, TableConfig
 from lakecore.errors import InvalidInput
-from lakecore.formats import FileStats
+from lakecore.formats import FileStats, read_files
 from lakecore.layout import FileSlice
 from lakecore.read.slices import merge_columns, merge_slice, read_slice_files, slice_files, slice_schema
+from lakecore.read.spec import op_columns
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 
@@ -60,17 +62,64 @@ def shown_rows(storage: Storage, config: TableConfig, fs: FileSlice, *,
     files = slice_files(fs, base_only=base_only)
     if len(files) == 1 and fs.base is not None and (rows := _untouched_rows(files[0])) is not None:
         return (FileRows(files[0], rows, np.arange(rows, dtype=np.int64)),)
-    columns = merge_columns(config, [])
-    tables = read_slice_files(storage, config, fs, columns, base_only=base_only)
-    tagged = [t.append_column(ROW_ID, pa.array(_row_ids(i, t.num_rows))) for i, t in enumerate(tables)]
-    schema = slice_schema(config, columns).append(pa.field(ROW_ID, pa.int64()))
-    merged = merge_slice(config, fs, tagged, schema)
+    tables = read_slice_files(storage, config, fs, merge_columns(config, []), base_only=base_only)
+    return _shown(config, fs, [files], [tables])[0]
+
+
+def _shown(config: TableConfig, fs: FileSlice, files: Sequence[Sequence[WriteStat]],
+           tables: Sequence[Sequence[pa.Table]]) -> list[tuple[FileRows, ...]]:
+    """Per slice (its files and their tables: one slice's, or several whose keys never meet), the rows
+    one merge shows: the slices' i-th files stacked as its i-th batch, each row tagged with its file."""
+    index = 0
+    batches: list[list[pa.Table]] = [[] for _ in range(max(len(fl) for fl in files))]
+    for ts in tables:
+        for depth, t in enumerate(ts):
+            batches[depth].append(t.append_column(ROW_ID, pa.array(_row_ids(index, t.num_rows))))
+            index += 1
+    schema = slice_schema(config, merge_columns(config, [])).append(pa.field(ROW_ID, pa.int64()))
+    merged = merge_slice(config, fs, [b[0] if len(b) == 1 else pa.concat_tables(b) for b in batches], schema)
     ids = np.sort(np.asarray(merged.column(ROW_ID).to_numpy(), dtype=np.int64))
-    which = ids >> _POSITION_BITS
-    bounds = np.searchsorted(which, np.arange(len(files) + 1))
+    bounds = np.searchsorted(ids >> _POSITION_BITS, np.arange(index + 1))
     low = np.int64((1 << _POSITION_BITS) - 1)
-    return tuple(FileRows(stat, t.num_rows, ids[bounds[i]:bounds[i + 1]] & low)
-                 for i, (stat, t) in enumerate(zip(files, tables, strict=True)))
+    out, index = [], 0
+    for fl, ts in zip(files, tables, strict=True):
+        out.append(tuple(FileRows(stat, t.num_rows, ids[bounds[index + i]:bounds[index + i + 1]] & low)
+                         for i, (stat, t) in enumerate(zip(fl, ts, strict=True))))
+        index += len(fl)
+    return out
+
+
+def shown_rows_of_slices(storage: Storage, config: TableConfig, slices: Sequence[FileSlice]
+                         ) -> list[tuple[FileRows, ...]]:
+    """`shown_rows` of each of `slices` (one partition's, each a base and logs), merged in one call
+    instead of one per slice: the slices' i-th files stacked as the merge's i-th batch, each row
+    tagged with its file. Keys never meet across slices only if no key is in two of them, which is
+    checked (as is that every file has the same columns); else each slice is merged alone."""
+    if not all(fs.base is not None and len(fs.files) > 1 for fs in slices) or \
+            len({fs.partition for fs in slices}) > 1 or config.merge_mode == "partial_update":
+        return [shown_rows(storage, config, fs) for fs in slices]
+    files = [slice_files(fs) for fs in slices]
+    columns = merge_columns(config, [])
+    flat = read_files(storage, [f.path for fl in files for f in fl], [*columns, *op_columns(config)])
+    tables: list[list[pa.Table]] = []
+    at = 0
+    for fl in files:
+        tables.append(flat[at:at + len(fl)])
+        at += len(fl)
+    if any(not t.schema.equals(flat[0].schema) for t in flat) or not _disjoint(tables, config):
+        return [_shown(config, fs, [fl], [ts])[0] for fs, fl, ts in zip(slices, files, tables, strict=True)]
+    return _shown(config, slices[0], files, tables)
+
+
+def _disjoint(tables: Sequence[Sequence[pa.Table]], config: TableConfig) -> bool:
+    """Whether no record key is in the files of two of the slices."""
+    key = list(config.record_key)
+    parts = [pa.concat_tables([t.select(key) for t in ts]).append_column(
+        "_slice", pa.array(np.full(sum(t.num_rows for t in ts), i, np.int32)))
+        for i, ts in enumerate(tables)]
+    every = pa.concat_tables(parts)
+    return bool(every.group_by(key).aggregate([]).num_rows ==
+                every.group_by([*key, "_slice"]).aggregate([]).num_rows)
 
 
 def _untouched_rows(base: WriteStat) -> int | None:

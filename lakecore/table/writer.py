@@ -1,7 +1,7 @@
 """The driver side of one write: instant, heartbeat, tasks, commit — and cleanup when it fails.
 
 Owns the order of a write's steps in one process (the Spark jobs run the same steps with Spark
-tasks): begin the instant, start its heartbeat, run one task per file group on a thread pool, stop
+tasks): begin the instant, start its heartbeat, run one task per file group on a thread per core, stop
 the other tasks as soon as one fails, commit under the lock, and on any failure roll back only
 after every task has stopped (so no task writes a file after its markers were used to clean up).
 Bounded retry of a whole write that lost a conflict is opt-in.
@@ -15,6 +15,7 @@ decision — never retried: whoever decided expects this writer to stop.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 import time
@@ -81,7 +82,6 @@ from lakecore.write.marker_service import MarkerClient, MarkerService, ServiceMa
 from lakecore.write.markers import bytes_named
 
 log = logging.getLogger(__name__)
-_tasks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-task")
 
 
 @dataclass(frozen=True)
@@ -142,19 +142,33 @@ def write_groups(storage: Storage, config: TableConfig, lock: Lock, operation: O
                 markers = _Stoppable(job.markers, job)
                 ctx = job.context(markers)
                 emptied = job.replaced_without_rows((g.partition, g.file_id) for g in groups)
-                futures = [_tasks.submit(write_file_group, ctx, g) for g in [*groups, *emptied]]
-                finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
-                if any(f.exception() is not None for f in finished):
-                    markers.stopped.set()
-                    wait(futures)  # every task has stopped before anything is cleaned up
-                    raise _first_cause([e for f in futures if (e := f.exception()) is not None])
-                result = job.commit([s for f in futures for s in f.result()])
+                stats = _run_tasks(ctx, markers, [*groups, *emptied])
+                result = job.commit(stats)
             return replace(result, attempts=attempt)
         except WriteConflict as exc:
             if attempt > options.conflicts.retries or (isinstance(exc, EarlyConflict) and exc.aborted_by):
                 raise  # out of retries, or aborted from outside: whoever decided expects us to stop
             delay = options.conflicts.retry_backoff_s * (2 ** (attempt - 1))
             time.sleep(min(delay, 10.0) * (0.5 + random.random()))
+
+
+def task_threads(tasks: int) -> int:
+    """Threads that write a write's file groups at once: one per core (Parquet encoding, compression
+    and the file I/O release the GIL), no more than there are groups."""
+    return max(1, min(tasks, os.cpu_count() or 2))
+
+
+def _run_tasks(ctx: WriteContext, markers: _Stoppable, groups: Sequence[FileGroupRows]) -> list[WriteStat]:
+    """Write every group on `task_threads` threads; once one task fails the others stop before their
+    next file, and only after all of them stopped is the first cause raised (then rolled back)."""
+    with ThreadPoolExecutor(max_workers=task_threads(len(groups)), thread_name_prefix="weir-task") as pool:
+        futures = [pool.submit(write_file_group, ctx, g) for g in groups]
+        finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        if any(f.exception() is not None for f in finished):
+            markers.stopped.set()
+            wait(futures)  # every task has stopped before anything is cleaned up
+            raise _first_cause([e for f in futures if (e := f.exception()) is not None])
+        return [s for f in futures for s in f.result()]
 
 
 def _in_table_schema(txn: WriteTransaction) -> WriteTransaction:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -259,20 +260,36 @@ def deleted_of(rows: pa.Table) -> pa.Array:
 
 def latest_slices(files: pa.Table) -> pa.Table:
     """Of every file group, the files of its latest slice: the newest base (by base instant) and the
-    logs completed at or after it (all logs where there is no base). Vectorized."""
+    logs completed at or after it (all logs where there is no base), in `files`' order. Vectorized:
+    the newest base of each group is found by one sort of the bases, no join."""
     if files.num_rows == 0:
         return files
-    kind = files.column("kind")
-    bases = files.filter(pc.equal(kind, "base"))
-    if bases.num_rows == 0:
+    is_base = pc.equal(files.column("kind"), "base")
+    bases = np.flatnonzero(pc.fill_null(is_base, False).to_numpy(zero_copy_only=False))
+    if len(bases) == 0:
         return files
-    newest = bases.group_by(["partition", "file_id"]).aggregate([("instant_time", "max")])
-    joined = files.join(newest, ["partition", "file_id"], join_type="left outer")
-    lb = joined.column("instant_time_max")
-    is_base = pc.equal(joined.column("kind"), "base")
-    keep = pc.if_else(is_base, pc.equal(joined.column("instant_time"), lb),
-                      pc.or_kleene(pc.is_null(lb), pc.greater_equal(joined.column("completion_time"), lb)))
-    return joined.filter(pc.fill_null(keep, False)).select(LIVE_SCHEMA.names)
+    groups = _group_codes(files)
+    instant = files.column("instant_time").combine_chunks()
+    newest_first = bases[pc.sort_indices(pa.table({"t": instant.take(pa.array(bases))}),
+                                         sort_keys=[("t", "descending")]).to_numpy()]
+    codes, first = np.unique(groups[newest_first], return_index=True)
+    newest = np.full(int(groups.max()) + 1, -1, dtype=np.int64)
+    newest[codes] = newest_first[first]  # the row of each group's newest base, -1 where it has none
+    row = newest[groups]
+    lb = instant.take(pa.array(row, mask=row < 0))
+    keep = pc.if_else(is_base, pc.equal(instant, lb),
+                      pc.or_kleene(pc.is_null(lb), pc.greater_equal(files.column("completion_time"), lb)))
+    return files.filter(pc.fill_null(keep, False))
+
+
+def _group_codes(files: pa.Table) -> np.ndarray:
+    """One integer per row naming its (partition, file_id)."""
+    code = np.zeros(files.num_rows, dtype=np.int64)
+    for name in ("partition", "file_id"):
+        enc = pc.dictionary_encode(files.column(name)).combine_chunks()
+        idx = pc.fill_null(enc.indices, len(enc.dictionary)).to_numpy(zero_copy_only=False)
+        code = code * (len(enc.dictionary) + 1) + idx.astype(np.int64)
+    return np.unique(code, return_inverse=True)[1].reshape(-1)
 
 
 def archived_files(files: pa.Table) -> tuple[ArchivedFile, ...]:

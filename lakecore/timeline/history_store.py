@@ -24,7 +24,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,8 +48,9 @@ KEPT_VERSIONS = 3  # history versions (pointer + manifest + files) kept for fall
 
 _lock = threading.Lock()
 _summaries: dict[str, tuple[int, Archived]] = {}   # per table: the newest version loaded
-_tables: OrderedDict[tuple[str, str, tuple[str, ...]], pa.Table] = OrderedDict()
-_TABLE_BYTES = 256 << 20  # history files kept decoded, least recently used evicted first
+# (table, history file, column): the decoded column, or with column "" the file's bytes
+_tables: OrderedDict[tuple[str, str, str], pa.ChunkedArray | bytes] = OrderedDict()
+_TABLE_BYTES = 256 << 20  # history files kept (decoded columns and bytes), least recently used evicted first
 _cached_bytes = 0
 T = TypeVar("T")
 
@@ -125,31 +126,36 @@ class HistoryStore:
         return self._read(name, tuple(columns))
 
     def _read(self, name: str, columns: tuple[str, ...] | None) -> pa.Table:
-        key = (self.storage.uri, name, columns or ())
+        """Columns of a history file (all when None), each decoded once and cached, and the file read
+        from storage once while it is cached: an as-of read resolves its point, builds its view and
+        checks for cleaned files with three column sets of the same files."""
+        uri = self.storage.uri
+        names = list(columns) if columns is not None else ROW_SCHEMA.names
         with _lock:
-            hit = _tables.get(key)
-            if hit is not None:
-                _tables.move_to_end(key)
-                return hit
-        path = f"{HISTORY_DIR}/{name}"
-        try:
-            data = self.storage.read(path)
-        except FileNotFoundError:
-            raise HistoryMoved(path) from None
-        try:
-            table = pq.read_table(pa.BufferReader(data), columns=list(columns) if columns else None)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptMetadata(f"history file {path} is truncated or corrupted ({exc}); restore it from "
-                                  "a backup: the instants it archived cannot be read without it") from exc
-        global _cached_bytes
-        with _lock:
-            if key not in _tables:
-                _tables[key] = table
-                _cached_bytes += table.nbytes
-            while _cached_bytes > _TABLE_BYTES and len(_tables) > 1:
-                _, old = _tables.popitem(last=False)
-                _cached_bytes -= old.nbytes
-        return table
+            hit = {c: _touch((uri, name, c)) for c in names}
+            data = _touch((uri, name, ""))
+        missing = [c for c in names if hit[c] is None]
+        if missing:
+            path = f"{HISTORY_DIR}/{name}"
+            if data is None:
+                try:
+                    data = self.storage.read(path)
+                except FileNotFoundError:
+                    raise HistoryMoved(path) from None
+            try:
+                table = pq.read_table(pa.BufferReader(data), columns=missing if columns is not None else None)
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise CorruptMetadata(f"history file {path} is truncated or corrupted ({exc}); restore it "
+                                      "from a backup: the instants it archived cannot be read without "
+                                      "it") from exc
+            if columns is None:
+                names = table.column_names
+            with _lock:
+                _keep((uri, name, ""), data)
+                for c in table.column_names:
+                    hit[c] = table.column(c)
+                    _keep((uri, name, c), table.column(c))
+        return pa.Table.from_arrays([hit[c] for c in names], names=names)
 
     def retrying(self, query: Callable[[Manifest], T]) -> T:
         """Run a query against the current manifest; if an LSM merge removed a file meanwhile, reload
@@ -228,6 +234,25 @@ def _parquet(table: pa.Table) -> bytes:
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()
+
+
+def _touch(key: tuple[str, str, str]) -> Any:
+    """A cached entry, marked as just used (hold _lock)."""
+    hit = _tables.get(key)
+    if hit is not None:
+        _tables.move_to_end(key)
+    return hit
+
+
+def _keep(key: tuple[str, str, str], value: pa.ChunkedArray | bytes) -> None:
+    """Cache an entry, evicting the least recently used beyond the budget (hold _lock)."""
+    global _cached_bytes
+    if key not in _tables:
+        _tables[key] = value
+        _cached_bytes += len(value) if isinstance(value, bytes) else value.nbytes
+    while _cached_bytes > _TABLE_BYTES and len(_tables) > 1:
+        _, old = _tables.popitem(last=False)
+        _cached_bytes -= len(old) if isinstance(old, bytes) else old.nbytes
 
 
 def clear_history_cache() -> None:

@@ -76,7 +76,8 @@ class TimelineStore:
         if bound >= timeline.archived.boundary:
             return timeline.as_of(bound)
         manifest = timeline.archived.manifest
-        rows = self.history.rows(manifest, keep=lambda f: f.min_completion <= bound)
+        rows = self.history.rows(manifest, ["requested_time", "completion_time", "files"],
+                                 keep=lambda f: f.min_completion <= bound)
         rows = rows.filter(pc.less_equal(rows.column("completion_time"), bound))
         files = archived_files(latest_slices(files_of(rows)))
         return Timeline((), Archived(manifest, files, bound=bound))

@@ -3,12 +3,14 @@
 A record's file group is (partition path, bucket file id), where the bucket comes from the record key
 through the table's bucket hash (`layout.buckets` or `layout.murmur3`). Vectorized: partition values
 are dictionary-encoded, combined with the bucket into one integer per row, and rows are split by a
-single stable argsort.
+single stable argsort. Routing only decides each group's row positions: the rows are gathered by the
+task that writes the group (`FileGroupRows.rows`), so the gathering runs on the task threads, in
+parallel, instead of one copy of the whole input before any task starts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -21,10 +23,23 @@ from lakecore.layout.buckets import table_bucket_of
 
 @dataclass(frozen=True)
 class FileGroupRows:
+    """One file group's rows of a write: `source`'s rows at `positions` (in that order), or all of
+    `source` when `positions` is None."""
+
     partition: str
     file_id: str
-    rows: pa.Table
+    source: pa.Table
     combined: bool = False  # already one row per key (precombined before routing)
+    positions: np.ndarray | None = field(default=None, compare=False)
+
+    @property
+    def rows(self) -> pa.Table:
+        """The group's rows, gathered from `source` on each access (a task reads them once)."""
+        return self.source if self.positions is None else self.source.take(self.positions)
+
+    @property
+    def num_rows(self) -> int:
+        return self.source.num_rows if self.positions is None else len(self.positions)
 
 
 def file_group_codes(rows: pa.Table, config: TableConfig) -> tuple[np.ndarray, list[str]]:
@@ -85,10 +100,11 @@ def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> lis
     ordered = codes[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     stops = np.r_[starts[1:], len(ordered)]
-    taken = rows.take(pa.array(order)) if len(starts) > 1 else rows
+    if len(starts) == 1:
+        part, bucket = divmod(int(ordered[0]), config.buckets)
+        return [FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined)]
     out = []
     for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
         part, bucket = divmod(int(ordered[start]), config.buckets)
-        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), taken.slice(start, stop - start),
-                                 combined))
+        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, order[start:stop]))
     return out

@@ -77,7 +77,7 @@ def test_executors_are_requested_with_the_operators_settings(kube_server: Contro
             executors = client.get(resource_path("v1", "pods", ns),
                                    labelSelector="spark-role=executor")["items"]
             time.sleep(0.3)
-        assert len(executors) == 2, (tmp_path / "driver.log").read_text()[-4000:]
+        assert len(executors) == 2, why_not(tmp_path / "driver.log")
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
@@ -95,3 +95,10 @@ def test_executors_are_requested_with_the_operators_settings(kube_server: Contro
         secret_env = [v for v in spec["containers"][0].get("env", []) if v["name"] == "WEIR_STORAGE_OPTIONS"]
         assert secret_env and secret_env[0]["valueFrom"]["secretKeyRef"] == {"name": "lake-creds",
                                                                              "key": "options.json"}
+
+
+def why_not(driver_log: Path) -> str:
+    """The driver log's errors first (a failed SparkContext ends in a long stack trace), then its end."""
+    lines = driver_log.read_text(errors="replace").splitlines()
+    errors = [line for line in lines if "ERROR" in line or "Exception:" in line][:20]
+    return "\n".join([*errors, "...", *lines[-30:]])

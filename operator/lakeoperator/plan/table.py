@@ -167,7 +167,7 @@ def _compare_schema(desired: list[Mapping[str, Any]], observed: list[Mapping[str
 
 
 def _type(col: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(col.items()) if k not in ("name", "nullable"))
+    return ", ".join(f"{k}={v}" for k, v in sorted(col.items()) if k not in ("name", "nullable", "id"))
 
 
 def plan_table(desired: TableConfig, observed: TableConfig | None) -> TablePlan:
@@ -182,8 +182,10 @@ def plan_table(desired: TableConfig, observed: TableConfig | None) -> TablePlan:
 
 def columns_to_add(plan: TablePlan) -> tuple[list[Mapping[str, Any]], dict[str, str]]:
     """The columns an EVOLVE plan adds (table.json's form) and the column group each joins (by name)."""
-    added = [m.desired for m in plan.mismatches
-             if m.field.startswith("schema.") and m.observed is None and m.severity == "evolvable"]
+    # without the desired config's field id: the table numbers a column it adds
+    added: list[Mapping[str, Any]] = [
+        {k: v for k, v in m.desired.items() if k != "id"} for m in plan.mismatches
+        if m.field.startswith("schema.") and m.observed is None and m.severity == "evolvable" and m.desired]
     names = {c["name"] for c in added}
     groups = {c: g.name for g in (plan.desired.column_groups if plan.desired else ()) for c in g.columns
               if c in names}

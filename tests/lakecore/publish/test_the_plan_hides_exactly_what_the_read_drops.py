@@ -1,7 +1,8 @@
 """The plan of a published snapshot lists data files and, per file, the rows to hide; reading each
 listed file and keeping the rows not hidden gives exactly `Table.read()` (the merged snapshot) or
 `Table.read(query="read_optimized")` (base files), over random write histories. The positions come
-from lakecore's own merged read, so this holds for every history the merge handles."""
+from lakecore's own merged read, so this holds for every history the merge handles; merging the slices
+of a partition in one call (as a full publish does) gives each slice's positions exactly."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from lakecore.concurrency import view_of
 from lakecore.errors import NotPublishable
 from lakecore.merge import conform
 from lakecore.publish.plan import choose_view, plan_publish
-from lakecore.read.positions import shown_rows
+from lakecore.read.positions import FileRows, _disjoint, shown_rows, shown_rows_of_slices
 from tests.lakecore.publish.histories import history, step, table_kind
 
 
@@ -80,3 +81,35 @@ def test_column_defaults_are_refused_since_no_target_shows_them(tmp_path):
     t.maintenance.compact()
     with pytest.raises(NotPublishable, match=r"column_defaults \['clicks'\].*would show null"):
         choose_view(t.config, None)
+
+
+def same_positions(together: list[tuple[FileRows, ...]], alone: list[tuple[FileRows, ...]]) -> bool:
+    return len(together) == len(alone) and all(
+        [(r.stat.path, r.rows) for r in a] == [(r.stat.path, r.rows) for r in b]
+        and all(np.array_equal(x.shown, y.shown) for x, y in zip(a, b, strict=True))
+        for a, b in zip(together, alone, strict=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(table_kind, st.lists(step, min_size=1, max_size=8))
+def test_slices_merged_together_show_the_rows_each_shows_alone(kind, steps):
+    with history(kind) as h:
+        for op in h.run(steps):
+            t = h.table
+            if t.config.merge_mode == "partial_update":
+                continue
+            partitions: dict[str, list] = {}
+            for s in view_of(t.storage, t.timeline()).slices:
+                partitions.setdefault(s.partition, []).append(s)
+            for slices in partitions.values():
+                together = shown_rows_of_slices(t.storage, t.config, slices)
+                alone = [shown_rows(t.storage, t.config, s) for s in slices]
+                assert same_positions(together, alone), f"after {op}"
+
+
+def test_slices_sharing_a_key_are_not_merged_together(tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("k", pa.int64()), ("v", pa.int64())]),
+                     record_key="k")
+    one, other = pa.table({"k": [1, 2], "v": [0, 0]}), pa.table({"k": [3, 2], "v": [0, 0]})
+    assert not _disjoint([[one], [other]], t.config)
+    assert _disjoint([[one], [other.slice(0, 1)]], t.config)

@@ -42,10 +42,10 @@ GOLDEN: dict[str, Any] = {
     "table_type": "merge_on_read", "record_key": ["id"], "partition_fields": ["day"],
     "ordering_field": None, "merge_mode": "commit_time", "column_groups": [], "buckets": 4,
     "concurrency_mode": "optimistic", "tombstone_retention_hours": None, "lock": {"provider": "storage"},
-    "schema": [{"name": "id", "nullable": False, "type": "int64"},
-               {"name": "ts", "nullable": True, "type": "timestamp", "unit": "us", "tz": "UTC"},
-               {"name": "amount", "nullable": True, "type": "decimal", "precision": 12, "scale": 2},
-               {"name": "day", "nullable": True, "type": "string"}],
+    "schema": [{"name": "id", "nullable": False, "id": 1, "type": "int64"},
+               {"name": "ts", "nullable": True, "id": 2, "type": "timestamp", "unit": "us", "tz": "UTC"},
+               {"name": "amount", "nullable": True, "id": 3, "type": "decimal", "precision": 12, "scale": 2},
+               {"name": "day", "nullable": True, "id": 4, "type": "string"}],
 }
 
 
@@ -66,6 +66,15 @@ def test_desired_config_matches_what_lakecore_writes() -> None:
                           lock=LockSpec("zookeeper", "zk:2181", "/weir/o"))
     assert plan(spec, written).action is TableAction.ADOPT
     assert str(desired.schema.field("ts").type) == "timestamp[us, tz=UTC]"
+
+
+def test_a_table_whose_columns_carry_other_field_ids_is_adopted() -> None:
+    """Field ids are the table's own (numbered in table.json's order as columns came): a spec listing
+    the same columns in another order is the same table, not a retype of every column."""
+    spec = table()
+    observed = copy.deepcopy(GOLDEN)
+    observed["schema"] = [dict(c, id=i) for i, c in enumerate(reversed(GOLDEN["schema"]), start=1)]
+    assert plan(spec, observed).action is TableAction.ADOPT
 
 
 def test_a_spec_lakecore_refuses_cannot_be_translated() -> None:
