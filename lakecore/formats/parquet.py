@@ -19,7 +19,6 @@ from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lakecore.errors import DamagedFile
@@ -140,6 +139,9 @@ def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None,
             pf = _open(storage, path)
             groups = None
         else:
+            # imported here, not at the top: it imports pandas (~55 MB), which only a filtered read needs
+            import pyarrow.dataset as ds
+
             fs, root = storage.arrow()
             fragment = ds.ParquetFileFormat().make_fragment(f"{root}/{path}", filesystem=fs)
             parts = fragment.split_by_row_group(where.filter, schema=where.schema)

@@ -24,7 +24,6 @@ import pyarrow.compute as pc
 from lakecore.config import META_COLUMNS, TableConfig
 from lakecore.formats import RowGroupFilter
 from lakecore.layout import FileSlice, FileSystemView
-from lakecore.read.skipping import keep_slices, pushable
 from lakecore.read.slices import merge_columns
 from lakecore.read.snapshot import (
     check_columns,
@@ -56,6 +55,9 @@ def plan_scan(view: FileSystemView, config: TableConfig, *, columns: Sequence[st
               with_meta: bool = False, base_only: bool = False) -> ScanPlan:
     """The plan of a query over `view`; bad columns or partition fields raise InvalidInput here.
     Slices are pruned by partition, then skipped by their files' column statistics (read/skipping.py)."""
+    # imported here, not at the top: skipping imports pyarrow.dataset and so pandas (~55 MB), a read's cost
+    from lakecore.read.skipping import keep_slices, pushable
+
     check_columns(config, columns)
     slices = keep_slices(prune(view, config, partitions), config, filter, base_only=base_only)
     wanted = merge_columns(config, None if columns is None else

@@ -7,7 +7,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lakecore.storage.base import Storage
-from lakecore.storage.fsspec_store import FsspecStorage
 from lakecore.storage.local import LocalStorage
 from lakecore.storage.options import OptionsRef
 
@@ -21,6 +20,9 @@ def open_storage(uri: str, options: dict[str, Any] | OptionsRef | None = None) -
         return LocalStorage(urlparse(uri).path, fsync=_fsync_option(options))
     if scheme == "" or (len(scheme) == 1 and os.name == "nt"):
         return LocalStorage(uri, fsync=_fsync_option(options))
+    # imported here, not at the top: a process on local paths only (weir run, tests) never needs fsspec
+    from lakecore.storage.fsspec_store import FsspecStorage
+
     return FsspecStorage(uri, options)
 
 
