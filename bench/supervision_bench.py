@@ -225,7 +225,7 @@ def rfc56(root: Path, connect: str, groups: int, rows: int, rounds: int) -> dict
             t = partitioned_table(root, f"rfc56-{r}", connect)
             small = WriteJob.start(t.storage, t.config, t.lock, "upsert", options(connect, "bench/small"))
             first = partition_rows(t, 0, rows, "s")
-            write_file_group(small.context(), replace(first, rows=first.rows.slice(0, 3)))
+            write_file_group(small.context(), replace(first, source=first.rows.slice(0, 3), positions=None))
             supervisor.watch(watched(t, f"rfc56-{r}", connect))
             time.sleep(supervisor.period_s * (r + 0.5) / rounds)   # a different phase each round
             stop = threading.Event()

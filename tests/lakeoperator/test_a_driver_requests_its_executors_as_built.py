@@ -25,6 +25,7 @@ from lakeoperator.specs import ObjectRef, parse_lake_table, parse_lake_writer
 from tests.support.fixtures import require_spark
 from tests.support.kube_client import resource_path
 from tests.support.kube_server import ControlPlane
+from tests.support.operator import CRDS, weir_path
 
 pytestmark = [pytest.mark.k8s, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +48,13 @@ def test_executors_are_requested_with_the_operators_settings(kube_server: Contro
                                       "serviceAccountName": "weir-spark",
                                       "executor": {"instances": 2, "cores": 1, "memory": "512m"},
                                       "driver": {"memory": "512m"}}}}
+    # the pod's owner must exist: the controller-manager's garbage collector deletes a pod whose owner
+    # reference names an object it cannot find (it did so mid-test once the CRDs were installed)
+    kube_server.apply_crds(*CRDS)
+    stored = client.create(weir_path("LakeWriter", namespace=ns),
+                           {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeWriter",
+                            "metadata": {"name": "loader"}, "spec": writer_body["spec"]})
+    writer_body["metadata"]["uid"] = stored["metadata"]["uid"]
     owner = ObjectRef.from_body(writer_body)
     reconcile_table({"metadata": {"name": "events", "namespace": ns, "uid": "t", "generation": 1},
                      "spec": {"location": table.location, "recordKey": ["id"],
