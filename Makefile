@@ -190,7 +190,7 @@ readers-lock:
 # Registry, whose classes Maven Central has without a runnable build; tests/support/schema-registry/pom.xml
 # runs Quarkus's build step over them (why that release: the pom says) into
 # .tools/schema-registry/<version>/ (a runner jar and lib/, whose jars must be exactly those of jars.sha256).
-# Rebuilt only when the pom or the pins change. Cold (empty Maven repository): ~3 min, ~150 MB fetched;
+# Rebuilt only when the pom or the pins change. Cold (empty Maven repository): ~2 min, ~190 MB fetched;
 # warm: nothing to do. Without Maven its tests skip locally and fail under CI=true. After a version change,
 # `make schema-registry-lock` re-pins.
 SCHEMA_REGISTRY_SRC := tests/support/schema-registry
@@ -207,7 +207,7 @@ schema-registry:
 	fi
 
 $(SCHEMA_REGISTRY)/.built: $(SCHEMA_REGISTRY_SRC)/pom.xml $(SCHEMA_REGISTRY_SRC)/jars.sha256
-	@echo "building the schema registry into $(@D) (cold: ~3 min)"
+	@echo "building the schema registry into $(@D) (cold: ~2 min)"
 	rm -rf $(@D) $(@D).partial
 	$(call SCHEMA_REGISTRY_BUILD,$(@D).partial)
 	cd $(@D).partial/lib && sha256sum --quiet --strict -c $(CURDIR)/$(SCHEMA_REGISTRY_SRC)/jars.sha256 \
