@@ -7,11 +7,7 @@ started again on the same port; in memory, so its schema is registered again and
 from __future__ import annotations
 
 import io
-import json
-import os
 import struct
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,32 +17,20 @@ import pytest
 
 from lakecore import Table
 from lakeoperator.dev.kafka import KafkaBroker
-from tests.lakeoperator.test_a_kafka_writer_waits_out_an_unreachable_broker import ROOT, state, wait_for
+from tests.lakeoperator.test_a_kafka_writer_waits_out_an_unreachable_broker import (
+    TOPIC,
+    backing_off,
+    manifests,
+    start_weir_run,
+)
 from tests.support.fixtures import require, require_spark_connectors
 from tests.support.kafka_broker import create_topic, produce
 from tests.support.schema_registry import SchemaRegistry, schema_registry_missing_reason
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.registry, pytest.mark.slow,
               pytest.mark.timeout(700)]
-TOPIC = "people"
 AVRO = {"type": "record", "name": "person", "fields": [
     {"name": "id", "type": "long"}, {"name": "name", "type": "string"}, {"name": "ts", "type": "long"}]}
-
-
-def manifests(bootstrap: str, registry_url: str) -> list[dict[str, Any]]:
-    table = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": {"name": "people"},
-             "spec": {"location": "lake/people", "recordKey": ["id"], "orderingField": "ts", "buckets": 1,
-                      "schema": [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"},
-                                 {"name": "ts", "type": "int64"}]}}
-    writer = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeWriter", "metadata": {"name": "from-kafka"},
-              "spec": {"tableRef": {"name": "people"}, "mode": "batch",
-                       "source": {"kafka": {"bootstrapServers": bootstrap, "topics": [TOPIC],
-                                            "value": {"format": "avro",
-                                                      "schemaRegistry": {"url": registry_url}}}},
-                       "restartPolicy": {"maxRestarts": 0, "maxInfraRestarts": 0,
-                                         "backoff": {"initialSeconds": 2, "maxSeconds": 4}},
-                       "spark": {"mode": "local", "localCores": 1, "driver": {"memory": "512m"}}}}
-    return [table, writer]
 
 
 def framed(schema_id: int, record: dict[str, Any]) -> bytes:
@@ -67,21 +51,10 @@ def test_a_writer_backs_off_while_the_registry_is_down_and_goes_on_when_it_retur
         produce(broker.bootstrap_servers, TOPIC,
                 [(str(i), framed(schema_id, {"id": i, "name": f"p{i}", "ts": 1})) for i in range(20)])
         registry.stop()
-        (tmp_path / "m").mkdir()
-        (tmp_path / "m" / "all.yaml").write_text(
-            "---\n".join(json.dumps(d) + "\n" for d in manifests(broker.bootstrap_servers, registry.url)))
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-               "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
-        run = subprocess.Popen([sys.executable, "-c", "from lakeoperator.cli import app; app()", "run", "-f",
-                                "m", "--timeout", "400"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+        value = {"format": "avro", "schemaRegistry": {"url": registry.url}}
+        run = start_weir_run(tmp_path, manifests(broker.bootstrap_servers, value))
         try:
-            def backing_off() -> dict[str, Any] | None:
-                s = state(tmp_path)
-                status = (s or {}).get("body", {}).get("status", {})
-                return s if status.get("phase") == "BackingOff" and status.get("history") else None
-
-            status = wait_for(backing_off, run, 240)["body"]["status"]
+            status = backing_off(tmp_path, run)["body"]["status"]
             said = f"the schema registry at {registry.url} did not answer"
             assert status["history"][-1]["cause"] == "unavailable" and status["history"][-1]["exitCode"] == 5
             assert status["attempts"]["failures"] == 0 and status["attempts"]["unavailable"] >= 1

@@ -203,5 +203,5 @@ def test_a_kafka_writers_schema_registry_reaches_the_job_with_its_credentials_by
     assert env["WEIR_KAFKA_OPTIONS"] == {"secretKeyRef": {"name": "kafka-creds", "key": "consumer.json"}}
     args = pod["spec"]["containers"][0]["args"]
     parsed = StreamWriteArgs.from_argv(args[next(i for i, a in enumerate(args) if a.endswith(".py")) + 1:])
-    assert (parsed.value_format, parsed.schema_registry_url, parsed.schema_registry_auth_env, parsed.avro_schema) \
-        == ("avro", "https://registry.kafka:8081", "WEIR_SCHEMA_REGISTRY_AUTH", None)
+    assert (parsed.value_format, parsed.schema_registry_url, parsed.schema_registry_auth_env,
+            parsed.avro_schema) == ("avro", "https://registry.kafka:8081", "WEIR_SCHEMA_REGISTRY_AUTH", None)

@@ -6,6 +6,7 @@ is not Avro, and a URL that is not the registry's Confluent API (bad input) apar
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 import pytest
@@ -49,7 +50,7 @@ def test_a_registry_source_takes_its_credentials_by_a_variables_name(monkeypatch
     with pytest.raises(InvalidInput, match="not user:password"):
         auth_header("a-token")
     monkeypatch.delenv("REGISTRY_AUTH", raising=False)
-    with pytest.raises(InvalidInput, match="the variable REGISTRY_AUTH .* is not set"):
+    with pytest.raises(InvalidInput, match=r"the variable REGISTRY_AUTH \(.*\) is not set"):
         SchemaRegistry("https://r:8081/api", "REGISTRY_AUTH")
 
 
@@ -71,5 +72,6 @@ def test_the_client_tells_a_schema_an_unknown_id_and_a_wrong_url_apart(schema_re
     assert found[proto] == WriterSchema(proto, problem=f"schema id {proto} is a PROTOBUF schema, not Avro")
     assert found[424242] == WriterSchema(424242, problem="schema id 424242 is not in the schema registry")
     root = schema_registry.url.removesuffix("/apis/ccompat/v6")
-    with pytest.raises(InvalidInput, match=f"is {root} the base URL of a Confluent-compatible schema registry"):
+    said = f"is {re.escape(root)} the base URL of a Confluent-compatible schema registry"
+    with pytest.raises(InvalidInput, match=said):
         SchemaRegistry(root).schemas([avro])
