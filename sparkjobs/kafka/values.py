@@ -117,8 +117,7 @@ def _registry_avro(messages: DataFrame, config: TableConfig, columns: list[str],
 
     def column(c: str) -> Column:
         taken = [col(f"_r{i}")[c].try_cast(types[c].dataType) for i in fields if c in fields[i]]
-        return coalesce(*taken, lit(None).cast(types[c].dataType)) if taken else \
-            lit(None).cast(types[c].dataType)
+        return coalesce(*taken, lit(None).cast(types[c].dataType))   # no id's schema has it: null
 
     problem: Any = when(~col("_framed"), lit("not in the Confluent wire format (magic byte 0, then a schema "
                                              "id)"))
