@@ -1,4 +1,5 @@
-"""Seed scenario 000 on Kafka, shared by its runs (`weir run -f`, the operator on a real API server): the
+"""Seed scenario 000 on Kafka through the operator on a real API server (`make demo` runs the same manifests
+on the local launcher, over Kafka too, and its test checks the same: tests/lakeoperator/dev): the
 manifests of examples/demo/stitch (one wide table, three column groups, non-blocking concurrency, a
 compaction after three delta commits) with each streaming writer reading a topic of its own; the events
 each group's topic gets, out of order on the group's ordering field (shuffled, over two partitions and

@@ -1,6 +1,7 @@
 """`make demo` (python -m lakeoperator.dev.demo DIR --size small) runs the seed scenarios of examples/demo
 on the local launcher with its own ZooKeeper, and what it leaves in DIR is right: the stitched table is
-the join of each stream's latest values (and was compacted), the long delete lost a conflict decided
+the join of each stream's latest values (and was compacted exactly once), over Kafka each streaming
+writer's last commit recorded its topic's end offsets, the long delete lost a conflict decided
 from outside, was restarted and succeeded, the erased orders are gone and every other ingested order is
 there, and the timeline picture was written. Its progress never goes quiet while drivers start and write
 (each writer's stage, its commits with their rows, a line at least every HEARTBEAT_S), and the commands
@@ -23,7 +24,7 @@ import yaml
 
 from lakecore import Table
 from lakeoperator.dev.demo import weir_command
-from lakeoperator.dev.demo_feeds import events, kafka_unavailable_reason
+from lakeoperator.dev.demo_feeds import PARTITIONS, events, kafka_unavailable_reason
 from lakeoperator.dev.demo_progress import HEARTBEAT_S
 from lakeoperator.specs import parse_lake_table, parse_lake_writer, parse_table_service
 from tests.support.fixtures import require, require_spark, require_zookeeper
@@ -80,8 +81,32 @@ def test_the_streams_come_through_kafka_when_a_broker_can_start(demo: Path) -> N
     for name in ("devices-telemetry", "orders-ingest"):
         applied = yaml.safe_load(next((demo / "manifests").glob(f"*/lakewriter-{name}.yaml")).read_text())
         assert "kafka" in applied["spec"]["source"], applied
-    table = Table.open(str(demo / "lake" / "devices"))
-    assert any("weir.kafka.offsets" in table.commit_metadata(i).extra for i in table.timeline().completed)
+    streaming = {"devices": {f"default/devices-{s}": s for s in STREAMS},
+                 "orders": {"default/orders-ingest": "orders"}}   # writer -> the stream it reads
+    for table_name, writers in streaming.items():
+        recorded = last_recorded_offsets(demo / "lake" / table_name)
+        assert sorted(recorded) == sorted(writers), recorded
+        for writer, stream in writers.items():
+            assert offsets_sent_through(demo, stream, recorded[writer]), (writer, recorded[writer])
+
+
+def last_recorded_offsets(location: Path) -> dict[str, dict[str, dict[str, int]]]:
+    """Per writer, the Kafka offsets its last commit recorded (topic -> partition -> next offset)."""
+    table = Table.open(str(location))
+    recorded = {}
+    for i in table.timeline().completed:
+        extra = table.commit_metadata(i).extra
+        if "weir.kafka.offsets" in extra:
+            recorded[extra["weir.writer"]] = json.loads(extra["weir.kafka.offsets"])
+    return recorded
+
+
+def offsets_sent_through(demo: Path, stream: str, offsets: dict[str, dict[str, int]]) -> bool:
+    """The offsets are the end of the topic the demo fed `stream` into: its one topic, every partition,
+    summing to the messages sent (an offset cannot pass its partition's end, so the sum being the count
+    sent means each partition's is its end offset: the broker is stopped, its end offsets are not asked)."""
+    return list(offsets) == [stream] and sorted(offsets[stream]) == [str(p) for p in range(PARTITIONS)] \
+        and sum(offsets[stream].values()) == len(events(demo, stream))
 
 
 def writer_status(work: Path, name: str) -> dict[str, Any]:

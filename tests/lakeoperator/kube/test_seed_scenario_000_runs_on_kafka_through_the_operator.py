@@ -1,7 +1,8 @@
-"""Seed scenario 000 on Kafka through the real operator on a real API server, with the process kubelet
-running the Spark drivers: the same manifests, topics and expected table as the `weir run -f` run
-(tests/lakeoperator/scenario_000.py). Every writer succeeds, the compaction service runs once after their
-three delta commits, and the table equals each group's latest values joined on the key."""
+"""Seed scenario 000 on Kafka through the real operator on a real API server, with the process kubelet running
+the Spark drivers: the manifests of examples/demo/stitch (the demo's test runs them on the local launcher),
+topics and expected table of tests/lakeoperator/scenario_000.py. Every writer succeeds, the compaction
+service runs once after their three delta commits, and the table equals each group's latest values joined on
+the key."""
 
 from __future__ import annotations
 
