@@ -312,7 +312,7 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.tables, args.cost_seconds = 3, 10, 3.0
+        args.rounds, args.tables, args.cost_seconds = 3, 4, 1.5
         args.rfc56_groups, args.rfc56_rows, args.rfc56_rounds = 200, 10000, 2
     if not args.verbose:
         import logging

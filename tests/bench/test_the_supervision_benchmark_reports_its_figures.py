@@ -21,7 +21,7 @@ def test_the_quick_supervision_benchmark_reports_latency_bytes_lost_and_cost(tmp
     assert rfc56["stopped"] and rfc56["rounds"] == 2
     assert 0 < rfc56["lost_share_median"] <= rfc56["lost_share"] < 1
     cost = out["cost"]
-    assert cost["writers"] == 40 and cost["scans"] > 0 and cost["rss_mb"] > 0
+    assert cost["writers"] == 16 and cost["scans"] > 0 and cost["rss_mb"] > 0
     assert out["bars"] == {"stop_p50_s": 1.0, "stop_p99_s": 2.0, "rfc56_lost_share": 0.05, "cpu_share": 0.1,
                            "rss_mb": 200.0}
     assert out["pass"] is None and "stop latency" in stderr
