@@ -24,7 +24,7 @@ controller does, never by polling; its clients are the admin's, the operator's t
    Operator RSS (the process and any children), sampled every 0.1 s in 2. and 3.: peak and at
    the end. Bar: <= 200 MB.
 
-`--quick` (a smoke run, < 60 s): 10 latency samples, 4 tables x 40 writers, no cold start.
+`--quick` (a smoke run, < 60 s): 5 latency samples, 2 tables x 20 writers, no cold start.
 Prints one JSON document on stdout (the bars and pass/fail per figure; in --quick the scale bar is
 for 200 writers and not judged) and a table on stderr.
 """
@@ -344,7 +344,7 @@ def main() -> None:
     ap.add_argument("--keep", default="", help="keep the work dirs (operator logs) under this directory")
     a = ap.parse_args()
     if a.quick:
-        a.writers_latency, a.tables, a.writers = 10, 4, 40
+        a.writers_latency, a.tables, a.writers = 5, 2, 20
     judged = a.tables >= SCALE_BAR_TABLES and a.writers >= SCALE_BAR_WRITERS
     missing = controlplane_missing_reason()
     if missing is not None:
