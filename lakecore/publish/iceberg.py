@@ -16,7 +16,8 @@ The table location is the Weir table's base; the metadata sits where Hadoop-styl
 
 Publishing writes everything new first and the metadata file last, so a crash at any point leaves the
 previous snapshot current (and unreferenced files, which are never read); a publisher that loses the
-race for v<N+1> deletes its files and raises PublishConflict.
+race for v<N+1> deletes its files and raises PublishConflict. Files only expired snapshots read are
+deleted after that (`expire`), once a catalog no longer points at one of them.
 
 Incremental (cost follows the instant, not the table): a file group that only gained log files keeps
 its entries where they are (the rows its delete files hid stay hidden: a row that lost the merge keeps
@@ -188,7 +189,6 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
         _discard(storage, snap.written)
         raise
     storage.write(HINT, str(state.version + 1).encode())
-    _expire(storage, state.snapshots, keep)
     return new
 
 
@@ -413,9 +413,11 @@ def _discard(storage: Storage, paths: Iterable[str]) -> None:
             pass
 
 
-def _expire(storage: Storage, before: Sequence[PublishedSnapshot], keep: Sequence[PublishedSnapshot]) -> None:
+def expire(storage: Storage, before: Sequence[PublishedSnapshot], keep: Sequence[PublishedSnapshot]) -> None:
     """Delete what snapshots no longer retained alone referenced: the files each expired snapshot's
-    successor retired (and those of the oldest retained one, whose predecessors are all gone)."""
+    successor retired (and those of the oldest retained one, whose predecessors are all gone). The
+    publisher calls it after the catalog shows the new snapshot (a catalog may still read the expired
+    one until then); skipped by a kill, the next expiry deletes them (the retired lists stay until)."""
     kept = {s.id for s in keep}
     gone = [s.id for s in before if s.id not in kept]
     if not gone:
