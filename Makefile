@@ -16,7 +16,8 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps controlplane kafka spark-jars readers readers-lock test lint demo demo-lakecore bench e2e \
+.PHONY: venv deps system-deps controlplane kafka spark-jars readers readers-lock schema-registry \
+	schema-registry-lock test lint demo demo-lakecore bench e2e \
 	crds crds-check clean distclean
 
 venv: $(PY)
@@ -185,7 +186,43 @@ readers-lock:
 		rm -rf $(READERS)/lock-$$pom || exit 1; \
 	done
 
-test: system-deps lint controlplane kafka spark-jars readers
+# A Confluent-compatible schema registry for the Kafka Avro tests (tests/support/schema_registry.py): Apicurio
+# Registry, whose classes Maven Central has without a runnable build; tests/support/schema-registry/pom.xml
+# runs Quarkus's build step over them (why that release: the pom says) into
+# .tools/schema-registry/<version>/ (a runner jar and lib/, whose jars must be exactly those of jars.sha256).
+# Rebuilt only when the pom or the pins change. Cold (empty Maven repository): ~2 min, ~190 MB fetched;
+# warm: nothing to do. Without Maven its tests skip locally and fail under CI=true. After a version change,
+# `make schema-registry-lock` re-pins.
+SCHEMA_REGISTRY_SRC := tests/support/schema-registry
+SCHEMA_REGISTRY := .tools/schema-registry/$(shell sed -n 's:.*<apicurio.version>\(.*\)</apicurio.version>.*:\1:p' \
+	$(SCHEMA_REGISTRY_SRC)/pom.xml)
+SCHEMA_REGISTRY_BUILD = $(MVN) -f $(SCHEMA_REGISTRY_SRC)/pom.xml package -Dregistry.build.directory=$(CURDIR)/$(1)
+
+schema-registry:
+	@if command -v mvn >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(SCHEMA_REGISTRY)/.built; \
+	else \
+		echo "mvn not found: $@ needs Maven (apt-get install -y maven); the tests that need it are skipped"; \
+		echo "locally and fail under CI=true."; \
+	fi
+
+$(SCHEMA_REGISTRY)/.built: $(SCHEMA_REGISTRY_SRC)/pom.xml $(SCHEMA_REGISTRY_SRC)/jars.sha256
+	@echo "building the schema registry into $(@D) (cold: ~2 min)"
+	rm -rf $(@D) $(@D).partial
+	$(call SCHEMA_REGISTRY_BUILD,$(@D).partial)
+	cd $(@D).partial/lib && sha256sum --quiet --strict -c $(CURDIR)/$(SCHEMA_REGISTRY_SRC)/jars.sha256 \
+		&& test "$$(ls *.jar)" = "$$(awk '{ print $$2 }' $(CURDIR)/$(SCHEMA_REGISTRY_SRC)/jars.sha256 | sort)"
+	mkdir -p $(@D) && mv $(@D).partial/lib $(@D).partial/schema-registry-1-runner.jar $(@D)/
+	rm -rf $(@D).partial
+	@touch $@
+
+schema-registry-lock:
+	rm -rf $(SCHEMA_REGISTRY).lock
+	$(call SCHEMA_REGISTRY_BUILD,$(SCHEMA_REGISTRY).lock)
+	(cd $(SCHEMA_REGISTRY).lock/lib && sha256sum *.jar) > $(SCHEMA_REGISTRY_SRC)/jars.sha256
+	rm -rf $(SCHEMA_REGISTRY).lock
+
+test: system-deps lint controlplane kafka spark-jars readers schema-registry
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: deps

@@ -121,6 +121,16 @@ class InvalidJobArgs(ValueError):
     """A job argument has a value the job does not know (the job exits with EXIT_BAD_INPUT)."""
 
 
+def _check_registry_url(url: str) -> None:
+    """An http(s) URL without credentials in it (a command line is visible to anyone who lists pods)."""
+    scheme, _, rest = url.partition("://")
+    if "@" in rest.split("/", 1)[0]:   # not echoed: it holds a password
+        raise ValueError("the schema registry URL must not carry credentials (user:password@); put them in "
+                         "the Secret that --schema-registry-auth-env names")
+    if scheme not in ("http", "https") or not rest or rest.startswith("/"):
+        raise ValueError(f"the schema registry URL {url!r} is not an http:// or https:// URL")
+
+
 def _one_of(what: str, value: str | None, allowed: tuple[str, ...]) -> None:
     if value is not None and value not in allowed:
         raise InvalidJobArgs(f"{what} {value!r} is not one of {', '.join(allowed)}; fix the job's arguments "
@@ -164,7 +174,9 @@ class KafkaArgs(JobArgs):
     kafka_options: dict[str, str] = field(default_factory=dict)  # consumer properties, no secrets
     kafka_options_env: str | None = None         # env variable: JSON object of (secret) consumer properties
     value_format: str = "json"                   # json | avro | debezium
-    avro_schema: str | None = None               # value_format avro: the writer's schema, inline JSON
+    avro_schema: str | None = None               # value_format avro: the writer's schema, inline JSON, or
+    schema_registry_url: str | None = None       # a Confluent-compatible registry (Confluent wire format)
+    schema_registry_auth_env: str | None = None  # env variable: the registry's "user:password" (basic auth)
     bad_records: str = "fail"                    # fail | skip | deadLetter
     dead_letter_topic: str | None = None         # deadLetter: a topic on the same brokers, or
     dead_letter_table: str | None = None         # a Weir table's URI (sparkjobs.kafka.dead_letter's schema)
@@ -180,9 +192,15 @@ class KafkaArgs(JobArgs):
         _one_of("bad records policy", self.bad_records, BAD_RECORDS)
         if self.kafka_max_offsets_per_trigger is not None and self.kafka_max_offsets_per_trigger < 1:
             raise ValueError("kafka_max_offsets_per_trigger must be at least 1")
-        if (self.value_format == "avro") != bool(self.avro_schema):
-            raise ValueError("--avro-schema (the values' Avro schema, inline JSON) goes with value format "
-                             "avro and only with it")
+        if (self.value_format == "avro") != (bool(self.avro_schema) != bool(self.schema_registry_url)):
+            raise ValueError("value format avro takes the values' Avro schema inline (--avro-schema) or from "
+                             "a schema registry (--schema-registry-url), exactly one; other formats neither")
+        if self.schema_registry_url is not None:
+            _check_registry_url(self.schema_registry_url)
+        if self.schema_registry_auth_env is not None and (
+                not self.schema_registry_url or not _ENV_NAME.fullmatch(self.schema_registry_auth_env)):
+            raise ValueError("--schema-registry-auth-env takes the NAME of an environment variable holding "
+                             "the registry's user:password, with --schema-registry-url")
         if self.bad_records == "deadLetter" and bool(self.dead_letter_topic) == bool(self.dead_letter_table):
             raise ValueError("bad records policy deadLetter sends them to a topic or a table: set exactly "
                              "one (--dead-letter-topic, --dead-letter-table)")

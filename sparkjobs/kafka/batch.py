@@ -1,5 +1,6 @@
 """One micro-batch (or one batch write) of Kafka messages -> what one instant writes, exactly once.
 
+    (a schema registry: the batch's schema ids, their writer schemas fetched once per job: registry.py) ->
     decode (values.py) -> persist -> summarize: per partition the highest offset read, the bad messages
     (one aggregation) -> the policy (bad_records.py: fail, skip, dead-letter them first) -> the good rows
     (a change stream deduplicated per key: the latest event by source timestamp, then offset) -> written
@@ -21,7 +22,7 @@ from pyspark.sql import functions as F
 from lakecore import Table
 from lakecore.config import OP, TableConfig
 from sparkjobs.contract import KafkaArgs
-from sparkjobs.kafka import bad_records, offsets
+from sparkjobs.kafka import bad_records, offsets, registry
 from sparkjobs.kafka.source import consumer_properties
 from sparkjobs.kafka.values import ERROR, TOMBSTONE, decode
 from sparkjobs.stream import Prepared
@@ -38,10 +39,13 @@ class KafkaBatches:
         self.table, self.args, self.columns, self.writer = table, args, columns, writer
         self.storage_options = storage_options   # the job's (by reference), for a dead-letter table
         self.offsets = recorded        # where the table says the writer is (advanced at each commit)
+        self.registry = registry.SchemaRegistry(args.schema_registry_url, args.schema_registry_auth_env) \
+            if args.schema_registry_url else None
 
     def __call__(self, batch: DataFrame, batch_id: int | None = None) -> Prepared:
         config = self.table.config
-        decoded = decode(batch, config, self.columns, self.args.value_format, self.args.avro_schema)
+        schemas = self.registry.schemas(registry.batch_schema_ids(batch)) if self.registry else None
+        decoded = decode(batch, config, self.columns, self.args.value_format, self.args.avro_schema, schemas)
         decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             summary = bad_records.summarize(decoded)

@@ -2,8 +2,11 @@
 
     json      the value is a JSON object of the writer's columns (the table's, or its column group's: the
               key, partition fields, the group's columns and ordering field); other fields are ignored
-    avro      the value is Avro binary of an inline writer schema (from_avro; no schema registry: inline
-              schemas only) whose record has fields named like the columns
+    avro      the value is Avro binary of an inline writer schema (from_avro) whose record has fields named
+              like the columns; or, with a schema registry, in the Confluent wire format (registry.py): each
+              message decodes with the writer schema of its id (fetched by the caller: `writer_schemas`), and
+              its fields land in the columns of the same names, cast to the table's types (a column an id's
+              schema lacks, e.g. one added in a later schema, is null for its messages)
     debezium  the value is a Debezium change event in JSON (the envelope at the top, or under `payload` with
               the converter's schemas): op c/r/u take `after` as an upsert, d takes `before` as a delete; the
               table's ordering field is the event's source timestamp (`source.ts_ms`, else `ts_ms`);
@@ -18,6 +21,8 @@ else why not (not JSON, no record key, an unknown op, ...). Must not decide what
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from functools import reduce
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +33,8 @@ from pyspark.sql.types import ByteType, LongType, StringType, StructField, Struc
 
 from lakecore.config import OP, OP_DELETE, OP_UPSERT, TableConfig
 from lakecore.errors import InvalidInput
+from sparkjobs.kafka import registry
+from sparkjobs.kafka.registry import WriterSchema
 
 ERROR = "_weir_error"
 TOMBSTONE = "_weir_tombstone"
@@ -37,8 +44,10 @@ _TS = "_weir_event_ts"
 
 
 def decode(messages: DataFrame, config: TableConfig, columns: list[str], value_format: str,
-           avro_schema: str | None = None) -> DataFrame:
-    """Spark's Kafka rows -> `columns` (+ OP for debezium) + ERROR + TOMBSTONE + SOURCE."""
+           avro_schema: str | None = None,
+           writer_schemas: Mapping[int, WriterSchema] | None = None) -> DataFrame:
+    """Spark's Kafka rows -> `columns` (+ OP for debezium) + ERROR + TOMBSTONE + SOURCE. Avro: an inline
+    `avro_schema`, or `writer_schemas` (every schema id of the batch: registry.batch_schema_ids)."""
     types = from_arrow_schema(pa.schema([config.schema.field(c) for c in columns]))
     if value_format == "json":
         parsed = from_json(col("value").cast("string"), _with_corrupt(types), _PERMISSIVE)
@@ -47,6 +56,8 @@ def decode(messages: DataFrame, config: TableConfig, columns: list[str], value_f
         rows = messages.select(*SOURCE, row.alias("_r"), problem.alias("_p"))
         out = rows.select(*SOURCE, *[col("_r")[c].alias(c) for c in columns], col("_p"))
         return _finish(out, config, columns, changes=False)
+    if value_format == "avro" and writer_schemas is not None and not avro_schema:
+        return _registry_avro(messages, config, columns, types, writer_schemas)
     if value_format == "avro":
         return _avro(messages, config, columns, types, avro_schema)
     if value_format == "debezium":
@@ -79,8 +90,61 @@ def _avro(messages: DataFrame, config: TableConfig, columns: list[str], types: S
     record = from_avro(col("value"), avro_schema, {"mode": "PERMISSIVE"})
     rows = messages.select(*SOURCE, record.alias("_r"))
     out = rows.select(*SOURCE, *[col("_r")[c].try_cast(types[c].dataType).alias(c) for c in columns],
-                      when(col("_r").isNull(), lit("not Avro of the given schema")).alias("_p"))
+                      when(_undecoded(col("_r"), fields), lit("not Avro of the given schema")).alias("_p"))
     return _finish(out, config, columns, changes=False)
+
+
+def _registry_avro(messages: DataFrame, config: TableConfig, columns: list[str], types: StructType,
+                   schemas: Mapping[int, WriterSchema]) -> DataFrame:
+    """Confluent-framed Avro: one from_avro per schema id (each on its own messages only), the columns
+    taken from whichever decoded."""
+    from pyspark.sql.avro.functions import from_avro
+
+    value = col("value")
+    framed, schema_id, body = registry.framed(value), registry.schema_id(value), registry.body(value)
+    problems = {i: w.problem for i, w in schemas.items() if w.problem}
+    fields: dict[int, set[str]] = {}
+    records: dict[int, Column] = {}
+    for i, w in schemas.items():
+        names = _record_fields(w.schema) if w.schema else None
+        if w.schema is None or names is None:
+            problems.setdefault(i, f"schema id {i} is not an Avro record schema")
+            continue
+        fields[i] = names
+        records[i] = when(framed & (schema_id == i), from_avro(body, w.schema, {"mode": "PERMISSIVE"}))
+    rows = messages.select(*SOURCE, framed.alias("_framed"), schema_id.alias("_id"),
+                           *[r.alias(f"_r{i}") for i, r in records.items()])
+
+    def column(c: str) -> Column:
+        taken = [col(f"_r{i}")[c].try_cast(types[c].dataType) for i in fields if c in fields[i]]
+        return coalesce(*taken, lit(None).cast(types[c].dataType))   # no id's schema has it: null
+
+    problem: Any = when(~col("_framed"), lit("not in the Confluent wire format (magic byte 0, then a schema "
+                                             "id)"))
+    for i, why in sorted(problems.items()):
+        problem = problem.when(col("_id") == i, lit(why))
+    for i in sorted(fields):
+        problem = problem.when((col("_id") == i) & _undecoded(col(f"_r{i}"), fields[i]),
+                               lit(f"not Avro of its schema (id {i}) from the schema registry"))
+    problem = problem.when(~col("_id").isin(list(schemas)), lit("a schema id the registry was not asked for"))
+    out = rows.select(*SOURCE, *[column(c).alias(c) for c in columns], problem.alias("_p"))
+    return _finish(out, config, columns, changes=False)
+
+
+def _undecoded(record: Column, fields: set[str]) -> Column:
+    """from_avro's PERMISSIVE result for bytes that are not Avro of its schema: null, or (Spark 4) a record
+    with every field null (a record that truly has none has no record key either: bad all the same)."""
+    every_null = [record[f].isNull() for f in sorted(fields)]
+    return record.isNull() | reduce(lambda a, b: a & b, every_null, lit(True))
+
+
+def _record_fields(schema: str) -> set[str] | None:
+    """The field names of an Avro record schema (JSON), or None when it is not one."""
+    try:
+        found = json.loads(schema)
+        return {str(f["name"]) for f in found["fields"]} if found.get("type") == "record" else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _debezium(messages: DataFrame, config: TableConfig, columns: list[str], types: StructType) -> DataFrame:

@@ -31,7 +31,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "people"
 
 
-def manifests(bootstrap: str, *, streaming: bool = False) -> list[dict[str, Any]]:
+def manifests(bootstrap: str, value: dict[str, Any] | None = None, *,
+              streaming: bool = False) -> list[dict[str, Any]]:
+    """A table and a batch (or streaming) writer from TOPIC (values: `value`, else JSON) that gives up at
+    the first failure (maxRestarts 0) and backs off 2-4 s."""
     table = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": {"name": "people"},
              "spec": {"location": "lake/people", "recordKey": ["id"], "orderingField": "ts", "buckets": 1,
                       "schema": [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"},
@@ -41,7 +44,8 @@ def manifests(bootstrap: str, *, streaming: bool = False) -> list[dict[str, Any]
                        "source": {"kafka": {"bootstrapServers": bootstrap, "topics": [TOPIC],
                                             "options": {"default.api.timeout.ms": "3000",
                                                         # Kafka's admin client refuses a smaller default
-                                                        "request.timeout.ms": "3000"}}},
+                                                        "request.timeout.ms": "3000"},
+                                            **({"value": value} if value else {})}},
                        "restartPolicy": {"maxRestarts": 0, "maxInfraRestarts": 0,
                                          "backoff": {"initialSeconds": 2, "maxSeconds": 4}},
                        "spark": {"mode": "local", "localCores": 1, "driver": {"memory": "512m"}}}}
@@ -69,6 +73,27 @@ def wait_for(check: Callable[[], Any], run: subprocess.Popen[str], timeout_s: fl
     raise AssertionError(f"not within {timeout_s} s")
 
 
+def start_weir_run(work: Path, docs: list[dict[str, Any]]) -> subprocess.Popen[str]:
+    """`weir run -f m` in `work` with the manifests `docs`, as a process of this checkout."""
+    (work / "m").mkdir()
+    (work / "m" / "all.yaml").write_text("---\n".join(json.dumps(d) + "\n" for d in docs))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+    weir = [sys.executable, "-c", "from lakeoperator.cli import app; app()"]
+    return subprocess.Popen([*weir, "run", "-f", "m", "--timeout", "400"], cwd=work, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def backing_off(work: Path, run: subprocess.Popen[str]) -> dict[str, Any]:
+    """The writer's kept state once it backs off after an attempt (within 240 s)."""
+    def check() -> dict[str, Any] | None:
+        s = state(work)
+        status = (s or {}).get("body", {}).get("status", {})
+        return s if status.get("phase") == "BackingOff" and status.get("history") else None
+
+    return wait_for(check, run, 240)
+
+
 def test_a_writer_backs_off_while_the_broker_is_down_and_goes_on_when_it_returns(
         tmp_path: Path, kafka_factory: Callable[[], KafkaBroker]) -> None:
     require_spark_connectors()
@@ -77,21 +102,9 @@ def test_a_writer_backs_off_while_the_broker_is_down_and_goes_on_when_it_returns
     produce(broker.bootstrap_servers, TOPIC,
             [(str(i), json.dumps({"id": i, "name": f"p{i}", "ts": 1})) for i in range(20)])
     broker.stop()
-    (tmp_path / "m").mkdir()
-    (tmp_path / "m" / "all.yaml").write_text(
-        "---\n".join(json.dumps(d) + "\n" for d in manifests(broker.bootstrap_servers)))
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
-    run = subprocess.Popen([sys.executable, "-c", "from lakeoperator.cli import app; app()", "run", "-f", "m",
-                            "--timeout", "400"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    run = start_weir_run(tmp_path, manifests(broker.bootstrap_servers))
     try:
-        def backing_off() -> dict[str, Any] | None:
-            s = state(tmp_path)
-            status = (s or {}).get("body", {}).get("status", {})
-            return s if status.get("phase") == "BackingOff" and status.get("history") else None
-
-        kept = wait_for(backing_off, run, 240)
+        kept = backing_off(tmp_path, run)
         status = kept["body"]["status"]
         said = f"no Kafka broker at {broker.bootstrap_servers} answered within 3 s"
         assert status["history"][-1]["cause"] == "unavailable" and status["history"][-1]["exitCode"] == 5

@@ -21,6 +21,7 @@ from tests.support.operator import Cluster, start_cluster
 from tests.support.readers import Readers, RestCatalogServer
 from tests.support.readers.environments import rest_catalog_environment
 from tests.support.s3 import S3Server
+from tests.support.schema_registry import SchemaRegistry, schema_registry_missing_reason
 from tests.support.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 
 # Minimal valid kubeconfig with no cluster: nothing a test starts can reach a real Kubernetes API.
@@ -199,8 +200,23 @@ def kafka_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable
         broker.stop(kill=True)
 
 
+REGISTRY_STARTUP_KEY = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory,
+                    pytestconfig: pytest.Config) -> Iterator[SchemaRegistry]:
+    """One real Confluent-compatible schema registry (Apicurio Registry, in memory) for the session, started
+    by the first test that asks for it; tests register schemas under subjects of their own names."""
+    require("A schema registry", schema_registry_missing_reason())
+    with SchemaRegistry(tmp_path_factory.mktemp("schema-registry")) as registry:
+        pytestconfig.stash[REGISTRY_STARTUP_KEY] = (
+            f"schema registry (Apicurio, Confluent API): started in {registry.startup_seconds:.1f} s")
+        yield registry
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    for key in (STARTUP_KEY, KAFKA_STARTUP_KEY):
+    for key in (STARTUP_KEY, KAFKA_STARTUP_KEY, REGISTRY_STARTUP_KEY):
         line = config.stash.get(key, None)
         if line is not None:
             terminalreporter.write_line(line)

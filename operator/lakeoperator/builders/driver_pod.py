@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from lakeoperator.builders.job_args import (
     KAFKA_OPTIONS_ENV,
+    SCHEMA_REGISTRY_AUTH_ENV,
     STORAGE_ENV,
     ZOOKEEPER_PASSWORD_ENV,
     ZOOKEEPER_USERNAME_ENV,
@@ -188,8 +189,12 @@ def build_writer_pod(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableS
     who = {WRITER_ENV: f"{owner.namespace}/{owner.name}", SUBMISSION_ENV: submission_id,
            POD_NAME_ENV: child_name(submission_id)}
     kafka = writer.source.kafka
-    credentials = {KAFKA_OPTIONS_ENV: (kafka.credentials.name, kafka.credentials.key)} \
-        if kafka is not None and kafka.credentials is not None else {}
+    credentials: dict[str, tuple[str, str]] = {}
+    if kafka is not None and kafka.credentials is not None:
+        credentials[KAFKA_OPTIONS_ENV] = (kafka.credentials.name, kafka.credentials.key)
+    if kafka is not None and kafka.schema_registry_credentials is not None:
+        registry = kafka.schema_registry_credentials
+        credentials[SCHEMA_REGISTRY_AUTH_ENV] = (registry.name, registry.key)
     return _driver_pod(owner, "LakeWriter", "writer", writer.table_ref.name, submission_id, writer.spark,
                        table, entry, args.to_argv(), settings, who, credentials)
 

@@ -26,6 +26,8 @@ ZOOKEEPER_USERNAME_ENV = "WEIR_ZOOKEEPER_USERNAME"
 ZOOKEEPER_PASSWORD_ENV = "WEIR_ZOOKEEPER_PASSWORD"
 # the variable a writer's driver reads its Kafka source's secret consumer properties from (a Secret's JSON)
 KAFKA_OPTIONS_ENV = "WEIR_KAFKA_OPTIONS"
+# the variable it reads its schema registry's user:password from (source.kafka.value.schemaRegistry)
+SCHEMA_REGISTRY_AUTH_ENV = "WEIR_SCHEMA_REGISTRY_AUTH"
 
 
 def storage_env(storage: StorageSpec) -> str | None:
@@ -55,7 +57,8 @@ def writer_args(owner: ObjectRef, writer: LakeWriterSpec, table: LakeTableSpec, 
         path, fmt = source_location, "weir"
     elif source.kafka is not None:
         path, fmt = "", source.format
-        kafka = {f.name: getattr(source.kafka.args(KAFKA_OPTIONS_ENV), f.name) for f in fields(KafkaArgs)}
+        kafka_args = source.kafka.args(KAFKA_OPTIONS_ENV, SCHEMA_REGISTRY_AUTH_ENV)
+        kafka = {f.name: getattr(kafka_args, f.name) for f in fields(KafkaArgs)}
     else:
         assert source.path is not None  # specs: exactly one of path / table / kafka
         path, fmt = source.path, source.format

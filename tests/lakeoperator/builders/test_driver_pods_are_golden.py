@@ -188,3 +188,20 @@ def test_a_kafka_writer_reads_its_credentials_secret_as_one_variable():
     parsed = StreamWriteArgs.from_argv(args[next(i for i, a in enumerate(args) if a.endswith(".py")) + 1:])
     assert parsed.kafka_options_env == "WEIR_KAFKA_OPTIONS" and parsed.kafka_topics == ("events", "events-eu")
     assert parsed.value_format == "debezium" and parsed.dead_letter_topic == "events-dead"
+
+
+def test_a_kafka_writers_schema_registry_reaches_the_job_with_its_credentials_by_reference():
+    table_body, writer_body = CASES["writer-stream-kafka"]
+    writer_body = json.loads(json.dumps(writer_body))
+    writer_body["spec"]["source"]["kafka"]["value"] = {"format": "avro", "schemaRegistry": {
+        "url": "https://registry.kafka:8081", "credentialsSecretRef": {"name": "registry", "key": "auth"}}}
+    owner = ObjectRef.from_body(writer_body)
+    pod = build_writer_pod(owner, parse_lake_writer(writer_body), parse_lake_table(table_body),
+                           submission_id(owner, 1), SETTINGS)
+    env = {e["name"]: e.get("valueFrom") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["WEIR_SCHEMA_REGISTRY_AUTH"] == {"secretKeyRef": {"name": "registry", "key": "auth"}}
+    assert env["WEIR_KAFKA_OPTIONS"] == {"secretKeyRef": {"name": "kafka-creds", "key": "consumer.json"}}
+    args = pod["spec"]["containers"][0]["args"]
+    parsed = StreamWriteArgs.from_argv(args[next(i for i, a in enumerate(args) if a.endswith(".py")) + 1:])
+    assert (parsed.value_format, parsed.schema_registry_url, parsed.schema_registry_auth_env,
+            parsed.avro_schema) == ("avro", "https://registry.kafka:8081", "WEIR_SCHEMA_REGISTRY_AUTH", None)
