@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakecore.errors import DamagedFile
@@ -131,12 +132,14 @@ class RowGroupFilter:
 
 
 def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None, *,
-              where: RowGroupFilter | None = None) -> pa.Table:
+              where: RowGroupFilter | None = None, small: bool = False) -> pa.Table:
     """Read a data file, keeping only the wanted columns the file actually has (and with `where`,
-    only the row groups that may hold a matching row: the caller still filters the rows)."""
+    only the row groups that may hold a matching row: the caller still filters the rows). `small`:
+    a file of few rows, one of many read concurrently: decoded on the calling thread, and on local
+    storage without pre-buffering (for a file of a few kilobytes both cost more than they save)."""
     with decoding(storage, path):
         if where is None:
-            pf = _open(storage, path)
+            pf = _open(storage, path, small=small)
             groups = None
         else:
             # imported here, not at the top: it imports pandas (~55 MB), which only a filtered read needs
@@ -150,8 +153,8 @@ def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None,
         names = pf.schema_arrow.names
         cols = [c for c in columns if c in names] if columns is not None else None
         if groups is None or len(groups) == pf.metadata.num_row_groups:
-            return pf.read(columns=cols, use_threads=True)
-        return pf.read_row_groups(groups, columns=cols, use_threads=True)
+            return pf.read(columns=cols, use_threads=not small)
+        return pf.read_row_groups(groups, columns=cols, use_threads=not small)
 
 
 def read_footer(storage: Storage, path: str) -> Footer:
@@ -173,9 +176,11 @@ def read_schema(storage: Storage, path: str) -> pa.Schema:
     return read_footer(storage, path).schema
 
 
-def _open(storage: Storage, path: str) -> pq.ParquetFile:
+def _open(storage: Storage, path: str, *, small: bool = False) -> pq.ParquetFile:
     fs, root = storage.arrow()
-    return pq.ParquetFile(f"{root}/{path}", filesystem=fs)
+    # pre-buffering coalesces a file's column reads into one request: worth it where a request is remote
+    buffer = not (small and isinstance(fs, pafs.LocalFileSystem))
+    return pq.ParquetFile(f"{root}/{path}", filesystem=fs, pre_buffer=buffer)
 
 
 @contextmanager
@@ -210,7 +215,7 @@ def map_files(fn: Callable[[A], T], paths: Sequence[A]) -> list[T]:
     return list(_pool.map(fn, paths))
 
 
-def read_files(storage: Storage, paths: Sequence[str], columns: Sequence[str] | None = None
-               ) -> list[pa.Table]:
-    """Read several files concurrently (Arrow releases the GIL while decoding)."""
-    return map_files(lambda p: read_file(storage, p, columns), paths)
+def read_files(storage: Storage, paths: Sequence[str], columns: Sequence[str] | None = None, *,
+               small: bool = False) -> list[pa.Table]:
+    """Read several files concurrently (Arrow releases the GIL while decoding); `small`: see read_file."""
+    return map_files(lambda p: read_file(storage, p, columns, small=small), paths)

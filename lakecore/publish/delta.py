@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -163,6 +163,11 @@ def commit(storage: Storage, plan: PublishPlan, state: DeltaState, retention: Re
     if version % CHECKPOINT_EVERY == 0 or version - newest > CHECKPOINT_EVERY:  # or one a killed publish owed
         _checkpoint(storage, after, log, retained(after.snapshots, retention)[0].id)
     return new
+
+
+def expire(storage: Storage, before: Sequence[PublishedSnapshot], keep: Sequence[PublishedSnapshot]) -> None:
+    """Nothing: a Delta log drops the versions retention no longer keeps at its checkpoint (`commit`),
+    and no catalog of Weir's points at a version."""
 
 
 def _protocol(plan: PublishPlan) -> dict[str, Any]:

@@ -10,21 +10,22 @@ The table location is the Weir table's base; the metadata sits where Hadoop-styl
     <base>/metadata/<uuid>-m<b>-data.avro       manifest of bucket b's data files ("-deletes": delete files)
     <base>/metadata/<uuid>-a-data.avro          manifest of the entries one incremental publish added
     <base>/metadata/deletes/<uuid>.parquet      position deletes (file_path, pos) of one data file, or (a
-                                                full rebuild) of every data file of one partition
+                                                full rebuild, a fold) of every data file of one partition
     <base>/metadata/retired-<id>.json           files snapshot <id> stopped referencing (deleted once
                                                 every older snapshot expired)
 
 Publishing writes everything new first and the metadata file last, so a crash at any point leaves the
 previous snapshot current (and unreferenced files, which are never read); a publisher that loses the
-race for v<N+1> deletes its files and raises PublishConflict.
+race for v<N+1> deletes its files and raises PublishConflict. Files only expired snapshots read are
+deleted after that (`expire`), once a catalog no longer points at one of them.
 
 Incremental (cost follows the instant, not the table): a file group that only gained log files keeps
 its entries where they are (the rows its delete files hid stay hidden: a row that lost the merge keeps
 losing), and the publish adds one manifest of the new data files and one of the new delete files (each
 holding every row its data file hides now). Only the manifests listing a replaced or emptied group
 (compaction, clustering, overwrite) are rewritten without it. After FOLD_AFTER such appended
-manifests, a publish folds them back into their buckets (`iceberg_metadata.bucket_of`), each data
-file keeping only its newest delete file (and its partition's from the last full rebuild).
+manifests, a publish folds them back into their buckets (`iceberg_metadata.bucket_of`) and merges
+each partition's delete files into one (`iceberg_deletes`), in the partition's bucket.
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from lakecore.errors import AlreadyExists, PublishConflict
-from lakecore.formats import map_files, write_file
+from lakecore.formats import map_files
 from lakecore.layout import parse_data_file_name
 from lakecore.publish import iceberg_avro as avro
+from lakecore.publish import iceberg_deletes as deletes_
 from lakecore.publish import iceberg_metadata as im
 from lakecore.publish.bounds import IcebergColumn, iceberg_columns, iceberg_metrics
 from lakecore.publish.plan import GroupKey, PlannedFile, PublishPlan
@@ -57,10 +58,6 @@ HINT = f"{METADATA_DIR}/version-hint.text"
 DELETES_DIR = f"{METADATA_DIR}/deletes"
 _VERSION = re.compile(r"^v(\d+)\.metadata\.json$")
 _BUCKET = re.compile(r"-m(\d+)-(data|deletes)\.avro$")
-_DELETE_SCHEMA = pa.schema([
-    pa.field("file_path", pa.string(), nullable=False, metadata={"PARQUET:field_id": str(avro.FILE_PATH_ID)}),
-    pa.field("pos", pa.int64(), nullable=False, metadata={"PARQUET:field_id": str(avro.POS_ID)}),
-])
 
 
 def metadata_path(version: int) -> str:
@@ -188,7 +185,6 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
         _discard(storage, snap.written)
         raise
     storage.write(HINT, str(state.version + 1).encode())
-    _expire(storage, state.snapshots, keep)
     return new
 
 
@@ -199,7 +195,8 @@ def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: 
     they are, but those holding entries of rewritten groups (replaced or gone), which are written again
     without them (the rest carried as EXISTING); the new entries go to one appended manifest per content
     (data, deletes). Once FOLD_AFTER appended data manifests piled up, they are folded back into their
-    buckets, keeping per data file only its newest delete file (each holds every row hidden then)."""
+    buckets, keeping per data file only its newest delete file (each holds every row hidden then),
+    and each partition's delete files are merged into one."""
     new = _new_entries(storage, plan, snap, partition, buckets, columns)
     if plan.full:
         for m in previous:
@@ -232,6 +229,10 @@ def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: 
             bucket = im.bucket_of(*_group_of(e["data_file"], snap.location), buckets) if fold else APPENDED
             touched.add(bucket)
             carried.setdefault((bucket, m["content"]), []).append(e)
+    if fold:  # each partition's delete files are merged: its shared one (in its bucket) too
+        touched |= {im.bucket_of(_partition_of(e["data_file"], snap.location), "", buckets)
+                    for (_, c), es in [*new.items(), *carried.items()] if c == avro.POSITION_DELETES
+                    for e in es}
     for m in previous:
         bucket = _bucket(m)
         if bucket < 0:
@@ -246,6 +247,8 @@ def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: 
         new.setdefault(key, []).extend({**e, "status": avro.EXISTING} for e in entries)
     if fold:
         new = {k: _newest_deletes(es, snap) if k[1] == avro.POSITION_DELETES else es for k, es in new.items()}
+        listed = {snap.uri(f.path) for g in plan.groups for f in (*g.files, *g.emptied)}
+        new = _merge_deletes(storage, snap, new, rewritten, listed, partition, buckets)
     return out + _written(storage, snap, new, partition, spec, schema)
 
 
@@ -293,6 +296,59 @@ def _newest_deletes(entries: list[dict[str, Any]], snap: _Snapshot) -> list[dict
     return [e for e in entries if id(e) not in gone]
 
 
+def _merge_deletes(storage: Storage, snap: _Snapshot, entries: dict[tuple[int, int], list[dict[str, Any]]],
+                   rewritten: frozenset[GroupKey], listed: set[str], partition: Sequence[avro.PartitionField],
+                   buckets: int) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """`entries` with the delete files of each partition merged into one (`iceberg_deletes`), in the
+    partition's bucket, without the rows of the files rewritten groups no longer list (`listed`: the
+    files the plan lists); a partition's lone shared file is kept as it is, the merged ones retired."""
+    out = {k: es for k, es in entries.items() if k[1] != avro.POSITION_DELETES}
+    by_partition: dict[str, list[dict[str, Any]]] = {}
+    for (_, c), es in entries.items():
+        if c == avro.POSITION_DELETES:
+            for e in es:
+                by_partition.setdefault(_partition_of(e["data_file"], snap.location), []).append(e)
+
+    def lone(es: list[dict[str, Any]]) -> bool:
+        return len(es) == 1 and es[0]["data_file"]["referenced_data_file"] is None
+
+    merging = sorted((p, es) for p, es in by_partition.items() if not lone(es))
+    for p, es in by_partition.items():
+        if lone(es):
+            out.setdefault((im.bucket_of(p, "", buckets), avro.POSITION_DELETES), []).extend(es)
+    paths = [_relative(e["data_file"]["file_path"], snap.location) for _, es in merging for e in es]
+    tables = iter(deletes_.read(storage, paths))
+
+    def kept(path: str) -> bool:
+        return path in listed or _group_of({"content": avro.DATA, "file_path": path}, snap.location) \
+            not in rewritten
+
+    todo = []
+    for p, es in merging:
+        rows = deletes_.merged([next(tables) for _ in es], kept)
+        snap.retired.extend(e["data_file"]["file_path"] for e in es)
+        if rows.num_rows:
+            todo.append((p, f"{DELETES_DIR}/{uuid.uuid4().hex}.parquet", rows))
+    snap.written.extend(path for _, path, _ in todo)
+    sizes = map_files(lambda t: deletes_.write(storage, t[1], t[2]), todo)
+    for (p, path, rows), size in zip(todo, sizes, strict=True):
+        names = rows.column("file_path")
+        out.setdefault((im.bucket_of(p, "", buckets), avro.POSITION_DELETES), []).append(avro.entry(
+            avro.ADDED, snap.id, snap.sequence, avro.POSITION_DELETES, snap.uri(path),
+            im.partition_record(p, partition), rows.num_rows, size,
+            path_bounds=(names[0].as_py(), names[-1].as_py())))
+    return out
+
+
+def _partition_of(data_file: Mapping[str, Any], location: str) -> str:
+    """The partition path of a delete file's data files: its referenced one's, or its lowest one's."""
+    path = data_file["referenced_data_file"]
+    if path is None:
+        low = [b["value"] for b in data_file["lower_bounds"] or () if b["key"] == avro.FILE_PATH_ID]
+        path = low[0].decode() if low else data_file["file_path"]
+    return _relative(path, location).rpartition("/")[0]
+
+
 def _written(storage: Storage, snap: _Snapshot, entries: dict[tuple[int, int], list[dict[str, Any]]],
              partition: Sequence[avro.PartitionField], spec: dict[str, Any], schema: dict[str, Any]
              ) -> list[dict[str, Any]]:
@@ -323,7 +379,8 @@ def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
     deletes = [(f"{DELETES_DIR}/{uuid.uuid4().hex}.parquet", b) for b in batches]
     snap.written.extend(p for p, _ in deletes)
     by_path = dict(deletes)
-    sizes = map_files(lambda p: _write_deletes(storage, p, by_path[p], snap), list(by_path))
+    sizes = map_files(lambda p: deletes_.write(storage, p, deletes_.rows_of(by_path[p], snap.uri)),
+                      list(by_path))
     for (path, files), size in zip(deletes, sizes, strict=True):
         f = files[0]
         shared = plan.full
@@ -334,16 +391,6 @@ def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
             referenced=None if shared else snap.uri(f.path),
             path_bounds=(snap.uri(min(f.path for f in files)), snap.uri(max(f.path for f in files)))))
     return out
-
-
-def _write_deletes(storage: Storage, path: str, files: list[PlannedFile], snap: _Snapshot) -> int:
-    """The (file_path, pos) rows of `files`, sorted by both as the spec asks."""
-    files = sorted(files, key=lambda f: f.path)
-    paths = pa.array([snap.uri(f.path) for f in files], pa.string())
-    which = np.repeat(np.arange(len(files)), [len(f.hidden) for f in files])
-    positions = np.concatenate([f.hidden for f in files])
-    table = pa.Table.from_arrays([paths.take(pa.array(which)), pa.array(positions)], schema=_DELETE_SCHEMA)
-    return write_file(storage, path, table, compression="zstd")
 
 
 def _write_manifest(storage: Storage, snap: _Snapshot, bucket: int, content: int,
@@ -413,9 +460,11 @@ def _discard(storage: Storage, paths: Iterable[str]) -> None:
             pass
 
 
-def _expire(storage: Storage, before: Sequence[PublishedSnapshot], keep: Sequence[PublishedSnapshot]) -> None:
+def expire(storage: Storage, before: Sequence[PublishedSnapshot], keep: Sequence[PublishedSnapshot]) -> None:
     """Delete what snapshots no longer retained alone referenced: the files each expired snapshot's
-    successor retired (and those of the oldest retained one, whose predecessors are all gone)."""
+    successor retired (and those of the oldest retained one, whose predecessors are all gone). The
+    publisher calls it after the catalog shows the new snapshot (a catalog may still read the expired
+    one until then); skipped by a kill, the next expiry deletes them (the retired lists stay until)."""
     kept = {s.id for s in keep}
     gone = [s.id for s in before if s.id not in kept]
     if not gone:

@@ -9,7 +9,10 @@ it for clean, commit it, trim the pins. The I/O shell around `plan.py` and the t
     pin       under the table lock: no clean (pending, or completed since we looked) deletes a file
               of the snapshot, then `.weir/publish/<target>.json` += the new instant
     commit    the target writes everything, its pointer last (Iceberg metadata, Delta log entry)
-    trim      the pins become exactly the snapshots the retention keeps (a Delta log drops older
+    register  (a catalog given) the catalog's table moves to the new snapshot
+    trim      files only expired snapshots read are deleted (Iceberg), and the pins become exactly
+              the snapshots the retention keeps: after the catalog moved, so a kill or a catalog
+              failure before leaves the catalog's snapshot readable (a Delta log drops older
               versions lazily, at its next checkpoint: until then such a version is listed but, as
               after Delta's own VACUUM, its files may be gone)
 
@@ -19,7 +22,8 @@ what is retained in between, so clean never deletes what a retained snapshot nee
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
@@ -96,18 +100,20 @@ def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, v
     if catalog is not None and target != "iceberg":
         raise NotPublishable(f"a catalog registers Iceberg tables; publish --format iceberg to register "
                              f"{catalog.table} (a {target} table is read by its path, {storage.uri})")
-    result = _publish(storage, config, lock, target, view=view, keep=keep)
-    if catalog is None:
-        return result
-    state = _module(target).load(storage)
-    if state.metadata is None:
-        raise PublishError(f"the Iceberg metadata just published at {result.location} does not read back; "
-                           "publish again (a full rebuild)")
-    return replace(result, catalog=register(catalog, result.location, state.metadata).describe(catalog))
+    result, trim = _publish(storage, config, lock, target, view=view, keep=keep)
+    if catalog is not None:
+        state = _module(target).load(storage)
+        if state.metadata is None:
+            raise PublishError(f"the Iceberg metadata just published at {result.location} does not read "
+                               "back; publish again (a full rebuild)")
+        result = replace(result, catalog=register(catalog, result.location, state.metadata).describe(catalog))
+    trim()  # only now: until the catalog moved, it may read a snapshot the retention drops
+    return result
 
 
 def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, view: str | None,
-             keep: int) -> PublishResult:
+             keep: int) -> tuple[PublishResult, Callable[[], None]]:
+    """The new snapshot committed, and the trim step (see the module docstring) still to run."""
     mod = _module(target)
     kind = choose_view(config, view)
     mod.check_schema(config.schema)  # a type the target cannot hold: refused before anything is written
@@ -122,7 +128,7 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
     if last is not None and (last.instant, last.view, last.schema) == \
             (instant.requested_time, kind, schema_fingerprint(config.schema)):
         return PublishResult(target, last, False, 0, 0, 0, mod.location(storage),  # type: ignore[arg-type]
-                             up_to_date=True, note=_note(config, kind))
+                             up_to_date=True, note=_note(config, kind)), lambda: None
     continues = last is not None and _continues(store, timeline, last, kind) and \
         mod.can_continue(state, storage.uri.rstrip("/"))
     if continues and last is not None:
@@ -139,10 +145,14 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
          now if since is None else None, timeline)
     snapshot = mod.commit(storage, plan, state, retention)
     kept = retained([*published, snapshot], retention)
-    write_pins(storage, target, tuple(s.completion for s in kept))
+
+    def trim() -> None:
+        mod.expire(storage, state.snapshots, kept)
+        write_pins(storage, target, tuple(s.completion for s in kept))
+
     return PublishResult(target, snapshot, plan.full, len(plan.groups), len(plan.files),  # type: ignore[arg-type]
                          sum(len(f.hidden) for f in plan.files), mod.location(storage),
-                         note=_note(config, kind))
+                         note=_note(config, kind)), trim
 
 
 def _note(config: TableConfig, kind: PublishView) -> str:
@@ -155,7 +165,7 @@ def _note(config: TableConfig, kind: PublishView) -> str:
 
 
 
-_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="weir-publish")
+_pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="weir-publish")
 
 
 _BATCH = 256  # file groups merged in one call

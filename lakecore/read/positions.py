@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakecore.config import OP, TableConfig
 from lakecore.errors import InvalidInput
@@ -100,7 +101,8 @@ def shown_rows_of_slices(storage: Storage, config: TableConfig, slices: Sequence
         return [shown_rows(storage, config, fs) for fs in slices]
     files = [slice_files(fs) for fs in slices]
     columns = merge_columns(config, [])
-    flat = read_files(storage, [f.path for fl in files for f in fl], [*columns, *op_columns(config)])
+    flat = read_files(storage, [f.path for fl in files for f in fl], [*columns, *op_columns(config)],
+                      small=True)
     tables: list[list[pa.Table]] = []
     at = 0
     for fl in files:
@@ -117,9 +119,10 @@ def _disjoint(tables: Sequence[Sequence[pa.Table]], config: TableConfig) -> bool
     parts = [pa.concat_tables([t.select(key) for t in ts]).append_column(
         "_slice", pa.array(np.full(sum(t.num_rows for t in ts), i, np.int32)))
         for i, ts in enumerate(tables)]
-    every = pa.concat_tables(parts)
-    return bool(every.group_by(key).aggregate([]).num_rows ==
-                every.group_by([*key, "_slice"]).aggregate([]).num_rows)
+    pairs = pa.concat_tables(parts).group_by([*key, "_slice"]).aggregate([])  # distinct (key, slice)
+    if len(key) == 1:  # one hash pass over the pairs instead of a second group-by
+        return bool(pc.count_distinct(pairs.column(key[0]), mode="all").as_py() == pairs.num_rows)
+    return bool(pairs.group_by(key).aggregate([]).num_rows == pairs.num_rows)
 
 
 def _untouched_rows(base: WriteStat) -> int | None:

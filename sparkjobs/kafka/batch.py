@@ -46,7 +46,7 @@ class KafkaBatches:
         config = self.table.config
         schemas = self.registry.schemas(registry.batch_schema_ids(batch)) if self.registry else None
         decoded = decode(batch, config, self.columns, self.args.value_format, self.args.avro_schema, schemas)
-        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = raw_of_bad_only(decoded).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             summary = bad_records.summarize(decoded)
             extra = bad_records.judge(summary, self.args.bad_records)  # type: ignore[arg-type]
@@ -77,6 +77,13 @@ class KafkaBatches:
 
         write_dataframe(rows, dead_letter_table(str(self.args.dead_letter_table), self.storage_options),
                         "upsert")
+
+
+def raw_of_bad_only(decoded: DataFrame) -> DataFrame:
+    """The decoded rows with each message's raw key and value kept only where it is bad (what a dead letter
+    carries): a good message's bytes are in its columns already, and the batch is held in memory once."""
+    bad = F.col(ERROR).isNotNull()
+    return decoded.withColumns({"key": F.when(bad, F.col("key")), "value": F.when(bad, F.col("value"))})
 
 
 def good_rows(decoded: DataFrame, config: TableConfig, columns: list[str], changes: bool) -> DataFrame:
