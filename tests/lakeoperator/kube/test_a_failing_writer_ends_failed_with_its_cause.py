@@ -48,7 +48,10 @@ def test_a_driver_that_never_starts_times_out_until_the_budget_is_spent(
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "False"
     assert "StartTimeout" in [e["reason"] for e in cluster.events("orders-load")]
-    assert cluster.pods(selector="weir.dev/writer=orders-load") == []   # timed-out drivers are deleted
+    # timed-out drivers are deleted: the operator's delete sets deletionTimestamp, and the pod goes when
+    # the kubelet has confirmed it (a moment later, even with grace period 0)
+    wait_until(lambda: not cluster.pods(selector="weir.dev/writer=orders-load"), timeout=30,
+               show=lambda: cluster.pods(selector="weir.dev/writer=orders-load"))
 
 
 def test_bad_input_fails_at_once_and_a_new_nonce_runs_the_fixed_input(cluster: Cluster) -> None:
