@@ -97,7 +97,8 @@ class KafkaBatches:
         rows = decoded.select(*self.columns, *bad_records.SIDE_COLUMNS)
         return Prepared(rows, {}, committed,
                         sidecar=Sidecar(bad_records.SIDE_COLUMNS,
-                                        partial(bad_records.split, policy=self.args.bad_records), decide))
+                                        partial(bad_records.split, policy=self.args.bad_records),  # type: ignore[arg-type]
+                                        decide))
 
     def _dead_letter(self, decoded: DataFrame) -> None:
         rows = bad_records.dead_letter_rows(decoded, self.writer)
