@@ -130,13 +130,14 @@ def format_version(state: IcebergState, asked: int | None) -> int:
     """The format version to publish: `asked`, or the published table's (2 for a new one). Raises
     NotPublishable for a version Weir does not write, or a downgrade (readers of a v3 table would
     find v2 metadata they do not expect; the spec has no way back), before anything is written."""
-    current = int(state.metadata["format-version"]) if state.metadata else None
+    md = state.metadata or {}
+    current = int(md["format-version"]) if md else None
     version = asked if asked is not None else current or 2
     if version not in VERSIONS:
         raise NotPublishable(f"Iceberg format version {version} is not one Weir publishes; use 2 or 3")
     if current is not None and version < current:
         raise NotPublishable(
-            f"the Iceberg table at {state.metadata and state.metadata.get('location')} is published as format "
+            f"the Iceberg table at {md.get('location')} is published as format "
             f"version {current}, which cannot go back to {version}; publish it as version {current}, or "
             f"delete its {METADATA_DIR}/ directory (metadata only: Weir's data stays, and the next publish "
             f"writes version {version} from scratch, without the older published snapshots)")
@@ -184,7 +185,7 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
     mapping = name_mapping(plan.stored, ids)
     spec, partition = im.partition_spec(plan.schema, plan.partition_fields, ids)
     incremental = not plan.full
-    assert plan.full or can_continue(state, location, version), "an incremental plan needs a snapshot to build on"
+    assert plan.full or can_continue(state, location, version), "an incremental plan builds on a snapshot"
     parent = im.current_snapshot(prev) if prev else None
     snap = _Snapshot(secrets.randbits(62) + 1, int((prev or {}).get("last-sequence-number", 0)) + 1, location,
                      [], [], version)
@@ -199,10 +200,9 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
             manifests, added = avro.assign_row_ids(manifests, first)
             row_ids = (first, added)
         list_path = f"{METADATA_DIR}/snap-{snap.id}-{uuid.uuid4().hex}.avro"
-        _write(storage, snap, list_path, avro.encode(avro.manifest_list_schema(version), manifests,
-                                                     avro.list_metadata(snap.id, parent["snapshot-id"] if parent
-                                                                        else None, snap.sequence, version,
-                                                                        row_ids[0] if row_ids else None)))
+        header = avro.list_metadata(snap.id, parent["snapshot-id"] if parent else None, snap.sequence,
+                                    version, row_ids[0] if row_ids else None)
+        _write(storage, snap, list_path, avro.encode(avro.manifest_list_schema(version), manifests, header))
         if parent:
             snap.retired.append(parent["manifest-list"])
         entry = im.snapshot_entry(snap.id, parent["snapshot-id"] if parent else None, snap.sequence, plan,
@@ -307,7 +307,8 @@ def _bucket(m: Mapping[str, Any]) -> int:
 
 
 def _entries(storage: Storage, m: Mapping[str, Any], snap: _Snapshot) -> list[dict[str, Any]]:
-    return avro.with_inherited_row_ids(m, avro.decode(storage.read(_relative(m["manifest_path"], snap.location))))
+    entries = avro.decode(storage.read(_relative(m["manifest_path"], snap.location)))
+    return avro.with_inherited_row_ids(m, entries)
 
 
 def _without(entries: list[dict[str, Any]], groups: frozenset[GroupKey], snap: _Snapshot
@@ -440,9 +441,11 @@ def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
     return out
 
 
+Entries = dict[tuple[int, int], list[dict[str, Any]]]  # manifest entries by (bucket, content)
+
+
 def _dv_entries(storage: Storage, snap: _Snapshot, hiding: list[PlannedFile],
-                partition: Sequence[avro.PartitionField], buckets: int,
-                out: dict[tuple[int, int], list[dict[str, Any]]]) -> dict[tuple[int, int], list[dict[str, Any]]]:
+                partition: Sequence[avro.PartitionField], buckets: int, out: Entries) -> Entries:
     """`out` and the ADDED entries of a deletion vector (in a Puffin file of its own) per file of
     `hiding`, in its group's bucket."""
     todo = [(f"{DELETES_DIR}/{uuid.uuid4().hex}.puffin", f) for f in hiding]

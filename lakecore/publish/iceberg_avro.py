@@ -169,7 +169,8 @@ def list_metadata(snapshot_id: int, parent: int | None, sequence: int, version: 
             "sequence-number": str(sequence), "format-version": str(version), **lineage}
 
 
-def with_inherited_row_ids(manifest: Mapping[str, Any], entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_inherited_row_ids(manifest: Mapping[str, Any], entries: list[dict[str, Any]]
+                           ) -> list[dict[str, Any]]:
     """A v3 data manifest's entries with each data file's `first_row_id` as readers inherit it (the
     manifest's plus the rows of the files before it that had none), to be written when an entry is
     carried into a new manifest, so row ids never change."""

@@ -64,13 +64,14 @@ class PublishResult:
 
     def describe(self) -> str:
         s = self.snapshot
+        v3 = self.format_version == 3  # v2 is said as before: "iceberg"
+        name = f"{self.target} v3" if v3 else self.target
         if self.up_to_date:
-            return f"{self.target}: already shows instant {s.instant} ({s.view})"
+            return f"{name}: already shows instant {s.instant} ({s.view})"
         how = "full rebuild" if self.full else f"{self.groups} changed file group(s)"
         note = f"; {self.note}" if self.note else ""
-        hides = "deletion vectors" if self.format_version == 3 else ""
-        return (f"{self.target}{f' v{self.format_version}' if self.format_version else ''}: snapshot {s.id} shows instant {s.instant} ({s.view}); {how}, "
-                f"{self.files} data file(s), {self.hidden:,} row(s) hidden{f' by {hides}' if hides else ''}{note}")
+        return (f"{name}: snapshot {s.id} shows instant {s.instant} ({s.view}); {how}, {self.files} data "
+                f"file(s), {self.hidden:,} row(s) hidden{' by deletion vectors' if v3 else ''}{note}")
 
     def to_json(self) -> dict[str, Any]:
         s = self.snapshot
@@ -109,7 +110,8 @@ def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, v
     if format_version is not None and target != "iceberg":
         raise NotPublishable(f"format version {format_version} is Iceberg's; a {target} table has none to "
                              "choose: leave it out, or publish --format iceberg")
-    result, trim = _publish(storage, config, lock, target, view=view, keep=keep, format_version=format_version)
+    result, trim = _publish(storage, config, lock, target, view=view, keep=keep,
+                            format_version=format_version)
     if catalog is not None:
         state = _module(target).load(storage)
         if state.metadata is None:

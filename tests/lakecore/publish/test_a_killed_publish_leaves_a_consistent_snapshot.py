@@ -1,7 +1,7 @@
 """kill -9 after every storage call of a publish (a first one, an incremental one that expires older
-snapshots, both for Iceberg v2 and v3, and a Delta one that checkpoints and drops old versions): readers then see the previous
-published snapshot or the new one, never a broken one, and the next publish completes, after which
-they see Table.read()."""
+snapshots, both for Iceberg v2 and v3, and a Delta one that checkpoints and drops old versions):
+readers then see the previous published snapshot or the new one, never a broken one, and the next
+publish completes, after which they see Table.read()."""
 
 from __future__ import annotations
 

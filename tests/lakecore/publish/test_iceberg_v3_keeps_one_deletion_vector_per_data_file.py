@@ -26,7 +26,8 @@ from tests.lakecore.publish.histories import history, step, table_kind
 def avro(path: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
     with open(path, "rb") as f:
         reader = fastavro.reader(f)
-        return list(reader), {k: v.decode() if isinstance(v, bytes) else v for k, v in reader.metadata.items()}
+        meta = {k: v.decode() if isinstance(v, bytes) else v for k, v in reader.metadata.items()}
+        return list(reader), meta
 
 
 def snapshot_files(base: str) -> tuple[dict[str, Any], dict[str, int], list[dict[str, Any]]]:

@@ -5,8 +5,8 @@ supersede rows in base and log files, event-time losers and deletes (rows hidden
 files and deletion vectors), partitioned, in every type both targets hold; then again after a
 compaction and more writes left in log files; an earlier published snapshot or version reads as
 `Table.read(as_of=<its instant>)` (DuckDB has no Delta time travel). The same for Iceberg v3 (deletion
-vectors) with DuckDB and Spark; daft does not read v3 deletion vectors (tests/support/test_readers.py). Each engine runs in its own
-long-lived process (`make readers`), one Spark JVM for the session."""
+vectors) with DuckDB and Spark; daft does not read v3 deletion vectors (tests/support/test_readers.py).
+Each engine runs in its own long-lived process (`make readers`), one Spark JVM for the session."""
 
 from __future__ import annotations
 
@@ -151,7 +151,8 @@ def compacted_v3(tmp_path_factory: pytest.TempPathFactory) -> Table:
 
 
 @pytest.mark.parametrize("engine", V3)
-def test_engines_read_the_merged_snapshot_as_iceberg_v3(readers: Readers, table_v3: Table, engine: str) -> None:
+def test_engines_read_the_merged_snapshot_as_iceberg_v3(readers: Readers, table_v3: Table,
+                                                        engine: str) -> None:
     check(readers, table_v3, engine, "v3, with upserts and deletes in log files", format_version=3)
 
 

@@ -49,6 +49,7 @@ def test_iceberg_v3_readers_read_what_weir_reads_after_every_step(readers_sessio
         for op in h.run(steps):
             expected = readers.expected(h.table.read(), "iceberg")
             result = h.table.publish("iceberg", format_version=3)
-            readers.assert_same(readers.iceberg(h.table.uri), expected, ["k"], reader=f"pyiceberg v3 after {op}")
+            readers.assert_same(readers.iceberg(h.table.uri), expected, ["k"],
+                                reader=f"pyiceberg v3 after {op}")
             got = readers.normalized(readers_session.duckdb_iceberg(result.location))
             readers.assert_same(got, expected, ["k"], reader=f"duckdb iceberg v3 after {op}")
