@@ -49,7 +49,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.errors import AlreadyExists, NotPublishable, PublishConflict
+from lakecore.errors import AlreadyExists, PublishConflict
 from lakecore.formats import map_files
 from lakecore.layout import parse_data_file_name
 from lakecore.publish import iceberg_avro as avro
@@ -68,7 +68,6 @@ HINT = f"{METADATA_DIR}/version-hint.text"
 DELETES_DIR = f"{METADATA_DIR}/deletes"
 _VERSION = re.compile(r"^v(\d+)\.metadata\.json$")
 _BUCKET = re.compile(r"-m(\d+)-(data|deletes)\.avro$")
-VERSIONS = (2, 3)
 
 
 def metadata_path(version: int) -> str:
@@ -95,7 +94,7 @@ def load(storage: Storage) -> IcebergState:
         return IcebergState(0, None)
     try:
         metadata = json.loads(storage.read(metadata_path(version)))
-        if not isinstance(metadata, dict) or metadata.get("format-version") not in VERSIONS:
+        if not isinstance(metadata, dict) or metadata.get("format-version") not in im.VERSIONS:
             raise ValueError("not format-version 2 or 3 table metadata")
     except (FileNotFoundError, UnicodeDecodeError, ValueError):
         return IcebergState(version, None)
@@ -127,21 +126,8 @@ def check_schema(schema: pa.Schema) -> None:
 
 
 def format_version(state: IcebergState, asked: int | None) -> int:
-    """The format version to publish: `asked`, or the published table's (2 for a new one). Raises
-    NotPublishable for a version Weir does not write, or a downgrade (readers of a v3 table would
-    find v2 metadata they do not expect; the spec has no way back), before anything is written."""
-    md = state.metadata or {}
-    current = int(md["format-version"]) if md else None
-    version = asked if asked is not None else current or 2
-    if version not in VERSIONS:
-        raise NotPublishable(f"Iceberg format version {version} is not one Weir publishes; use 2 or 3")
-    if current is not None and version < current:
-        raise NotPublishable(
-            f"the Iceberg table at {md.get('location')} is published as format "
-            f"version {current}, which cannot go back to {version}; publish it as version {current}, or "
-            f"delete its {METADATA_DIR}/ directory (metadata only: Weir's data stays, and the next publish "
-            f"writes version {version} from scratch, without the older published snapshots)")
-    return version
+    """The format version to publish (`iceberg_metadata.choose_version`), before anything is written."""
+    return im.choose_version(state.metadata, asked, METADATA_DIR)
 
 
 def can_continue(state: IcebergState, location: str, version: int = 2) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakecore.errors import NotPublishable
 from lakecore.layout import parse_partition_path
 from lakecore.publish.iceberg_avro import PartitionField
 from lakecore.publish.plan import PublishPlan
@@ -33,6 +34,25 @@ BUCKETS = "weir.manifest-buckets"
 INSTANT, COMPLETION, VIEW, SCHEMA = "weir.instant", "weir.completion-time", "weir.view", "weir.schema"
 FIRST_PARTITION_ID = 1000
 METADATA_LOG = 10  # previous metadata files the metadata lists
+VERSIONS = (2, 3)  # the format versions Weir writes
+
+
+def choose_version(metadata: Mapping[str, Any] | None, asked: int | None, directory: str) -> int:
+    """The format version to publish: `asked`, or the published table's (2 for a new one). Raises
+    NotPublishable for a version Weir does not write, or a downgrade (the spec has no way back: v3
+    readers of the table would find v2 metadata)."""
+    current = int(metadata["format-version"]) if metadata else None
+    version = asked if asked is not None else current or 2
+    if version not in VERSIONS:
+        raise NotPublishable(f"Iceberg format version {version} is not one Weir publishes; use 2 or 3")
+    if current is not None and version < current:
+        where = (metadata or {}).get("location")
+        raise NotPublishable(
+            f"the Iceberg table at {where} is published as format version {current}, which cannot go back "
+            f"to {version}; publish it as version {current}, or delete its {directory}/ directory (metadata "
+            "only: Weir's data stays; drop the table from its catalog too, if registered) and the next "
+            f"publish writes version {version} from scratch, without the older snapshots")
+    return version
 
 
 def _partition_type(t: pa.DataType) -> str | dict[str, Any] | None:
