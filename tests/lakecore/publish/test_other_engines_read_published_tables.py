@@ -65,14 +65,21 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Table:
     return written(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def compacted(tmp_path_factory: pytest.TempPathFactory) -> Table:
-    """The same table compacted (its tombstones stay in the new base files), then written to again."""
+def compacted_table(tmp_path_factory: pytest.TempPathFactory, **published: int) -> Table:
+    """The same table compacted (its tombstones stay in the new base files), then written to again;
+    `published`: Table.publish's options of an Iceberg publish before the compaction (none: none)."""
     t = written(tmp_path_factory)
+    if published:
+        t.publish("iceberg", **published)  # the publish after the compaction is then incremental
     assert t.maintenance.compact().instant is not None
     t.upsert(rows([8, 9, 100], 40, "c"))
     t.delete(keys([10, 11], 50))
     return t
+
+
+@pytest.fixture(scope="module")
+def compacted(tmp_path_factory: pytest.TempPathFactory) -> Table:
+    return compacted_table(tmp_path_factory)
 
 
 Read = Callable[[Readers, PublishResult], pa.Table]
@@ -142,12 +149,7 @@ def table_v3(tmp_path_factory: pytest.TempPathFactory) -> Table:
 
 @pytest.fixture(scope="module")
 def compacted_v3(tmp_path_factory: pytest.TempPathFactory) -> Table:
-    t = written(tmp_path_factory)
-    t.publish("iceberg", format_version=3)  # before the compaction: the next publish is incremental
-    assert t.maintenance.compact().instant is not None
-    t.upsert(rows([8, 9, 100], 40, "c"))
-    t.delete(keys([10, 11], 50))
-    return t
+    return compacted_table(tmp_path_factory, format_version=3)
 
 
 @pytest.mark.parametrize("engine", V3)
