@@ -1,4 +1,5 @@
-"""Iceberg (format v2) metadata beside a Weir table, over its Parquet files as they are.
+"""Iceberg (format v2, or v3 with deletion vectors) metadata beside a Weir table, over its Parquet files
+as they are.
 
 The table location is the Weir table's base; the metadata sits where Hadoop-style readers look for it
 (`iceberg_scan('<base>')`, Spark's `load('<base>')`), or a catalog registers `v<N>.metadata.json`:
@@ -11,6 +12,7 @@ The table location is the Weir table's base; the metadata sits where Hadoop-styl
     <base>/metadata/<uuid>-a-data.avro          manifest of the entries one incremental publish added
     <base>/metadata/deletes/<uuid>.parquet      position deletes (file_path, pos) of one data file, or (a
                                                 full rebuild, a fold) of every data file of one partition
+    <base>/metadata/deletes/<uuid>.puffin       (v3) the deletion vector of one data file (`iceberg_dvs`)
     <base>/metadata/retired-<id>.json           files snapshot <id> stopped referencing (deleted once
                                                 every older snapshot expired)
 
@@ -26,6 +28,13 @@ holding every row its data file hides now). Only the manifests listing a replace
 (compaction, clustering, overwrite) are rewritten without it. After FOLD_AFTER such appended
 manifests, a publish folds them back into their buckets (`iceberg_metadata.bucket_of`) and merges
 each partition's delete files into one (`iceberg_deletes`), in the partition's bucket.
+
+Format v3 (`version=3`) hides rows with one deletion vector per data file instead, and allows at most
+one per data file in a snapshot: every changed group's vectors are dropped (the manifests holding them
+rewritten) and written anew, each holding every row its data file hides now; a fold has nothing to
+merge. Row lineage: new data manifests get row ids from the table's `next-row-id`; a data file carried
+into a rewritten manifest keeps the ones it inherited. A table published as v2 is upgraded by a full
+rebuild (its v2 snapshots stay readable for time travel); v3 is never downgraded (`check_version`).
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from lakecore.formats import map_files
 from lakecore.layout import parse_data_file_name
 from lakecore.publish import iceberg_avro as avro
 from lakecore.publish import iceberg_deletes as deletes_
+from lakecore.publish import iceberg_dvs as dvs
 from lakecore.publish import iceberg_metadata as im
 from lakecore.publish.bounds import IcebergColumn, iceberg_columns, iceberg_metrics
 from lakecore.publish.plan import GroupKey, PlannedFile, PublishPlan
@@ -84,8 +94,8 @@ def load(storage: Storage) -> IcebergState:
         return IcebergState(0, None)
     try:
         metadata = json.loads(storage.read(metadata_path(version)))
-        if not isinstance(metadata, dict) or metadata.get("format-version") != 2:
-            raise ValueError("not format-version 2 table metadata")
+        if not isinstance(metadata, dict) or metadata.get("format-version") not in im.VERSIONS:
+            raise ValueError("not format-version 2 or 3 table metadata")
     except (FileNotFoundError, UnicodeDecodeError, ValueError):
         return IcebergState(version, None)
     if hint != version:  # a publish died between its commit and the hint: finish it
@@ -115,11 +125,20 @@ def check_schema(schema: pa.Schema) -> None:
     iceberg_schema(schema, FieldIds())
 
 
-def can_continue(state: IcebergState, location: str) -> bool:
-    """Whether an incremental publish can build on the current snapshot."""
+def format_version(state: IcebergState, asked: int | None) -> int:
+    """The format version to publish (`iceberg_metadata.choose_version`), before anything is written."""
+    return im.choose_version(state.metadata, asked, METADATA_DIR)
+
+
+def can_continue(state: IcebergState, location: str, version: int = 2) -> bool:
+    """Whether an incremental publish of format `version` can build on the current snapshot."""
     md = state.metadata
     return bool(md and md.get("location") == location and im.current_snapshot(md) and
-                im.BUCKETS in (md.get("properties") or {}))
+                im.BUCKETS in (md.get("properties") or {}) and md.get("format-version") == version)
+
+
+def shows_version(state: IcebergState, version: int) -> bool:
+    return bool(state.metadata) and (state.metadata or {}).get("format-version") == version
 
 
 @dataclass
@@ -131,14 +150,16 @@ class _Snapshot:
     location: str
     written: list[str]
     retired: list[str]
+    version: int = 2
 
     def uri(self, path: str) -> str:
         return f"{self.location}/{path}"
 
 
 def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
-           retention: Retention) -> PublishedSnapshot:
-    """Write the snapshot `plan` describes as the table's current one (see the module docstring)."""
+           retention: Retention, version: int = 2) -> PublishedSnapshot:
+    """Write the snapshot `plan` describes as the table's current one, in format `version` (see the
+    module docstring)."""
     location = storage.uri.rstrip("/")
     if state.metadata is not None and state.metadata.get("location") != location:
         state = IcebergState(state.version, None)  # copied or moved here: its snapshots read files elsewhere
@@ -150,22 +171,28 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
     mapping = name_mapping(plan.stored, ids)
     spec, partition = im.partition_spec(plan.schema, plan.partition_fields, ids)
     incremental = not plan.full
-    assert plan.full or can_continue(state, location), "an incremental plan needs a snapshot to build on"
+    assert plan.full or can_continue(state, location, version), "an incremental plan builds on a snapshot"
     parent = im.current_snapshot(prev) if prev else None
     snap = _Snapshot(secrets.randbits(62) + 1, int((prev or {}).get("last-sequence-number", 0)) + 1, location,
-                     [], [])
+                     [], [], version)
     try:
         buckets = int(props[im.BUCKETS]) if incremental else im.buckets_for(len(plan.files))
         previous = _read_list(storage, parent, location) if parent else []
         columns = iceberg_columns(plan.schema, ids)
         manifests = _manifests(storage, plan, snap, partition, spec, schema, buckets, previous, columns)
+        row_ids = None
+        if version >= 3:
+            first = im.next_row_id(prev if prev and prev.get("format-version") == version else None)
+            manifests, added = avro.assign_row_ids(manifests, first)
+            row_ids = (first, added)
         list_path = f"{METADATA_DIR}/snap-{snap.id}-{uuid.uuid4().hex}.avro"
-        _write(storage, snap, list_path, avro.encode(avro.MANIFEST_LIST_SCHEMA, manifests, avro.list_metadata(
-            snap.id, parent["snapshot-id"] if parent else None, snap.sequence)))
+        header = avro.list_metadata(snap.id, parent["snapshot-id"] if parent else None, snap.sequence,
+                                    version, row_ids[0] if row_ids else None)
+        _write(storage, snap, list_path, avro.encode(avro.manifest_list_schema(version), manifests, header))
         if parent:
             snap.retired.append(parent["manifest-list"])
         entry = im.snapshot_entry(snap.id, parent["snapshot-id"] if parent else None, snap.sequence, plan,
-                                  snap.uri(list_path), _totals(manifests))
+                                  snap.uri(list_path), _totals(manifests), row_ids)
         new = PublishedSnapshot.of(plan, snap.id)
         keep = retained([*state.snapshots, new], retention)
         if snap.retired:
@@ -175,7 +202,7 @@ def commit(storage: Storage, plan: PublishPlan, state: IcebergState,
             schema=schema, last_column=last_column, mapping=mapping, spec=spec, snapshot=entry,
             keep={s.id for s in keep},
             buckets=buckets, previous_file=snap.uri(metadata_path(state.version)) if prev else None,
-            now_ms=now_ms(), properties={im.VIEW: plan.view})
+            now_ms=now_ms(), properties={im.VIEW: plan.view}, version=version)
         storage.write_if_absent(metadata_path(state.version + 1), json.dumps(metadata).encode())
     except AlreadyExists:
         _discard(storage, snap.written)
@@ -196,7 +223,8 @@ def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: 
     without them (the rest carried as EXISTING); the new entries go to one appended manifest per content
     (data, deletes). Once FOLD_AFTER appended data manifests piled up, they are folded back into their
     buckets, keeping per data file only its newest delete file (each holds every row hidden then),
-    and each partition's delete files are merged into one."""
+    and each partition's delete files are merged into one. Format v3: a changed group's deletion vectors
+    are all dropped (its new ones replace them), and a fold merges nothing."""
     new = _new_entries(storage, plan, snap, partition, buckets, columns)
     if plan.full:
         for m in previous:
@@ -204,48 +232,51 @@ def _manifests(storage: Storage, plan: PublishPlan, snap: _Snapshot, partition: 
             if m["content"] == avro.POSITION_DELETES:  # its delete files are ours; data files are Weir's
                 snap.retired.extend(e["data_file"]["file_path"] for e in _entries(storage, m, snap))
         return _written(storage, snap, new, partition, spec, schema)
-    rewritten = plan.rewritten
+    rewritten, dvs_ = plan.rewritten, snap.version >= 3
+    drop = {avro.DATA: rewritten, avro.POSITION_DELETES: plan.replaced if dvs_ else rewritten}
     appended = [m for m in previous if _bucket(m) < 0]
     fold = sum(m["content"] == avro.DATA for m in appended) >= FOLD_AFTER
     carried: dict[tuple[int, int], list[dict[str, Any]]] = {}
     out = []
-    touched = {im.bucket_of(p, f, buckets) for p, f in rewritten}
+    touched = {(im.bucket_of(p, f, buckets), c) for c, groups in drop.items() for p, f in groups}
     if fold:
-        touched |= {b for b, _ in new}
+        touched |= set(new)
     else:
         new = {(APPENDED, content): [e for (_, c), es in sorted(new.items()) if c == content for e in es]
                for content in (avro.DATA, avro.POSITION_DELETES)}
     for m in appended:
-        if not fold and not rewritten:
+        if not fold and not drop[m["content"]]:
             out.append(m)
             continue
         entries = _entries(storage, m, snap)
-        kept = _without(entries, rewritten, snap)
+        kept = _without(entries, drop[m["content"]], snap)
         if not fold and len(kept) == len(entries):
             out.append(m)
             continue
         snap.retired.append(m["manifest_path"])
         for e in kept:
             bucket = im.bucket_of(*_group_of(e["data_file"], snap.location), buckets) if fold else APPENDED
-            touched.add(bucket)
+            touched.add((bucket, m["content"]))
             carried.setdefault((bucket, m["content"]), []).append(e)
-    if fold:  # each partition's delete files are merged: its shared one (in its bucket) too
-        touched |= {im.bucket_of(_partition_of(e["data_file"], snap.location), "", buckets)
+    if fold and not dvs_:  # each partition's delete files are merged: its shared one (in its bucket) too
+        touched |= {(im.bucket_of(_partition_of(e["data_file"], snap.location), "", buckets), avro.DATA)
                     for (_, c), es in [*new.items(), *carried.items()] if c == avro.POSITION_DELETES
                     for e in es}
+    if not dvs_:  # v2 rewrites a bucket's data and delete manifests together
+        touched |= {(b, c) for b, _ in touched for c in (avro.DATA, avro.POSITION_DELETES)}
     for m in previous:
         bucket = _bucket(m)
         if bucket < 0:
             continue
-        if bucket not in touched:
+        if (bucket, m["content"]) not in touched:
             out.append(m)
             continue
         snap.retired.append(m["manifest_path"])
         carried.setdefault((bucket, m["content"]), []).extend(
-            _without(_entries(storage, m, snap), rewritten, snap))
+            _without(_entries(storage, m, snap), drop[m["content"]], snap))
     for key, entries in carried.items():
         new.setdefault(key, []).extend({**e, "status": avro.EXISTING} for e in entries)
-    if fold:
+    if fold and not dvs_:
         new = {k: _newest_deletes(es, snap) if k[1] == avro.POSITION_DELETES else es for k, es in new.items()}
         listed = {snap.uri(f.path) for g in plan.groups for f in (*g.files, *g.emptied)}
         new = _merge_deletes(storage, snap, new, rewritten, listed, partition, buckets)
@@ -262,7 +293,8 @@ def _bucket(m: Mapping[str, Any]) -> int:
 
 
 def _entries(storage: Storage, m: Mapping[str, Any], snap: _Snapshot) -> list[dict[str, Any]]:
-    return avro.decode(storage.read(_relative(m["manifest_path"], snap.location)))
+    entries = avro.decode(storage.read(_relative(m["manifest_path"], snap.location)))
+    return avro.with_inherited_row_ids(m, entries)
 
 
 def _without(entries: list[dict[str, Any]], groups: frozenset[GroupKey], snap: _Snapshot
@@ -372,6 +404,8 @@ def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
                     avro.ADDED, snap.id, snap.sequence, avro.DATA, snap.uri(f.path), values, f.rows, f.bytes,
                     metrics=iceberg_metrics(f.stats, columns)))
         hiding.extend(f for f in (*g.files, *g.emptied) if len(f.hidden))
+    if snap.version >= 3:
+        return _dv_entries(storage, snap, hiding, partition, buckets, out)
     # a full rebuild: one delete file per partition (a reader reads a few files, not one per data file);
     # incremental: one per data file, so a later publish can tell whose it is
     batches = [[f for f in hiding if f.partition == p] for p in sorted({f.partition for f in hiding})] \
@@ -393,14 +427,37 @@ def _new_entries(storage: Storage, plan: PublishPlan, snap: _Snapshot,
     return out
 
 
+Entries = dict[tuple[int, int], list[dict[str, Any]]]  # manifest entries by (bucket, content)
+
+
+def _dv_entries(storage: Storage, snap: _Snapshot, hiding: list[PlannedFile],
+                partition: Sequence[avro.PartitionField], buckets: int, out: Entries) -> Entries:
+    """`out` and the ADDED entries of a deletion vector (in a Puffin file of its own) per file of
+    `hiding`, in its group's bucket."""
+    todo = [(f"{DELETES_DIR}/{uuid.uuid4().hex}.puffin", f) for f in hiding]
+    snap.written.extend(p for p, _ in todo)
+
+    def write(item: tuple[str, PlannedFile]) -> dvs.DvPuffin:
+        puffin = dvs.dv_puffin(snap.uri(item[1].path), item[1].hidden)
+        storage.write(item[0], puffin.data)
+        return puffin
+
+    for (path, f), puffin in zip(todo, map_files(write, todo), strict=True):
+        out.setdefault((im.bucket_of(f.partition, f.file_id, buckets), avro.POSITION_DELETES), []).append(
+            avro.entry(avro.ADDED, snap.id, snap.sequence, avro.POSITION_DELETES, snap.uri(path),
+                       im.partition_record(f.partition, partition), puffin.cardinality, len(puffin.data),
+                       referenced=snap.uri(f.path), blob=(puffin.offset, puffin.length)))
+    return out
+
+
 def _write_manifest(storage: Storage, snap: _Snapshot, bucket: int, content: int,
                     entries: list[dict[str, Any]], partition: Sequence[avro.PartitionField],
                     spec: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     kind = "data" if content == avro.DATA else "deletes"
     where = "a" if bucket == APPENDED else f"m{bucket}"
     path = f"{METADATA_DIR}/{uuid.uuid4().hex}-{where}-{kind}.avro"
-    data = avro.encode(avro.manifest_entry_schema(partition), entries,
-                       avro.manifest_metadata(schema, spec, content))
+    data = avro.encode(avro.manifest_entry_schema(partition, snap.version), entries,
+                       avro.manifest_metadata(schema, spec, content, snap.version))
     _write(storage, snap, path, data)
     added = [e for e in entries if e["status"] == avro.ADDED]
     existing = [e for e in entries if e["status"] == avro.EXISTING]
