@@ -40,8 +40,10 @@ from lakecore.errors import HistoryMoved, InvalidTableConfig, StorageError
 from lakecore.services.savepoint import savepoints
 from lakecore.storage import Storage
 from lakecore.timeline import WRITE_ACTIONS, CommitMetadata, Instant, Timeline, TimelineStore, parse_file_name
+from lakecore.timeline.checkpoint import with_checkpoints
 from lakecore.timeline.history import (
     HISTORY_DIR,
+    LIVE_SCHEMA,
     Archived,
     HistoryFile,
     Manifest,
@@ -209,10 +211,10 @@ def _archive(store: TimelineStore, history: HistoryStore, timeline: Timeline,
              instants: tuple[Instant, ...], policy: ArchivalPolicy) -> tuple[Manifest, pa.Table]:
     """The new version's manifest (written, not yet committed) and its live files."""
     entries = [(i, store.metadata(i), _plan_body(store, i)) for i in instants]
-    rows = history_rows(entries)
     previous = timeline.archived.manifest
+    rows = history_rows(entries)
     version = history.next_version()
-    added = history.write_rows(0, rows)
+    added = history.write_rows(0, _checkpointed(history, previous.files, rows))
     live = _live_after(timeline.archived, rows)
     schema = previous.schema
     for i, meta, _ in entries:
@@ -252,10 +254,20 @@ def _merge_levels(history: HistoryStore, files: tuple[HistoryFile, ...], fanout:
             break
         if len(at) >= fanout:
             rows = pa.concat_tables([history.rows(Manifest(files=(f,)), _ALL_COLUMNS) for f in at])
-            merged = history.write_rows(level + 1, rows)
+            first = min(f.min_completion for f in at)
+            older = tuple(f for f in current if f.max_completion < first)
+            merged = history.write_rows(level + 1, _checkpointed(history, older, rows))
             current = [f for f in current if f not in at] + [merged]
         level += 1
     return tuple(sorted(current, key=lambda f: (f.level, f.min_completion)))
+
+
+def _checkpointed(history: HistoryStore, older: tuple[HistoryFile, ...], rows: pa.Table) -> pa.Table:
+    """The rows with their checkpoints, folded from the latest slices of the `older` history files
+    (those completed before the rows: from their newest checkpoint, read once)."""
+    before = Manifest(files=older)
+    return with_checkpoints(history.slices_as_of(before, before.boundary) if older else
+                            LIVE_SCHEMA.empty_table(), rows.sort_by("completion_time"))
 
 
 _ALL_COLUMNS = ["requested_time", "completion_time", "action", "metadata", "plan", "files", "deleted"]

@@ -23,7 +23,8 @@ import io
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -32,6 +33,17 @@ import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptMetadata, HistoryMoved
 from lakecore.storage import Storage
+from lakecore.timeline.checkpoint import (
+    FILE_SCHEMA,
+    SLICES,
+    RowGroup,
+    checkpoint_of,
+    cuts,
+    describe,
+    fold,
+    index_metadata,
+    index_of,
+)
 from lakecore.timeline.history import (
     HISTORY_DIR,
     LIVE_SCHEMA,
@@ -41,15 +53,19 @@ from lakecore.timeline.history import (
     Archived,
     HistoryFile,
     Manifest,
+    files_of,
 )
 
 QUERY_COLUMNS = ["requested_time", "completion_time", "action", "files", "deleted"]
 KEPT_VERSIONS = 3  # history versions (pointer + manifest + files) kept for falling back
 
+WHOLE, FOOTER = -1, "#footer"
+
 _lock = threading.Lock()
 _summaries: dict[str, tuple[int, Archived]] = {}   # per table: the newest version loaded
-# (table, history file, column): the decoded column, or with column "" the file's bytes
-_tables: OrderedDict[tuple[str, str, str], pa.ChunkedArray | bytes] = OrderedDict()
+# (table, history file, column, row group or WHOLE) -> (the decoded column, its size); column "": the
+# file's bytes, FOOTER: its parsed footer and row-group index
+_tables: OrderedDict[tuple[str, str, str, int], tuple[Any, int]] = OrderedDict()
 _TABLE_BYTES = 256 << 20  # history files kept (decoded columns and bytes), least recently used evicted first
 _cached_bytes = 0
 T = TypeVar("T")
@@ -113,48 +129,105 @@ class HistoryStore:
         return self._read(manifest.live, None) if manifest.live else LIVE_SCHEMA.empty_table()
 
     def rows(self, manifest: Manifest, columns: Sequence[str] = QUERY_COLUMNS, *,
-             keep: Callable[[HistoryFile], bool] = lambda f: True) -> pa.Table:
-        """History rows of the manifest's files that `keep` selects, sorted by completion time."""
+             keep: Callable[[HistoryFile], bool] = lambda f: True,
+             groups: Callable[[RowGroup], bool] | None = None) -> pa.Table:
+        """History rows of the manifest's files that `keep` selects, sorted by completion time; of files
+        written with checkpoints, only the row groups `groups` selects (when given)."""
         chosen = sorted((f for f in manifest.files if keep(f)), key=lambda f: f.min_completion)
-        parts = [self._read(f.name, tuple(columns)) for f in chosen]
+        parts = []
+        for f in chosen:
+            index = self.index(f.name) if groups is not None else None
+            if index is None:
+                parts.append(self._read(f.name, tuple(columns)))
+            else:
+                parts += [self._read(f.name, tuple(columns), i) for i, g in enumerate(index) if groups(g)]
         if not parts:
             return ROW_SCHEMA.empty_table().select(list(columns))
         return pa.concat_tables(parts)
+
+    def slices_as_of(self, manifest: Manifest, bound: str) -> pa.Table:
+        """The latest slice of every file group as of `bound` (LIVE_SCHEMA): latest_slices of the files
+        of every archived instant completed at or before it, folded from the newest checkpoint at or
+        before it and the instants after that (all of them in files written without checkpoints)."""
+        columns = ("requested_time", "completion_time", "files")
+        tail: list[pa.Table] = []  # newest first
+        before = LIVE_SCHEMA.empty_table()
+        for f in sorted((f for f in manifest.files if f.min_completion <= bound),
+                        key=lambda f: f.min_completion, reverse=True):
+            index = self.index(f.name)
+            if index is None:
+                tail.append(self._read(f.name, columns))
+                continue
+            last = max((i for i, g in enumerate(index) if g.min_completion <= bound), default=-1)
+            if last >= 0 and index[last].max_completion > bound:
+                tail.append(self._read(f.name, columns, last))
+                last -= 1
+            if last >= 0:
+                before = checkpoint_of(self._read(f.name, (SLICES,), last))
+                break
+        rows = pa.concat_tables(tail[::-1]) if tail else ROW_SCHEMA.empty_table().select(list(columns))
+        rows = rows.filter(pc.less_equal(rows.column("completion_time"), bound))
+        return fold(before, files_of(rows))
 
     def read_file(self, name: str, columns: Sequence[str]) -> pa.Table:
         """Columns of one history file by name (also one no manifest names: repair reads those)."""
         return self._read(name, tuple(columns))
 
-    def _read(self, name: str, columns: tuple[str, ...] | None) -> pa.Table:
-        """Columns of a history file (all when None), each decoded once and cached, and the file read
-        from storage once while it is cached: an as-of read resolves its point, builds its view and
-        checks for cleaned files with three column sets of the same files."""
+    def index(self, name: str) -> tuple[RowGroup, ...] | None:
+        """The row groups of a history file written with checkpoints (None: written before them)."""
+        return self._footer(name)[1]
+
+    def _bytes(self, name: str) -> bytes:
+        """A history file's bytes, read from storage once while cached."""
+        key = (self.storage.uri, name, "", WHOLE)
+        with _lock:
+            data = _touch(key)
+        if data is None:
+            path = f"{HISTORY_DIR}/{name}"
+            try:
+                data = self.storage.read(path)
+            except FileNotFoundError:
+                raise HistoryMoved(path) from None
+            with _lock:
+                _keep(key, data, len(data))
+        return data
+
+    def _footer(self, name: str) -> tuple[pq.FileMetaData, tuple[RowGroup, ...] | None]:
+        key = (self.storage.uri, name, FOOTER, WHOLE)
+        with _lock:
+            hit = _touch(key)
+        if hit is None:
+            with _decoding(name):
+                meta = pq.read_metadata(pa.BufferReader(self._bytes(name)))
+                hit = (meta, index_of(meta.metadata))
+            with _lock:
+                _keep(key, hit, meta.serialized_size)
+        return hit  # type: ignore[no-any-return]
+
+    def _read(self, name: str, columns: tuple[str, ...] | None, group: int = WHOLE) -> pa.Table:
+        """Columns of a history file (all when None) or of one of its row groups, each decoded once and
+        cached, and the file read from storage once while it is cached: an as-of read resolves its
+        point, builds its view and checks for cleaned files with three column sets of the same files."""
         uri = self.storage.uri
         names = list(columns) if columns is not None else ROW_SCHEMA.names
         with _lock:
-            hit = {c: _touch((uri, name, c)) for c in names}
-            data = _touch((uri, name, ""))
+            hit = {c: _touch((uri, name, c, group)) for c in names}
         missing = [c for c in names if hit[c] is None]
         if missing:
-            path = f"{HISTORY_DIR}/{name}"
-            if data is None:
-                try:
-                    data = self.storage.read(path)
-                except FileNotFoundError:
-                    raise HistoryMoved(path) from None
-            try:
-                table = pq.read_table(pa.BufferReader(data), columns=missing if columns is not None else None)
-            except (pa.ArrowInvalid, OSError) as exc:
-                raise CorruptMetadata(f"history file {path} is truncated or corrupted ({exc}); restore it "
-                                      "from a backup: the instants it archived cannot be read without "
-                                      "it") from exc
+            data = self._bytes(name)
+            with _decoding(name):
+                if group == WHOLE:
+                    table = pq.read_table(pa.BufferReader(data),
+                                          columns=missing if columns is not None else None)
+                else:
+                    table = pq.ParquetFile(pa.BufferReader(data), metadata=self._footer(name)[0]
+                                           ).read_row_group(group, columns=missing)
             if columns is None:
                 names = table.column_names
             with _lock:
-                _keep((uri, name, ""), data)
                 for c in table.column_names:
                     hit[c] = table.column(c)
-                    _keep((uri, name, c), table.column(c))
+                    _keep((uri, name, c, group), table.column(c), table.column(c).nbytes)
         return pa.Table.from_arrays([hit[c] for c in names], names=names)
 
     def retrying(self, query: Callable[[Manifest], T]) -> T:
@@ -171,10 +244,13 @@ class HistoryStore:
     # -- writing (archival only, under the table lock) ------------------------------------------
 
     def write_rows(self, level: int, rows: pa.Table) -> HistoryFile:
+        """A history file of the rows: with checkpoints, in row groups ending at them, when the rows
+        carry the `slices` column (checkpoint.with_checkpoints); as written before checkpoints when not."""
         rows = rows.sort_by("completion_time")
         info = HistoryFile.describe("", level, rows)
         name = f"L{level}-{info.min_completion}-{info.max_completion}-{uuid.uuid4().hex[:8]}.parquet"
-        self.storage.write_if_absent(f"{HISTORY_DIR}/{name}", _parquet(rows.cast(ROW_SCHEMA)))
+        data = _checkpointed(rows) if SLICES in rows.column_names else _parquet(rows.cast(ROW_SCHEMA))
+        self.storage.write_if_absent(f"{HISTORY_DIR}/{name}", data)
         return HistoryFile.describe(name, level, rows)
 
     def write_live(self, version: int, files: pa.Table) -> str:
@@ -236,23 +312,53 @@ def _parquet(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def _touch(key: tuple[str, str, str]) -> Any:
+def _checkpointed(rows: pa.Table) -> bytes:
+    """A history file with checkpoints: one row group per checkpoint, the index in the footer."""
+    groups = cuts(rows)
+    schema = FILE_SCHEMA.with_metadata(index_metadata(describe(rows, groups)))
+    rows = rows.select(schema.names).cast(schema)
+    buf = io.BytesIO()
+    with pq.ParquetWriter(buf, schema, compression="zstd") as writer:
+        for start, end in groups:
+            writer.write_table(rows.slice(start, end - start), row_group_size=end - start)
+    return buf.getvalue()
+
+
+@contextmanager
+def _decoding(name: str) -> Iterator[None]:
+    try:
+        yield
+    except (pa.ArrowInvalid, OSError) as exc:
+        path = f"{HISTORY_DIR}/{name}"
+        raise CorruptMetadata(f"history file {path} is truncated or corrupted ({exc}); restore it "
+                              "from a backup: the instants it archived cannot be read without "
+                              "it") from exc
+
+
+def _touch(key: tuple[str, str, str, int]) -> Any:
     """A cached entry, marked as just used (hold _lock)."""
     hit = _tables.get(key)
     if hit is not None:
         _tables.move_to_end(key)
-    return hit
+        return hit[0]
+    return None
 
 
-def _keep(key: tuple[str, str, str], value: pa.ChunkedArray | bytes) -> None:
+def _keep(key: tuple[str, str, str, int], value: Any, size: int) -> None:
     """Cache an entry, evicting the least recently used beyond the budget (hold _lock)."""
     global _cached_bytes
     if key not in _tables:
-        _tables[key] = value
-        _cached_bytes += len(value) if isinstance(value, bytes) else value.nbytes
+        _tables[key] = (value, size)
+        _cached_bytes += size
     while _cached_bytes > _TABLE_BYTES and len(_tables) > 1:
-        _, old = _tables.popitem(last=False)
-        _cached_bytes -= len(old) if isinstance(old, bytes) else old.nbytes
+        _, (_, old) = _tables.popitem(last=False)
+        _cached_bytes -= old
+
+
+def decoded(uri: str) -> list[tuple[str, str, int]]:
+    """What the cache holds decoded for a table: (history file, column, row group or -1: whole file)."""
+    with _lock:
+        return [(name, c, g) for (u, name, c, g) in _tables if u == uri and c not in ("", FOOTER)]
 
 
 def clear_history_cache() -> None:

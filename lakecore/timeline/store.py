@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import AlreadyExists, CorruptMetadata, CorruptTimeline, HistoryMoved, InvalidInstantState
 from lakecore.storage import Staged, Storage, stage
-from lakecore.timeline.history import Archived, Manifest, archived_files, files_of, instants_of, latest_slices
+from lakecore.timeline.history import Archived, Manifest, archived_files, instants_of
 from lakecore.timeline.history_store import TIMELINE_DIR, HistoryStore, completion_of, pointer_version
 from lakecore.timeline.instant import WRITE_ACTIONS, Instant, State, parse_file_name
 from lakecore.timeline.metadata import CommitMetadata
@@ -66,7 +66,8 @@ class TimelineStore:
             return timeline.resolve_point(point)
         manifest = timeline.archived.manifest
         rows = self.history.rows(manifest, ["requested_time", "completion_time"],
-                                 keep=lambda f: f.min_requested <= point <= f.max_requested)
+                                 keep=lambda f: f.min_requested <= point <= f.max_requested,
+                                 groups=lambda g: g.min_requested <= point <= g.max_requested)
         return completion_of(rows, point) or point
 
     def as_of(self, timeline: Timeline, point: str) -> Timeline:
@@ -76,10 +77,7 @@ class TimelineStore:
         if bound >= timeline.archived.boundary:
             return timeline.as_of(bound)
         manifest = timeline.archived.manifest
-        rows = self.history.rows(manifest, ["requested_time", "completion_time", "files"],
-                                 keep=lambda f: f.min_completion <= bound)
-        rows = rows.filter(pc.less_equal(rows.column("completion_time"), bound))
-        files = archived_files(latest_slices(files_of(rows)))
+        files = archived_files(self.history.slices_as_of(manifest, bound))
         return Timeline((), Archived(manifest, files, bound=bound))
 
     def archived_instants(self, manifest: Manifest, start: str = "", end: str | None = None
@@ -88,7 +86,9 @@ class TimelineStore:
         `metadata()` answers for them without touching the history again."""
         rows = self.history.rows(manifest, ["requested_time", "completion_time", "action", "metadata"],
                                  keep=lambda f: f.max_completion > start
-                                 and (end is None or f.min_completion <= end))
+                                 and (end is None or f.min_completion <= end),
+                                 groups=lambda g: g.max_completion > start
+                                 and (end is None or g.min_completion <= end))
         comp = rows.column("completion_time")
         mask = pc.greater(comp, start)
         if end is not None:
@@ -103,7 +103,7 @@ class TimelineStore:
 
     def cleaned_in_history(self, manifest: Manifest) -> pa.Array:
         """Paths deleted by archived cleans."""
-        rows = self.history.rows(manifest, ["action", "deleted"])
+        rows = self.history.rows(manifest, ["action", "deleted"], groups=lambda g: g.cleans > 0)
         rows = rows.filter(pc.equal(rows.column("action"), "clean"))
         return pc.list_flatten(rows.column("deleted").combine_chunks()) if rows.num_rows else \
             pa.array([], pa.string())
