@@ -137,7 +137,7 @@ class HistoryStore:
         parts = []
         for f in chosen:
             index = self.index(f.name) if groups is not None else None
-            if index is None:
+            if groups is None or index is None:
                 parts.append(self._read(f.name, tuple(columns)))
             else:
                 parts += [self._read(f.name, tuple(columns), i) for i, g in enumerate(index) if groups(g)]
@@ -195,14 +195,14 @@ class HistoryStore:
     def _footer(self, name: str) -> tuple[pq.FileMetaData, tuple[RowGroup, ...] | None]:
         key = (self.storage.uri, name, FOOTER, WHOLE)
         with _lock:
-            hit = _touch(key)
+            hit: tuple[pq.FileMetaData, tuple[RowGroup, ...] | None] | None = _touch(key)
         if hit is None:
             with _decoding(name):
                 meta = pq.read_metadata(pa.BufferReader(self._bytes(name)))
                 hit = (meta, index_of(meta.metadata))
             with _lock:
                 _keep(key, hit, meta.serialized_size)
-        return hit  # type: ignore[no-any-return]
+        return hit
 
     def _read(self, name: str, columns: tuple[str, ...] | None, group: int = WHOLE) -> pa.Table:
         """Columns of a history file (all when None) or of one of its row groups, each decoded once and
