@@ -328,7 +328,7 @@ def _checkpointed(rows: pa.Table) -> bytes:
 def _decoding(name: str) -> Iterator[None]:
     try:
         yield
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowInvalid, OSError, ValueError, TypeError, IndexError) as exc:  # also a bad footer index
         path = f"{HISTORY_DIR}/{name}"
         raise CorruptMetadata(f"history file {path} is truncated or corrupted ({exc}); restore it "
                               "from a backup: the instants it archived cannot be read without "

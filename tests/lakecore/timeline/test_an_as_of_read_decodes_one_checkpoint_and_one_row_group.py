@@ -8,10 +8,12 @@ import random
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from lakecore import Table
+from lakecore.errors import CorruptMetadata
 from lakecore.timeline import TimelineStore
-from lakecore.timeline.checkpoint import SLICES, checkpoint_of, index_of, with_checkpoints
+from lakecore.timeline.checkpoint import INDEX_KEY, SLICES, checkpoint_of, index_of, with_checkpoints
 from lakecore.timeline.history import FILE_STRUCT, LIVE_SCHEMA, ROW_SCHEMA, files_of, latest_slices
 from lakecore.timeline.history_store import decoded
 from tests.lakecore.timeline.history_tables import (
@@ -104,3 +106,17 @@ def test_checkpoints_are_the_latest_slices_of_every_file_up_to_them():
             got = checkpoint_of(out.slice(end, 1))
             want = latest_slices(pa.concat_tables([files_of(earlier), files_of(rows.slice(0, end + 1))]))
             assert got.equals(want.cast(LIVE_SCHEMA)), (every, end)
+
+
+def test_a_damaged_row_group_index_is_a_clear_error(tmp_path, small_checkpoints):
+    t = history_table(str(tmp_path / "t"))
+    expected = write_steps(t, 1, 20)
+    path = history_paths(t)[0]
+    rows = pq.read_table(pa.BufferReader(t.storage.read(path)))
+    buf = pa.BufferOutputStream()
+    pq.write_table(rows.replace_schema_metadata({INDEX_KEY: b"[[3,"}), buf)
+    t.storage.write(path, buf.getvalue().to_pybytes())
+    point = next(iter(expected))
+    cold()
+    with pytest.raises(CorruptMetadata, match=f"history file {path} is truncated or corrupted.*restore it"):
+        Table.open(t.uri).read(as_of=point)
