@@ -92,7 +92,11 @@ def _merge_onto_base(
 ) -> pa.Table:
     base = read_changes([base_batch], spec, schema)
     later = read_changes(later_batches, spec, schema)
-    codes, n_keys = key_codes([later.table.column(k) for k in spec.key])
+    later_keys = [later.table.column(k) for k in spec.key]
+    if unique(later_keys):  # one precombined log, usually: each row is its own key
+        codes, n_keys = np.arange(later.num_rows, dtype=np.int64), later.num_rows
+    else:
+        codes, n_keys = key_codes(later_keys)
     reduced = reduce(later, codes, n_keys, spec)
     # Keys whose later rows carry no group leave the base row as it is.
     latest = np.maximum.reduce(reduced.rows)

@@ -121,6 +121,8 @@ def combine(space: RowSpace, base_rows: IntArray, later: Winners, spec: MergeSpe
 
 def _at(flags: BoolArray, rows: IntArray, valid: BoolArray) -> BoolArray:
     """`flags[rows]`, False where not `valid`."""
+    if flags.all():  # usual for a base: every row carries and orders every group
+        return valid.copy()
     result = np.zeros(len(rows), dtype=np.bool_)
     result[valid] = flags[rows[valid]]
     return result
