@@ -81,15 +81,24 @@ def _unique_integers(values: IntArray) -> bool:
 
 
 def probe(columns: Sequence[pa.ChunkedArray], keys: Sequence[pa.Array]) -> IntArray:
-    """For each row of `columns`, the position of its key among `keys` (distinct), else -1.
+    """For each row of `columns`, the position of its key among `keys` (distinct), else -1."""
+    rows, positions = matches(columns, keys)
+    found: IntArray = np.full(len(columns[0]), -1, dtype=np.int64)
+    found[rows] = positions
+    return found
+
+
+def matches(columns: Sequence[pa.ChunkedArray], keys: Sequence[pa.Array]) -> tuple[IntArray, IntArray]:
+    """The rows of `columns` whose key is among `keys` (distinct), ascending, and the position of
+    each one's key among `keys`: `probe` for the rows it finds, without an array over all the rows.
 
     Hashes only `keys` (the small side) and streams the rows through it.
     """
     if len(columns) == 1:
-        found = _probe_dense(columns[0], keys[0])
+        found = _matches_dense(columns[0], keys[0])
         if found is not None:
             return found
-        return _positions(pc.index_in(columns[0], value_set=keys[0]))
+        return _found(_positions(pc.index_in(columns[0], value_set=keys[0])))
     n_rows = len(columns[0])
     row_codes = np.zeros(n_rows, dtype=np.int64)
     key_side = np.zeros(len(keys[0]), dtype=np.int64)
@@ -110,12 +119,17 @@ def probe(columns: Sequence[pa.ChunkedArray], keys: Sequence[pa.Array]) -> IntAr
         row_codes = row_codes * radix + digit
         key_side = key_side * radix + _positions(pc.index_in(key, value_set=dictionary))
         size *= radix
-    found = _positions(pc.index_in(pa.array(row_codes, mask=absent), value_set=pa.array(key_side)))
-    return found
+    return _found(_positions(pc.index_in(pa.array(row_codes, mask=absent), value_set=pa.array(key_side))))
 
 
-def _probe_dense(column: pa.ChunkedArray, keys: pa.Array) -> IntArray | None:
-    """`probe` by direct addressing, for integer keys spanning a range not much wider than the rows.
+def _found(positions: npt.NDArray[np.int64] | npt.NDArray[np.int32]) -> tuple[IntArray, IntArray]:
+    """`matches` from a position per row (-1: not found)."""
+    rows = np.flatnonzero(positions >= 0)
+    return rows, positions[rows].astype(np.int64)
+
+
+def _matches_dense(column: pa.ChunkedArray, keys: pa.Array) -> tuple[IntArray, IntArray] | None:
+    """`matches` by direct addressing, for integer keys spanning a range not much wider than the rows.
 
     Keys spanning about the rows' count are looked up in a table of positions indexed by value:
     a few array passes where hashing the rows costs several times more. A wider span (keys of one
@@ -133,14 +147,11 @@ def _probe_dense(column: pa.ChunkedArray, keys: pa.Array) -> IntArray | None:
     rows = np.asarray(column.to_numpy(), dtype=np.int64)
     if span > _TABLE_SPAN * (len(column) + len(wanted)):
         hits = np.flatnonzero(_marked(rows, wanted, low, span))
-        found: IntArray = np.full(len(rows), -1, dtype=np.int64)
-        found[hits] = _positions(pc.index_in(pa.array(rows[hits]), value_set=pa.array(wanted)))
-        return found
+        return hits, _positions(pc.index_in(pa.array(rows[hits]), value_set=pa.array(wanted)))
     # int32 positions: half the table, so more of it stays in cache during the random lookups.
     table = np.full(span + 1, -1, dtype=np.int32)  # the extra slot answers for out-of-range rows
     table[wanted - low] = np.arange(len(wanted), dtype=np.int32)
-    result: IntArray = table[_offsets(rows, low, span)].astype(np.int64)
-    return result
+    return _found(table[_offsets(rows, low, span)])
 
 
 def _marked(rows: IntArray, wanted: IntArray, low: int, span: int) -> npt.NDArray[np.bool_]:
@@ -149,8 +160,15 @@ def _marked(rows: IntArray, wanted: IntArray, low: int, span: int) -> npt.NDArra
     marks = wanted - low
     np.bitwise_or.at(bits, marks >> 3, np.left_shift(1, marks & 7).astype(np.uint8))
     offsets = _offsets(rows, low, span)
-    hit: npt.NDArray[np.bool_] = ((bits[offsets >> 3] >> (offsets & 7).astype(np.uint8)) & 1).view(np.bool_)
-    return hit
+    # In place where it can be: each new 1M-row temporary costs page faults as well as a pass.
+    bit = offsets.astype(np.uint8)
+    np.bitwise_and(bit, 7, out=bit)
+    np.right_shift(offsets, 3, out=offsets)
+    hit = bits[offsets]
+    np.right_shift(hit, bit, out=hit)
+    np.bitwise_and(hit, 1, out=hit)
+    result: npt.NDArray[np.bool_] = hit.view(np.bool_)
+    return result
 
 
 def _offsets(rows: IntArray, low: int, span: int) -> IntArray:
