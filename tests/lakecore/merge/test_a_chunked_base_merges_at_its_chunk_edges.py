@@ -38,8 +38,8 @@ def edits(first: pa.Table, spread: int) -> pa.Table:
     outside = int(np.abs(keys).max()) + 1 + spread
     rows += [(outside, 1, "fresh", 0), (-outside, 1, "fresh", 0)]
     k, ts, v, op = zip(*rows, strict=True)
-    return pa.table({"k": pa.array(k, pa.int64()), "ts": pa.array(ts, pa.int64()), "v": pa.array(v, pa.string()),
-                     OP_COLUMN: pa.array(op, pa.int8())})
+    return pa.table({"k": pa.array(k, pa.int64()), "ts": pa.array(ts, pa.int64()),
+                     "v": pa.array(v, pa.string()), OP_COLUMN: pa.array(op, pa.int8())})
 
 
 @pytest.mark.parametrize("spread", [1, 20, 10_000])  # the table of positions, the bitmap, the hash
