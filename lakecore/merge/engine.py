@@ -19,7 +19,7 @@ from lakecore.merge.changes import BoolArray, Changes, read_changes
 from lakecore.merge.keys import key_codes, matches, unique
 from lakecore.merge.rows import NO_ROW, RowSpace
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, MergeSpec
-from lakecore.merge.winners import combine, reduce
+from lakecore.merge.winners import combine, reduce, singles
 
 
 def merge(
@@ -93,11 +93,11 @@ def _merge_onto_base(
     base = read_changes([base_batch], spec, schema)
     later = read_changes(later_batches, spec, schema)
     later_keys = [later.table.column(k) for k in spec.key]
-    if unique(later_keys):  # one precombined log, usually: each row is its own key
-        codes, n_keys = np.arange(later.num_rows, dtype=np.int64), later.num_rows
+    if unique(later_keys):  # one precombined log, usually: key k is row k
+        reduced = singles(later)
     else:
         codes, n_keys = key_codes(later_keys)
-    reduced = reduce(later, codes, n_keys, spec)
+        reduced = reduce(later, codes, n_keys, spec)
     # Keys whose later rows carry no group leave the base row as it is.
     latest = np.maximum.reduce(reduced.rows)
     touched = np.flatnonzero(latest >= 0)

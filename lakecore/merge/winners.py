@@ -7,9 +7,10 @@ ordering value is >= the current one. Equivalently: after the last barrier (a ca
 an ordering value) the greatest ordering value wins, ties to the newest row; with nothing after
 it, the barrier itself wins.
 
-Two entry points: `reduce` folds a run of changes (grouped by dense key codes with `ufunc.at`,
-no sort), and `combine` folds a reduced run onto a base whose keys are unique (vectorized over
-the matched keys only). Must not gather column values or shape the output (`assemble.py` does).
+Entry points: `reduce` folds a run of changes (grouped by dense key codes with `ufunc.at`, no
+sort), `singles` is that fold for a run whose rows all have distinct keys, and `combine` folds a
+reduced run onto a base whose keys are unique (vectorized over the matched keys only). Must not
+gather column values or shape the output (`assemble.py` does).
 """
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ def reduce(changes: Changes, codes: IntArray, n_keys: int, spec: MergeSpec) -> W
         rows.append(winner)
         reset.append(last_barrier != NO_ROW)
     return Winners(rows=tuple(rows), reset=tuple(reset))
+
+
+def singles(changes: Changes) -> Winners:
+    """`reduce` of changes whose rows all have distinct keys, key k being row k (one precombined
+    log, usually): each row wins the groups it carries, and resets those it carries as a barrier."""
+    ids = np.arange(changes.num_rows, dtype=np.int64)
+    return Winners(
+        rows=tuple(np.where(carries, ids, NO_ROW) for carries in changes.carries),
+        reset=tuple(c & ~o for c, o in zip(changes.carries, changes.ordered, strict=True)),
+    )
 
 
 def combine(space: RowSpace, base_rows: IntArray, later: Winners, spec: MergeSpec) -> Winners:
