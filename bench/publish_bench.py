@@ -2,6 +2,7 @@
 published merged snapshot by other engines, as ratios against floors measured in the same run.
 
     python bench/publish_bench.py [--sizes 1000,10000] [--read-size 1000] [--reps R] [--dir D] [--quick]
+                                  [--profile]
 
 Per size (data files in the table): a merge-on-read table of many small file groups (partitions x
 buckets), each with a base file (a bulk insert) and a log (an upsert of about a third of the keys,
@@ -12,24 +13,31 @@ fsync on (as publishing runs here):
   and a manifest list;
 - incremental: an upsert touching 10 file groups (one key each: 10 new log files), then a publish;
   floor: fastavro writing the manifest entries of the files that publish listed;
-- read: a table of `--read-size` files with `--read-rows-per-group` rows per file group, published;
-  lakecore's own `Table.read()` vs pyiceberg's `StaticTable.scan().to_arrow()` and DuckDB's
-  `iceberg_scan` (its own venv, `make readers`; skipped with a note when missing), alternating, each
-  a median of `--reps`, row counts checked equal.
+- read: a table of `--read-size` files with `--read-rows-per-group` rows per file group, published as
+  Iceberg v2 (position-delete files) and, in a copy of the table (the same files, no metadata), as v3
+  (a deletion vector per data file); lakecore's own `Table.read()` vs pyiceberg's
+  `StaticTable.scan().to_arrow()` and DuckDB's `iceberg_scan` (its own venv, `make readers`; skipped
+  with a note when missing) of each version (`*_v3_*`: the v3 copy), alternating, each a median of
+  `--reps`, row counts checked equal. `--profile`: a cProfile of pyiceberg's read of each version on
+  one thread (its executor run inline), the top functions by cumulative time on stderr.
+`--sizes 0`: no publish figures (the read only).
 Prints one JSON document with the targets (`--quick`: a tiny table, the smoke run).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import io
 import json
 import os
+import pstats
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import fastavro
@@ -208,39 +216,61 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import engine_duckdb as e
 e.start()
-out = []
-for _ in range(int(sys.argv[3])):
-    t = time.perf_counter()
-    rows = e.iceberg(sys.argv[2]).num_rows
-    out.append([time.perf_counter() - t, rows])
+paths = json.loads(sys.argv[2])
+out = {name: [] for name in paths}
+for rep in range(int(sys.argv[3])):
+    names = sorted(paths) if rep % 2 == 0 else sorted(paths, reverse=True)
+    for name in names:
+        t = time.perf_counter()
+        rows = e.iceberg(paths[name]).num_rows
+        out[name].append([time.perf_counter() - t, rows])
 e.stop()
 print(json.dumps(out))
 """
 
 
-def read_figures(uri: str, reps: int) -> dict[str, Any]:
+def v3_copy(uri: str) -> str:
+    """A copy of the table at `uri` (its files, not its published metadata) published as Iceberg v3."""
+    copy = uri + "-v3"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(uri, copy, ignore=lambda d, _: ["metadata", "_delta_log"] if d == uri else [])
+    result = Table.open(copy).publish("iceberg", format_version=3)
+    assert result.full and result.format_version == 3, result.describe()
+    return copy
+
+
+def pyiceberg_read(metadata: str) -> pa.Table:
     from pyiceberg.table import StaticTable
 
+    return StaticTable.from_metadata(metadata).scan().to_arrow()
+
+
+def read_figures(uri: str, v3: str, reps: int) -> dict[str, Any]:
+    """lakecore's read of the table at `uri` against pyiceberg's and DuckDB's of its v2 metadata and of
+    the v3 metadata of its copy `v3`."""
+    import pyiceberg.table  # noqa: F401  (imported before the clock starts)
+
     table = Table.open(uri)
-    metadata = _metadata(uri)
-    runs: dict[str, list[float]] = {"lakecore": [], "pyiceberg": []}
+    metadata = {"": _metadata(uri), "_v3": _metadata(v3)}
+    readers: dict[str, Callable[[], pa.Table]] = {"lakecore": table.read}
+    readers.update({f"pyiceberg{v}": (lambda m=m: pyiceberg_read(m)) for v, m in metadata.items()})
+    runs: dict[str, list[float]] = {name: [] for name in readers}
     rows: dict[str, int] = {}
+    names = list(readers)
     for rep in range(reps):
-        order = ("lakecore", "pyiceberg") if rep % 2 == 0 else ("pyiceberg", "lakecore")
-        for reader in order:
-            if reader == "lakecore":
-                seconds, got = timed(table.read)
-            else:
-                seconds, got = timed(lambda: StaticTable.from_metadata(metadata).scan().to_arrow())
-            runs[reader].append(seconds)
-            rows[reader] = got.num_rows
+        for name in names[rep % len(names):] + names[:rep % len(names)]:  # each goes first in turn
+            seconds, got = timed(readers[name])
+            runs[name].append(seconds)
+            rows[name] = got.num_rows
     out: dict[str, Any] = {}
     if os.path.exists(DUCKDB_PYTHON):
-        done = subprocess.run([DUCKDB_PYTHON, "-c", DUCKDB_CHILD, READERS, metadata, str(reps)],
+        paths = json.dumps({f"duckdb{v}": m for v, m in metadata.items()})
+        done = subprocess.run([DUCKDB_PYTHON, "-c", DUCKDB_CHILD, READERS, paths, str(reps)],
                               capture_output=True, text=True, check=True)
         measured = json.loads(done.stdout.strip().splitlines()[-1])
-        runs["duckdb"] = [s for s, _ in measured]
-        rows["duckdb"] = measured[-1][1]
+        for name, got in measured.items():
+            runs[name] = [s for s, _ in got]
+            rows[name] = got[-1][1]
     else:
         out["duckdb_note"] = f"{DUCKDB_PYTHON} missing: run `make readers`"
     assert len(set(rows.values())) == 1, f"readers disagree on the row count: {rows}"
@@ -249,8 +279,39 @@ def read_figures(uri: str, reps: int) -> dict[str, Any]:
                 **{f"{r}_s": round(median(s), 3) for r, s in runs.items()},
                 **{f"{r}_vs_lakecore": round(median(s) / base, 2) for r, s in runs.items()
                    if r != "lakecore"},
+                **{f"{r}_v3_vs_v2": round(median(runs[f"{r}_v3"]) / median(runs[r]), 2)
+                   for r in ("pyiceberg", "duckdb") if r in runs},
                 "runs": runs})
     return out
+
+
+class _Inline:
+    """An executor running each task in the caller's thread (a profile then sees the work itself)."""
+
+    def map(self, fn: Callable[..., Any], *iterables: Iterable[Any]) -> Iterable[Any]:
+        return list(map(fn, *iterables))
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        from concurrent.futures import Future
+
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def profile_pyiceberg(metadata: str, label: str, top: int = 12) -> None:
+    """pyiceberg's read of `metadata` on one thread, profiled: its top functions on stderr."""
+    from pyiceberg.utils.concurrent import ExecutorFactory
+
+    pooled = ExecutorFactory.get_or_create
+    ExecutorFactory.get_or_create = staticmethod(lambda: _Inline())  # type: ignore[method-assign]
+    try:
+        profiler = cProfile.Profile()
+        profiler.runcall(pyiceberg_read, metadata)
+    finally:
+        ExecutorFactory.get_or_create = pooled  # type: ignore[method-assign]
+    print(f"--- pyiceberg {label}, one thread, by cumulative time", file=sys.stderr)
+    pstats.Stats(profiler, stream=sys.stderr).strip_dirs().sort_stats("cumulative").print_stats(top)
 
 
 def table(work: str, size: int, rows_per_group: int) -> tuple[str, dict[str, Any]]:
@@ -275,6 +336,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dir", default=None, help="keep the tables here (built once, reused)")
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny tables")
+    ap.add_argument("--profile", action="store_true", help="profile pyiceberg's read of v2 and v3")
     a = ap.parse_args()
     if a.quick:
         a.sizes, a.rows_per_group, a.read_size, a.read_rows_per_group, a.reps = "16", 20, 16, 20, 1
@@ -283,7 +345,7 @@ def main() -> None:
     load = [round(x, 1) for x in os.getloadavg()]
     try:
         out: dict[str, Any] = {"sizes": {}, "targets": TARGETS, "load_avg_at_start": load}
-        for size in [int(s) for s in a.sizes.split(",")]:
+        for size in [int(s) for s in a.sizes.split(",") if int(s)]:
             uri, built = table(work, size, a.rows_per_group)
             figures = publish_figures(uri, built, a.reps, work)
             with open(uri + ".json", "w") as fh:  # the incremental upserts used keys up to here
@@ -295,8 +357,12 @@ def main() -> None:
             out["sizes"][str(size)] = figures
         if a.read_size:
             uri, built = table(work, a.read_size, a.read_rows_per_group)
-            Table.open(uri).publish("iceberg")
-            out["read"] = {**read_figures(uri, a.reps), "build_s": built["build_s"]}
+            Table.open(uri).publish("iceberg", format_version=2)
+            v3 = v3_copy(uri)
+            out["read"] = {**read_figures(uri, v3, a.reps), "build_s": built["build_s"]}
+            if a.profile:
+                profile_pyiceberg(_metadata(uri), "v2 (position-delete files)")
+                profile_pyiceberg(_metadata(v3), "v3 (deletion vectors)")
             print(f"read of {out['read']['rows']} rows in {out['read']['data_files']} files: " + ", ".join(
                 f"{k} {v}" for k, v in out["read"].items() if k.endswith("_vs_lakecore")), file=sys.stderr)
         out["load_avg_at_end"] = [round(x, 1) for x in os.getloadavg()]

@@ -25,7 +25,7 @@ from lakecore import Table, WriterOptions
 from lakecore.errors import EarlyConflict, LakecoreError, WriteConflict
 from lakecore.timeline import Instant
 from lakecore.write import Operation, check_operation
-from sparkjobs.write import hold_if_asked, write_dataframe
+from sparkjobs.write import Sidecar, hold_if_asked, write_dataframe
 
 WRITER_KEY = "weir.writer"
 BATCH_KEY = "weir.batch"
@@ -64,13 +64,15 @@ def _newest(table: Table, instants: Any, writer_id: str, key: str) -> dict[str, 
 
 @dataclass(frozen=True)
 class Prepared:
-    """What a micro-batch writes (`df`, with `extra` in its commit), and what to do once it committed or
-    whatever happened (`release`, e.g. unpersist)."""
+    """What a micro-batch writes (`df`, with `extra` in its commit, and a `sidecar` its write summarizes and
+    decides on before the commit), and what to do once it committed or whatever happened (`release`, e.g.
+    unpersist)."""
 
     df: DataFrame
     extra: Mapping[str, str] = field(default_factory=dict)
     committed: Callable[[], None] = lambda: None
     release: Callable[[], None] = lambda: None
+    sidecar: Sidecar | None = None
 
 
 Prepare = Callable[[DataFrame, int], Prepared]
@@ -121,7 +123,7 @@ class BatchWriter:
         while True:
             try:
                 return write_dataframe(prepared.df, self.table, self.operation, options=self.options,
-                                       extra=extra)
+                                       extra=extra, sidecar=prepared.sidecar)
             except WriteConflict as exc:
                 if isinstance(exc, EarlyConflict) and exc.aborted_by:  # decided outside: stop, never retry
                     self.aborted = exc

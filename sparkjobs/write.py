@@ -44,7 +44,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,14 +96,42 @@ _TASKS_END_S = 60.0  # a killed task ends within spark.python.task.killTimeout (
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
+@dataclass(frozen=True)
+class Sidecar:
+    """Columns a write carries besides the table's, looked at in its own tasks and decided on between the
+    tasks' writes and the commit, so a caller that needs to know something of every input row (a Kafka
+    batch: each message's position and whether it decoded) gets it without a second pass over the input.
+
+    columns  the DataFrame's extra columns (never written)
+    split    in each task, on all its rows (Arrow): (the rows to write, without `columns`; a JSON-able
+             summary of the task's rows). Vectorized: it sees every row of the input
+    decide   on the driver, with every task's summary: the commit's extra metadata; raising rolls the
+             write back (nothing of it becomes visible)"""
+
+    columns: tuple[str, ...]
+    split: Callable[[pa.Table], tuple[pa.Table, Any]]
+    decide: Callable[[list[Any]], Mapping[str, str]]
+
+
+def takes_sidecar(config: TableConfig, operation: Operation) -> bool:
+    """Whether a write of `operation` into a table of `config` can carry a Sidecar: the JVM routes its rows
+    (a format-1 table's routing conforms every row's key in Python, a sidecar's rows may have none) and its
+    scope is not computed from the input first (the overwrites)."""
+    return config.bucket_hash == "spark_murmur3" and operation not in ("insert_overwrite",
+                                                                        "insert_overwrite_table")
+
+
 def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert", *,
                     options: WriterOptions | None = None, extra: Mapping[str, Any] | None = None,
-                    parallelism: int | None = None) -> WriteResult:
+                    parallelism: int | None = None, sidecar: Sidecar | None = None) -> WriteResult:
     """Write `df` as one instant of `table` (the table's lock and, unless given, its writer options).
-    An unknown `operation` raises UnknownOperation before anything runs."""
+    An unknown `operation` raises UnknownOperation before anything runs. `sidecar`: extra columns of `df`
+    its tasks summarize and the driver decides on before the commit (takes_sidecar says when)."""
     operation = check_operation(operation)
     config = table.config
-    _check_schema(df, config, operation)
+    if sidecar is not None and not takes_sidecar(config, operation):
+        raise ValueError(f"a {operation} write into this table cannot carry a sidecar (takes_sidecar)")
+    _check_schema(df.drop(*sidecar.columns) if sidecar else df, config, operation)
     spark = df.sparkSession
     n = parallelism or max(1, spark.sparkContext.defaultParallelism)
     options = options or table.options
@@ -113,7 +141,8 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
     routed, touched = _route(df, config, n, operation)
     with WriteJob.start(table.storage, config, table.lock, operation, options, extra=extra,
                         partitions=touched) as job:
-        written = routed.mapInArrow(_write(job.context(), operation), "stats string")
+        written = routed.mapInArrow(_write(job.context(), operation, sidecar.split if sidecar else None),
+                                    "stats string, side string")
         spark.sparkContext.addJobTag(tag)
         try:
             # heard before the tag could cancel anything? (one heard between here and the job's start
@@ -131,6 +160,8 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
             spark.sparkContext.removeJobTag(tag)
         by_task = [[WriteStat.from_json(d) for d in json.loads(r["stats"])] for r in rows]
         _check_whole_groups(by_task)
+        if sidecar is not None:   # may raise: the with block rolls the write back
+            job.extra.update(sidecar.decide([json.loads(r["side"]) for r in rows]))
         stats = [s for task in by_task for s in task]
         emptied = job.replaced_without_rows((s.partition, s.file_id) for s in stats)
         if emptied:  # an overwrite's groups without rows: small empty files, written here
@@ -299,7 +330,8 @@ def _file_group(config: TableConfig) -> Column:
     return udf(*[col(n) for n in names])
 
 
-def _write(ctx: WriteContext, operation: Operation) -> ArrowFn:
+def _write(ctx: WriteContext, operation: Operation,
+           split: Callable[[pa.Table], tuple[pa.Table, Any]] | None = None) -> ArrowFn:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task = TaskContext.get()
         if task is not None:  # one token per task attempt: a retry never overwrites a file
@@ -312,15 +344,19 @@ def _write(ctx: WriteContext, operation: Operation) -> ArrowFn:
         table = pa.Table.from_batches(received)
         if FILE_GROUP_COLUMN in table.column_names:  # a format-1 table's routing column
             table = table.drop_columns([FILE_GROUP_COLUMN])
-        rows = conform(table, ctx_.config, operation).rows
+        side = None
+        if split is not None:
+            table, side = split(table)
         stats: list[dict[str, Any]] = []
-        try:
-            for group in combine_and_route(rows, ctx_.config, operation):
-                stats += [s.to_json() for s in write_file_group(ctx_, group)]
-        except EarlyConflict as exc:  # fail the stage now; the driver rebuilds the conflict
-            raise RuntimeError(f"{_EARLY} {json.dumps(exc.report())}") from None
+        if table.num_rows:
+            rows = conform(table, ctx_.config, operation).rows
+            try:
+                for group in combine_and_route(rows, ctx_.config, operation):
+                    stats += [s.to_json() for s in write_file_group(ctx_, group)]
+            except EarlyConflict as exc:  # fail the stage now; the driver rebuilds the conflict
+                raise RuntimeError(f"{_EARLY} {json.dumps(exc.report())}") from None
         hold_if_asked(PAUSE_ENV, ctx_.instant_time)
-        yield pa.RecordBatch.from_pydict({"stats": [json.dumps(stats)]})
+        yield pa.RecordBatch.from_pydict({"stats": [json.dumps(stats)], "side": [json.dumps(side)]})
     return write
 
 

@@ -1,4 +1,5 @@
-"""Delta deletion vectors: row positions as the Delta protocol stores them. Pure.
+"""Delta deletion vectors: row positions as the Delta protocol stores them (Iceberg v3's deletion
+vectors use the same bytes, `framed`, inside Puffin files: `iceberg_dvs`). Pure.
 
 A deletion vector is the magic number 1681511377 (little-endian) followed by a 64-bit Roaring bitmap
 in the portable layout (`pyroaring.BitMap64.serialize`). A DV file holds one format byte (1), then
@@ -46,6 +47,13 @@ def vector(positions: Positions) -> bytes:
     return struct.pack("<I", MAGIC) + bitmap.serialize()
 
 
+def framed(positions: Positions) -> bytes:
+    """A vector as stored: its size, the vector, its CRC-32 (both big-endian). Iceberg's
+    `deletion-vector-v1` Puffin blob is exactly these bytes too."""
+    body = vector(positions)
+    return struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+
+
 @dataclass(frozen=True)
 class DvFile:
     """A DV file's bytes and, per vector given, its descriptor for the Delta log."""
@@ -62,11 +70,11 @@ def dv_file(vectors: Sequence[Positions], file_uuid: uuid.UUID | None = None) ->
     offset = 1
     descriptors = []
     for positions in vectors:
-        body = vector(positions)
-        parts += [struct.pack(">I", len(body)), body, struct.pack(">I", zlib.crc32(body))]
+        stored = framed(positions)
+        parts.append(stored)
         descriptors.append({"storageType": "u", "pathOrInlineDv": DV_DIR + z85(u.bytes), "offset": offset,
-                            "sizeInBytes": len(body), "cardinality": len(positions)})
-        offset += 8 + len(body)
+                            "sizeInBytes": len(stored) - 8, "cardinality": len(positions)})
+        offset += len(stored)
     return DvFile(f"{DV_DIR}/deletion_vector_{u}.bin", b"".join(parts), tuple(descriptors))
 
 

@@ -1,4 +1,4 @@
-"""Iceberg's Avro files, format v2: manifests (one entry per data or delete file) and manifest lists
+"""Iceberg's Avro files, format v2 or v3: manifests (one entry per data or delete file) and manifest lists
 (one entry per manifest), written and read with fastavro. Pure except for fastavro's encoding of
 bytes in memory; the caller stores them.
 
@@ -6,7 +6,9 @@ The schemas are the Iceberg spec's, with its field ids (readers such as pyiceber
 id) and its record names (`manifest_entry`, `r2`, `r102`, `manifest_file`, `r508`, as the Java
 implementation writes them). Only what Weir fills is set: column statistics of data files (from the
 write stats, `bounds.py`), `lower_bounds`/`upper_bounds` of `file_path` on position-delete files (so a reader
-applies each to its one data file), and `referenced_data_file` on them too.
+applies each to its one data file), and `referenced_data_file` on them too. Format v3 adds a data
+file's `first_row_id` (row lineage: null for a new file, inherited from its manifest's) and a
+deletion vector's `content_offset`/`content_size_in_bytes` (where its blob is in its Puffin file).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class PartitionField:
     field_id: int                     # 1000, 1001, ...
 
 
-def manifest_entry_schema(partition: Sequence[PartitionField]) -> dict[str, Any]:
+def manifest_entry_schema(partition: Sequence[PartitionField], version: int = 2) -> dict[str, Any]:
     part = {"type": "record", "name": "r102",
             "fields": [{"name": p.name, "type": _opt(p.avro_type), "default": None, "field-id": p.field_id}
                        for p in partition]}
@@ -67,7 +69,12 @@ def manifest_entry_schema(partition: Sequence[PartitionField]) -> dict[str, Any]
         {"name": "equality_ids", "type": _opt({"type": "array", "items": "int", "element-id": 136}),
          "default": None, "field-id": 135},
         {"name": "sort_order_id", "type": _opt("int"), "default": None, "field-id": 140},
+        *([{"name": "first_row_id", "type": _opt("long"), "default": None, "field-id": 142}]
+          if version >= 3 else []),
         {"name": "referenced_data_file", "type": _opt("string"), "default": None, "field-id": 143},
+        *([{"name": "content_offset", "type": _opt("long"), "default": None, "field-id": 144},
+           {"name": "content_size_in_bytes", "type": _opt("long"), "default": None, "field-id": 145}]
+          if version >= 3 else []),
     ]}
     return {"type": "record", "name": "manifest_entry", "fields": [
         {"name": "status", "type": "int", "field-id": 0},
@@ -85,7 +92,7 @@ _SUMMARY = {"type": "record", "name": "r508", "fields": [
     {"name": "upper_bound", "type": _opt("bytes"), "default": None, "field-id": 511},
 ]}
 
-MANIFEST_LIST_SCHEMA: dict[str, Any] = {"type": "record", "name": "manifest_file", "fields": [
+_MANIFEST_LIST_FIELDS: list[dict[str, Any]] = [
     {"name": "manifest_path", "type": "string", "field-id": 500},
     {"name": "manifest_length", "type": "long", "field-id": 501},
     {"name": "partition_spec_id", "type": "int", "field-id": 502},
@@ -102,21 +109,30 @@ MANIFEST_LIST_SCHEMA: dict[str, Any] = {"type": "record", "name": "manifest_file
     {"name": "partitions", "type": _opt({"type": "array", "items": _SUMMARY, "element-id": 508}),
      "default": None, "field-id": 507},
     {"name": "key_metadata", "type": _opt("bytes"), "default": None, "field-id": 519},
-]}
+]
+
+
+def manifest_list_schema(version: int = 2) -> dict[str, Any]:
+    lineage = [{"name": "first_row_id", "type": _opt("long"), "default": None, "field-id": 520}]
+    return {"type": "record", "name": "manifest_file",
+            "fields": [*_MANIFEST_LIST_FIELDS, *(lineage if version >= 3 else [])]}
 
 
 def entry(status: int, snapshot_id: int, sequence: int, content: int, path: str, partition: Mapping[str, Any],
           rows: int, size: int, *, referenced: str | None = None,
-          path_bounds: tuple[str, str] | None = None, metrics: Mapping[str, Any] | None = None
-          ) -> dict[str, Any]:
+          path_bounds: tuple[str, str] | None = None, metrics: Mapping[str, Any] | None = None,
+          blob: tuple[int, int] | None = None) -> dict[str, Any]:
     """A manifest entry (`sequence` is both the data and the file sequence number); `metrics`: the
-    column statistics fields (`bounds.iceberg_metrics`)."""
+    column statistics fields (`bounds.iceberg_metrics`); `blob`: (offset, length) of a deletion
+    vector in its Puffin file (format v3)."""
     data_file: dict[str, Any] = {
-        "content": content, "file_path": path, "file_format": "PARQUET", "partition": dict(partition),
+        "content": content, "file_path": path, "file_format": "PARQUET" if blob is None else "PUFFIN",
+        "partition": dict(partition),
         "record_count": rows, "file_size_in_bytes": size, "column_sizes": None, "value_counts": None,
         "null_value_counts": None, "nan_value_counts": None, "lower_bounds": None, "upper_bounds": None,
         "key_metadata": None, "split_offsets": None, "equality_ids": None, "sort_order_id": None,
-        "referenced_data_file": referenced}
+        "referenced_data_file": referenced, "first_row_id": None,
+        "content_offset": blob[0] if blob else None, "content_size_in_bytes": blob[1] if blob else None}
     if metrics:
         data_file.update(metrics)
     if referenced is not None or path_bounds is not None:
@@ -140,12 +156,43 @@ def decode(data: bytes) -> list[dict[str, Any]]:
 
 
 def manifest_metadata(table_schema: Mapping[str, Any], spec: Mapping[str, Any],
-                      content: int) -> dict[str, str]:
+                      content: int, version: int = 2) -> dict[str, str]:
     return {"schema": json.dumps(table_schema), "schema-id": str(table_schema.get("schema-id", 0)),
             "partition-spec": json.dumps(spec["fields"]), "partition-spec-id": str(spec["spec-id"]),
-            "format-version": "2", "content": "data" if content == DATA else "deletes"}
+            "format-version": str(version), "content": "data" if content == DATA else "deletes"}
 
 
-def list_metadata(snapshot_id: int, parent: int | None, sequence: int) -> dict[str, str]:
+def list_metadata(snapshot_id: int, parent: int | None, sequence: int, version: int = 2,
+                  first_row_id: int | None = None) -> dict[str, str]:
+    lineage = {"first-row-id": str(first_row_id)} if first_row_id is not None else {}
     return {"snapshot-id": str(snapshot_id), "parent-snapshot-id": str(parent) if parent else "null",
-            "sequence-number": str(sequence), "format-version": "2"}
+            "sequence-number": str(sequence), "format-version": str(version), **lineage}
+
+
+def with_inherited_row_ids(manifest: Mapping[str, Any], entries: list[dict[str, Any]]
+                           ) -> list[dict[str, Any]]:
+    """A v3 data manifest's entries with each data file's `first_row_id` as readers inherit it (the
+    manifest's plus the rows of the files before it that had none), to be written when an entry is
+    carried into a new manifest, so row ids never change."""
+    first = manifest.get("first_row_id")
+    if first is None or manifest["content"] != DATA:
+        return entries
+    out = []
+    for e in entries:
+        if e["data_file"].get("first_row_id") is None:
+            e = {**e, "data_file": {**e["data_file"], "first_row_id": first}}
+            first += e["data_file"]["record_count"]
+        out.append(e)
+    return out
+
+
+def assign_row_ids(manifests: list[dict[str, Any]], first_row_id: int) -> tuple[list[dict[str, Any]], int]:
+    """(the manifest list's entries, each data manifest without a `first_row_id` given one from
+    `first_row_id` on; the row ids assigned, the snapshot's `added-rows`)."""
+    out, next_id = [], first_row_id
+    for m in manifests:
+        if m["content"] == DATA and m.get("first_row_id") is None:
+            m = {**m, "first_row_id": next_id}
+            next_id += m["added_rows_count"] + m["existing_rows_count"]
+        out.append(m)
+    return out, next_id - first_row_id

@@ -1,4 +1,4 @@
-"""Iceberg table metadata (`v<N>.metadata.json`, format v2) as a value: built from the previous one
+"""Iceberg table metadata (`v<N>.metadata.json`, format v2 or v3) as a value: built from the previous one
 and a new snapshot. Pure.
 
 Owns: the partition spec (identity on the Weir partition fields when their types have an exact
@@ -6,7 +6,9 @@ Iceberg partition value: strings, integers, dates, booleans; else unpartitioned,
 by nothing until column statistics exist), the typed partition values of a partition path, which
 manifest bucket a file group's entries live in, the snapshot entry (its summary names the Weir
 instant it shows; its timestamp is that instant's completion time, so `as of <time>` reads agree
-with Weir's), and which snapshots the metadata keeps.
+with Weir's), and which snapshots the metadata keeps. Format v3 adds row lineage: each snapshot's
+`first-row-id` (the table's `next-row-id` before it) and `added-rows`; a table upgraded from v2
+keeps its v2 snapshots as they are (they assign no row ids), as the spec's upgrade does.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakecore.errors import NotPublishable
 from lakecore.layout import parse_partition_path
 from lakecore.publish.iceberg_avro import PartitionField
 from lakecore.publish.plan import PublishPlan
@@ -31,6 +34,25 @@ BUCKETS = "weir.manifest-buckets"
 INSTANT, COMPLETION, VIEW, SCHEMA = "weir.instant", "weir.completion-time", "weir.view", "weir.schema"
 FIRST_PARTITION_ID = 1000
 METADATA_LOG = 10  # previous metadata files the metadata lists
+VERSIONS = (2, 3)  # the format versions Weir writes
+
+
+def choose_version(metadata: Mapping[str, Any] | None, asked: int | None, directory: str) -> int:
+    """The format version to publish: `asked`, or the published table's (2 for a new one). Raises
+    NotPublishable for a version Weir does not write, or a downgrade (the spec has no way back: v3
+    readers of the table would find v2 metadata)."""
+    current = int(metadata["format-version"]) if metadata else None
+    version = asked if asked is not None else current or 2
+    if version not in VERSIONS:
+        raise NotPublishable(f"Iceberg format version {version} is not one Weir publishes; use 2 or 3")
+    if current is not None and version < current:
+        where = (metadata or {}).get("location")
+        raise NotPublishable(
+            f"the Iceberg table at {where} is published as format version {current}, which cannot go back "
+            f"to {version}; publish it as version {current}, or delete its {directory}/ directory (metadata "
+            "only: Weir's data stays; drop the table from its catalog too, if registered) and the next "
+            f"publish writes version {version} from scratch, without the older snapshots")
+    return version
 
 
 def _partition_type(t: pa.DataType) -> str | dict[str, Any] | None:
@@ -110,8 +132,9 @@ def current_snapshot(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def snapshot_entry(snapshot_id: int, parent: int | None, sequence: int, plan: PublishPlan, manifest_list: str,
-                   totals: Mapping[str, int]) -> dict[str, Any]:
-    """The snapshot's entry (its schema id is set by `table_metadata`)."""
+                   totals: Mapping[str, int], row_ids: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The snapshot's entry (its schema id is set by `table_metadata`); `row_ids`: (first-row-id,
+    added-rows) of a v3 snapshot."""
     completion = plan.instant.completion_time or ""
     summary = {"operation": "overwrite", INSTANT: plan.instant.requested_time, COMPLETION: completion,
                VIEW: plan.view, SCHEMA: plan.fingerprint, "weir.action": plan.instant.action,
@@ -121,15 +144,23 @@ def snapshot_entry(snapshot_id: int, parent: int | None, sequence: int, plan: Pu
                              "manifest-list": manifest_list, "schema-id": 0}
     if parent is not None:
         entry["parent-snapshot-id"] = parent
+    if row_ids is not None:
+        entry["first-row-id"], entry["added-rows"] = row_ids
     return entry
+
+
+def next_row_id(metadata: Mapping[str, Any] | None) -> int:
+    """The first row id the next snapshot assigns (0 in a new or upgraded table)."""
+    return int((metadata or {}).get("next-row-id", 0))
 
 
 def table_metadata(previous: Mapping[str, Any] | None, *, table_uuid: str, location: str,
                    schema: dict[str, Any], last_column: int, mapping: list[dict[str, Any]],
                    spec: dict[str, Any], snapshot: dict[str, Any], keep: set[int], buckets: int,
                    previous_file: str | None,
-                   now_ms: int, properties: Mapping[str, str]) -> dict[str, Any]:
-    """The next metadata: `snapshot` current, the snapshots whose ids are in `keep` retained."""
+                   now_ms: int, properties: Mapping[str, str], version: int = 2) -> dict[str, Any]:
+    """The next metadata (format `version`): `snapshot` current, the snapshots whose ids are in `keep`
+    retained."""
     prev = dict(previous or {})
     schemas = [dict(s) for s in prev.get("schemas") or ()]
     same = next((s for s in schemas if s["fields"] == schema["fields"]), None)
@@ -147,8 +178,9 @@ def table_metadata(previous: Mapping[str, Any] | None, *, table_uuid: str, locat
         metadata_log.append({"timestamp-ms": prev["last-updated-ms"], "metadata-file": previous_file})
     props = {**dict(prev.get("properties") or {}), **properties, NAME_MAPPING: json.dumps(mapping),
              BUCKETS: str(buckets)}
+    lineage = {"next-row-id": snapshot["first-row-id"] + snapshot["added-rows"]} if version >= 3 else {}
     return {
-        "format-version": 2, "table-uuid": table_uuid, "location": location,
+        "format-version": version, **lineage, "table-uuid": table_uuid, "location": location,
         "last-sequence-number": snapshot["sequence-number"], "last-updated-ms": now_ms,
         "last-column-id": last_column, "current-schema-id": schema_id, "schemas": schemas,
         "default-spec-id": spec["spec-id"], "partition-specs": [spec],

@@ -60,22 +60,26 @@ class PublishResult:
     up_to_date: bool = False      # the instant was published already: nothing written
     note: str = ""                # what readers of this view do not see
     catalog: str = ""             # what the catalog's table points at now (publish(catalog=...))
+    format_version: int | None = None  # Iceberg's format version (2 or 3); None for Delta
 
     def describe(self) -> str:
         s = self.snapshot
+        v3 = self.format_version == 3  # v2 is said as before: "iceberg"
+        name = f"{self.target} v3" if v3 else self.target
         if self.up_to_date:
-            return f"{self.target}: already shows instant {s.instant} ({s.view})"
+            return f"{name}: already shows instant {s.instant} ({s.view})"
         how = "full rebuild" if self.full else f"{self.groups} changed file group(s)"
         note = f"; {self.note}" if self.note else ""
-        return (f"{self.target}: snapshot {s.id} shows instant {s.instant} ({s.view}); {how}, "
-                f"{self.files} data file(s), {self.hidden:,} row(s) hidden{note}")
+        return (f"{name}: snapshot {s.id} shows instant {s.instant} ({s.view}); {how}, {self.files} data "
+                f"file(s), {self.hidden:,} row(s) hidden{' by deletion vectors' if v3 else ''}{note}")
 
     def to_json(self) -> dict[str, Any]:
         s = self.snapshot
         return {"format": self.target, "location": self.location, "up_to_date": self.up_to_date,
                 "snapshot": {"id": s.id, "instant": s.instant, "completion": s.completion, "view": s.view},
                 "full": self.full, "file_groups": self.groups, "files": self.files,
-                "hidden_rows": self.hidden, "note": self.note, "catalog": self.catalog}
+                "hidden_rows": self.hidden, "note": self.note, "catalog": self.catalog,
+                "format_version": self.format_version}
 
 
 def _module(target: str) -> ModuleType:
@@ -91,16 +95,23 @@ def _module(target: str) -> ModuleType:
 
 
 def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, view: str | None = None,
-            keep: int = 10, catalog: CatalogRef | None = None) -> PublishResult:
+            keep: int = 10, catalog: CatalogRef | None = None, format_version: int | None = None
+            ) -> PublishResult:
     """Publish the table's latest completed instant as `target` ("iceberg" or "delta") metadata beside
     it. `view`: "snapshot" (merged, the default) or "read_optimized" (base files only; the only view
     of column-group tables). `keep`: published snapshots retained for time travel at most. `catalog`:
     an Iceberg catalog whose table then points at the new metadata (registered on the first publish),
-    the last step: a catalog that fails raises CatalogError with every published file in place."""
+    the last step: a catalog that fails raises CatalogError with every published file in place.
+    `format_version`: Iceberg's, 2 (position-delete files) or 3 (deletion vectors); None: the version
+    the table is published in already (2 for a new one). 2 after 3 is refused."""
     if catalog is not None and target != "iceberg":
         raise NotPublishable(f"a catalog registers Iceberg tables; publish --format iceberg to register "
                              f"{catalog.table} (a {target} table is read by its path, {storage.uri})")
-    result, trim = _publish(storage, config, lock, target, view=view, keep=keep)
+    if format_version is not None and target != "iceberg":
+        raise NotPublishable(f"format version {format_version} is Iceberg's; a {target} table has none to "
+                             "choose: leave it out, or publish --format iceberg")
+    result, trim = _publish(storage, config, lock, target, view=view, keep=keep,
+                            format_version=format_version)
     if catalog is not None:
         state = _module(target).load(storage)
         if state.metadata is None:
@@ -112,7 +123,7 @@ def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, v
 
 
 def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, view: str | None,
-             keep: int) -> tuple[PublishResult, Callable[[], None]]:
+             keep: int, format_version: int | None) -> tuple[PublishResult, Callable[[], None]]:
     """The new snapshot committed, and the trim step (see the module docstring) still to run."""
     mod = _module(target)
     kind = choose_view(config, view)
@@ -123,14 +134,18 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
     if instant is None:
         raise NotPublishable(f"table {config.name!r} has no completed instant to publish; write to it first")
     state = mod.load(storage)
+    # Iceberg's format version, chosen (a downgrade refused) before anything is written
+    version = mod.format_version(state, format_version) if target == "iceberg" else None
+    opts = {"version": version} if version is not None else {}
     published: list[PublishedSnapshot] = state.snapshots
     last = published[-1] if published else None
     if last is not None and (last.instant, last.view, last.schema) == \
-            (instant.requested_time, kind, schema_fingerprint(config.schema)):
+            (instant.requested_time, kind, schema_fingerprint(config.schema)) and \
+            (version is None or mod.shows_version(state, version)):
         return PublishResult(target, last, False, 0, 0, 0, mod.location(storage),  # type: ignore[arg-type]
-                             up_to_date=True, note=_note(config, kind)), lambda: None
+                             up_to_date=True, note=_note(config, kind), format_version=version), lambda: None
     continues = last is not None and _continues(store, timeline, last, kind) and \
-        mod.can_continue(state, storage.uri.rstrip("/"))
+        mod.can_continue(state, storage.uri.rstrip("/"), **opts)
     if continues and last is not None:
         now, since = _written_since(store, timeline, last.completion)
     else:
@@ -143,7 +158,7 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
         published = []
     _pin(storage, lock, target, (*[s.completion for s in published], instant.completion_time or ""),
          now if since is None else None, timeline)
-    snapshot = mod.commit(storage, plan, state, retention)
+    snapshot = mod.commit(storage, plan, state, retention, **opts)
     kept = retained([*published, snapshot], retention)
 
     def trim() -> None:
@@ -152,7 +167,7 @@ def _publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, 
 
     return PublishResult(target, snapshot, plan.full, len(plan.groups), len(plan.files),  # type: ignore[arg-type]
                          sum(len(f.hidden) for f in plan.files), mod.location(storage),
-                         note=_note(config, kind)), trim
+                         note=_note(config, kind), format_version=version), trim
 
 
 def _note(config: TableConfig, kind: PublishView) -> str:

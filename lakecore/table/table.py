@@ -384,14 +384,17 @@ class Table:
     # -- other engines ------------------------------------------------------------------------
 
     def publish(self, format: str, *, view: str | None = None, keep: int = 10,
-                catalog: CatalogRef | None = None) -> PublishResult:
+                catalog: CatalogRef | None = None, format_version: int | None = None) -> PublishResult:
         """Write `format` ("iceberg" or "delta") metadata beside the table, over its Parquet files as they
         are, so other engines read the table as of its latest completed instant: the merged snapshot
         (`view="snapshot"`, the default) or its base files only (`"read_optimized"`, the only view of
         column-group tables). Incremental when it can be; crash-safe. `keep`: published snapshots kept
         for time travel at most (clean keeps their files). `catalog`: an Iceberg catalog (pyiceberg's)
-        whose table then points at the new metadata. See docs/interop.md."""
-        return publish(self.storage, self.config, self.lock, format, view=view, keep=keep, catalog=catalog)
+        whose table then points at the new metadata. `format_version`: Iceberg's, 2 (position-delete
+        files) or 3 (deletion vectors); None keeps the published table's (2 for a new one); 3 -> 2 is
+        refused. See docs/interop.md."""
+        return publish(self.storage, self.config, self.lock, format, view=view, keep=keep, catalog=catalog,
+                       format_version=format_version)
 
     # -- inspection ---------------------------------------------------------------------------
 

@@ -37,17 +37,20 @@ def publish_targets(spec: LakeTableSpec, targets: Sequence[str], storage_options
         c = publish.catalog if target == "iceberg" else None
         ref = CatalogRef(c.table, dict(catalog_properties or {}), c.name) \
             if c is not None and catalog_error is None else None
+        version = publish.iceberg_format_version if target == "iceberg" else None
         try:
-            result = table.publish(target, view=publish.view, keep=publish.keep, catalog=ref)
+            result = table.publish(target, view=publish.view, keep=publish.keep, catalog=ref,
+                                   format_version=version)
             error = catalog_error if c is not None else None
         except CatalogError as exc:   # published, not registered: readers by path see it
-            result, error = table.publish(target, view=publish.view, keep=publish.keep), str(exc)
+            result = table.publish(target, view=publish.view, keep=publish.keep, format_version=version)
+            error = str(exc)
         except Exception as exc:
             outcomes.append(PublishOutcome(target, error=_error(exc)))
             continue
         s = result.snapshot
         outcomes.append(PublishOutcome(target, s.instant, s.id, s.view, result.location,
-                                       result.catalog or None, error))
+                                       result.catalog or None, error, result.format_version))
     return outcomes
 
 

@@ -1,16 +1,19 @@
 """What a batch of Kafka messages with bad ones does (the writer's badRecords policy); never a silent drop.
 
-    fail        (the default) the batch fails before anything is written, naming the first bad message's
-                topic, partition and offset, why it does not decode, and how many there are: BadMessages,
-                bad input (exit 2): the writer stops until its producer or policy is fixed
+    fail        (the default) the batch fails and nothing of it is committed (what the write's tasks wrote
+                is rolled back: a rollback instant says so), naming the first bad message's topic,
+                partition and offset, why it does not decode, and how many there are: BadMessages, bad
+                input (exit 2): the writer stops until its producer or policy is fixed
     skip        the good messages are written; the commit records how many were skipped (SKIPPED_KEY)
     deadLetter  the bad messages go first to a topic (the raw key and value, with headers saying where they
                 came from and why: at least once, a batch run again sends them again) or to a Weir table
                 keyed by topic, partition and offset (exactly once: a batch run again upserts the same
                 rows); then the good ones are written and the commit records the count (DEAD_LETTERED_KEY)
 
-`summarize` reads what a batch holds in one Spark aggregation (per partition: the highest offset read,
-counts, the first bad message); `judge` is the pure decision.
+What a batch holds (per partition: the highest offset read, counts, the first bad message) comes from
+the write's own tasks (`split`: Arrow, a task's rows; `merged`: every task's summary), or, where a write
+cannot carry it (sparkjobs.write.takes_sidecar; a change stream's per-key cut), from one Spark
+aggregation over the decoded batch (`summarize`). `judge` is the pure decision.
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakecore.errors import InvalidInput
 from sparkjobs.kafka.values import ERROR, TOMBSTONE
+
+# what a write's tasks need of each message besides its columns (sparkjobs.write.Sidecar)
+SIDE_COLUMNS = ("topic", "partition", "offset", ERROR, TOMBSTONE)
 
 SKIPPED_KEY = "weir.kafka.skipped"
 DEAD_LETTERED_KEY = "weir.kafka.dead_lettered"
@@ -82,6 +89,47 @@ def summarize(decoded: DataFrame) -> Summary:
                    first_bad=BadMessage(*firsts[0]) if firsts else None)
 
 
+def split(rows: pa.Table, policy: Policy = "skip") -> tuple[pa.Table, dict[str, Any]]:
+    """In a write task: its messages (values.decode's columns + SIDE_COLUMNS) -> (the rows to write: the
+    good ones, without SIDE_COLUMNS, or none when a bad one is among them and `policy` fails the batch; the
+    task's summary, JSON-able, for `merged`). Vectorized."""
+    bad, tombstone = pc.is_valid(rows[ERROR]), rows[TOMBSTONE].fill_null(False)
+    per = pa.table({"topic": rows["topic"], "partition": rows["partition"], "offset": rows["offset"],
+                    "bad": bad.cast(pa.int64()), "tombstone": tombstone.cast(pa.int64())})
+    groups = per.group_by(["topic", "partition"]).aggregate(
+        [("offset", "max"), ("offset", "count"), ("bad", "sum"), ("tombstone", "sum")])
+    first = None
+    if groups["bad_sum"].to_numpy().any():
+        wrong = rows.select(["topic", "partition", "offset", ERROR]).filter(bad)
+        lowest = wrong.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
+        first = lowest.slice(0, 1).to_pylist()[0]
+    failed = first is not None and policy == "fail"      # the batch fails: this task writes nothing
+    good = rows.slice(0, 0) if failed else rows.filter(pc.invert(pc.or_(bad, tombstone)))
+    good = good.drop_columns(list(SIDE_COLUMNS))
+    return good, {"read": [[g["topic"], g["partition"], g["offset_max"], g["offset_count"], g["bad_sum"],
+                            g["tombstone_sum"]] for g in groups.to_pylist()],
+                  "first": None if first is None else [first["topic"], first["partition"], first["offset"],
+                                                       first[ERROR]]}
+
+
+def merged(summaries: list[dict[str, Any]]) -> Summary:
+    """Every write task's `split` summary -> the batch's Summary (a partition's messages may be spread
+    over several tasks: the write routes by record key)."""
+    last: dict[tuple[str, int], int] = {}
+    messages = bad = tombstones = 0
+    firsts = []
+    for summary in summaries:
+        for topic, partition, highest, n, b, t in summary["read"]:
+            where = (str(topic), int(partition))
+            last[where] = max(int(highest), last.get(where, int(highest)))
+            messages, bad, tombstones = messages + int(n), bad + int(b), tombstones + int(t)
+        if summary["first"] is not None:
+            topic, partition, offset, error = summary["first"]
+            firsts.append((str(topic), int(partition), int(offset), str(error)))
+    return Summary(read=tuple(sorted((t, p, o) for (t, p), o in last.items())), messages=messages, bad=bad,
+                   tombstones=tombstones, first_bad=BadMessage(*min(firsts)) if firsts else None)
+
+
 def judge(summary: Summary, policy: Policy) -> dict[str, str]:
     """The commit metadata the policy adds for this batch, or BadMessages (policy fail, bad ones found)."""
     extra = {TOMBSTONES_KEY: str(summary.tombstones)} if summary.tombstones else {}
@@ -92,7 +140,7 @@ def judge(summary: Summary, policy: Policy) -> dict[str, str]:
     if policy == "fail":
         raise BadMessages(f"Kafka message {first} does not decode ({first.error}); {summary.bad} of the "
                           f"batch's {summary.messages} messages are bad and nothing of the batch was "
-                          "written: fix the producer, or set source.kafka.badRecords.policy to skip or "
+                          "committed: fix the producer, or set source.kafka.badRecords.policy to skip or "
                           "deadLetter")
     return {**extra, (SKIPPED_KEY if policy == "skip" else DEAD_LETTERED_KEY): str(summary.bad)}
 

@@ -1,10 +1,15 @@
 """One micro-batch (or one batch write) of Kafka messages -> what one instant writes, exactly once.
 
     (a schema registry: the batch's schema ids, their writer schemas fetched once per job: registry.py) ->
-    decode (values.py) -> persist -> summarize: per partition the highest offset read, the bad messages
-    (one aggregation) -> the policy (bad_records.py: fail, skip, dead-letter them first) -> the good rows
-    (a change stream deduplicated per key: the latest event by source timestamp, then offset) -> written
-    with the offsets the table now holds (`weir.kafka.offsets`) in the same commit
+    decode (values.py) -> the write, in one pass: each write task writes the good messages of its file
+    groups and summarizes all of its messages (per partition the highest offset read, the bad ones:
+    bad_records.split) -> between the tasks' writes and the commit, the policy (bad_records.py: fail rolls
+    the write back, skip, dead-letter them first: the bad ones decoded again from the batch) -> the commit,
+    with the offsets the table now holds (`weir.kafka.offsets`)
+
+A change stream (Debezium) is cut to the latest event per key first (source timestamp, then offset: a
+window over the batch), and a write that cannot carry the summary (sparkjobs.write.takes_sidecar) neither:
+those persist the decoded batch, summarize it in one aggregation and write its good rows (two passes).
 
 The offsets and the rows land in one instant, so the table always says where its writer is: a query that
 lost its Spark checkpoint starts at those offsets (source.starting_offsets), and a micro-batch Spark runs
@@ -13,6 +18,7 @@ again after a crash between our commit and its checkpoint is skipped by its batc
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pyspark import StorageLevel
@@ -21,11 +27,13 @@ from pyspark.sql import functions as F
 
 from lakecore import Table
 from lakecore.config import OP, TableConfig
-from sparkjobs.contract import KafkaArgs
+from lakecore.write import check_operation
+from sparkjobs.contract import WriterArgs
 from sparkjobs.kafka import bad_records, offsets, registry
 from sparkjobs.kafka.source import consumer_properties
 from sparkjobs.kafka.values import ERROR, TOMBSTONE, decode
 from sparkjobs.stream import Prepared
+from sparkjobs.write import Sidecar, takes_sidecar
 
 # Spark's Kafka rows carry these; a change stream orders a key's events by them
 _ORDER = ("offset",)
@@ -34,9 +42,10 @@ _ORDER = ("offset",)
 class KafkaBatches:
     """The `prepare` of a Kafka writer's micro-batches (stream.BatchWriter), or of its one batch write."""
 
-    def __init__(self, table: Table, args: KafkaArgs, columns: list[str], writer: str,
+    def __init__(self, table: Table, args: WriterArgs, columns: list[str], writer: str,
                  recorded: offsets.Offsets | None, storage_options: Any = None) -> None:
         self.table, self.args, self.columns, self.writer = table, args, columns, writer
+        self.operation = check_operation(args.operation)
         self.storage_options = storage_options   # the job's (by reference), for a dead-letter table
         self.offsets = recorded        # where the table says the writer is (advanced at each commit)
         self.registry = registry.SchemaRegistry(args.schema_registry_url, args.schema_registry_auth_env) \
@@ -46,6 +55,9 @@ class KafkaBatches:
         config = self.table.config
         schemas = self.registry.schemas(registry.batch_schema_ids(batch)) if self.registry else None
         decoded = decode(batch, config, self.columns, self.args.value_format, self.args.avro_schema, schemas)
+        changes = self.args.value_format == "debezium"
+        if not changes and takes_sidecar(config, self.operation):
+            return self._one_pass(decoded)
         decoded = raw_of_bad_only(decoded).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             summary = bad_records.summarize(decoded)
@@ -64,8 +76,29 @@ class KafkaBatches:
         def release() -> None:
             decoded.unpersist()
 
-        return Prepared(good_rows(decoded, config, self.columns, self.args.value_format == "debezium"),
-                        extra, committed, release)
+        return Prepared(good_rows(decoded, config, self.columns, changes), extra, committed, release)
+
+    def _one_pass(self, decoded: DataFrame) -> Prepared:
+        """The write's own tasks summarize the batch (bad_records.split); the policy is decided before
+        its commit (a dead letter reads the bad messages again: `decoded` is not held)."""
+        now: list[offsets.Offsets] = []
+
+        def decide(summaries: list[Any]) -> dict[str, str]:
+            summary = bad_records.merged(summaries)
+            extra = bad_records.judge(summary, self.args.bad_records)  # type: ignore[arg-type]
+            if summary.bad and self.args.bad_records == "deadLetter":
+                self._dead_letter(decoded)
+            now[:] = [offsets.advanced(self.offsets, summary.read)]
+            return {**extra, offsets.OFFSETS_KEY: offsets.encode(now[0])}
+
+        def committed() -> None:
+            self.offsets = now[0]
+
+        rows = decoded.select(*self.columns, *bad_records.SIDE_COLUMNS)
+        return Prepared(rows, {}, committed,
+                        sidecar=Sidecar(bad_records.SIDE_COLUMNS,
+                                        partial(bad_records.split, policy=self.args.bad_records),  # type: ignore[arg-type]
+                                        decide))
 
     def _dead_letter(self, decoded: DataFrame) -> None:
         rows = bad_records.dead_letter_rows(decoded, self.writer)

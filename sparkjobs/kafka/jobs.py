@@ -47,6 +47,7 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
     prepared = KafkaBatches(table, args, columns, writer, recorded, storage_options)(df)
     try:
         return write_dataframe(prepared.df, table, args.operation,  # type: ignore[arg-type]
-                               options=options, extra={**args.extra, **prepared.extra, WRITER_KEY: writer})
+                               options=options, extra={**args.extra, **prepared.extra, WRITER_KEY: writer},
+                               sidecar=prepared.sidecar)
     finally:
         prepared.release()

@@ -10,6 +10,7 @@ groups, a malformed table name."""
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -159,6 +160,30 @@ def test_an_operator_without_pyiceberg_names_the_extra(tmp_path: Path,
     assert "needs the Python module 'pyiceberg', which weir's `catalog` extra installs" in error
 
 
+def test_iceberg_format_version_3_is_published_and_a_downgrade_is_an_error(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    runner = Runner(state, LocalLauncher(tmp_path / "pods"), PodSettings())
+    body = table(tmp_path, publish={"targets": ["iceberg"], "iceberg": {"formatVersion": 3}})
+    put(state, body)
+    runner.step()
+    location = str(tmp_path / "lake" / "orders")
+    t = Table.open(location)
+    t.upsert(rows(list(range(10)), 1, 1))
+    t.upsert(rows([1, 2], 5, 2))
+    runner.step()
+    entry = shown(state)["iceberg"]
+    assert entry["formatVersion"] == 3 and "error" not in entry, entry
+    assert json.loads(Path(entry["location"]).read_text())["format-version"] == 3
+    readers.assert_same(readers.iceberg(location), readers.expected(t.read(), "iceberg"), ["id"], reader="v3")
+    fits("laketables", status(state))
+    body["spec"]["publish"]["iceberg"]["formatVersion"] = 2   # the same instant, asked as v2: refused
+    put(state, body)
+    runner.step()
+    entry = shown(state)["iceberg"]
+    assert "cannot go back to 2" in entry["error"] and entry["formatVersion"] == 3, entry
+    fits("laketables", status(state))
+
+
 def lake_table(**publish: Any) -> dict[str, Any]:
     return table(Path("/tmp/lake"), publish=publish)
 
@@ -171,6 +196,8 @@ def lake_table(**publish: Any) -> dict[str, Any]:
     ({"targets": ["iceberg"], "catalog": {**CATALOG, "table": "orders"}}, {},
      "must look like NAMESPACE.TABLE"),
     ({"targets": ["hudi"]}, {}, "'hudi' is not a format"),
+    ({"targets": ["iceberg"], "iceberg": {"formatVersion": 4}}, {}, "4 is not an Iceberg format version"),
+    ({"targets": ["delta"], "iceberg": {"formatVersion": 3}}, {}, "add iceberg to publish.targets"),
 ])
 def test_publish_specs_the_crd_refuses_are_refused_by_the_parser(publish: dict[str, Any],
                                                                   extra: dict[str, Any], said: str) -> None:

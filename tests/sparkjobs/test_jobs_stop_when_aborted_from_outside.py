@@ -44,8 +44,8 @@ def held_tasks(gate: Path) -> Callable[..., Any]:
     then wait for `gate/release` for up to STAGE_S (leaving `gate/finished-*` if they got through)."""
     real = WRITE
 
-    def write(ctx: Any, operation: Any) -> Any:
-        inner = real(ctx, operation)
+    def write(ctx: Any, operation: Any, split: Any = None) -> Any:
+        inner = real(ctx, operation, split)
 
         def held(batches: Iterator[Any]) -> Iterator[Any]:
             import os as os_
@@ -71,7 +71,7 @@ def late_tasks(gate: Path) -> Callable[..., Any]:
     after 1.5 s (before Spark kills a cancelled Python task, 2 s by default)."""
     real = WRITE
 
-    def write(ctx: Any, operation: Any) -> Any:
+    def write(ctx: Any, operation: Any, split: Any = None) -> Any:
         def late(batches: Iterator[Any]) -> Iterator[Any]:
             import os as os_
             import time as time_
@@ -79,7 +79,7 @@ def late_tasks(gate: Path) -> Callable[..., Any]:
             from lakecore.write import list_markers
 
             received = list(batches)
-            out = list(real(ctx, operation)(iter(received)))
+            out = list(real(ctx, operation, split)(iter(received)))
             if not out:
                 return
             open(os_.path.join(gate, f"entered-{os_.getpid()}"), "w").close()
@@ -89,7 +89,8 @@ def late_tasks(gate: Path) -> Callable[..., Any]:
             deadline = time_.monotonic() + 1.5
             while list_markers(ctx.storage, ctx.instant_time) and time_.monotonic() < deadline:
                 time_.sleep(0.02)
-            out = list(real(ctx, operation)(iter(received)))  # the same files again, each after its marker
+            # the same files again, each after its marker
+            out = list(real(ctx, operation, split)(iter(received)))
             open(os_.path.join(gate, f"late-{os_.getpid()}"), "w").close()
             yield from out
         return late

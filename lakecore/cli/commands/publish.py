@@ -54,8 +54,13 @@ def publish(uri: Uri,
             catalog_property: Annotated[list[str] | None, typer.Option(
                 help="A pyiceberg catalog property KEY=VALUE (type=sql|rest|glue|hive, uri=..., "
                      "warehouse=...); repeat it.")] = None,
+            iceberg_format_version: Annotated[int | None, typer.Option(
+                help="2 (position-delete files) | 3 (one deletion vector per data file; pyiceberg, DuckDB "
+                     "and Spark read it, daft does not). Default: the version the table is published in "
+                     "already, 2 for a new one. 3 -> 2 is refused.")] = None,
             as_json: JsonFlag = False) -> None:
     """Publish the table's latest instant as Iceberg or Delta metadata beside it, over its files as they
     are (see docs/interop.md): incremental when it can be, crash-safe."""
     ref = catalog_ref(catalog_table, catalog, catalog_property or [])
-    output_for(as_json).published(Table.open(uri).publish(format, view=view, keep=keep, catalog=ref))
+    output_for(as_json).published(Table.open(uri).publish(format, view=view, keep=keep, catalog=ref,
+                                                          format_version=iceberg_format_version))

@@ -3,7 +3,8 @@ each one's status entry says after a publish.
 
 A target is due when it never published, its last publish failed, it shows an older instant than the
 table's latest completed one, or the spec asks for what it does not show (another view, a catalog it is
-not registered in). A publish that failed keeps what the target's readers still see, with the error.
+not registered in, another Iceberg format version). A publish that failed keeps what the target's readers
+still see, with the error.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class PublishOutcome:
     location: str | None = None
     catalog: str | None = None     # what the catalog's table reads now
     error: str | None = None
+    format_version: int | None = None  # Iceberg's
 
 
 def entries_of(status: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
@@ -43,7 +45,8 @@ def due_targets(spec: PublishSpec, status: Mapping[str, Any] | None, latest: str
         e = entries.get(target)
         return e is None or bool(e.get("error")) or e.get("instant") != latest \
             or (spec.view is not None and e.get("view") != spec.view) \
-            or (target == "iceberg" and spec.catalog is not None and not e.get("catalog"))
+            or (target == "iceberg" and spec.catalog is not None and not e.get("catalog")) \
+            or (target == "iceberg" and e.get("formatVersion", 2) != spec.iceberg_format_version)
 
     return tuple(t for t in spec.targets if due(t))
 
@@ -59,7 +62,8 @@ def published_fields(spec: PublishSpec, status: Mapping[str, Any] | None, outcom
             entries[o.format] = {**entries.get(o.format, {"format": o.format}), "error": o.error}
             continue
         fresh = {"format": o.format, "instant": o.instant, "snapshot": o.snapshot, "view": o.view,
-                 "location": o.location, "catalog": o.catalog, "publishedAt": now, "error": o.error}
+                 "location": o.location, "catalog": o.catalog, "publishedAt": now, "error": o.error,
+                 "formatVersion": o.format_version}
         entries[o.format] = {k: v for k, v in fresh.items() if v is not None}
     shown = [dict(entries[t]) for t in spec.targets if t in entries]
     instants = [str(e["instant"]) for e in shown if e.get("instant")]

@@ -105,6 +105,7 @@ class PublishSpec:
     view: PublishView | None = None      # None: lakecore's default (snapshot; read_optimized for groups)
     keep: int = 10
     catalog: CatalogSpec | None = None
+    iceberg_format_version: int = 2      # publish.iceberg.formatVersion: 2, or 3 (deletion vectors)
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
         raise SpecError(f.at("concurrency.earlyDetection.strategy"), "direct_zk needs lock.provider "
                         "zookeeper; set the lock or choose another strategy")
     hb = f.sub("heartbeat", ("intervalSeconds", "tolerableMisses"))
-    publish = _parse_publish(f.sub("publish", ("targets", "view", "keep", "catalog"))) \
+    publish = _parse_publish(f.sub("publish", ("targets", "view", "keep", "catalog", "iceberg"))) \
         if f.has("publish") else None
     if publish is not None and groups and publish.view == "snapshot":
         raise SpecError(f.at("publish.view"), "a table with columnGroups publishes its last compacted state "
@@ -306,5 +307,15 @@ def _parse_publish(f: Fields) -> PublishSpec:
         if "iceberg" not in targets:
             raise SpecError(f.at("catalog"), "registers the Iceberg table: add iceberg to publish.targets "
                             "(a Delta table is read by its path)")
+    version = 2
+    if f.has("iceberg"):
+        i = f.sub("iceberg", ("formatVersion",))
+        version = i.integer("formatVersion", 2, minimum=2)
+        if version not in (2, 3):
+            raise SpecError(i.at("formatVersion"), f"{version} is not an Iceberg format version Weir "
+                            "publishes; use 2 or 3")
+        if "iceberg" not in targets:
+            raise SpecError(f.at("iceberg"), "sets how the Iceberg table is published: add iceberg to "
+                            "publish.targets")
     return PublishSpec(targets=targets, view=view, keep=f.integer("keep", 10, minimum=1),  # type: ignore[arg-type]
-                       catalog=catalog)
+                       catalog=catalog, iceberg_format_version=version)

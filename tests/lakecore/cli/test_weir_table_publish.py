@@ -46,6 +46,22 @@ def test_publish_both_formats_and_readers_see_the_table(tmp_path):
     assert code == 0 and "iceberg: already shows instant" in out
 
 
+def test_iceberg_format_version_3_is_asked_for_and_kept(tmp_path):
+    uri = _table(tmp_path)
+    code, out = weir("table", "publish", uri, "--format", "iceberg", "--iceberg-format-version", "3",
+                     "--json")
+    assert code == 0 and json.loads(out)["format_version"] == 3, out
+    assert json.loads((tmp_path / "t" / "metadata" / "v1.metadata.json").read_text())["format-version"] == 3
+    code, out = weir("table", "publish", uri, "--format", "iceberg")
+    assert code == 0 and "iceberg v3: already shows instant" in out, out
+    code, out = weir("table", "publish", uri, "--format", "iceberg", "--iceberg-format-version", "2")
+    assert code == 1 and "is published as format version 3, which cannot go back to 2" in out, out
+    assert out.count("\n") == 1, out
+    code, out = weir("table", "publish", uri, "--format", "delta", "--iceberg-format-version", "3")
+    assert code == 1 and "format version 3 is Iceberg's" in out, out
+    assert not (tmp_path / "t" / "_delta_log").exists()
+
+
 def test_bad_requests_are_one_line_and_write_nothing(tmp_path):
     uri = _table(tmp_path)
     code, out = weir("table", "publish", uri, "--format", "hudi")

@@ -5,6 +5,8 @@ catalog there, and the SQL statements and transaction commits of the catalog's s
 
     python -m tests.lakecore.publish.publish_crash URI TARGET KEEP NTH [CATALOG]
 
+TARGET: iceberg, iceberg-v3 (format version 3: deletion vectors) or delta.
+
 Exits 3 when the kill point was never reached.
 """
 
@@ -45,6 +47,13 @@ def count_calls(storage: Any, after: Callable[[int], None], *, sql: bool = False
         counted(Session, "commit")
 
 
+def publish_options(target: str) -> tuple[str, dict[str, Any]]:
+    """(the format, Table.publish's keywords) of a TARGET argument."""
+    if target == "iceberg-v3":
+        return "iceberg", {"format_version": 3}
+    return target, {}
+
+
 def sql_catalog(path: str) -> Any:
     """The CatalogRef of a SQLite-backed pyiceberg catalog at `path` (table lake.events)."""
     from lakecore.publish import CatalogRef
@@ -61,7 +70,8 @@ def main() -> None:
     t = Table.open(uri, lock=InProcessLock(uri))
     count_calls(t.storage, lambda n: os.kill(os.getpid(), signal.SIGKILL) if n == int(nth) else None,
                 sql=bool(catalog))
-    t.publish(target, keep=int(keep), catalog=sql_catalog(catalog[0]) if catalog else None)
+    fmt, options = publish_options(target)
+    t.publish(fmt, keep=int(keep), catalog=sql_catalog(catalog[0]) if catalog else None, **options)
     sys.exit(3)
 
 

@@ -1,7 +1,7 @@
 """kill -9 after every storage call of a publish (a first one, an incremental one that expires older
-snapshots, and a Delta one that checkpoints and drops old versions): readers then see the previous
-published snapshot or the new one, never a broken one, and the next publish completes, after which
-they see Table.read()."""
+snapshots, both for Iceberg v2 and v3, and a Delta one that checkpoints and drops old versions):
+readers then see the previous published snapshot or the new one, never a broken one, and the next
+publish completes, after which they see Table.read()."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from lakecore.concurrency import InProcessLock
 from lakecore.config import LockSpec
 from lakecore.services.published import read_pins
 from tests.lakecore.publish import readers
-from tests.lakecore.publish.publish_crash import count_calls
+from tests.lakecore.publish.publish_crash import count_calls, publish_options
 
 pytestmark = [pytest.mark.crash, pytest.mark.slow]
 
@@ -33,8 +33,9 @@ def rows(ids: list[int], ts: int) -> pa.Table:
 
 def shown(uri: str, target: str) -> pa.Table | None:
     """What the target's reader sees (None: nothing published yet)."""
-    reader = readers.iceberg if target == "iceberg" else readers.delta
-    if not (Path(uri) / ("metadata/version-hint.text" if target == "iceberg" else "_delta_log")).exists():
+    iceberg = target.startswith("iceberg")
+    reader = readers.iceberg if iceberg else readers.delta
+    if not (Path(uri) / ("metadata/version-hint.text" if iceberg else "_delta_log")).exists():
         return None
     return reader(uri)
 
@@ -55,24 +56,30 @@ def prepare(uri: str, target: str, scenario: str) -> int:
     versions = 10 if scenario == "checkpoint" else 2
     for i in range(versions):
         t.upsert(rows([i], 2 + i))
-        t.publish(target)
+        publish(t, target)
     t.upsert(rows([5, 25], 50))
     t.delete(pa.table({"id": [1, 2]}))
     return 1
 
 
+def publish(t: Table, target: str, **kw):
+    fmt, options = publish_options(target)
+    return t.publish(fmt, **kw, **options)
+
+
 @pytest.mark.parametrize("target,scenario", [("iceberg", "first"), ("iceberg", "expiring"),
+                                             ("iceberg-v3", "first"), ("iceberg-v3", "expiring"),
                                              ("delta", "first"), ("delta", "expiring"),
                                              ("delta", "checkpoint")])
 def test_a_publish_killed_anywhere_is_consistent_and_repaired(tmp_path, target, scenario):
     dry = str(tmp_path / "dry")
     keep = prepare(dry, target, scenario)
     before = shown(dry, target)
-    after = readers.expected(table(dry).read(), target)
+    after = readers.expected(table(dry).read(), publish_options(target)[0])
     calls = []
     t = table(dry)
     count_calls(t.storage, calls.append)
-    t.publish(target, keep=keep)
+    publish(t, target, keep=keep)
     assert len(calls) >= 3
 
     for nth in range(1, len(calls) + 1):
@@ -88,8 +95,8 @@ def test_a_publish_killed_anywhere_is_consistent_and_repaired(tmp_path, target, 
         else:
             readers.assert_before_or_after(seen, before, after, ["id"],
                                            reader=f"{target} after a kill at call {nth}")
-        done = table(uri).publish(target, keep=keep)
+        done = publish(table(uri), target, keep=keep)
         readers.assert_same(shown(uri, target), after, ["id"],
                             reader=f"{target} republished after a kill at call {nth}")
-        assert done.snapshot.completion in read_pins(table(uri).storage, target)
+        assert done.snapshot.completion in read_pins(table(uri).storage, publish_options(target)[0])
 

@@ -4,8 +4,9 @@ daft, and Spark 4.1 with Apache Iceberg's runtime and Delta's jars. The table ho
 supersede rows in base and log files, event-time losers and deletes (rows hidden by position-delete
 files and deletion vectors), partitioned, in every type both targets hold; then again after a
 compaction and more writes left in log files; an earlier published snapshot or version reads as
-`Table.read(as_of=<its instant>)` (DuckDB has no Delta time travel). Each engine runs in its own
-long-lived process (`make readers`), one Spark JVM for the session."""
+`Table.read(as_of=<its instant>)` (DuckDB has no Delta time travel). The same for Iceberg v3 (deletion
+vectors) with DuckDB and Spark; daft does not read v3 deletion vectors (tests/support/test_readers.py).
+Each engine runs in its own long-lived process (`make readers`), one Spark JVM for the session."""
 
 from __future__ import annotations
 
@@ -64,14 +65,21 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Table:
     return written(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def compacted(tmp_path_factory: pytest.TempPathFactory) -> Table:
-    """The same table compacted (its tombstones stay in the new base files), then written to again."""
+def compacted_table(tmp_path_factory: pytest.TempPathFactory, **published: int) -> Table:
+    """The same table compacted (its tombstones stay in the new base files), then written to again;
+    `published`: Table.publish's options of an Iceberg publish before the compaction (none: none)."""
     t = written(tmp_path_factory)
+    if published:
+        t.publish("iceberg", **published)  # the publish after the compaction is then incremental
     assert t.maintenance.compact().instant is not None
     t.upsert(rows([8, 9, 100], 40, "c"))
     t.delete(keys([10, 11], 50))
     return t
+
+
+@pytest.fixture(scope="module")
+def compacted(tmp_path_factory: pytest.TempPathFactory) -> Table:
+    return compacted_table(tmp_path_factory)
 
 
 Read = Callable[[Readers, PublishResult], pa.Table]
@@ -88,9 +96,9 @@ def engines() -> list[str]:
     return list(ENGINES)  # daft applies no name mapping: it reads Weir's files by their field ids
 
 
-def check(readers: Readers, t: Table, engine: str, step: str) -> None:
+def check(readers: Readers, t: Table, engine: str, step: str, **options: int) -> None:
     target, read = ENGINES[engine]
-    result = t.publish(target)
+    result = t.publish(target, **options)
     assert result.snapshot.instant == t.timeline().last_completed().requested_time
     got = published.normalized(read(readers, result))
     published.assert_same(got, published.expected(t.read(), target), ["id"], reader=f"{engine} {step}")
@@ -128,3 +136,45 @@ def test_engines_travel_to_an_earlier_published_snapshot(readers: Readers,
     got = published.normalized(read(readers, latest, earlier.id))
     want = published.expected(t.read(as_of=earlier.instant), target)
     published.assert_same(got, want, ["id"], reader=f"{engine} at {earlier.instant}")
+
+
+V3 = ["duckdb iceberg", "spark iceberg"]  # daft opens v3 deletion vectors as Parquet
+
+
+@pytest.fixture(scope="module")
+def table_v3(tmp_path_factory: pytest.TempPathFactory) -> Table:
+    """A table of its own for v3 (a table published as v3 is never published as v2 again)."""
+    return written(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def compacted_v3(tmp_path_factory: pytest.TempPathFactory) -> Table:
+    return compacted_table(tmp_path_factory, format_version=3)
+
+
+@pytest.mark.parametrize("engine", V3)
+def test_engines_read_the_merged_snapshot_as_iceberg_v3(readers: Readers, table_v3: Table,
+                                                        engine: str) -> None:
+    check(readers, table_v3, engine, "v3, with upserts and deletes in log files", format_version=3)
+
+
+@pytest.mark.parametrize("engine", V3)
+def test_engines_read_iceberg_v3_after_a_compaction_and_more_writes(readers: Readers, compacted_v3: Table,
+                                                                   engine: str) -> None:
+    check(readers, compacted_v3, engine, "v3, after compaction", format_version=3)
+
+
+@pytest.mark.parametrize("engine", V3)
+def test_engines_travel_to_an_earlier_iceberg_v3_snapshot(readers: Readers,
+                                                          tmp_path_factory: pytest.TempPathFactory,
+                                                          engine: str) -> None:
+    _, read = TRAVEL[engine]
+    t = written(tmp_path_factory)
+    earlier = t.publish("iceberg", format_version=3).snapshot
+    t.upsert(rows([1, 2, 200], 60, "d"))
+    t.delete(keys([12, 13], 70))
+    latest = t.publish("iceberg")
+    assert latest.format_version == 3 and not latest.full
+    got = published.normalized(read(readers, latest, earlier.id))
+    want = published.expected(t.read(as_of=earlier.instant), "iceberg")
+    published.assert_same(got, want, ["id"], reader=f"{engine} v3 at {earlier.instant}")

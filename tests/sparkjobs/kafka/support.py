@@ -40,6 +40,12 @@ def rows_by_key(uri: str, key: str = "id") -> dict[Any, dict[str, Any]]:
     return {r[key]: r for r in Table.open(uri).read().to_pylist()}
 
 
+def nothing_committed(uri: str) -> bool:
+    """No write of the table completed (a failed one may have left its rollback) and it reads empty."""
+    t = Table.open(uri)
+    return not [i for i in t.timeline().completed if i.action != "rollback"] and t.read().num_rows == 0
+
+
 def commits_extra(uri: str) -> list[dict[str, Any]]:
     t = Table.open(uri)
     return [dict(t.commit_metadata(i).extra) for i in t.timeline().completed]

@@ -21,7 +21,14 @@ from lakeoperator.dev.zookeeper import free_port
 from sparkjobs.contract import EXIT_UNAVAILABLE, BatchWriteArgs
 from sparkjobs.kafka.bad_records import SKIPPED_KEY, BadMessages
 from sparkjobs.kafka.source import SourceUnavailable
-from tests.sparkjobs.kafka.support import commits_extra, new_topic, rows_by_key, run_stream, stream_args
+from tests.sparkjobs.kafka.support import (
+    commits_extra,
+    new_topic,
+    nothing_committed,
+    rows_by_key,
+    run_stream,
+    stream_args,
+)
 from tests.support.fixtures import require_spark_connectors
 from tests.support.kafka_broker import KafkaBroker, produce
 from tests.support.schema_registry import SchemaRegistry
@@ -97,7 +104,7 @@ def test_bad_messages_fail_the_batch_naming_the_first(spark, kafka_broker, schem
     with pytest.raises(BadMessages, match=said):
         run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), value_format="avro",
                                schema_registry_url=schema_registry.url))
-    assert not Table.open(table.uri).timeline().completed
+    assert nothing_committed(table.uri)
 
 
 def test_bad_messages_are_skipped_and_counted(spark, kafka_broker, schema_registry, tmp_path):
@@ -142,4 +149,4 @@ def test_a_registry_that_does_not_answer_is_the_source_unavailable(spark, kafka_
     assert batch_write.main(args.to_argv()) == EXIT_UNAVAILABLE
     said = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert said["outcome"] == "unavailable" and nobody in said["error"], said
-    assert not Table.open(table.uri).timeline().completed
+    assert nothing_committed(table.uri)

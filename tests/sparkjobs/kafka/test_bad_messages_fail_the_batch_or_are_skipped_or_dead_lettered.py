@@ -14,7 +14,14 @@ from confluent_kafka import Consumer
 from lakecore import Table
 from sparkjobs.kafka.bad_records import DEAD_LETTERED_KEY, SKIPPED_KEY, BadMessages
 from sparkjobs.kafka.offsets import OFFSETS_KEY, decode
-from tests.sparkjobs.kafka.support import commits_extra, new_topic, rows_by_key, run_stream, stream_args
+from tests.sparkjobs.kafka.support import (
+    commits_extra,
+    new_topic,
+    nothing_committed,
+    rows_by_key,
+    run_stream,
+    stream_args,
+)
 from tests.support.fixtures import require_spark_connectors
 from tests.support.kafka_broker import produce
 
@@ -43,9 +50,9 @@ def test_by_default_the_batch_fails_naming_the_first_bad_message(spark, kafka_br
     mixed(kafka_broker, topic)
     table = table_at(tmp_path)
     said = rf"message {topic}/0@5 does not decode \(not a JSON object.*2 of the batch's 7 messages are bad"
-    with pytest.raises(BadMessages, match=said + ".*nothing of the batch was written"):
+    with pytest.raises(BadMessages, match=said + ".*nothing of the batch was committed"):
         run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp")))
-    assert not Table.open(table.uri).timeline().completed
+    assert nothing_committed(table.uri)
 
 
 def test_skip_writes_the_good_ones_and_counts_the_bad_in_the_commit(spark, kafka_broker, tmp_path):
@@ -91,3 +98,48 @@ def test_dead_letters_go_to_a_table_keyed_by_topic_partition_and_offset(spark, k
     assert [(r["topic"], r["partition"], r["offset"]) for r in rows] == [(topic, 0, 5), (topic, 0, 6)]
     assert "record key" in rows[1]["error"] and rows[0]["writer"] == "w1"
     assert sorted(rows_by_key(table.uri)) == list(range(5))
+
+
+def spread(kafka_broker, topic) -> dict[int, list[int]]:
+    """Three partitions of good messages (keys 0..299) with bad ones among them, whose keys (or lack of one)
+    send them to different write tasks of a 4-bucket table: partition -> the offsets of its bad messages."""
+    bad_at: dict[int, list[int]] = {}
+    for partition in range(3):
+        messages, bad_at[partition] = [], []
+        for i in range(100):
+            key = partition * 100 + i
+            if partition and i in (7, 41, 93):
+                bad_at[partition].append(len(messages))
+                messages.append((str(key), json.dumps({"id": key, "ts": "not a number"}) if i == 41
+                                 else "{not json"))
+            messages.append((str(key), json.dumps({"id": key, "ts": 1, "v": f"p{partition}"})))
+        produce(kafka_broker.bootstrap_servers, topic, messages, partition=partition)
+    return bad_at
+
+
+def spread_table(tmp_path) -> Table:
+    return Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=4)
+
+
+def test_bad_messages_across_the_writes_tasks_are_counted_once_and_offsets_are_each_partitions_last(
+        spark, kafka_broker, tmp_path):
+    topic = new_topic(kafka_broker, "bad-spread", partitions=3)
+    bad_at = spread(kafka_broker, topic)
+    table = spread_table(tmp_path)
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), bad_records="skip"))
+    assert sorted(rows_by_key(table.uri)) == list(range(300))
+    extra = commits_extra(table.uri)[-1]
+    assert extra[SKIPPED_KEY] == str(sum(len(o) for o in bad_at.values())) == "6"
+    assert decode(extra[OFFSETS_KEY]) == {topic: {0: 100, 1: 103, 2: 103}}
+
+
+def test_a_failed_batch_names_its_lowest_bad_message_and_leaves_no_file(spark, kafka_broker, tmp_path):
+    topic = new_topic(kafka_broker, "bad-spread-fail", partitions=3)
+    bad_at = spread(kafka_broker, topic)
+    table = spread_table(tmp_path)
+    said = rf"message {topic}/1@{bad_at[1][0]} does not decode .*6 of the batch's 306 messages are bad"
+    with pytest.raises(BadMessages, match=said):
+        run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp")))
+    assert nothing_committed(table.uri)
+    written = [p for p in (tmp_path / "t").rglob("*") if p.is_file() and ".weir" not in p.parts]
+    assert not written, written     # what the write's tasks wrote was rolled back
