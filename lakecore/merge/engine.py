@@ -93,7 +93,9 @@ def _merge_onto_base(
     base = read_changes([base_batch], spec, schema)
     later = read_changes(later_batches, spec, schema)
     later_keys = [later.table.column(k) for k in spec.key]
-    if unique(later_keys):  # one precombined log, usually: key k is row k
+    # One later batch (a precombined log, usually) has unique keys: then key k is row k. Several
+    # usually share keys, so they are not checked.
+    if len(later_batches) == 1 and unique(later_keys):
         reduced = singles(later)
     else:
         codes, n_keys = key_codes(later_keys)
@@ -111,7 +113,10 @@ def _merge_onto_base(
     for deleted in base.deleted:
         plain &= ~deleted
     odd = np.flatnonzero(~plain)  # usually none
-    odd = odd[~np.isin(odd, matched, assume_unique=True)]
+    if len(odd):
+        unmatched = np.ones(base.num_rows, dtype=np.bool_)
+        unmatched[matched] = False
+        odd = odd[unmatched[odd]]
     base_rows = np.concatenate([base_rows, odd])
     space = RowSpace(base, later)
     winners = combine(space, base_rows, reduced.padded(len(odd)), spec)
