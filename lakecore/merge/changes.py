@@ -134,10 +134,11 @@ def _ops(batch: pa.Table, name: str, default: BoolArray | None = None) -> BoolAr
     op = batch.column(name)
     if op.null_count and default is None:
         raise InvalidChanges(f"{name} has nulls; set 0 (upsert) or 1 (delete) on every row")
-    values = op.cast(pa.int8()).fill_null(UPSERT).to_numpy()
-    if ((values != UPSERT) & (values != DELETE)).any():
+    op = op.cast(pa.int8())
+    bounds = pc.min_max(op)  # one pass, no temporaries: every value is UPSERT (0) or DELETE (1)
+    if op.null_count < len(op) and (bounds["min"].as_py() < UPSERT or bounds["max"].as_py() > DELETE):
         raise InvalidChanges(f"{name} holds values other than 0 (upsert) and 1 (delete); fix the writer")
-    result: BoolArray = values == DELETE
+    result: BoolArray = op.fill_null(UPSERT).to_numpy() == DELETE
     if default is not None and op.null_count:
         result = np.where(_valid(batch, name), result, default)
     return result
@@ -168,4 +169,4 @@ def _check_orderings(table: pa.Table, spec: MergeSpec) -> None:
 def _concat(parts: list[BoolArray]) -> BoolArray:
     if not parts:
         return np.zeros(0, dtype=np.bool_)
-    return np.concatenate(parts)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -16,10 +16,10 @@ import pyarrow as pa
 
 from lakecore.merge.assemble import Output, assemble
 from lakecore.merge.changes import BoolArray, Changes, read_changes
-from lakecore.merge.keys import key_codes, probe, unique
+from lakecore.merge.keys import key_codes, matches, unique
 from lakecore.merge.rows import NO_ROW, RowSpace
 from lakecore.merge.spec import DELETE, OP_COLUMN, UPSERT, MergeSpec
-from lakecore.merge.winners import combine, reduce
+from lakecore.merge.winners import combine, reduce, singles
 
 
 def merge(
@@ -92,20 +92,31 @@ def _merge_onto_base(
 ) -> pa.Table:
     base = read_changes([base_batch], spec, schema)
     later = read_changes(later_batches, spec, schema)
-    codes, n_keys = key_codes([later.table.column(k) for k in spec.key])
-    reduced = reduce(later, codes, n_keys, spec)
+    later_keys = [later.table.column(k) for k in spec.key]
+    # One later batch (a precombined log, usually) has unique keys: then key k is row k. Several
+    # usually share keys, so they are not checked.
+    if len(later_batches) == 1 and unique(later_keys):
+        reduced = singles(later)
+    else:
+        codes, n_keys = key_codes(later_keys)
+        reduced = reduce(later, codes, n_keys, spec)
     # Keys whose later rows carry no group leave the base row as it is.
     latest = np.maximum.reduce(reduced.rows)
     touched = np.flatnonzero(latest >= 0)
     reduced = reduced.select(touched)
     keys = [later.table.column(k).take(pa.array(latest[touched])) for k in spec.key]
-    position = probe([base.table.column(k) for k in spec.key], keys)
-    matched = position >= 0
+    matched, positions = matches([base.table.column(k) for k in spec.key], keys)
     base_rows = np.full(len(touched), NO_ROW, dtype=np.int64)
-    base_rows[position[matched]] = np.flatnonzero(matched)
+    base_rows[positions] = matched
     # A base row that deletes a group or leaves one uncarried is not its own output row.
-    plain = ~np.logical_or.reduce(base.deleted) & np.logical_and.reduce(base.carries)
-    odd = np.flatnonzero(~matched & ~plain)
+    plain = _every(base.carries)
+    for deleted in base.deleted:
+        plain &= ~deleted
+    odd = np.flatnonzero(~plain)  # usually none
+    if len(odd):
+        unmatched = np.ones(base.num_rows, dtype=np.bool_)
+        unmatched[matched] = False
+        odd = odd[unmatched[odd]]
     base_rows = np.concatenate([base_rows, odd])
     space = RowSpace(base, later)
     winners = combine(space, base_rows, reduced.padded(len(odd)), spec)
@@ -113,11 +124,20 @@ def _merge_onto_base(
     # untouched rows, in base order, is cheaper than gathering it column by column.
     won = (base_rows >= 0) & np.logical_and.reduce([w < space.offset for w in winners.rows])
     won[won] = plain[base_rows[won]]
-    as_is = ~matched & plain
+    as_is = plain.copy()  # the untouched plain rows (arrays over all the base rows are few: each costs)
+    as_is[matched] = False
     as_is[base_rows[won]] = True
     head = _copy(base, as_is, spec, output)
     tail = assemble(space, winners.select(np.flatnonzero(~won)), spec, schema, output=output)
     return pa.concat_tables([head, tail])
+
+
+def _every(flags: Sequence[BoolArray]) -> BoolArray:
+    """A new array, True where all of `flags` are (`np.logical_and.reduce` would stack them first)."""
+    result = flags[0].copy()
+    for more in flags[1:]:
+        result &= more
+    return result
 
 
 def _copy(base: Changes, rows: BoolArray, spec: MergeSpec, output: Output) -> pa.Table:

@@ -78,13 +78,17 @@ def _picker(rows: IntArray, valid: BoolArray) -> Callable[[pa.ChunkedArray], pa.
     """A function taking `rows` (null where not `valid`) from columns of one table.
 
     The index array is built once for all columns. When the rows all lie in one chunk (one
-    batch, often) it takes from that chunk alone, which skips Arrow's chunk resolution.
+    batch, often) it takes from that chunk alone, which skips Arrow's chunk resolution; when they
+    are consecutive, in order, it slices.
     """
     if not valid.any():
         return lambda column: pa.nulls(len(rows), column.type)
     everything = bool(valid.all())
     picked = rows if everything else rows[valid]
     low, high = int(picked.min()), int(picked.max())
+    if everything and high - low + 1 == len(rows) and bool((np.diff(rows) == 1).all()):
+        # Consecutive rows in order (a log whose every row won, often): a slice, copying nothing.
+        return lambda column: column.slice(low, len(rows))
     indices: dict[int, pa.Array] = {}
 
     def take(column: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

@@ -7,9 +7,10 @@ ordering value is >= the current one. Equivalently: after the last barrier (a ca
 an ordering value) the greatest ordering value wins, ties to the newest row; with nothing after
 it, the barrier itself wins.
 
-Two entry points: `reduce` folds a run of changes (grouped by dense key codes with `ufunc.at`,
-no sort), and `combine` folds a reduced run onto a base whose keys are unique (vectorized over
-the matched keys only). Must not gather column values or shape the output (`assemble.py` does).
+Entry points: `reduce` folds a run of changes (grouped by dense key codes with `ufunc.at`, no
+sort), `singles` is that fold for a run whose rows all have distinct keys, and `combine` folds a
+reduced run onto a base whose keys are unique (vectorized over the matched keys only). Must not
+gather column values or shape the output (`assemble.py` does).
 """
 
 from __future__ import annotations
@@ -88,6 +89,16 @@ def reduce(changes: Changes, codes: IntArray, n_keys: int, spec: MergeSpec) -> W
     return Winners(rows=tuple(rows), reset=tuple(reset))
 
 
+def singles(changes: Changes) -> Winners:
+    """`reduce` of changes whose rows all have distinct keys, key k being row k (one precombined
+    log, usually): each row wins the groups it carries, and resets those it carries as a barrier."""
+    ids = np.arange(changes.num_rows, dtype=np.int64)
+    return Winners(
+        rows=tuple(np.where(carries, ids, NO_ROW) for carries in changes.carries),
+        reset=tuple(c & ~o for c, o in zip(changes.carries, changes.ordered, strict=True)),
+    )
+
+
 def combine(space: RowSpace, base_rows: IntArray, later: Winners, spec: MergeSpec) -> Winners:
     """Fold the reduced `later` changes onto the base rows of the same keys.
 
@@ -121,6 +132,8 @@ def combine(space: RowSpace, base_rows: IntArray, later: Winners, spec: MergeSpe
 
 def _at(flags: BoolArray, rows: IntArray, valid: BoolArray) -> BoolArray:
     """`flags[rows]`, False where not `valid`."""
+    if flags.all():  # usual for a base: every row carries and orders every group
+        return valid.copy()
     result = np.zeros(len(rows), dtype=np.bool_)
     result[valid] = flags[rows[valid]]
     return result

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lakecore.formats import map_files
@@ -80,6 +80,7 @@ def manifests(storage: Storage, plan: PublishPlan, snap: Snapshot, partition: Se
     buckets, keeping per data file only its newest delete file (each holds every row hidden then),
     and each partition's delete files are merged into one. Format v3: a changed group's deletion vectors
     are all dropped (its new ones replace them), and a fold merges nothing."""
+    plan = _emptied_as_listed(storage, plan, snap, previous, buckets)
     new = _new_entries(storage, plan, snap, partition, buckets, columns)
     if plan.full:
         for m in previous:
@@ -197,6 +198,26 @@ def _merge_deletes(storage: Storage, snap: Snapshot, entries: Entries, rewritten
             im.partition_record(p, partition), rows.num_rows, size,
             path_bounds=(names[0].as_py(), names[-1].as_py())))
     return out
+
+
+def _emptied_as_listed(storage: Storage, plan: PublishPlan, snap: Snapshot, previous: list[dict[str, Any]],
+                       buckets: int) -> PublishPlan:
+    """`plan` with each group's emptied files (they show no row now) cut to those the previous snapshot
+    lists: a file that never showed a row (a log of deletes only, rows that lost from the start) was never
+    listed, and a delete file or deletion vector for it would name a data file no snapshot has. Reads
+    the data manifests of those groups' buckets and the appended ones, only when a group has emptied
+    files."""
+    if plan.full or not any(g.emptied for g in plan.groups):
+        return plan
+    wanted = {im.bucket_of(g.partition, g.file_id, buckets) for g in plan.groups if g.emptied}
+    listed: set[str] = set()
+    for m in previous:
+        if m["content"] == avro.DATA and (bucket(m) < 0 or bucket(m) in wanted):
+            listed |= {e["data_file"]["file_path"] for e in _entries(storage, m, snap)
+                       if e["status"] != avro.DELETED}
+    return replace(plan, groups=tuple(
+        replace(g, emptied=tuple(f for f in g.emptied if snap.uri(f.path) in listed)) if g.emptied else g
+        for g in plan.groups))
 
 
 def _written(storage: Storage, snap: Snapshot, entries: Entries, partition: Sequence[avro.PartitionField],

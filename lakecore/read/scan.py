@@ -60,9 +60,10 @@ def plan_scan(view: FileSystemView, config: TableConfig, *, columns: Sequence[st
 
     check_columns(config, columns)
     slices = keep_slices(prune(view, config, partitions), config, filter, base_only=base_only)
-    wanted = merge_columns(config, None if columns is None else
-                           [c for c in columns if c not in META_COLUMNS] + filter_columns(filter))
     meta = with_meta or bool(columns and set(columns) & set(META_COLUMNS))
+    # Only the meta columns and a filter naming it need the commit time: a plain read skips decoding it.
+    asked = config.schema.names if columns is None else [c for c in columns if c not in META_COLUMNS]
+    wanted = merge_columns(config, [*asked, *filter_columns(filter)], commit_time=meta)
     pushed = pushable(config, filter)
     where = RowGroupFilter(pushed, config.schema) if pushed is not None else None
     return ScanPlan(tuple(slices), tuple(wanted), None if columns is None else tuple(columns), filter, meta,

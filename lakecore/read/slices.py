@@ -22,14 +22,16 @@ from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 
 
-def merge_columns(config: TableConfig, columns: Sequence[str] | None) -> list[str]:
+def merge_columns(config: TableConfig, columns: Sequence[str] | None, *,
+                  commit_time: bool = True) -> list[str]:
     """File columns to read so that `columns` can be merged correctly (None: all of them): the key,
-    the commit time, every group's ordering column, and one column of each commit-time group (its
-    presence is what says a batch carries the group)."""
+    every group's ordering column, one column of each commit-time group (its presence is what says a
+    batch carries the group) and, unless `commit_time` is False, the commit time (the merge itself
+    needs it only where it is a group's column: in a table of keys only)."""
     schema = file_schema(config)
     if columns is None:
         return schema.names
-    need = set(columns) | set(config.record_key) | {COMMIT_TIME}
+    need = set(columns) | set(config.record_key) | ({COMMIT_TIME} if commit_time else set())
     for g in merge_spec(config).groups:
         need.add(g.ordering if g.ordering else g.columns[0])
     return [n for n in schema.names if n in need]

@@ -58,6 +58,7 @@ def test_a_schema_without_the_spec_columns_is_refused() -> None:
         (pa.table({"a": [1]}), "no record key column 'k'"),
         (pa.table({"k": [1, None]}), "has nulls"),
         (pa.table({"k": [1], OP_COLUMN: pa.array([2], pa.int8())}), "other than 0"),
+        (pa.table({"k": [1, 2], OP_COLUMN: pa.array([0, -1], pa.int8())}), "other than 0"),
         (pa.table({"k": [1], OP_COLUMN: pa.array([None], pa.int8())}), "has nulls"),
         (pa.table({"k": [1], "ts": [float("nan")]}), "NaN"),
         (pa.table({"k": ["one"]}), "does not cast to the table's int64"),

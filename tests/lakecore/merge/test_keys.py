@@ -79,3 +79,24 @@ def test_probe_finds_integer_keys_however_widely_spread(
                   [pa.array(distinct, pa.int64())])
     expected = [distinct.index(r[0] * spread) if r[0] * spread in distinct else -1 for r in rows]
     assert found.tolist() == expected
+
+
+_INT64 = st.one_of(st.integers(-(1 << 63), (1 << 63) - 1), st.integers(-20, 20),
+                   st.sampled_from([-(1 << 63), -(1 << 63) + 1, (1 << 63) - 2, (1 << 63) - 1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_INT64, max_size=40), st.lists(st.integers(-20, 20), min_size=1, max_size=20),
+       st.sampled_from([0, (1 << 63) - 30, -(1 << 63) + 30]), st.sampled_from(["table", "bitmap", "hash"]))
+def test_probe_finds_integer_keys_by_every_path_even_at_the_ends_of_int64(
+    rows: list[int], wanted: list[int], shift: int, path: str
+) -> None:
+    """Rows far outside the keys' span (their difference to it wraps around int64) are never found,
+    and keys at either end of the span, on any bit of the bitmap's bytes, always are."""
+    distinct = list(dict.fromkeys(w + shift for w in wanted))
+    rows = rows + distinct[::2]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(keys, "_TABLE_SPAN", {"table": 1 << 62, "bitmap": 0, "hash": 0}[path])
+        patch.setattr(keys, "_BITMAP_SPAN", 0 if path == "hash" else 1 << 62)
+        found = probe([pa.chunked_array([pa.array(rows, pa.int64())])], [pa.array(distinct, pa.int64())])
+    assert found.tolist() == [distinct.index(r) if r in distinct else -1 for r in rows]
