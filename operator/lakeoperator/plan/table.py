@@ -2,7 +2,8 @@
 
 Owns: `desired_config` (a LakeTableSpec translated into lakecore's `TableConfig`, once per pass: the value
 the table is created from and compared with), `compare_config` (desired vs the config of an existing table
--> mismatches, each evolvable or refused; the lock compared by lakecore's own `LockSpec.mismatch`),
+-> mismatches, each evolvable or refused; the lock compared by lakecore's own `LockSpec.mismatch`; the
+codec evolvable both ways, so adopting a table of another codec sets the spec's),
 `plan_table`, `columns_to_add` (what an evolution adds, and to which column groups), `refused_changes` (a
 spec update that changes identity fields), `deletion_action`.
 
@@ -25,16 +26,17 @@ from lakecore.config import ColumnGroup, TableConfig, default_merge_mode, normal
 from lakeoperator.specs import DECIMAL_TYPE, ColumnSpec, LakeTableSpec, ObjectRef
 
 Severity = Literal["evolvable", "refused"]
-# table.json keys a spec decides (format_version, name, compression, column_defaults are lakecore's own)
+# table.json keys a spec decides (format_version, name, column_defaults are lakecore's own)
 COMPARED_KEYS = ("table_type", "record_key", "partition_fields", "ordering_field", "merge_mode",
                  "column_groups", "buckets", "concurrency_mode", "tombstone_retention_hours", "lock",
-                 "schema")
+                 "compression", "schema")
 
 
 class TableAction(enum.StrEnum):
     CREATE = "create"    # no table at spec.location: create it from the desired config
     ADOPT = "adopt"      # a table is there and matches: manage it as it is
-    EVOLVE = "evolve"    # it matches but for evolvable mismatches: add the columns (to their groups) / lock
+    EVOLVE = "evolve"    # it matches but for evolvable mismatches: add the columns (to their groups), switch
+                         # the lock, set the codec
     REFUSE = "refuse"    # it differs in what cannot change: touch nothing, report the mismatches
 
 
@@ -82,7 +84,8 @@ def desired_config(spec: LakeTableSpec, name: str) -> TableConfig:
         record_key=spec.record_key, partition_fields=spec.partition_fields, table_type=spec.table_type,
         ordering_field=spec.ordering_field, merge_mode=default_merge_mode(spec.ordering_field, groups),
         column_groups=groups, buckets=spec.buckets, concurrency_mode=spec.concurrency.mode,
-        tombstone_retention_hours=spec.tombstone_retention_hours, lock=spec.lock)
+        tombstone_retention_hours=spec.tombstone_retention_hours, lock=spec.lock,
+        compression=spec.compression)
 
 
 def compare_config(desired: TableConfig, observed: TableConfig) -> tuple[Mismatch, ...]:
@@ -100,6 +103,11 @@ def compare_config(desired: TableConfig, observed: TableConfig) -> tuple[Mismatc
                 out.append(Mismatch("lock", want["lock"], have["lock"], "evolvable",
                                     "the table records another lock; the operator switches it (no writer may "
                                     "run meanwhile)"))
+        elif key == "compression":
+            if desired.compression != observed.compression:   # files written before keep theirs
+                out.append(Mismatch(key, want[key], have[key], "evolvable",
+                                    f"the table writes {have[key]} files; the operator sets it to "
+                                    f"{want[key]} for the files written from then on"))
         elif getattr(desired, key) != getattr(observed, key):
             out.append(Mismatch(key, want[key], have[key], "refused",
                                 f"the table at this location has {key} {have[key]!r}, the spec "
