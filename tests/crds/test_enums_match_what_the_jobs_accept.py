@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from lakecore.config import CODECS, ConcurrencyMode, LockProvider, TableType, TableConfig
+from lakecore.config import CODECS, ConcurrencyMode, LockProvider, TableConfig, TableType
 from lakecore.services.clean_plan import PolicyKind
 from lakecore.services.clustering_plan import StrategyKind as ClusteringKind
 from lakecore.services.compaction_plan import StrategyKind as CompactionKind
@@ -28,7 +28,8 @@ def test_table_enums_are_lakecore_literals() -> None:
     strategies = _spec("LakeTable", "concurrency", "earlyDetection", "strategy")["enum"]
     assert strategies == ["none", *contract.EARLY_DETECTION]
     assert tuple(_spec("LakeTable", "compression")["enum"]) == CODECS
-    assert _spec("LakeTable", "compression")["default"] == TableConfig.__dataclass_fields__["compression"].default
+    default = TableConfig.__dataclass_fields__["compression"].default
+    assert _spec("LakeTable", "compression")["default"] == default
 
 
 def test_public_storage_options_are_the_contracts() -> None:

@@ -55,6 +55,6 @@ def test_adopting_a_table_of_another_codec_sets_the_specs_then_an_edit_changes_i
 
 @pytest.mark.parametrize("codec", ["brotli", "lzo"])
 def test_a_codec_the_crd_does_not_offer_is_refused(tmp_path: Path, codec: str) -> None:
-    with pytest.raises(SpecError, match=rf"spec.compression: '{codec}' is not one of zstd, lz4, snappy, gzip, "
-                       "none"):
+    with pytest.raises(SpecError, match=rf"spec.compression: '{codec}' is not one of zstd, lz4, snappy, "
+                       "gzip, none"):
         parse_lake_table(table_body(tmp_path / "orders", compression=codec))

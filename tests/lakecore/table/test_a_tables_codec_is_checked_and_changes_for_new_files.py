@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecore import InvalidTableConfig, Table
-from lakecore.table import WriteResult
 from lakecore.config import CONFIG_PATH
+from lakecore.table import WriteResult
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 
@@ -28,8 +28,8 @@ def codecs(t: Table, written: WriteResult) -> set[str]:
     """The codecs of the files a write wrote, from their Parquet footers."""
     stats = t.commit_metadata(written.instant).write_stats
     assert stats
-    return {pq.ParquetFile(Path(t.uri) / s.partition / s.file_name).metadata.row_group(0).column(0).compression
-            for s in stats}
+    footers = [pq.ParquetFile(Path(t.uri) / s.partition / s.file_name).metadata for s in stats]
+    return {f.row_group(0).column(0).compression for f in footers}
 
 
 @pytest.mark.parametrize("codec, says", [("lzo", "is not a Parquet codec"),

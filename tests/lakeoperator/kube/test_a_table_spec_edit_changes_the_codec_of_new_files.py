@@ -4,26 +4,17 @@ LakeTable's spec.compression changes (Event CompressionChanged): the next write'
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from lakecore import Table
 from lakecore.table import WriteResult
+from tests.lakecore.table.test_a_tables_codec_is_checked_and_changes_for_new_files import codecs
 from tests.lakeoperator.kube.manifests import table
 from tests.support.operator import Cluster
 
 pytestmark = pytest.mark.k8s
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.int64()), ("ts", pa.int64())])
-
-
-def codecs(t: Table, written: WriteResult) -> set[str]:
-    stats = t.commit_metadata(written.instant).write_stats
-    assert stats
-    return {pq.ParquetFile(Path(t.uri) / s.partition / s.file_name).metadata.row_group(0).column(0).compression
-            for s in stats}
 
 
 def upsert(location: str, ids: list[int]) -> tuple[Table, WriteResult]:
