@@ -11,7 +11,7 @@ from lakecore import Table
 from lakecore.table import WriteResult
 from tests.lakecore.table.test_a_tables_codec_is_checked_and_changes_for_new_files import codecs
 from tests.lakeoperator.kube.manifests import table
-from tests.support.operator import Cluster
+from tests.support.operator import Cluster, wait_until
 
 pytestmark = pytest.mark.k8s
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.int64()), ("ts", pa.int64())])
@@ -33,8 +33,9 @@ def test_a_spec_edit_changes_the_codec_of_the_next_writes_files(cluster: Cluster
     cluster.wait_status("LakeTable", "orders", lambda s: s.get("observedGeneration") == 2
                         and s.get("phase") == "Ready", timeout=30)
     assert Table.open(location).config.compression == "lz4"
-    assert any(e["reason"] == "CompressionChanged" and "use lz4 (was zstd)" in e["message"]
-               for e in cluster.events("orders"))
+    wait_until(lambda: any(e["reason"] == "CompressionChanged" and "use lz4 (was zstd)" in e["message"]
+                           for e in cluster.events("orders")), timeout=10,   # posted after the status
+               show=lambda: cluster.events("orders"))
 
     t, after = upsert(location, [2, 3])
     assert codecs(t, after) == {"LZ4"} and codecs(t, before) == {"ZSTD"}
