@@ -41,6 +41,7 @@ BucketHash = Literal["weir_v1", "spark_murmur3"]
 SettableCodec = Literal["zstd", "lz4", "snappy", "gzip", "none"]   # the codecs a table is set to
 Codec = Literal[SettableCodec, "brotli"]
 CODECS: tuple[SettableCodec, ...] = get_args(SettableCodec)
+DEFAULT_CODEC: SettableCodec = "zstd"
 _CODEC_ALIASES = {"lz4_raw": "lz4"}  # what pyarrow also took for a codec (in any case) when no check ran
 
 CONFIG_PATH = ".weir/table.json"  # where a table keeps this configuration, relative to its base
@@ -228,7 +229,7 @@ class TableConfig:
     column_groups: tuple[ColumnGroup, ...] = ()
     column_defaults: Mapping[str, Any] = field(default_factory=dict)
     buckets: int = 4
-    compression: Codec = "zstd"
+    compression: Codec = DEFAULT_CODEC
     concurrency_mode: ConcurrencyMode = "optimistic"
     # deletes are kept in base files as tombstones (so late, older events still lose to them) until
     # they are this many hours older than the instant rewriting the base; None keeps them for ever

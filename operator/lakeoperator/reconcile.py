@@ -152,7 +152,7 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
         observed = _table_config(spec, options)
     except Exception as exc:  # storage unreachable, no credentials, permission denied: reported, retried
         error = _storage_error(spec, exc)
-    plan = plan_table(desired, observed)
+    plan = plan_table(desired, observed, keep_codec=spec.compression is None)
     if plan.action == TableAction.REFUSE and error is None:
         status = table_status(ref, plan, old, now)
         return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
@@ -165,7 +165,7 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
             elif plan.action == TableAction.EVOLVE:
                 switched = _switch_lock(spec, desired, options)
                 added = _add_columns(spec, plan, options)
-                recoded = _set_compression(spec, desired, options)
+                recoded = _set_compression(spec, plan.desired or desired, options)
             info = _table_info(spec, options)
         except Exception as exc:
             error = _storage_error(spec, exc)

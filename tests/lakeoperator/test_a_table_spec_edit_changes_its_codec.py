@@ -1,7 +1,8 @@
 """spec.compression is the Parquet codec of the files written from then on: a LakeTable adopting a table
 of another codec sets the spec's (never refuses), a spec edit changes it (lakecore's set_compression, under
-the table lock), each with an Event; the next pass has nothing to do. A codec the CRD does not offer is
-refused where no API server checks (the local runner)."""
+the table lock), each with an Event; the next pass has nothing to do. A spec without one leaves the
+table's codec as it is (adopting, or after the field is removed); a new table gets zstd. A codec the CRD
+does not offer is refused where no API server checks (the local runner)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def changed(events: tuple[tuple[str, str, str], ...]) -> list[str]:
 def test_adopting_a_table_of_another_codec_sets_the_specs_then_an_edit_changes_it(tmp_path: Path) -> None:
     location = tmp_path / "orders"
     Table.create(str(location), schema=SCHEMA, record_key="id", name="orders", compression="lz4")
-    body = table_body(location)   # no spec.compression: zstd
+    body = table_body(location, compression="zstd")
     out = reconcile_table(body, NOW)
     assert out.status["phase"] == "Ready", out.status.get("lastError")
     assert changed(out.events) == ["files written from now on use zstd (was lz4); files written before keep "
@@ -51,6 +52,26 @@ def test_adopting_a_table_of_another_codec_sets_the_specs_then_an_edit_changes_i
     assert Table.open(str(location)).config.compression == "snappy"
     edited["status"] = out.status
     assert reconcile_table(edited, NOW).events == ()   # the table writes the spec's codec: nothing to do
+
+
+def test_a_spec_without_a_codec_keeps_the_tables_own_and_a_new_table_gets_zstd(tmp_path: Path) -> None:
+    location = tmp_path / "orders"
+    Table.create(str(location), schema=SCHEMA, record_key="id", name="orders", compression="lz4")
+    out = reconcile_table(table_body(location), NOW)   # adopted: the spec names no codec
+    assert out.status["phase"] == "Ready" and changed(out.events) == [], out.events
+    assert Table.open(str(location)).config.compression == "lz4"
+
+    named = table_body(location, compression="snappy")
+    out = reconcile_table(named, NOW)
+    assert Table.open(str(location)).config.compression == "snappy"
+    removed = table_body(location)   # the field removed again: nothing changes
+    removed["metadata"]["generation"], removed["status"] = 3, out.status
+    assert changed(reconcile_table(removed, NOW).events) == []
+    assert Table.open(str(location)).config.compression == "snappy"
+
+    fresh = tmp_path / "fresh"
+    assert reconcile_table(table_body(fresh), NOW).status["phase"] == "Ready"
+    assert Table.open(str(fresh)).config.compression == "zstd"
 
 
 @pytest.mark.parametrize("codec", ["brotli", "lzo"])

@@ -3,7 +3,8 @@
 Owns: `desired_config` (a LakeTableSpec translated into lakecore's `TableConfig`, once per pass: the value
 the table is created from and compared with), `compare_config` (desired vs the config of an existing table
 -> mismatches, each evolvable or refused; the lock compared by lakecore's own `LockSpec.mismatch`; the
-codec evolvable both ways, so adopting a table of another codec sets the spec's),
+codec evolvable both ways, so adopting a table of another codec sets the spec's; a spec without one
+leaves the table's as it is: `plan_table(keep_codec=)`),
 `plan_table`, `columns_to_add` (what an evolution adds, and to which column groups), `refused_changes` (a
 spec update that changes identity fields), `deletion_action`.
 
@@ -19,10 +20,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from lakecore.config import ColumnGroup, TableConfig, default_merge_mode, normalize_groups, schema_from_json
+from lakecore.config import (
+    DEFAULT_CODEC,
+    ColumnGroup,
+    TableConfig,
+    default_merge_mode,
+    normalize_groups,
+    schema_from_json,
+)
 from lakeoperator.specs import DECIMAL_TYPE, ColumnSpec, LakeTableSpec, ObjectRef
 
 Severity = Literal["evolvable", "refused"]
@@ -85,7 +93,7 @@ def desired_config(spec: LakeTableSpec, name: str) -> TableConfig:
         ordering_field=spec.ordering_field, merge_mode=default_merge_mode(spec.ordering_field, groups),
         column_groups=groups, buckets=spec.buckets, concurrency_mode=spec.concurrency.mode,
         tombstone_retention_hours=spec.tombstone_retention_hours, lock=spec.lock,
-        compression=spec.compression)
+        compression=spec.compression or DEFAULT_CODEC)
 
 
 def compare_config(desired: TableConfig, observed: TableConfig) -> tuple[Mismatch, ...]:
@@ -178,10 +186,13 @@ def _type(col: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(col.items()) if k not in ("name", "nullable", "id"))
 
 
-def plan_table(desired: TableConfig, observed: TableConfig | None) -> TablePlan:
-    """observed: the config of the table at spec.location (None: there is none)."""
+def plan_table(desired: TableConfig, observed: TableConfig | None, *, keep_codec: bool = False) -> TablePlan:
+    """observed: the config of the table at spec.location (None: there is none). `keep_codec`: the spec
+    names no codec, so an existing table keeps its own (a new one gets lakecore's default)."""
     if observed is None:
         return TablePlan(TableAction.CREATE, desired=desired)
+    if keep_codec:
+        desired = replace(desired, compression=observed.compression)
     mismatches = compare_config(desired, observed)
     if any(m.severity == "refused" for m in mismatches):
         return TablePlan(TableAction.REFUSE, mismatches, desired)

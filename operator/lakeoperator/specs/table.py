@@ -125,7 +125,7 @@ class LakeTableSpec:
     lock_credentials: ZookeeperCredentialsRef | None = None   # lock.zookeeper.credentialsSecret
     heartbeat: HeartbeatSpec = HeartbeatSpec()
     tombstone_retention_hours: float | None = None
-    compression: SettableCodec = "zstd"      # the Parquet codec of files written from now on (mutable)
+    compression: SettableCodec | None = None  # the codec of files written from now on (None: the table's own)
     deletion_policy: DeletionPolicy = "Retain"
     publish: PublishSpec | None = None
 
@@ -183,7 +183,7 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
         heartbeat=HeartbeatSpec(interval_seconds=hb.number("intervalSeconds", 10, exclusive=True),
                                 tolerable_misses=hb.integer("tolerableMisses", 3, minimum=1)),
         tombstone_retention_hours=f.opt_number("tombstoneRetentionHours"),
-        compression=f.enum("compression", SettableCodec, "zstd"),
+        compression=f.enum("compression", SettableCodec) if f.has("compression") else None,
         deletion_policy=f.enum("deletionPolicy", DeletionPolicy, "Retain"), publish=publish)
 
 
