@@ -382,7 +382,7 @@ class TableConfig:
             raise UnsupportedTableVersion(
                 f"table format version {version} is newer than this lakecore reads ({FORMAT_VERSION}); "
                 "upgrade weir")
-        codec = obj.get("compression", "zstd")
+        codec = obj.get("compression", DEFAULT_CODEC)
         try:
             known_codec(codec)
         except InvalidTableConfig:
@@ -401,7 +401,7 @@ class TableConfig:
                 column_groups=tuple(ColumnGroup.from_json(g) for g in obj.get("column_groups", ())),
                 column_defaults=dict(obj.get("column_defaults", {})),
                 buckets=int(obj["buckets"]),
-                compression=obj.get("compression", "zstd"),
+                compression=codec,
                 concurrency_mode=obj.get("concurrency_mode", "optimistic"),
                 tombstone_retention_hours=obj.get("tombstone_retention_hours"),
                 lock=LockSpec.from_json(obj.get("lock") or {"provider": "storage"}),

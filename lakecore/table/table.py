@@ -28,6 +28,7 @@ from lakecore.concurrency import (
 from lakecore.concurrency.activity import activity
 from lakecore.config import (
     CONFIG_PATH,
+    DEFAULT_CODEC,
     ColumnGroup,
     ConcurrencyMode,
     LockSpec,
@@ -115,7 +116,7 @@ class Table:
                ordering_field: str | None = None, merge_mode: MergeMode | None = None,
                column_groups: Sequence[ColumnGroup | Mapping[str, Any]] = (),
                column_defaults: Mapping[str, Any] | None = None, buckets: int = 4,
-               compression: str = "zstd", concurrency_mode: ConcurrencyMode = "optimistic",
+               compression: str = DEFAULT_CODEC, concurrency_mode: ConcurrencyMode = "optimistic",
                tombstone_retention_hours: float | None = None, name: str | None = None,
                storage_options: dict[str, Any] | OptionsRef | None = None,
                lock: Lock | LockSpec | None = None,

@@ -11,7 +11,7 @@ import typer
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.io import read_schema_file
 from lakecore.cli.output import output_for
-from lakecore.config import CODECS, ColumnGroup, LockSpec
+from lakecore.config import CODECS, DEFAULT_CODEC, ColumnGroup, LockSpec
 from lakecore.errors import InvalidInput
 from lakecore.table import Table
 
@@ -79,7 +79,7 @@ def create(
         help="Column group NAME:ORDERING:COL1+COL2 (repeatable; makes a partial-update table).")] = None,
     buckets: Annotated[int, typer.Option(help="Buckets (file groups) per partition.")] = 4,
     concurrency_mode: Annotated[str, typer.Option(help="optimistic|non_blocking")] = "optimistic",
-    compression: Annotated[str, typer.Option(help=CODECS_HELP)] = "zstd",
+    compression: Annotated[str, typer.Option(help=CODECS_HELP)] = DEFAULT_CODEC,
     tombstone_retention_hours: Annotated[float | None, typer.Option(
         help="Drop deletes' tombstones from rewritten base files once this many hours old.")] = None,
     lock_provider: LockProviderOpt = None,
