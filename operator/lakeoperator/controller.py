@@ -28,6 +28,7 @@ import logging
 import time
 from collections import Counter as Tally
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -143,6 +144,7 @@ class Controller:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leading_from_start = True
         self._tasks: list[asyncio.Task[None]] = []
+        self._threads: ThreadPoolExecutor | None = None   # one thread per worker, the passes' own
         self._table_of: dict[Key, str] = {}      # writer/service key -> the LakeTable it refers to
         self._phase_of: dict[Key, str] = {}
         self._table_seen: dict[Key, Any] = {}    # LakeTable key -> its last event, timeline fields left out
@@ -245,8 +247,11 @@ class Controller:
             if self.supervisor is not None:
                 self.supervisor.start()
         self.queue = WorkQueue()
-        self._tasks = [asyncio.create_task(self._work(), name=f"weir-worker-{i}")
-                       for i in range(max(1, self.settings.workers))]
+        workers = max(1, self.settings.workers)
+        # passes run on threads of their own, one per worker: not the loop's default executor, whose few
+        # threads (CPUs + 4) would cap the workers and are shared with kopf and the lease (leader.py)
+        self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="weir-reconcile")
+        self._tasks = [asyncio.create_task(self._work(), name=f"weir-worker-{i}") for i in range(workers)]
 
     async def stop(self) -> None:
         if self.supervisor is not None:
@@ -255,6 +260,9 @@ class Controller:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        if self._threads is not None:
+            self._threads.shutdown(wait=False)   # a pass in flight finishes on its own
+            self._threads = None
         if self.queue is not None:
             self.queue.close()
 
@@ -270,7 +278,8 @@ class Controller:
                 queue.add(key)
                 continue
             try:
-                delay = await asyncio.to_thread(self.reconcile, key)
+                assert self._threads is not None
+                delay = await asyncio.get_running_loop().run_in_executor(self._threads, self.reconcile, key)
             except Exception:   # reconcile reports what it can; this is the last resort: log and retry
                 log.exception("reconcile of %s %s/%s failed", *key)
                 delay = self._backoff(key)

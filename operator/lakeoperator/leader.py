@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -77,8 +78,11 @@ class LeaderElector:
         self._record: tuple[Any, Any] | None = None
         self._seen_at = time.monotonic()
         self._renewed_at = 0.0
+        self._ended = False   # run() ended: a round still in flight on its thread must not lead again
 
     def _set(self, leading: bool) -> None:
+        if leading and self._ended:
+            return
         if leading != self.leading:
             self.leading = leading
             log.info("%s leadership of Lease %s/%s as %s", "took" if leading else "lost", self.namespace,
@@ -105,16 +109,30 @@ class LeaderElector:
             self._set(False)
         except (Conflict, KubeError) as exc:
             log.info("lease %s/%s not renewed: %s", self.namespace, self.name, exc)
-        # could not renew: give up leadership before a standby may take over (it waits a full duration)
+        self._step_down_if_unrenewed()
+
+    def _step_down_if_unrenewed(self) -> None:
+        """Could not renew: give up leadership before a standby may take over (it waits a full duration)."""
         if self.leading and time.monotonic() - self._renewed_at >= self.terms.give_up_after_s:
             self._set(False)
 
     async def run(self) -> None:
+        # a thread of its own: renewing must never wait behind reconcile passes or kopf in a shared pool
+        self._ended = False
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="weir-lease")
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                await asyncio.to_thread(self.step)
+                try:
+                    await loop.run_in_executor(thread, self.step)
+                except Exception:   # an unforeseen failure of one round must not end the election for good
+                    log.exception("leader election round for Lease %s/%s failed; retrying", self.namespace,
+                                  self.name)
+                    self._step_down_if_unrenewed()
                 await asyncio.sleep(self.terms.renew_every_s)
         finally:
+            self._ended = True
+            thread.shutdown(wait=False)
             self._set(False)
 
 

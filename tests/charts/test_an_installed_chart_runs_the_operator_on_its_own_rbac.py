@@ -103,7 +103,8 @@ def run_the_operators_work(release: Release, lake: str, work: Path, *, conflict:
             assert "Submitting" not in b.log()   # the standby did nothing meanwhile
 
             a.kill()   # the leader dies; the standby takes the Lease over and reconciles what comes
-            wait_until(lambda: holder(admin, release) == "weir-b", timeout=30)
+            wait_until(lambda: holder(admin, release) == "weir-b", timeout=60,
+                       show=lambda: f"holder {holder(admin, release)}; the standby's log:\n{b.log()[-4000:]}")
             cluster.operator = b
             cluster.apply(table(work, name="later"))
             cluster.wait_status("LakeTable", "later", lambda s: s.get("phase") == "Ready", timeout=60)
