@@ -286,17 +286,23 @@ class ZooKeeperWriterRegistry:
     session of `(connect, session_timeout_s)`, shared with the ZooKeeper locks."""
 
     def __init__(self, connect: str, *, base_path: str = "/weir/writers", session_timeout_s: float = 30.0,
-                 connection_timeout_s: float = 15.0, share_client: bool = True,
+                 connection_timeout_s: float | None = None, share_client: bool = True,
                  credentials: Auth = "environment") -> None:
         from lakecore.concurrency.locks.zookeeper import ZooKeeperLockConfig
-        from lakecore.concurrency.zookeeper import ZooKeeperClients, resolve_credentials, shared_clients
+        from lakecore.concurrency.zookeeper import (
+            ZooKeeperClients,
+            process_connection_timeout,
+            resolve_credentials,
+            shared_clients,
+        )
 
         # The client cache takes a lock config; it also validates connect, base_path and the timeouts.
         # `credentials`: this process's WEIR_ZOOKEEPER_USERNAME/PASSWORD by default (concurrency/zookeeper);
         # a refusal is ZooKeeperAccessDenied, not WriterRegistryUnavailable.
         self.settings: ZooKeeperLockConfig = ZooKeeperLockConfig(
             connect, "writers", base_path=base_path, session_timeout_s=session_timeout_s,
-            connection_timeout_s=connection_timeout_s, share_client=share_client,
+            connection_timeout_s=connection_timeout_s if connection_timeout_s is not None
+            else process_connection_timeout(), share_client=share_client,
             credentials=resolve_credentials(credentials))
         self._clients: ZooKeeperClients = shared_clients if share_client else ZooKeeperClients()
 

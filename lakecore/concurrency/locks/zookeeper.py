@@ -56,6 +56,7 @@ from lakecore.concurrency.zookeeper import (
     check_connect,
     ensure_shared_base,
     forget,
+    process_connection_timeout,
     process_credentials,
     session_of,
     shared_clients,
@@ -89,7 +90,8 @@ class ZooKeeperLockConfig:
     key: str                             # table_lock_key(table URI), or e.g. "partition/fileId"
     base_path: str = "/weir/locks"
     session_timeout_s: float = 30.0      # a dead holder's lock is freed this long after it died
-    connection_timeout_s: float = 15.0   # give up connecting (and any single request) after this
+    # give up connecting (and any single request) after this: WEIR_ZOOKEEPER_CONNECTION_TIMEOUT_S, else 15 s
+    connection_timeout_s: float = field(default_factory=process_connection_timeout)
     acquire_timeout_s: float = 60.0      # acquire(timeout=None) waits this long
     acquire_retries: int = 3             # retries after ZooKeeper errors, within the acquire timeout
     retry_initial_s: float = 0.1

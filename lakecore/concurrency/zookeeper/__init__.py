@@ -15,6 +15,7 @@ from lakecore.concurrency.zookeeper.access import (
     table_node_paths,
 )
 from lakecore.concurrency.zookeeper.clients import (
+    CONNECTION_TIMEOUT_ENV,
     PASSWORD_ENV,
     USERNAME_ENV,
     Auth,
@@ -28,6 +29,7 @@ from lakecore.concurrency.zookeeper.clients import (
     close_shared_clients,
     forget,
     owner_acl,
+    process_connection_timeout,
     process_credentials,
     resolve_credentials,
     session_of,
@@ -49,6 +51,7 @@ from lakecore.concurrency.zookeeper.nodes import (
 )
 
 __all__ = [
+    "CONNECTION_TIMEOUT_ENV",
     "PASSWORD_ENV",
     "SHARED_ACL",
     "USERNAME_ENV",
@@ -71,6 +74,7 @@ __all__ = [
     "ensure_table_paths",
     "forget",
     "owner_acl",
+    "process_connection_timeout",
     "process_credentials",
     "resolve_credentials",
     "session_of",

@@ -2,7 +2,8 @@
 
 Owns a cache of started kazoo clients per (connect string, session timeout, credentials), this
 process's credentials (WEIR_ZOOKEEPER_USERNAME/PASSWORD: the operator fills them from the LakeTable's
-`lock.zookeeper.credentialsSecret`; they are never written to table.json or job args), the ACL a
+`lock.zookeeper.credentialsSecret`; they are never written to table.json or job args) and how long it
+waits to connect unless told (WEIR_ZOOKEEPER_CONNECTION_TIMEOUT_S, default 15 s), the ACL a
 client gives the nodes it creates (the digest ACL of its credentials: all rights for that user, none
 for anyone else, kazoo's `default_acl`; open without credentials), the errors for a refusal
 (`ZooKeeperAccessDenied`, never retried) and for no answer (`LockUnavailable`), and the mapping of keys
@@ -14,6 +15,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import logging
+import math
 import os
 import re
 import threading
@@ -46,6 +48,8 @@ _MAX_NAME = 200
 
 USERNAME_ENV = "WEIR_ZOOKEEPER_USERNAME"
 PASSWORD_ENV = "WEIR_ZOOKEEPER_PASSWORD"
+CONNECTION_TIMEOUT_ENV = "WEIR_ZOOKEEPER_CONNECTION_TIMEOUT_S"
+DEFAULT_CONNECTION_TIMEOUT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,23 @@ def process_credentials(environ: Mapping[str, str] | None = None) -> Credentials
     return Credentials(username, password)
 
 
+def process_connection_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """How long this process waits for ZooKeeper to answer unless a caller says: the seconds in
+    WEIR_ZOOKEEPER_CONNECTION_TIMEOUT_S, else 15; InvalidTableConfig unless a positive number."""
+    env = os.environ if environ is None else environ
+    text = env.get(CONNECTION_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_CONNECTION_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InvalidTableConfig(f"{CONNECTION_TIMEOUT_ENV}={text!r} is not a number of seconds > 0; set it "
+                                 "to e.g. 5, or unset it for the default of 15")
+    return seconds
+
+
 def resolve_credentials(auth: Auth) -> Credentials | None:
     return process_credentials() if auth == "environment" else auth
 
@@ -103,7 +124,7 @@ class Endpoint:
 
     connect: str
     session_timeout_s: float = 30.0
-    connection_timeout_s: float = 15.0
+    connection_timeout_s: float = field(default_factory=process_connection_timeout)
     credentials: Credentials | None = None
 
 
