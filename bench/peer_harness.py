@@ -2,8 +2,9 @@
 
     python bench/peer_harness.py PEER OUT.jsonl [bench.py options]
 
-PEER is `lakecore` or any peer the shared harness knows (floor, deltalake, lance, pyiceberg). The
-harness measures write / read / upsert / read, RSS and verifies the result the same way for all.
+PEER is `lakecore`, `lakecore-CODEC` (`lakecore-lz4`: the table's Parquet codec) or any peer the
+shared harness knows (floor, deltalake, lance, pyiceberg). The harness measures write / read /
+upsert / read, RSS and verifies the result the same way for all.
 """
 
 from __future__ import annotations
@@ -23,13 +24,17 @@ from lakecore import Table
 
 
 class LakecorePeer:
-    """Merge-on-read, event-time ordering on `ts`, bucket index with 4 buckets, zstd."""
+    """Merge-on-read, event-time ordering on `ts`, bucket index with 4 buckets, zstd (the default) or
+    the codec the peer's name gives (`lakecore-lz4`)."""
 
-    name = "lakecore"
+    def __init__(self, compression: str = "zstd") -> None:
+        self.name = "lakecore" if compression == "zstd" else f"lakecore-{compression}"
+        self.compression = compression
 
     def create(self, path: str, tbl: Any, partition_by: Any = None) -> None:
         Table.create(path, schema=tbl.schema, record_key="key", ordering_field="ts", buckets=4,
-                     partition_fields=partition_by or ()).bulk_insert(tbl)
+                     partition_fields=partition_by or (),
+                     compression=self.compression).bulk_insert(tbl)
 
     def append(self, path: str, tbl: Any) -> None:
         Table.open(path).insert(tbl)
@@ -53,7 +58,9 @@ def main() -> None:
     sys.path.insert(0, PEERS)
     shared = _load("shared_peers", "peers.py")
     facade = types.ModuleType("peers")
-    facade.get = lambda name: LakecorePeer() if name == "lakecore" else shared.get(name)  # type: ignore[attr-defined]
+    facade.get = lambda name: (  # type: ignore[attr-defined]
+        LakecorePeer(name.partition("-")[2] or "zstd") if name.startswith("lakecore")
+        else shared.get(name))
     sys.modules["peers"] = facade
     harness = _load("peer_bench", "bench.py")
     sys.argv = [os.path.join(PEERS, "bench.py"), *sys.argv[1:]]

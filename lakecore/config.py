@@ -34,6 +34,15 @@ ConcurrencyMode = Literal["single_writer", "optimistic", "non_blocking"]
 LockProvider = Literal["storage", "zookeeper", "in_process"]
 # the function from record key to bucket (part of the on-disk format: fixed when the table is created)
 BucketHash = Literal["weir_v1", "spark_murmur3"]
+# the Parquet codec of the table's data files: what pyarrow writes ("lz4" is Parquet's LZ4_RAW, "none"
+# uncompressed). Every codec but brotli is read by each engine the project tests (DuckDB, daft, polars,
+# pyiceberg, deltalake, Spark with Iceberg and Delta); Spark's Parquet reader has no brotli codec, so a
+# table is never set to it (one made by an older weir keeps it and is read by weir as before).
+SettableCodec = Literal["zstd", "lz4", "snappy", "gzip", "none"]   # the codecs a table is set to
+Codec = Literal[SettableCodec, "brotli"]
+CODECS: tuple[SettableCodec, ...] = get_args(SettableCodec)
+DEFAULT_CODEC: SettableCodec = "zstd"
+_CODEC_ALIASES = {"lz4_raw": "lz4"}  # what pyarrow also took for a codec (in any case) when no check ran
 
 CONFIG_PATH = ".weir/table.json"  # where a table keeps this configuration, relative to its base
 
@@ -207,7 +216,8 @@ class LockSpec:
 @dataclass(frozen=True)
 class TableConfig:
     """Everything that defines a table and never changes after create (except the schema's evolution,
-    through commits, and the lock, through `Table.set_lock_provider`)."""
+    through commits, the lock, through `Table.set_lock_provider`, and the codec of files written from
+    then on, through `Table.set_compression`)."""
 
     name: str
     schema: pa.Schema
@@ -219,7 +229,7 @@ class TableConfig:
     column_groups: tuple[ColumnGroup, ...] = ()
     column_defaults: Mapping[str, Any] = field(default_factory=dict)
     buckets: int = 4
-    compression: str = "zstd"
+    compression: Codec = DEFAULT_CODEC
     concurrency_mode: ConcurrencyMode = "optimistic"
     # deletes are kept in base files as tombstones (so late, older events still lose to them) until
     # they are this many hours older than the instant rewriting the base; None keeps them for ever
@@ -234,6 +244,7 @@ class TableConfig:
     last_column_id: int = 0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "compression", known_codec(self.compression, self.name))
         if self.bucket_hash is None:
             object.__setattr__(self, "bucket_hash", _default_bucket_hash(self))
         schema, last = assign_field_ids(self.schema, self.last_column_id)
@@ -275,6 +286,10 @@ class TableConfig:
 
     def with_lock(self, lock: LockSpec) -> TableConfig:
         return replace(self, lock=lock)
+
+    def with_compression(self, codec: str) -> TableConfig:
+        """This config writing its next files with `codec` (one of CODECS, else InvalidTableConfig)."""
+        return replace(self, compression=settable_codec(codec, self.name))
 
     def with_committed_schema(self, committed: pa.Schema) -> TableConfig:
         """This config (table.json's) with the schema the newest write committed: its columns, then the
@@ -367,6 +382,13 @@ class TableConfig:
             raise UnsupportedTableVersion(
                 f"table format version {version} is newer than this lakecore reads ({FORMAT_VERSION}); "
                 "upgrade weir")
+        codec = obj.get("compression", "zstd")
+        try:
+            known_codec(codec)
+        except InvalidTableConfig:
+            raise InvalidTableConfig(f"{table}/{CONFIG_PATH} records compression {codec!r}, which is not a "
+                                     f"Parquet codec; set its \"compression\" to one of {_codec_choices()} "
+                                     "(files already written keep their codec)") from None
         try:
             return cls(
                 name=obj["name"],
@@ -402,6 +424,30 @@ class TableConfig:
         if not isinstance(obj, dict):
             raise CorruptMetadata(f"{source} does not hold a JSON object; {fix}")
         return cls.from_json(obj, table=table)
+
+
+def _codec_choices() -> str:
+    return ", ".join(CODECS)
+
+
+def known_codec(codec: Any, table: str = "TABLE") -> Codec:
+    """`codec` in table.json's form (lower case; "lz4_raw" is "lz4"); InvalidTableConfig when pyarrow
+    writes no such Parquet codec."""
+    name = _CODEC_ALIASES.get(codec.lower(), codec.lower()) if isinstance(codec, str) else codec
+    if name not in get_args(Codec):
+        raise InvalidTableConfig(f"table {table!r}: compression {codec!r} is not a Parquet codec; use one of "
+                                 f"{_codec_choices()}")
+    return name  # type: ignore[return-value]
+
+
+def settable_codec(codec: Any, table: str = "TABLE") -> SettableCodec:
+    """`codec` as a table may be set to it (create, set_compression): one of CODECS, else
+    InvalidTableConfig naming them."""
+    name = known_codec(codec, table)
+    if name not in CODECS:
+        raise InvalidTableConfig(f"table {table!r}: compression {codec!r} is refused: Spark's Parquet reader "
+                                 f"(Iceberg, Delta) cannot read it; use one of {_codec_choices()}")
+    return name
 
 
 def default_merge_mode(ordering_field: str | None, column_groups: Sequence[ColumnGroup]) -> MergeMode:

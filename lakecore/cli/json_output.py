@@ -41,6 +41,9 @@ class JsonOutput:
     def lock_changed(self, table: Table, before: LockSpec, after: LockSpec) -> None:
         emit_json({"before": before.to_json(), "after": after.to_json()})
 
+    def compression_changed(self, table: Table, before: str, after: str) -> None:
+        emit_json({"before": before, "after": after})
+
     def written(self, operation: str, result: WriteResult) -> None:
         counts = result.counts
         emit_json({"instant": result.instant.requested_time, "completed": result.instant.completion_time,

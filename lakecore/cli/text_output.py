@@ -44,10 +44,14 @@ class TextOutput:
     def created(self, table: Table) -> None:
         c = table.config
         out.print(f"created {c.table_type} table [bold]{c.name}[/bold] at {table.uri} "
-                  f"({c.merge_mode}, {c.buckets} buckets)")
+                  f"({c.merge_mode}, {c.buckets} buckets, {c.compression})")
 
     def lock_changed(self, table: Table, before: LockSpec, after: LockSpec) -> None:
         out.print(f"lock of {table.uri}: {before.describe()} -> {after.describe()}")
+
+    def compression_changed(self, table: Table, before: str, after: str) -> None:
+        out.print(f"compression of {table.uri}: {before} -> {after} (files written from now on; files "
+                  "written before keep theirs)")
 
     def written(self, operation: str, result: WriteResult) -> None:
         out.print(f"{operation}: {result.counts.describe()} in {result.file_groups} file groups, "

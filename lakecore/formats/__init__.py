@@ -10,6 +10,7 @@ from lakecore.formats.parquet import (
     read_footer,
     read_footer_stats,
     read_schema,
+    write_data_file,
     write_file,
 )
 from lakecore.formats.stats import FileStats, file_stats
@@ -26,5 +27,6 @@ __all__ = [
     "read_footer",
     "read_footer_stats",
     "read_schema",
+    "write_data_file",
     "write_file",
 ]

@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakecore.errors import DamagedFile
-from lakecore.formats.stats import FileStats, footer_stats
+from lakecore.formats.stats import FileStats, footer_stats, written_stats
 from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage
 from lakecore.storage.failures import PASS_THROUGH, storage_error, translated
@@ -63,25 +63,55 @@ def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str
     the choice of dictionary-encoded columns among the files of one write (default: per file). `ids`:
     a schema whose fields carry Parquet field ids (`config.FIELD_ID`): each column of `table` it names
     is written with its id."""
+    return _write(storage, path, table, compression=compression, row_group_size=row_group_size,
+                  dictionary=dictionary, ids=ids)[0]
+
+
+def write_data_file(storage: Storage, path: str, table: pa.Table, *, compression: str,
+                    row_group_size: int | None = None, dictionary: DictionaryChoice | None = None,
+                    ids: pa.Schema | None = None) -> tuple[int, FileStats]:
+    """`write_file`, and the written file's column statistics for its write stat (`written_stats`:
+    from the footer the writer built, with no second pass over `table` where it serves)."""
+    size, metadata = _write(storage, path, table, compression=compression, row_group_size=row_group_size,
+                            dictionary=dictionary, ids=ids)
+    return size, written_stats(table, metadata)
+
+
+def _write(storage: Storage, path: str, table: pa.Table, *, compression: str, row_group_size: int | None,
+           dictionary: DictionaryChoice | None, ids: pa.Schema | None) -> tuple[int, pq.FileMetaData]:
     if ids is not None:
         table = with_ids(table, ids)
     fs, root = storage.arrow()
     full = f"{root}/{path}"
     parent = full.rsplit("/", 1)[0]
+    footer: list[pq.FileMetaData] = []
     try:
         with translated("writing", full):
             fs.create_dir(parent, recursive=True)
-            with fs.open_output_stream(full) as out:
+            with fs.open_output_stream(full) as out, _unmasked():
                 pq.write_table(table, out, compression=compression,
                                row_group_size=row_group_size or _ROW_GROUP,
-                               use_dictionary=(dictionary or DictionaryChoice()).of(table))
+                               use_dictionary=(dictionary or DictionaryChoice()).of(table),
+                               metadata_collector=footer)
                 size = out.tell()
         storage.sync(path)
     except BaseException:
         with suppress(Exception):  # no partial file is left (a full disk); the first error is the one
             storage.delete(path)
         raise
-    return int(size)
+    return int(size), footer[0]
+
+
+@contextmanager
+def _unmasked() -> Iterator[None]:
+    """pyarrow's writer, failing (a full disk), still hands its footer to the metadata collector on
+    the way out, which raises a RuntimeError in place of the OSError that says what went wrong."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if isinstance(exc.__context__, OSError):
+            raise exc.__context__ from None
+        raise
 
 
 def with_ids(table: pa.Table, ids: pa.Schema) -> pa.Table:

@@ -31,7 +31,7 @@ from lakecore.concurrency.conflicts.occ import Conflict, completed_since, find_c
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import TableConfig
 from lakecore.errors import ClusteringConflict, ClusteringPending
-from lakecore.formats import file_stats, write_file
+from lakecore.formats import write_data_file
 from lakecore.layout import base_file_name
 from lakecore.read.spec import base_schema
 from lakecore.services.clustering_plan import (
@@ -114,11 +114,11 @@ def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, 
     name = base_file_name(op.file_id, write_token, plan_instant)
     path = f"{op.partition}/{name}" if op.partition else name
     create_marker(storage, Marker(plan_instant, path, "create"))
-    size = write_file(storage, path, state, compression=config.compression,
-                      row_group_size=strategy.row_group_rows, ids=base_schema(config))
+    size, stats = write_data_file(storage, path, state, compression=config.compression,
+                                  row_group_size=strategy.row_group_rows, ids=base_schema(config))
     dead = tombstones(state)
     return WriteStat(op.partition, op.file_id, name, "base", state.num_rows - dead, dead, size,
-                     base_instant=op.base_instant, stats=file_stats(state).to_json())
+                     base_instant=op.base_instant, stats=stats.to_json())
 
 
 def base_writes_since(store: TimelineStore, timeline: Timeline, clustering: Instant,

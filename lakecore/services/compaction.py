@@ -27,7 +27,7 @@ from lakecore.concurrency import Lock, view_for_services
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
 from lakecore.config import OP, TableConfig
 from lakecore.errors import CompactionPending, NotMergeOnRead
-from lakecore.formats import file_stats, read_files, write_file
+from lakecore.formats import read_files, write_data_file
 from lakecore.layout import base_file_name, parse_data_file_name
 from lakecore.merge import merge_to_base
 from lakecore.read.spec import (
@@ -109,11 +109,12 @@ def execute_operation(storage: Storage, config: TableConfig, plan_instant: str, 
     name = base_file_name(op.file_id, write_token, plan_instant)
     path = f"{op.partition}/{name}" if op.partition else name
     create_marker(storage, Marker(plan_instant, path, "create"))
-    size = write_file(storage, path, state, compression=config.compression, ids=base_schema(config))
+    size, stats = write_data_file(storage, path, state, compression=config.compression,
+                                  ids=base_schema(config))
     dead = tombstones(state)
     return WriteStat(op.partition, op.file_id, name, "base", state.num_rows - dead, dead, size,
                      base_instant=op.base_instant or _instant_of(op.base_file),
-                     stats=file_stats(state).to_json())
+                     stats=stats.to_json())
 
 
 def merge_slice(storage: Storage, config: TableConfig, paths: Sequence[str], *, has_base: bool,

@@ -8,7 +8,7 @@ instant, tasks write file groups and return write stats, driver commits), here w
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
@@ -37,6 +37,7 @@ from lakecore.config import (
     default_merge_mode,
     normalize_groups,
     schema_from_json,
+    settable_codec,
 )
 from lakecore.errors import (
     AlreadyExists,
@@ -94,9 +95,17 @@ class Table:
                  options: WriterOptions | None = None) -> None:
         self.storage = storage
         self.config = config
-        self.lock: Lock = _table_lock(storage, config.lock, lock)
+        self.lock: Lock = _table_lock(storage, config.lock, lock, self._recorded_lock)
         self.options = options or WriterOptions()
         self._store = TimelineStore(storage)
+
+    def _recorded_lock(self) -> LockSpec:
+        """table.json's lock, read after each acquire of the table lock; its codec is taken up on the way
+        (a change by set_compression reaches a handle opened before at its next commit, for free)."""
+        recorded = _read_config(self.storage)
+        if recorded.compression != self.config.compression:
+            self.config = replace(self.config, compression=recorded.compression)
+        return recorded.lock
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -112,18 +121,21 @@ class Table:
                lock: Lock | LockSpec | None = None,
                options: WriterOptions | None = None) -> Table:
         """Create a new, empty table at `uri` (fails if one exists there). table.json records the
-        provider of `lock` (a lock or a LockSpec; default: the storage lock) for every writer to take."""
+        provider of `lock` (a lock or a LockSpec; default: the storage lock) for every writer to take.
+        `compression`: the Parquet codec of its data files, one of lakecore.config.CODECS."""
+        table_name = name or _name_from_uri(uri)
+        codec = settable_codec(compression, table_name)   # refused before anything is made
         storage = open_storage(uri, storage_options)
         groups = normalize_groups([g if isinstance(g, ColumnGroup) else ColumnGroup.from_json(g)
                                    for g in column_groups])
         config = TableConfig(
-            name=name or _name_from_uri(uri), schema=schema,
+            name=table_name, schema=schema,
             record_key=(record_key,) if isinstance(record_key, str) else tuple(record_key),
             partition_fields=tuple(partition_fields), table_type=table_type,
             ordering_field=ordering_field,
             merge_mode=merge_mode or default_merge_mode(ordering_field, groups),
             column_groups=groups, column_defaults=dict(column_defaults or {}), buckets=buckets,
-            compression=compression, concurrency_mode=concurrency_mode,
+            compression=codec, concurrency_mode=concurrency_mode,
             tombstone_retention_hours=tombstone_retention_hours, lock=_spec_to_record(lock, storage.uri))
         return cls._create(uri, storage, config, lock=lock, options=options)
 
@@ -134,6 +146,7 @@ class Table:
         """Create a new, empty table at `uri` from a whole `TableConfig` (validated when it was made): what
         `create` records for the same values, column groups normalized and a ZooKeeper lock without a
         path given the table's default one. Its lock is the one `config.lock` names."""
+        settable_codec(config.compression, config.name)
         storage = open_storage(uri, storage_options)
         config = replace(config, column_groups=normalize_groups(config.column_groups),
                          lock=_spec_to_record(config.lock, storage.uri))
@@ -200,8 +213,26 @@ class Table:
         finally:
             self.lock.release()
         self.config = self.config.with_lock(new)
-        self.lock = _table_lock(self.storage, new, None if isinstance(lock, LockSpec) else lock)
+        self.lock = _table_lock(self.storage, new, None if isinstance(lock, LockSpec) else lock,
+                                self._recorded_lock)
         return new
+
+    def set_compression(self, codec: str, *, timeout: float | None = None) -> str:
+        """Record another Parquet codec (one of lakecore.config.CODECS) in table.json, under the table lock
+        as every change of table.json is made. Files written from then on use it, those written before
+        keep theirs (each file names its codec; readers read both). Writers that opened the table before
+        take it up at their next commit, so their following write uses it. Returns the codec."""
+        wanted = settable_codec(codec, self.config.name)
+        self.lock.acquire(timeout)
+        try:
+            recorded = _read_config(self.storage)
+            if recorded.compression != wanted:
+                ensure_held(self.lock, "changing the table's compression in table.json")
+                self.storage.write(CONFIG_PATH, recorded.with_compression(wanted).dumps())
+        finally:
+            self.lock.release()
+        self.config = replace(self.config, compression=wanted)
+        return wanted
 
     @property
     def uri(self) -> str:
@@ -496,14 +527,16 @@ def _spec_to_record(lock: Lock | LockSpec | None, uri: str) -> LockSpec:
     return spec
 
 
-def _table_lock(storage: Storage, recorded: LockSpec, asked: Lock | LockSpec | None) -> Lock:
-    """The recorded lock (`asked`, checked against it, when it is a lock object), guarded by TableLock."""
+def _table_lock(storage: Storage, recorded: LockSpec, asked: Lock | LockSpec | None,
+                reread: Callable[[], LockSpec]) -> Lock:
+    """The recorded lock (`asked`, checked against it, when it is a lock object), guarded by TableLock,
+    which calls `reread` (table.json's lock now) after each acquire."""
     if asked is not None:
         check_lock(recorded, asked if isinstance(asked, LockSpec) else spec_of(asked), storage.uri)
     inner = lock_for_spec(storage, recorded) if asked is None or isinstance(asked, LockSpec) else asked
     if isinstance(inner, TableLock):
         inner = inner.inner
-    return TableLock(inner, recorded, lambda: _read_config(storage).lock, storage.uri)
+    return TableLock(inner, recorded, reread, storage.uri)
 
 
 def _name_from_uri(uri: str) -> str:

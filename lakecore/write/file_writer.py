@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
-from lakecore.formats import DictionaryChoice, file_stats, read_files, write_file
+from lakecore.formats import DictionaryChoice, read_files, write_data_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
 from lakecore.merge import merge_to_base, precombine
 from lakecore.read.spec import (
@@ -114,11 +114,11 @@ def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list
         name = log_file_name(group.file_id, ctx.instant_time, ctx.write_token, version)
         path = f"{group.partition}/{name}" if group.partition else name
         ctx.mark(path, "append", group.partition, group.file_id)
-        size = write_file(ctx.storage, path, chunk, compression=ctx.config.compression,
-                          dictionary=ctx.dictionary, ids=base_schema(ctx.config))
+        size, written = write_data_file(ctx.storage, path, chunk, compression=ctx.config.compression,
+                                        dictionary=ctx.dictionary, ids=base_schema(ctx.config))
         deletes = int(pc.sum(chunk.column(OP)).as_py() or 0)
         stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size,
-                               stats=file_stats(chunk).to_json()))
+                               stats=written.to_json()))
     return stats
 
 
@@ -141,10 +141,10 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
     path = f"{group.partition}/{name}" if group.partition else name
     io: IOType = "merge" if current is not None and current.files else "create"
     ctx.mark(path, io, group.partition, group.file_id)
-    size = write_file(ctx.storage, path, state, compression=config.compression, dictionary=ctx.dictionary,
-                      ids=base_schema(config))
+    size, written = write_data_file(ctx.storage, path, state, compression=config.compression,
+                                    dictionary=ctx.dictionary, ids=base_schema(config))
     live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
     deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
     return WriteStat(group.partition, group.file_id, name, "base", live, deletes, size,
                      base_instant=current.base_instant if current is not None else None,
-                     stats=file_stats(state).to_json())
+                     stats=written.to_json())

@@ -152,11 +152,11 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
         observed = _table_config(spec, options)
     except Exception as exc:  # storage unreachable, no credentials, permission denied: reported, retried
         error = _storage_error(spec, exc)
-    plan = plan_table(desired, observed)
+    plan = plan_table(desired, observed, keep_codec=spec.compression is None)
     if plan.action == TableAction.REFUSE and error is None:
         status = table_status(ref, plan, old, now)
         return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
-    info = switched = None
+    info = switched = recoded = None
     added: list[str] = []
     if error is None:
         try:
@@ -165,6 +165,7 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
             elif plan.action == TableAction.EVOLVE:
                 switched = _switch_lock(spec, desired, options)
                 added = _add_columns(spec, plan, options)
+                recoded = _set_compression(spec, plan.desired or desired, options)
             info = _table_info(spec, options)
         except Exception as exc:
             error = _storage_error(spec, exc)
@@ -183,6 +184,8 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
                             for o in outcomes if o.error)
     if switched and not error:
         events += (("Normal", "LockSwitched", switched),)
+    if recoded and not error:
+        events += (("Normal", "CompressionChanged", recoded),)
     return Outcome(status, requeue_after=30.0 if error else 60.0, events=events)
 
 
@@ -228,6 +231,20 @@ def _switch_lock(spec: LakeTableSpec, desired: TableConfig, options: dict[str, A
         return None
     now = table.set_lock_provider(desired.lock, timeout=LOCK_SWITCH_TIMEOUT_S)
     return f"the table's lock is now {now.describe()} (was {before.describe()})"
+
+
+def _set_compression(spec: LakeTableSpec, desired: TableConfig, options: dict[str, Any] | None) -> str | None:
+    """Record the spec's codec in table.json when the table records another (lakecore's set_compression,
+    under the table lock: writers may run). What was done, for the Event; None when nothing was to do."""
+    from lakecore import Table
+
+    table = Table.open(spec.location, storage_options=options)
+    before = table.config.compression
+    if before == desired.compression:
+        return None
+    table.set_compression(desired.compression, timeout=LOCK_SWITCH_TIMEOUT_S)
+    return (f"files written from now on use {desired.compression} (was {before}); files written before "
+            "keep theirs")
 
 
 def _add_columns(spec: LakeTableSpec, plan: TablePlan, options: dict[str, Any] | None = None) -> list[str]:

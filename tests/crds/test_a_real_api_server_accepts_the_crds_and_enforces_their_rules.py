@@ -133,15 +133,21 @@ def test_a_contradictory_option_is_refused_by_the_server(kube_server: ControlPla
     assert _rule_named("LakeWriter", "trigger is for streaming").message in message
 
 
-def test_a_bad_enum_is_refused_by_the_server_with_the_supported_values(kube_server: ControlPlane,
-                                                                        cases_namespace: str) -> None:
-    path = resource_path(WEIR, PLURALS["LakeWriter"], cases_namespace)
-    sideways = body("LakeWriter", {"mode": "sideways"})
+@pytest.mark.parametrize("kind, patch, refusal", [
+    ("LakeWriter", {"mode": "sideways"},
+     'spec.mode: Unsupported value: "sideways": supported values: "streaming", "batch"'),
+    ("LakeTable", {"compression": "brotli"},   # a codec Spark cannot read is not offered
+     'spec.compression: Unsupported value: "brotli": supported values: "zstd", "lz4", "snappy", "gzip", '
+     '"none"'),
+])
+def test_a_bad_enum_is_refused_by_the_server_with_the_supported_values(
+    kind: str, patch: dict[str, Any], refusal: str, kube_server: ControlPlane, cases_namespace: str
+) -> None:
+    path = resource_path(WEIR, PLURALS[kind], cases_namespace)
     with pytest.raises(KubeClientError) as refused:
-        kube_server.client().create(path, {**sideways, "metadata": {"name": "sideways"}})
+        kube_server.client().create(path, {**body(kind, patch), "metadata": {"name": f"bad-{kind.lower()}"}})
     assert refused.value.status == 422
-    assert 'spec.mode: Unsupported value: "sideways": supported values: "streaming", "batch"' in \
-        refused.value.body["message"]
+    assert refusal in refused.value.body["message"]
 
 
 def test_kubectl_shows_the_servers_refusal(applied: str, real_kubectl: Kubectl, tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from lakecore.config import ConcurrencyMode, LockProvider, TableType
+from lakecore.config import CODECS, DEFAULT_CODEC, ConcurrencyMode, LockProvider, TableConfig, TableType
 from lakecore.services.clean_plan import PolicyKind
 from lakecore.services.clustering_plan import StrategyKind as ClusteringKind
 from lakecore.services.compaction_plan import StrategyKind as CompactionKind
@@ -27,6 +27,10 @@ def test_table_enums_are_lakecore_literals() -> None:
     assert set(_spec("LakeTable", "lock", "provider")["enum"]) <= set(get_args(LockProvider))
     strategies = _spec("LakeTable", "concurrency", "earlyDetection", "strategy")["enum"]
     assert strategies == ["none", *contract.EARLY_DETECTION]
+    assert tuple(_spec("LakeTable", "compression")["enum"]) == CODECS
+    # no default: a spec without a codec leaves an adopted table's as it is (a new one: lakecore's)
+    assert "default" not in _spec("LakeTable", "compression")
+    assert TableConfig.__dataclass_fields__["compression"].default == DEFAULT_CODEC in CODECS
 
 
 def test_public_storage_options_are_the_contracts() -> None:

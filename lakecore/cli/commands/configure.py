@@ -1,4 +1,5 @@
-"""`weir table create` and `weir table set-lock`: make a table, and change the lock its writers take."""
+"""`weir table create`, `weir table set-lock` and `weir table set-compression`: make a table, and change the
+lock its writers take or the Parquet codec of the files they write next."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import typer
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.io import read_schema_file
 from lakecore.cli.output import output_for
-from lakecore.config import ColumnGroup, LockSpec
+from lakecore.config import CODECS, ColumnGroup, LockSpec
 from lakecore.errors import InvalidInput
 from lakecore.table import Table
 
@@ -25,6 +26,8 @@ _TYPES = {"bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": p
           "int64": pa.int64(), "float32": pa.float32(), "float64": pa.float64(), "double": pa.float64(),
           "string": pa.string(), "binary": pa.binary(), "date": pa.date32(),
           "timestamp": pa.timestamp("us", tz="UTC")}
+CODECS_HELP = (f"Parquet codec of the data files: {'|'.join(CODECS)} (zstd: smallest; lz4: fastest to "
+               "write and read, ~30% more bytes; see docs/operations.md).")
 TYPES_HELP = "Columns as 'name:type,...' (types: " + ", ".join(sorted(_TYPES)) + ")."
 
 
@@ -76,6 +79,7 @@ def create(
         help="Column group NAME:ORDERING:COL1+COL2 (repeatable; makes a partial-update table).")] = None,
     buckets: Annotated[int, typer.Option(help="Buckets (file groups) per partition.")] = 4,
     concurrency_mode: Annotated[str, typer.Option(help="optimistic|non_blocking")] = "optimistic",
+    compression: Annotated[str, typer.Option(help=CODECS_HELP)] = "zstd",
     tombstone_retention_hours: Annotated[float | None, typer.Option(
         help="Drop deletes' tombstones from rewritten base files once this many hours old.")] = None,
     lock_provider: LockProviderOpt = None,
@@ -96,6 +100,7 @@ def create(
                      table_type=table_type,  # type: ignore[arg-type]
                      ordering_field=ordering_field, column_groups=[parse_group(g) for g in group or ()],
                      buckets=buckets, concurrency_mode=concurrency_mode,  # type: ignore[arg-type]
+                     compression=compression,
                      tombstone_retention_hours=tombstone_retention_hours,
                      lock=lock_spec(lock_provider, zookeeper, zookeeper_path))
     output_for(as_json).created(t)
@@ -113,3 +118,17 @@ def set_lock(uri: Uri, lock_provider: LockProviderOpt = None, zookeeper: ZooKeep
     before = t.config.lock
     after = t.set_lock_provider(lock_spec(lock_provider, zookeeper, zookeeper_path), timeout=timeout)
     output_for(as_json).lock_changed(t, before, after)
+
+
+@table_app.command("set-compression")
+@friendly
+def set_compression(uri: Uri, codec: Annotated[str, typer.Argument(help="|".join(CODECS))],
+                    timeout: Annotated[float, typer.Option(help="Seconds to wait for the lock.")] = 60.0,
+                    as_json: JsonFlag = False) -> None:
+    """Change the Parquet codec of the files written from now on (under the table lock; writers may run).
+    Files already written keep their codec and read as before; running writers take the new one up
+    after their next commit."""
+    t = Table.open(uri)
+    before = t.config.compression
+    after = t.set_compression(codec, timeout=timeout)
+    output_for(as_json).compression_changed(t, before, after)

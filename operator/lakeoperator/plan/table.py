@@ -2,7 +2,9 @@
 
 Owns: `desired_config` (a LakeTableSpec translated into lakecore's `TableConfig`, once per pass: the value
 the table is created from and compared with), `compare_config` (desired vs the config of an existing table
--> mismatches, each evolvable or refused; the lock compared by lakecore's own `LockSpec.mismatch`),
+-> mismatches, each evolvable or refused; the lock compared by lakecore's own `LockSpec.mismatch`; the
+codec evolvable both ways, so adopting a table of another codec sets the spec's; a spec without one
+leaves the table's as it is: `plan_table(keep_codec=)`),
 `plan_table`, `columns_to_add` (what an evolution adds, and to which column groups), `refused_changes` (a
 spec update that changes identity fields), `deletion_action`.
 
@@ -18,23 +20,31 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from lakecore.config import ColumnGroup, TableConfig, default_merge_mode, normalize_groups, schema_from_json
+from lakecore.config import (
+    DEFAULT_CODEC,
+    ColumnGroup,
+    TableConfig,
+    default_merge_mode,
+    normalize_groups,
+    schema_from_json,
+)
 from lakeoperator.specs import DECIMAL_TYPE, ColumnSpec, LakeTableSpec, ObjectRef
 
 Severity = Literal["evolvable", "refused"]
-# table.json keys a spec decides (format_version, name, compression, column_defaults are lakecore's own)
+# table.json keys a spec decides (format_version, name, column_defaults are lakecore's own)
 COMPARED_KEYS = ("table_type", "record_key", "partition_fields", "ordering_field", "merge_mode",
                  "column_groups", "buckets", "concurrency_mode", "tombstone_retention_hours", "lock",
-                 "schema")
+                 "compression", "schema")
 
 
 class TableAction(enum.StrEnum):
     CREATE = "create"    # no table at spec.location: create it from the desired config
     ADOPT = "adopt"      # a table is there and matches: manage it as it is
-    EVOLVE = "evolve"    # it matches but for evolvable mismatches: add the columns (to their groups) / lock
+    EVOLVE = "evolve"    # it matches but for evolvable mismatches: add the columns (to their groups), switch
+                         # the lock, set the codec
     REFUSE = "refuse"    # it differs in what cannot change: touch nothing, report the mismatches
 
 
@@ -82,7 +92,8 @@ def desired_config(spec: LakeTableSpec, name: str) -> TableConfig:
         record_key=spec.record_key, partition_fields=spec.partition_fields, table_type=spec.table_type,
         ordering_field=spec.ordering_field, merge_mode=default_merge_mode(spec.ordering_field, groups),
         column_groups=groups, buckets=spec.buckets, concurrency_mode=spec.concurrency.mode,
-        tombstone_retention_hours=spec.tombstone_retention_hours, lock=spec.lock)
+        tombstone_retention_hours=spec.tombstone_retention_hours, lock=spec.lock,
+        compression=spec.compression or DEFAULT_CODEC)
 
 
 def compare_config(desired: TableConfig, observed: TableConfig) -> tuple[Mismatch, ...]:
@@ -100,6 +111,11 @@ def compare_config(desired: TableConfig, observed: TableConfig) -> tuple[Mismatc
                 out.append(Mismatch("lock", want["lock"], have["lock"], "evolvable",
                                     "the table records another lock; the operator switches it (no writer may "
                                     "run meanwhile)"))
+        elif key == "compression":
+            if desired.compression != observed.compression:   # files written before keep theirs
+                out.append(Mismatch(key, want[key], have[key], "evolvable",
+                                    f"the table writes {have[key]} files; the operator sets it to "
+                                    f"{want[key]} for the files written from then on"))
         elif getattr(desired, key) != getattr(observed, key):
             out.append(Mismatch(key, want[key], have[key], "refused",
                                 f"the table at this location has {key} {have[key]!r}, the spec "
@@ -170,10 +186,13 @@ def _type(col: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(col.items()) if k not in ("name", "nullable", "id"))
 
 
-def plan_table(desired: TableConfig, observed: TableConfig | None) -> TablePlan:
-    """observed: the config of the table at spec.location (None: there is none)."""
+def plan_table(desired: TableConfig, observed: TableConfig | None, *, keep_codec: bool = False) -> TablePlan:
+    """observed: the config of the table at spec.location (None: there is none). `keep_codec`: the spec
+    names no codec, so an existing table keeps its own (a new one gets lakecore's default)."""
     if observed is None:
         return TablePlan(TableAction.CREATE, desired=desired)
+    if keep_codec:
+        desired = replace(desired, compression=observed.compression)
     mismatches = compare_config(desired, observed)
     if any(m.severity == "refused" for m in mismatches):
         return TablePlan(TableAction.REFUSE, mismatches, desired)

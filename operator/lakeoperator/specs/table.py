@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from lakecore.config import ColumnGroup, LockSpec, column_group_problem
+from lakecore.config import ColumnGroup, LockSpec, SettableCodec, column_group_problem
 from lakecore.errors import InvalidTableConfig
 from lakeoperator.specs.common import Fields, SpecError, spec_of
 from sparkjobs.contract import PUBLIC_STORAGE_OPTIONS
@@ -125,6 +125,7 @@ class LakeTableSpec:
     lock_credentials: ZookeeperCredentialsRef | None = None   # lock.zookeeper.credentialsSecret
     heartbeat: HeartbeatSpec = HeartbeatSpec()
     tombstone_retention_hours: float | None = None
+    compression: SettableCodec | None = None  # the codec of files written from now on (None: the table's own)
     deletion_policy: DeletionPolicy = "Retain"
     publish: PublishSpec | None = None
 
@@ -134,7 +135,7 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
     f = Fields(spec_of(body), "spec", (
         "location", "storage", "schema", "recordKey", "partitionFields", "tableType", "buckets",
         "orderingField", "columnGroups", "concurrency", "lock", "heartbeat", "tombstoneRetentionHours",
-        "deletionPolicy", "publish"))
+        "compression", "deletionPolicy", "publish"))
     schema = _parse_schema(f.required("schema"), f.at("schema"))
     names = [c.name for c in schema]
     record_key = f.strings("recordKey")
@@ -182,6 +183,7 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
         heartbeat=HeartbeatSpec(interval_seconds=hb.number("intervalSeconds", 10, exclusive=True),
                                 tolerable_misses=hb.integer("tolerableMisses", 3, minimum=1)),
         tombstone_retention_hours=f.opt_number("tombstoneRetentionHours"),
+        compression=f.enum("compression", SettableCodec) if f.has("compression") else None,
         deletion_policy=f.enum("deletionPolicy", DeletionPolicy, "Retain"), publish=publish)
 
 

@@ -35,13 +35,13 @@ def main() -> None:
         schedule_clustering(t.storage, t.config, t.lock, ClusteringStrategy("all", ("name",)))
         _die()
     if phase == "mid_execute":
-        real_write = clustering.write_file
+        real_write = clustering.write_data_file
 
         def once(*a, **kw):
-            size = real_write(*a, **kw)
+            written = real_write(*a, **kw)
             _die()
-            return size
-        clustering.write_file = once  # type: ignore[assignment]
+            return written
+        clustering.write_data_file = once  # type: ignore[assignment]
     elif phase == "before_complete":
         real_tasks = clustering.run_tasks
 

@@ -17,14 +17,14 @@ def main() -> None:
     from lakecore.services import run_compaction
     from lakecore.services.compaction import load_plan
 
-    real = compaction.write_file
+    real = compaction.write_data_file
 
     def once(*a, **kw):
-        size = real(*a, **kw)
+        written = real(*a, **kw)
         os.kill(os.getpid(), signal.SIGKILL)
-        return size
+        return written
 
-    compaction.write_file = once  # type: ignore[assignment]
+    compaction.write_data_file = once  # type: ignore[assignment]
     t = Table.open(sys.argv[1])
     run_compaction(t.storage, t.config, t.lock, load_plan(t.storage, sys.argv[2]), workers=1)
 

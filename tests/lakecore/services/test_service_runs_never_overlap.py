@@ -76,7 +76,7 @@ def test_a_second_compaction_run_is_refused_while_the_first_executes(tmp_path, m
     t = busy(tmp_path)
     before = snapshot(t)
     plan = schedule_compaction(t.storage, t.config, t.lock)
-    paused = Paused(monkeypatch, compaction, "write_file")
+    paused = Paused(monkeypatch, compaction, "write_data_file")
     first, out = in_thread(lambda: run_compaction(t.storage, t.config, t.lock, plan, workers=1))
     assert paused.inside.wait(30)
     other = Table.open(t.uri)
@@ -98,7 +98,7 @@ def test_a_second_clustering_run_is_refused_while_the_first_executes(tmp_path, m
     t = busy(tmp_path)
     before = snapshot(t)
     plan = schedule_clustering(t.storage, t.config, t.lock, ClusteringStrategy("all", ("name",)))
-    paused = Paused(monkeypatch, clustering, "write_file")
+    paused = Paused(monkeypatch, clustering, "write_data_file")
     first, out = in_thread(lambda: run_clustering(t.storage, t.config, t.lock, plan, workers=1))
     assert paused.inside.wait(30)
     with pytest.raises(ServiceRunning):
@@ -114,7 +114,7 @@ def test_a_run_that_stalled_past_its_heartbeat_is_taken_over_and_cannot_commit(t
     t = busy(tmp_path, options)
     before = snapshot(t)
     plan = schedule_compaction(t.storage, t.config, t.lock)
-    paused = Paused(monkeypatch, compaction, "write_file")
+    paused = Paused(monkeypatch, compaction, "write_data_file")
     first, out = in_thread(lambda: run_compaction(t.storage, t.config, t.lock, plan, workers=1,
                                                   heartbeat=FAST))
     assert paused.inside.wait(30)
@@ -209,7 +209,7 @@ def test_a_restore_does_not_roll_back_a_running_compaction(tmp_path, monkeypatch
     t = busy(tmp_path)
     sp = t.maintenance.savepoint(t.timeline().completed[0].requested_time).instant
     plan = schedule_compaction(t.storage, t.config, t.lock)
-    paused = Paused(monkeypatch, compaction, "write_file")
+    paused = Paused(monkeypatch, compaction, "write_data_file")
     first, out = in_thread(lambda: run_compaction(t.storage, t.config, t.lock, plan, workers=1))
     assert paused.inside.wait(30)
     with pytest.raises(ServiceRunning):

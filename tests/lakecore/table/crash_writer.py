@@ -44,13 +44,13 @@ def inject(point: str) -> None:
     elif point == "before_inflight":
         store.TimelineStore.transition_inflight = lambda self, i: die()  # type: ignore[assignment]
     elif point == "after_first_file":
-        real = parquet.write_file
+        real = parquet.write_data_file
 
         def once(*a, **kw):
-            size = real(*a, **kw)
+            written = real(*a, **kw)
             die()
-            return size
-        fw.write_file = once  # type: ignore[assignment]
+            return written
+        fw.write_data_file = once  # type: ignore[assignment]
     elif point == "mid_file":
         def half(storage, path, table, **_options):
             fs, root = storage.arrow()
@@ -58,7 +58,7 @@ def inject(point: str) -> None:
                 out.write(b"PAR1" + b"\0" * 100)
                 out.flush()
                 die()
-        fw.write_file = half  # type: ignore[assignment]
+        fw.write_data_file = half  # type: ignore[assignment]
     elif point == "before_complete":
         store.TimelineStore.complete = lambda self, *a, **kw: die()  # type: ignore[assignment]
     elif point == "after_complete":

@@ -167,7 +167,7 @@ def test_batched_markers_write_and_roll_back_like_direct_ones(tmp_path):
     assert not [f for f in t.storage.list_tree(".weir/markers")]  # deleted after the commit
     # a failing write is rolled back through its MARKERS files
     import lakecore.write.file_writer as fw
-    real = fw.write_file
+    real = fw.write_data_file
     calls = []
 
     def failing(*a, **kw):
@@ -176,11 +176,11 @@ def test_batched_markers_write_and_roll_back_like_direct_ones(tmp_path):
             raise OSError("disk full")
         return real(*a, **kw)
 
-    fw.write_file = failing
+    fw.write_data_file = failing
     try:
         before = data_files(t)
         with pytest.raises(OSError):
             t.upsert(rows(list(range(40, 80)), "b"))
     finally:
-        fw.write_file = real
+        fw.write_data_file = real
     assert data_files(t) == before and t.timeline().pending == ()
