@@ -16,7 +16,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 DEPS_STAMP := $(VENV)/.deps.stamp
 BENCH_STAMP := $(VENV)/.bench.stamp
 
-.PHONY: venv deps system-deps controlplane kafka spark-jars readers readers-lock schema-registry \
+.PHONY: venv deps system-deps controlplane kafka spark-jars spark-cds readers readers-lock schema-registry \
 	schema-registry-lock test lint demo demo-lakecore bench e2e \
 	crds crds-check clean distclean
 
@@ -216,13 +216,18 @@ $(SCHEMA_REGISTRY)/.built: $(SCHEMA_REGISTRY_SRC)/pom.xml $(SCHEMA_REGISTRY_SRC)
 	rm -rf $(@D).partial
 	@touch $@
 
+# The class-data-sharing archive the tests' Spark drivers map (tests/support/spark_cds.py): dumped once per
+# JDK, pyspark and connectors into .tools/spark-cds/ (~45 s, ~180 MB); nothing when it is there.
+spark-cds: deps spark-jars
+	PYTHONPATH=$(CURDIR):$(CURDIR)/operator $(PY) -m tests.support.spark_cds
+
 schema-registry-lock:
 	rm -rf $(SCHEMA_REGISTRY).lock
 	$(call SCHEMA_REGISTRY_BUILD,$(SCHEMA_REGISTRY).lock)
 	(cd $(SCHEMA_REGISTRY).lock/lib && sha256sum *.jar) > $(SCHEMA_REGISTRY_SRC)/jars.sha256
 	rm -rf $(SCHEMA_REGISTRY).lock
 
-test: system-deps lint controlplane kafka spark-jars readers schema-registry
+test: system-deps lint controlplane kafka spark-jars spark-cds readers schema-registry
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: deps

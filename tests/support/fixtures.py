@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import spark_cds
 from tests.support.kafka_broker import KafkaBroker, kafka_missing_reason
 from tests.support.kube_server import ControlPlane, controlplane_missing_reason
 from tests.support.kubectl import Kubectl, ToolsMissing, extract_tools
@@ -62,17 +63,15 @@ def _hermetic_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield home
 
 
-# C1 only, one GC thread: a local Spark driver (a test's session, a job process, a `weir run` or kubelet
-# driver: all inherit this) starts and runs a test's small jobs in about two thirds of the time.
-# Spark's launcher passes SPARK_SUBMIT_OPTS to the driver JVM without a word on stderr.
-FAST_START_SPARK_SUBMIT_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _fast_starting_spark_drivers() -> Iterator[None]:
-    """Every Spark driver a test starts uses FAST_START_SPARK_SUBMIT_OPTS, unless the caller set its own."""
+    """Every Spark driver a test starts (a test's session, a job process, a `weir run` or kubelet driver: all
+    inherit SPARK_SUBMIT_OPTS, which Spark's launcher passes to the driver JVM without a word on stderr)
+    runs C1 only with one GC thread, and maps the class-data-sharing archive of `make spark-cds` when it
+    is there (spark_cds.py): it starts and runs a test's small jobs in about half the time. Unless the
+    caller set SPARK_SUBMIT_OPTS."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SPARK_SUBMIT_OPTS", os.environ.get("SPARK_SUBMIT_OPTS") or FAST_START_SPARK_SUBMIT_OPTS)
+        patch.setenv("SPARK_SUBMIT_OPTS", os.environ.get("SPARK_SUBMIT_OPTS") or spark_cds.submit_options())
         yield
 
 
