@@ -89,9 +89,11 @@ def _write(storage: Storage, path: str, table: pa.Table, *, compression: str, ro
         with translated("writing", full):
             fs.create_dir(parent, recursive=True)
             with fs.open_output_stream(full) as out, _unmasked():
+                dictionary_encoded = (dictionary or DictionaryChoice()).of(table)
                 pq.write_table(table, out, compression=compression,
                                row_group_size=row_group_size or _ROW_GROUP,
-                               use_dictionary=(dictionary or DictionaryChoice()).of(table),
+                               use_dictionary=dictionary_encoded,
+                               column_encoding=column_encodings(table.schema, dictionary_encoded),
                                metadata_collector=footer)
                 size = out.tell()
         storage.sync(path)
@@ -142,6 +144,18 @@ def dictionary_columns(table: pa.Table) -> list[str]:
         if pc.count_distinct(col).as_py() <= len(col) // 2:
             out.append(name)
     return out
+
+
+def column_encodings(schema: pa.Schema, dictionary_encoded: Sequence[str]) -> dict[str, str]:
+    """DELTA_BINARY_PACKED (the differences between neighbouring values, bit-packed) for each top-level
+    integer column that is not dictionary-encoded, in place of PLAIN. Measured on the peers' data
+    (docs/benchmarks.md): with zstd, writes faster, reads faster and files smaller; with lz4 the same
+    speed and smaller files. Every reader Weir tests reads it (pyarrow, Spark, DuckDB, polars, delta-rs,
+    daft). Floats stay PLAIN: BYTE_STREAM_SPLIT would compress them better, but Spark's vectorized
+    Parquet reader (Spark 4.1, the Delta path) refuses it ("Unsupported encoding")."""
+    skip = set(dictionary_encoded)
+    return {f.name: "DELTA_BINARY_PACKED" for f in schema
+            if f.name not in skip and pa.types.is_integer(f.type)}
 
 
 @dataclass(frozen=True)
