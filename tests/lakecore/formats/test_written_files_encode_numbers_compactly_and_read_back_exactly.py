@@ -1,7 +1,8 @@
-"""A data file's integer columns are written DELTA_BINARY_PACKED (unless they are dictionary-encoded:
-repeating values; floats stay PLAIN, which Spark's vectorized reader needs), and every value reads back
-exactly: the extremes of each integer width (neighbours whose difference overflows 64 bits), unsigned
-64-bit values above the signed range, NaN, signed zeros, infinities, nulls, and several row groups."""
+"""A data file's integer, date, time and timestamp columns are written DELTA_BINARY_PACKED (unless they are
+dictionary-encoded: repeating values; floats stay PLAIN, which Spark's vectorized reader needs), and
+every value reads back exactly: the extremes of each integer width and of nanosecond timestamps
+(neighbours whose difference overflows 64 bits), unsigned 64-bit values above the signed range, NaN, signed zeros,
+infinities, nulls, and several row groups."""
 
 from __future__ import annotations
 
@@ -19,9 +20,25 @@ INTS = {pa.int8(): (-(2 ** 7), 2 ** 7 - 1), pa.int16(): (-(2 ** 15), 2 ** 15 - 1
         pa.int32(): (-(2 ** 31), 2 ** 31 - 1), pa.int64(): (-(2 ** 63), 2 ** 63 - 1),
         pa.uint8(): (0, 2 ** 8 - 1), pa.uint32(): (0, 2 ** 32 - 1), pa.uint64(): (0, 2 ** 64 - 1)}
 FLOATS = (pa.float32(), pa.float64())
+DAY_MS = 86_400_000
+FIRST_MS, LAST_MS = -62_135_596_800_000, 253_402_300_799_999   # years 1 to 9999 (Python's datetime)
+# temporal types that Parquet stores as they are, with the range of their integer values: nanoseconds
+# over all of int64 (years 1677 to 2262), the others over the years a write's statistics can hold
+TEMPORAL = {pa.date32(): (pa.int32(), FIRST_MS // DAY_MS, LAST_MS // DAY_MS),
+            pa.time32("ms"): (pa.int32(), 0, DAY_MS - 1),
+            pa.time64("us"): (pa.int64(), 0, DAY_MS * 1000 - 1),
+            pa.time64("ns"): (pa.int64(), 0, DAY_MS * 1_000_000 - 1),
+            pa.timestamp("ms"): (pa.int64(), FIRST_MS, LAST_MS),
+            pa.timestamp("us", tz="UTC"): (pa.int64(), FIRST_MS * 1000, LAST_MS * 1000),
+            pa.timestamp("ns", tz="Europe/Paris"): (pa.int64(), -(2 ** 63), 2 ** 63 - 1)}
 
 
 def column(t: pa.DataType, rows: int) -> st.SearchStrategy[pa.Array]:
+    if t in TEMPORAL:
+        storage, low, high = TEMPORAL[t]
+        value = st.one_of(st.sampled_from([low, high, 0]), st.integers(low, high))
+        return st.lists(st.one_of(st.none(), value), min_size=rows, max_size=rows).map(
+            lambda values: pa.array(values, storage).view(t))
     if t in INTS:
         low, high = INTS[t]
         value = st.one_of(st.sampled_from([low, high, 0]), st.integers(low, high))
@@ -34,7 +51,7 @@ def column(t: pa.DataType, rows: int) -> st.SearchStrategy[pa.Array]:
 @st.composite
 def tables(draw: st.DrawFn) -> pa.Table:
     rows = draw(st.integers(1, 300))
-    types = [*INTS, *FLOATS]
+    types = [*INTS, *FLOATS, *TEMPORAL]
     return pa.table({f"c{i}": draw(column(t, rows)) for i, t in enumerate(types)})
 
 
@@ -57,8 +74,8 @@ def test_numbers_read_back_exactly(tmp_path: Path, table: pa.Table) -> None:
     for name in table.column_names:   # NaN != NaN: compare the bits of floats
         want, got = table[name].combine_chunks(), back[name].combine_chunks()
         assert got.type == want.type
-        if pa.types.is_floating(want.type):
-            width = pa.int32() if want.type == pa.float32() else pa.int64()
+        if pa.types.is_floating(want.type) or want.type in TEMPORAL:
+            width = pa.int32() if want.type.bit_width == 32 else pa.int64()
             want, got = (a.view(width) for a in (want, got))
         assert got.equals(want), name
 
@@ -69,10 +86,12 @@ def test_the_encoding_follows_the_column(tmp_path: Path) -> None:
                       "small": pa.array([i % 3 for i in range(n)], pa.int32()),   # repeats: dictionary
                       "x": pa.array([i * 0.37 for i in range(n)], pa.float64()),
                       "y": pa.array([i / 7 for i in range(n)], pa.float32()),
+                      "at": pa.array([1_790_000_000_000_000 + 37 * i for i in range(n)], pa.int64()).view(
+                          pa.timestamp("us", tz="UTC")),
                       "s": pa.array([f"v{i}" for i in range(n)])})
     write_data_file(LocalStorage(str(tmp_path)), "f.parquet", table, compression="lz4")
     found = encodings(tmp_path / "f.parquet")
-    assert "DELTA_BINARY_PACKED" in found["id"]
+    assert "DELTA_BINARY_PACKED" in found["id"] and "DELTA_BINARY_PACKED" in found["at"]
     assert "BYTE_STREAM_SPLIT" not in found["x"] | found["y"]   # Spark's vectorized reader refuses it
     assert "RLE_DICTIONARY" in found["small"] and "DELTA_BINARY_PACKED" not in found["small"]
     assert found["s"] & {"PLAIN", "RLE_DICTIONARY"}   # strings: as before
