@@ -1,8 +1,8 @@
-"""A data file's integer, date, time and timestamp columns are written DELTA_BINARY_PACKED (unless they are
-dictionary-encoded: repeating values; floats stay PLAIN, which Spark's vectorized reader needs), and
+"""A data file's integer, date, time and timestamp columns are written DELTA_BINARY_PACKED (unless they
+are dictionary-encoded: repeating values; floats stay PLAIN, which Spark's vectorized reader needs), and
 every value reads back exactly: the extremes of each integer width and of nanosecond timestamps
-(neighbours whose difference overflows 64 bits), unsigned 64-bit values above the signed range, NaN, signed zeros,
-infinities, nulls, and several row groups."""
+(neighbours whose difference overflows 64 bits), unsigned 64-bit values above the signed range, NaN,
+signed zeros, infinities, nulls, and several row groups."""
 
 from __future__ import annotations
 
