@@ -143,8 +143,8 @@ def footer_stats(metadata: pq.FileMetaData, schema: pa.Schema) -> FileStats:
                 low = min(st.min for st in ranged)
                 high = max(st.max for st in ranged)
                 lo, hi = _encoded(pa.scalar(low, t), pa.scalar(high, t), t)
-            except (pa.ArrowException, TypeError, ValueError):
-                lo = hi = None
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                lo = hi = None   # OverflowError: a date or time Python's datetime cannot hold (year > 9999)
         columns[name] = ColumnStats(nulls, None, lo, hi)
     return FileStats(metadata.num_rows, columns)
 

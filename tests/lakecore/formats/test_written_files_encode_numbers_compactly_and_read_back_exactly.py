@@ -1,7 +1,7 @@
 """A data file's integer, date, time and timestamp columns are written DELTA_BINARY_PACKED (unless they
 are dictionary-encoded: repeating values; floats stay PLAIN, which Spark's vectorized reader needs), and
-every value reads back exactly: the extremes of each integer width and of nanosecond timestamps
-(neighbours whose difference overflows 64 bits), unsigned 64-bit values above the signed range, NaN,
+every value reads back exactly: the extremes of each integer width and of timestamps (neighbours whose
+difference overflows 64 bits), unsigned 64-bit values above the signed range, NaN,
 signed zeros, infinities, nulls, and several row groups."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakecore.formats import write_data_file
+from lakecore.formats import file_stats, write_data_file
 from lakecore.storage.local import LocalStorage
 
 INTS = {pa.int8(): (-(2 ** 7), 2 ** 7 - 1), pa.int16(): (-(2 ** 15), 2 ** 15 - 1),
@@ -21,15 +21,14 @@ INTS = {pa.int8(): (-(2 ** 7), 2 ** 7 - 1), pa.int16(): (-(2 ** 15), 2 ** 15 - 1
         pa.uint8(): (0, 2 ** 8 - 1), pa.uint32(): (0, 2 ** 32 - 1), pa.uint64(): (0, 2 ** 64 - 1)}
 FLOATS = (pa.float32(), pa.float64())
 DAY_MS = 86_400_000
-FIRST_MS, LAST_MS = -62_135_596_800_000, 253_402_300_799_999   # years 1 to 9999 (Python's datetime)
-# temporal types that Parquet stores as they are, with the range of their integer values: nanoseconds
-# over all of int64 (years 1677 to 2262), the others over the years a write's statistics can hold
-TEMPORAL = {pa.date32(): (pa.int32(), FIRST_MS // DAY_MS, LAST_MS // DAY_MS),
-            pa.time32("ms"): (pa.int32(), 0, DAY_MS - 1),
+# temporal types that Parquet stores as they are, with the range of their integer values: all of it,
+# also far outside the years 1 to 9999 that Python's datetime holds (a write's statistics once failed
+# there with OverflowError, after the file was written)
+TEMPORAL = {pa.date32(): (pa.int32(), -(2 ** 31), 2 ** 31 - 1), pa.time32("ms"): (pa.int32(), 0, DAY_MS - 1),
             pa.time64("us"): (pa.int64(), 0, DAY_MS * 1000 - 1),
             pa.time64("ns"): (pa.int64(), 0, DAY_MS * 1_000_000 - 1),
-            pa.timestamp("ms"): (pa.int64(), FIRST_MS, LAST_MS),
-            pa.timestamp("us", tz="UTC"): (pa.int64(), FIRST_MS * 1000, LAST_MS * 1000),
+            pa.timestamp("ms"): (pa.int64(), -(2 ** 63), 2 ** 63 - 1),
+            pa.timestamp("us", tz="UTC"): (pa.int64(), -(2 ** 63), 2 ** 63 - 1),
             pa.timestamp("ns", tz="Europe/Paris"): (pa.int64(), -(2 ** 63), 2 ** 63 - 1)}
 
 
@@ -69,7 +68,8 @@ def encodings(path: Path) -> dict[str, set[str]]:
 @given(table=tables())
 def test_numbers_read_back_exactly(tmp_path: Path, table: pa.Table) -> None:
     storage = LocalStorage(str(tmp_path))
-    write_data_file(storage, "f.parquet", table, compression="zstd", row_group_size=64)
+    _, stats = write_data_file(storage, "f.parquet", table, compression="zstd", row_group_size=64)
+    assert stats == file_stats(table)
     back = pq.read_table(tmp_path / "f.parquet")
     for name in table.column_names:   # NaN != NaN: compare the bits of floats
         want, got = table[name].combine_chunks(), back[name].combine_chunks()
