@@ -33,18 +33,15 @@ TEMPORAL = {pa.date32(): (pa.int32(), -(2 ** 31), 2 ** 31 - 1), pa.time32("ms"):
 
 
 def column(t: pa.DataType, rows: int) -> st.SearchStrategy[pa.Array]:
-    if t in TEMPORAL:
-        storage, low, high = TEMPORAL[t]
-        value = st.one_of(st.sampled_from([low, high, 0]), st.integers(low, high))
-        return st.lists(st.one_of(st.none(), value), min_size=rows, max_size=rows).map(
-            lambda values: pa.array(values, storage).view(t))
-    if t in INTS:
-        low, high = INTS[t]
-        value = st.one_of(st.sampled_from([low, high, 0]), st.integers(low, high))
+    """`rows` values of `t` or nulls; integers and temporals lean on their extremes and zero."""
+    if t in FLOATS:
+        value: st.SearchStrategy = st.floats(width=t.bit_width, allow_nan=True, allow_infinity=True)
+        storage = t
     else:
-        value = st.floats(width=32 if t == pa.float32() else 64, allow_nan=True, allow_infinity=True)
+        storage, low, high = TEMPORAL[t] if t in TEMPORAL else (t, *INTS[t])
+        value = st.one_of(st.sampled_from([low, high, 0]), st.integers(low, high))
     return st.lists(st.one_of(st.none(), value), min_size=rows, max_size=rows).map(
-        lambda values: pa.array(values, t))
+        lambda values: pa.array(values, storage).view(t))
 
 
 @st.composite
