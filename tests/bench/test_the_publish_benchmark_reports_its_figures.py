@@ -21,5 +21,6 @@ def test_the_quick_publish_benchmark_reports_publish_costs_and_read_ratios(tmp_p
     assert all(n > 0 for n in figures["incremental_files_listed"])
     read = out["read"]
     assert read["rows"] > 0 and read["lakecore_s"] > 0 and read["pyiceberg_vs_lakecore"] > 0
+    assert read["pyiceberg_1271_vs_lakecore"] > 0 and read["pyiceberg_1271_v3_vs_lakecore"] > 0
     assert "duckdb_vs_lakecore" in read or "make readers" in read["duckdb_note"]
     assert "incremental" in stderr and "read of" in stderr
