@@ -6,6 +6,9 @@
 - an election round that fails in a way nobody foresaw (a ValueError out of the Lease read; in the field
   a client library's surprise) is logged and the next round runs; before, the election task ended at the
   first such error, silently, and the replica stood by for good;
+- a round still in flight when the election stops (its Lease read slow, the operator shutting down)
+  cannot make the replica lead once it has stood down: its thread finishes the round after `run()`
+  ended, and the replica would otherwise start reconciling again after saying it stopped;
 - the controller's `workers` passes run at once, as many as configured: before, they shared the default
   executor's CPUs + 4 threads (6 on two CPUs against 8 workers by default).
 """
@@ -98,6 +101,51 @@ def test_the_replica_takes_the_lease_after_an_unforeseen_failure(
     assert caplog.text.count("leader election round for Lease") == 2
     lease = kube.get_lease(kube_namespace, "weir-operator")
     assert lease is not None and lease["spec"]["holderIdentity"] == "replica-a"
+
+
+class ReadWaits(Kube):
+    """The real client, whose Lease read waits until `go` is set (`reading` says it has begun)."""
+
+    def __init__(self, api_client: Any) -> None:
+        super().__init__(api_client)
+        self.reading, self.go = threading.Event(), threading.Event()
+
+    def get_lease(self, namespace: str, name: str, **kwargs: Any) -> dict[str, Any] | None:
+        self.reading.set()
+        self.go.wait(10)
+        return super().get_lease(namespace, name, **kwargs)
+
+
+def lease_threads(besides: frozenset[threading.Thread] = frozenset()) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("weir-lease") and t not in besides]
+
+
+def test_a_round_in_flight_when_the_election_stops_does_not_lead_again(
+        kube_server: ControlPlane, kube_namespace: str, tmp_path: Path) -> None:
+    kubeconfig = kube_server.write_kubeconfig(tmp_path / "kubeconfig", namespace=kube_namespace)
+    kube = ReadWaits(connect(str(kubeconfig)))
+    changes: list[bool] = []
+    elector = LeaderElector(kube, kube_namespace, "weir-operator", "replica-a", TERMS, changes.append)
+    earlier = frozenset(lease_threads())   # other tests' electors, if any are still winding down
+
+    async def stop_mid_round() -> None:
+        task = asyncio.create_task(elector.run())
+        while not kube.reading.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()   # the loop stops while the round waits on the Lease read
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(stop_mid_round())
+    assert changes == [] and not elector.leading
+    kube.go.set()   # the round goes on, on its own thread: it claims the free Lease
+    for _ in range(100):
+        if not lease_threads(earlier):
+            break
+        threading.Event().wait(0.05)
+    assert not lease_threads(earlier), "the round did not finish"
+    lease = kube.get_lease(kube_namespace, "weir-operator")
+    assert lease is not None and lease["spec"]["holderIdentity"] == "replica-a"  # the late round wrote it
+    assert changes == [] and not elector.leading   # but the replica, stopped, does not lead
 
 
 class Gathering(Controller):
