@@ -9,6 +9,7 @@
    supervision_bench  conflict -> loser stopped latency, RFC-56 bytes lost, cost of 50 tables x 4 writers
    scan_bench    the streaming scan vs Table.read on a 16M-row merge-on-read table: peak RSS, throughput
    skipping_bench  bytes a 1% filter on a non-partition column of a clustered table reads vs a whole read
+   small_slices_bench  a table of many small file groups: read vs slice by slice vs pyarrow over its files
    publish_bench  Iceberg publish of 1k/10k-file tables (incremental, full rebuild) vs fastavro writing
                  the same manifest entries; DuckDB/pyiceberg reading the published snapshot vs Table.read
 4. peers         the shared peers harness with lakecore added (floor zstd, lakecore, delta-rs, Lance),
@@ -53,6 +54,7 @@ def main() -> None:
                "supervision": json.loads(run([os.path.join(HERE, "supervision_bench.py")])),
                "scan": json.loads(run([os.path.join(HERE, "scan_bench.py")])),
                "skipping": json.loads(run([os.path.join(HERE, "skipping_bench.py")])),
+               "small_slices": json.loads(run([os.path.join(HERE, "small_slices_bench.py")])),
                "publish": json.loads(run([os.path.join(HERE, "publish_bench.py")]))}
     print(run([os.path.join(HERE, "merge_bench.py")]))
     if not a.no_peers:

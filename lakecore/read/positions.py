@@ -18,13 +18,22 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakecore.config import OP, TableConfig
 from lakecore.errors import InvalidInput
 from lakecore.formats import FileStats, read_files
 from lakecore.layout import FileSlice
-from lakecore.read.slices import merge_columns, merge_slice, read_slice_files, slice_files, slice_schema
+from lakecore.read.slices import (
+    disjoint,
+    group_tables,
+    merge_columns,
+    merge_slice,
+    read_slice_files,
+    same_columns,
+    slice_files,
+    slice_schema,
+    stacked,
+)
 from lakecore.read.spec import op_columns
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
@@ -72,13 +81,13 @@ def _shown(config: TableConfig, fs: FileSlice, files: Sequence[Sequence[WriteSta
     """Per slice (its files and their tables: one slice's, or several whose keys never meet), the rows
     one merge shows: the slices' i-th files stacked as its i-th batch, each row tagged with its file."""
     index = 0
-    batches: list[list[pa.Table]] = [[] for _ in range(max(len(fl) for fl in files))]
+    tagged = []
     for ts in tables:
-        for depth, t in enumerate(ts):
-            batches[depth].append(t.append_column(ROW_ID, pa.array(_row_ids(index, t.num_rows))))
-            index += 1
+        tagged.append([t.append_column(ROW_ID, pa.array(_row_ids(index + i, t.num_rows)))
+                       for i, t in enumerate(ts)])
+        index += len(ts)
     schema = slice_schema(config, merge_columns(config, [])).append(pa.field(ROW_ID, pa.int64()))
-    merged = merge_slice(config, fs, [b[0] if len(b) == 1 else pa.concat_tables(b) for b in batches], schema)
+    merged = merge_slice(config, fs, stacked(tagged), schema)
     ids = np.sort(np.asarray(merged.column(ROW_ID).to_numpy(), dtype=np.int64))
     bounds = np.searchsorted(ids >> _POSITION_BITS, np.arange(index + 1))
     low = np.int64((1 << _POSITION_BITS) - 1)
@@ -101,28 +110,11 @@ def shown_rows_of_slices(storage: Storage, config: TableConfig, slices: Sequence
         return [shown_rows(storage, config, fs) for fs in slices]
     files = [slice_files(fs) for fs in slices]
     columns = merge_columns(config, [])
-    flat = read_files(storage, [f.path for fl in files for f in fl], [*columns, *op_columns(config)],
-                      small=True)
-    tables: list[list[pa.Table]] = []
-    at = 0
-    for fl in files:
-        tables.append(flat[at:at + len(fl)])
-        at += len(fl)
-    if any(not t.schema.equals(flat[0].schema) for t in flat) or not _disjoint(tables, config):
+    tables = group_tables(read_files(storage, [f.path for fl in files for f in fl],
+                                     [*columns, *op_columns(config)], small=True), files)
+    if not same_columns(tables) or not disjoint(tables, config):
         return [_shown(config, fs, [fl], [ts])[0] for fs, fl, ts in zip(slices, files, tables, strict=True)]
     return _shown(config, slices[0], files, tables)
-
-
-def _disjoint(tables: Sequence[Sequence[pa.Table]], config: TableConfig) -> bool:
-    """Whether no record key is in the files of two of the slices."""
-    key = list(config.record_key)
-    parts = [pa.concat_tables([t.select(key) for t in ts]).append_column(
-        "_slice", pa.array(np.full(sum(t.num_rows for t in ts), i, np.int32)))
-        for i, ts in enumerate(tables)]
-    pairs = pa.concat_tables(parts).group_by([*key, "_slice"]).aggregate([])  # distinct (key, slice)
-    if len(key) == 1:  # one hash pass over the pairs instead of a second group-by
-        return bool(pc.count_distinct(pairs.column(key[0]), mode="all").as_py() == pairs.num_rows)
-    return bool(pairs.group_by(key).aggregate([]).num_rows == pairs.num_rows)
 
 
 def _untouched_rows(base: WriteStat) -> int | None:

@@ -66,6 +66,59 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
     return merge_slice(config, fs, tables, slice_schema(config, columns), keep_deletes=keep_deletes)
 
 
+def read_slices_together(storage: Storage, config: TableConfig, slices: Sequence[FileSlice],
+                         columns: list[str]) -> pa.Table | None:
+    """`read_slice` of several slices of one partition, each with a base file, merged in one call (a
+    merge's fixed cost is most of the work of a small slice), or None where they cannot be: some
+    files differ in columns, or a key is in two of the slices (which `disjoint` checks; base files
+    alone are not merged, so need no check)."""
+    files = [slice_files(fs) for fs in slices]
+    tables = group_tables(read_files(storage, [f.path for fl in files for f in fl],
+                                     [*columns, *op_columns(config)], small=True), files)
+    if not same_columns(tables) or (any(len(ts) > 1 for ts in tables) and not disjoint(tables, config)):
+        return None
+    return merge_slice(config, slices[0], stacked(tables), slice_schema(config, columns))
+
+
+def group_tables(flat: Sequence[pa.Table], files: Sequence[Sequence[WriteStat]]) -> list[list[pa.Table]]:
+    """The tables of files read in one flat list, grouped back into their slices' files."""
+    out: list[list[pa.Table]] = []
+    at = 0
+    for fl in files:
+        out.append(list(flat[at:at + len(fl)]))
+        at += len(fl)
+    return out
+
+
+def same_columns(tables: Sequence[Sequence[pa.Table]]) -> bool:
+    first = tables[0][0].schema
+    return all(t.schema.equals(first) for ts in tables for t in ts)
+
+
+def stacked(tables: Sequence[Sequence[pa.Table]]) -> list[pa.Table]:
+    """The merge's batches of several slices whose keys never meet: the slices' i-th files (base
+    first, then logs oldest first) stacked as the i-th batch, so each key's rows keep their order."""
+    depth: list[list[pa.Table]] = [[] for _ in range(max(len(ts) for ts in tables))]
+    for ts in tables:
+        for i, t in enumerate(ts):
+            depth[i].append(t)
+    return [d[0] if len(d) == 1 else pa.concat_tables(d) for d in depth]
+
+
+def disjoint(tables: Sequence[Sequence[pa.Table]], config: TableConfig) -> bool:
+    """Whether no record key is in the files of two of the slices (`tables`: each slice's files).
+    Weir routes a key to one file group of its partition, so they never are unless something wrote
+    around it; merged together, such slices would fold a key's rows across file groups."""
+    key = list(config.record_key)
+    parts = [pa.concat_tables([t.select(key) for t in ts]).append_column(
+        "_slice", pa.array(np.full(sum(t.num_rows for t in ts), i, np.int32)))
+        for i, ts in enumerate(tables)]
+    pairs = pa.concat_tables(parts).group_by([*key, "_slice"]).aggregate([])  # distinct (key, slice)
+    if len(key) == 1:  # one hash pass over the pairs instead of a second group-by
+        return bool(pc.count_distinct(pairs.column(key[0]), mode="all").as_py() == pairs.num_rows)
+    return bool(pairs.group_by(key).aggregate([]).num_rows == pairs.num_rows)
+
+
 def slice_files(fs: FileSlice, *, base_only: bool = False) -> list[WriteStat]:
     """The files a read of the slice opens, in merge order: the base, then the logs (none when
     `base_only`)."""

@@ -18,7 +18,8 @@ from lakecore.concurrency import view_of
 from lakecore.errors import NotPublishable
 from lakecore.merge import conform
 from lakecore.publish.plan import choose_view, plan_publish
-from lakecore.read.positions import FileRows, _disjoint, shown_rows, shown_rows_of_slices
+from lakecore.read.positions import FileRows, shown_rows, shown_rows_of_slices
+from lakecore.read.slices import disjoint
 from tests.lakecore.publish.histories import history, step, table_kind
 
 
@@ -111,5 +112,5 @@ def test_slices_sharing_a_key_are_not_merged_together(tmp_path):
     t = Table.create(str(tmp_path / "t"), schema=pa.schema([("k", pa.int64()), ("v", pa.int64())]),
                      record_key="k")
     one, other = pa.table({"k": [1, 2], "v": [0, 0]}), pa.table({"k": [3, 2], "v": [0, 0]})
-    assert not _disjoint([[one], [other]], t.config)
-    assert _disjoint([[one], [other.slice(0, 1)]], t.config)
+    assert not disjoint([[one], [other]], t.config)
+    assert disjoint([[one], [other.slice(0, 1)]], t.config)

@@ -1,5 +1,7 @@
 """A scan is a bounded pipeline: its first batch arrives while most file slices are not read yet, at most
-`in_flight` slices are read ahead of the consumer, and a scan stopped early reads nothing more.
+`in_flight` slices are read ahead of the consumer, and a scan stopped early reads nothing more. (Small
+slices of a partition are read together as one unit, `read_units`; these tables' slices are all small,
+so the tests here make every slice its own unit, and the last one bounds the units.)
 
 Reads are observed at the storage: the table's own local files, through a filesystem that records which
 files are opened (a real one: every byte is read from disk)."""
@@ -10,9 +12,11 @@ import threading
 
 import fsspec.implementations.local
 import pyarrow.fs as pafs
+import pytest
 
 from lakecore import Table
-from lakecore.read.scan import default_in_flight
+from lakecore.read import scan as scan_module
+from lakecore.read.scan import default_in_flight, read_units
 from lakecore.storage.local import LocalStorage
 from tests.lakecore.table.scan_tables import merge_on_read_table
 
@@ -48,6 +52,12 @@ def slices_read(storage: RecordingStorage, scan) -> set[int]:
     return {i for i, fs in enumerate(scan.slices) if any(f.path in opened for f in fs.files)}
 
 
+@pytest.fixture
+def slice_by_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan_module, "SMALL_SLICE_ROWS", 0)
+
+
+@pytest.mark.usefixtures("slice_by_slice")
 def test_the_first_batch_arrives_before_later_slices_are_read(tmp_path):
     ahead = default_in_flight()
     uri = str(tmp_path / "t")
@@ -71,6 +81,7 @@ def test_the_first_batch_arrives_before_later_slices_are_read(tmp_path):
     assert sum(b.num_rows for b in [first, *rest]) == table.read().num_rows
 
 
+@pytest.mark.usefixtures("slice_by_slice")
 def test_a_scan_stopped_early_reads_no_more_slices(tmp_path):
     ahead = default_in_flight()
     uri = str(tmp_path / "t")
@@ -83,3 +94,27 @@ def test_a_scan_stopped_early_reads_no_more_slices(tmp_path):
     read = slices_read(storage, scan)
     assert len(read) <= ahead + 1
     assert slices_read(storage, scan) == read
+
+
+def test_small_slices_are_read_a_few_units_ahead(tmp_path, monkeypatch):
+    """Small slices go in units of at most SMALL_SLICE_ROWS stored rows; the scan reads at most
+    `in_flight` units ahead of the consumer."""
+    monkeypatch.setattr(scan_module, "SMALL_SLICE_ROWS", 1_000)
+    ahead = default_in_flight()
+    uri = str(tmp_path / "t")
+    merge_on_read_table(uri, buckets=2 * ahead + 2, rows=4_000)
+    storage = RecordingStorage(uri)
+    scan = Table(storage, Table.open(uri).config).scan()
+    units = read_units(scan.plan)
+    assert sorted(i for unit in units for i in [scan.slices.index(fs) for fs in unit]) == \
+        list(range(len(scan.slices)))   # every slice once, in order
+    assert len(units) > 2 * (ahead + 1) and any(len(unit) > 1 for unit in units)
+    for unit in units:
+        if len(unit) > 1:
+            assert len({fs.partition for fs in unit}) == 1
+            assert sum(f.records for fs in unit for f in fs.files) <= 1_000
+    batches = scan.to_batches()
+    next(batches)
+    read = slices_read(storage, scan)
+    assert read <= {scan.slices.index(fs) for unit in units[:ahead + 1] for fs in unit}
+    batches.close()
