@@ -79,9 +79,10 @@ SMALL_SLICE_ROWS = 1 << 16
 
 def read_units(plan: ScanPlan) -> list[tuple[FileSlice, ...]]:
     """The plan's slices in order, as the units one task reads: runs of small slices of one partition
-    that each have a base file (`SMALL_SLICE_ROWS`) go together; every other slice alone. A plan
-    with meta columns (which name each row's file) or a read-optimized one reads every slice alone,
-    and a filtered one every slice that is one base file (its row groups are skipped by the filter)."""
+    (`SMALL_SLICE_ROWS`), all with a base file or all logs only, go together; every other slice alone.
+    A plan with meta columns (which name each row's file) or a read-optimized one reads every slice
+    alone, and a filtered one every slice that is one base file (its row groups are skipped by the
+    filter)."""
     if plan.meta or plan.base_only:
         return [(fs,) for fs in plan.slices]
     units: list[tuple[FileSlice, ...]] = []
@@ -89,8 +90,10 @@ def read_units(plan: ScanPlan) -> list[tuple[FileSlice, ...]]:
     rows = 0
     for fs in plan.slices:
         size = sum(f.records for f in fs.files)
-        small = fs.base is not None and (len(fs.files) > 1 or plan.where is None) and size <= SMALL_SLICE_ROWS
-        if run and (not small or run[0].partition != fs.partition or rows + size > SMALL_SLICE_ROWS):
+        alone = plan.where is not None and fs.base is not None and len(fs.files) == 1
+        small = size <= SMALL_SLICE_ROWS and not alone
+        if run and (not small or run[0].partition != fs.partition or rows + size > SMALL_SLICE_ROWS
+                    or (run[0].base is None) != (fs.base is None)):
             units.append(tuple(run))
             run, rows = [], 0
         if small:

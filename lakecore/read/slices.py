@@ -68,14 +68,17 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
 
 def read_slices_together(storage: Storage, config: TableConfig, slices: Sequence[FileSlice],
                          columns: list[str]) -> pa.Table | None:
-    """`read_slice` of several slices of one partition, each with a base file, merged in one call (a
-    merge's fixed cost is most of the work of a small slice), or None where they cannot be: some
-    files differ in columns, or a key is in two of the slices (which `disjoint` checks; base files
-    alone are not merged, so need no check)."""
+    """`read_slice` of several slices of one partition, all with a base file or all logs only, merged
+    in one call (a merge's fixed cost is most of the work of a small slice), or None where they
+    cannot be: some files differ in columns, or a key is in two of the slices (which `disjoint`
+    checks; base files alone are not merged, so need no check)."""
+    if len({fs.base is None for fs in slices}) > 1:
+        raise ValueError("slices with a base file and slices of logs only are merged apart")
     files = [slice_files(fs) for fs in slices]
     tables = group_tables(read_files(storage, [f.path for fl in files for f in fl],
                                      [*columns, *op_columns(config)], small=True), files)
-    if not same_columns(tables) or (any(len(ts) > 1 for ts in tables) and not disjoint(tables, config)):
+    merged = any(fs.base is None or len(fs.files) > 1 for fs in slices)
+    if not same_columns(tables) or (merged and not disjoint(tables, config)):
         return None
     return merge_slice(config, slices[0], stacked(tables), slice_schema(config, columns))
 

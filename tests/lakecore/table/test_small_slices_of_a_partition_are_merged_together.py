@@ -1,10 +1,12 @@
 """A read merges the small file slices of a partition together, in one merge per run of them (a small
 slice's merge is mostly fixed cost), and returns exactly what merging each slice alone returns: for
-every query shape, for column-group tables, when the slices' files differ in columns (an added column),
-and when something wrote a key into two file groups of a partition (then each slice is merged alone,
-as a read always did, and the key shows in both)."""
+every query shape, for slices of logs only, after compaction, when the slices' files differ in columns
+(an added column), and when something wrote a key into two file groups of a partition (then each
+slice is merged alone, as a read always did, and the key shows in both)."""
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,7 +17,7 @@ from lakecore import Table
 from lakecore.read import scan as scan_module
 from lakecore.read import slices as slices_module
 from lakecore.read.scan import read_units
-from tests.lakecore.table.scan_tables import merge_on_read_table, part_rows
+from tests.lakecore.table.scan_tables import SCHEMA, merge_on_read_table, part_rows
 
 
 def sorted_rows(table: pa.Table) -> pa.Table:
@@ -62,9 +64,34 @@ def test_a_partitions_small_slices_merge_once_and_read_as_slice_by_slice(tmp_pat
     units = read_units(scan.plan)
     merged = [fs for fs in scan.slices if fs.base is not None and len(fs.files) > 1]
     assert len(merged) == 12  # 2 partitions x 6 buckets, each a base and logs
-    assert len(units) == len(scan.slices) - 10  # each partition's 6 in one unit
+    assert len([fs for fs in scan.slices if fs.base is None]) == 6  # a partition of logs only
+    assert [len(unit) for unit in units] == [6, 6, 6]  # each partition's slices in one unit
     scan.to_arrow()
     assert merges.calls == len(units)
+
+
+def test_slices_with_a_base_and_slices_of_logs_only_go_in_separate_units(tmp_path, monkeypatch):
+    """A partition where some file groups have a base and others only logs (a later insert reached new
+    buckets): each kind is merged in units of its own, and the read is the same as slice by slice."""
+    uri = str(tmp_path / "t")
+    table = Table.create(uri, schema=SCHEMA, record_key="id", ordering_field="ts",
+                         partition_fields=["part"], buckets=8)
+    table.bulk_insert(part_rows(range(0, 6), 1, "a"))      # a few keys: bases in some buckets only
+    table.insert(part_rows(range(100, 400), 2, "a"))       # the rest get logs only
+    table.upsert(part_rows(range(0, 400, 4), 3, "a"))
+    table.delete(pa.table({"id": pa.array(range(1, 400, 9), pa.int64()), "part": pa.array(["a"] * 45)}))
+    scan = table.scan()
+    kinds = {fs.base is None for fs in scan.slices}
+    assert kinds == {True, False}
+    units = read_units(scan.plan)
+    assert all(len({fs.base is None for fs in unit}) == 1 for unit in units)
+    # a unit is a run of slices in slice order, so it ends where the kind changes, and only there
+    logs_only = [fs.base is None for fs in scan.slices]
+    changes = sum(a != b for a, b in pairwise(logs_only))
+    assert len(units) == changes + 1 < len(scan.slices)
+    alone = slice_by_slice(monkeypatch, table.read)
+    assert alone.num_rows > 0
+    assert sorted_rows(table.read()).equals(sorted_rows(alone))
 
 
 def test_compacted_small_slices_read_together_as_slice_by_slice(tmp_path, monkeypatch):
