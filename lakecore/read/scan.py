@@ -170,12 +170,11 @@ class Scan:
 
     def _one(self, unit: tuple[FileSlice, ...]) -> pa.Table:
         plan = self.plan
-        rows = read_slices_together(self.storage, self.config, unit, list(plan.wanted)) \
-            if len(unit) > 1 else None
-        if rows is None:
-            parts = [merged_slice(self.storage, self.config, fs, list(plan.wanted), meta=plan.meta,
-                                  base_only=plan.base_only, where=plan.where) for fs in unit]
-            rows = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+        if len(unit) > 1:
+            rows = read_slices_together(self.storage, self.config, unit, list(plan.wanted))
+        else:
+            rows = merged_slice(self.storage, self.config, unit[0], list(plan.wanted), meta=plan.meta,
+                                base_only=plan.base_only, where=plan.where)
         table = self._finish(rows)
         return table if table.schema.equals(self.schema) else table.cast(self.schema)
 

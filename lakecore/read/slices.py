@@ -67,20 +67,23 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
 
 
 def read_slices_together(storage: Storage, config: TableConfig, slices: Sequence[FileSlice],
-                         columns: list[str]) -> pa.Table | None:
-    """`read_slice` of several slices of one partition, all with a base file or all logs only, merged
-    in one call (a merge's fixed cost is most of the work of a small slice), or None where they
-    cannot be: some files differ in columns, or a key is in two of the slices (which `disjoint`
-    checks; base files alone are not merged, so need no check)."""
+                         columns: list[str]) -> pa.Table:
+    """`read_slice` of several slices of one partition, all with a base file or all logs only: their
+    files read together and merged in one call (a merge's fixed cost is most of the work of a small
+    slice) when their keys never meet and their files have the same columns, which is checked
+    (`disjoint`; base files alone are not merged, so need no check); else each slice merged alone, from
+    the same tables. Either way the rows of `read_slice` of each, in `columns`."""
     if len({fs.base is None for fs in slices}) > 1:
         raise ValueError("slices with a base file and slices of logs only are merged apart")
     files = [slice_files(fs) for fs in slices]
     tables = group_tables(read_files(storage, [f.path for fl in files for f in fl],
                                      [*columns, *op_columns(config)], small=True), files)
+    schema = slice_schema(config, columns)
     merged = any(fs.base is None or len(fs.files) > 1 for fs in slices)
-    if not same_columns(tables) or (merged and not disjoint(tables, config)):
-        return None
-    return merge_slice(config, slices[0], stacked(tables), slice_schema(config, columns))
+    if same_columns(tables) and (not merged or disjoint(tables, config)):
+        return merge_slice(config, slices[0], stacked(tables), schema)
+    return pa.concat_tables([merge_slice(config, fs, ts, schema)
+                             for fs, ts in zip(slices, tables, strict=True)])
 
 
 def group_tables(flat: Sequence[pa.Table], files: Sequence[Sequence[WriteStat]]) -> list[list[pa.Table]]:

@@ -130,9 +130,18 @@ def test_slices_whose_files_differ_in_columns_read_as_slice_by_slice(tmp_path, m
     # the second's newest log, at the same depth of its slice, has it
     table.upsert(part_rows(second[:2], 9, "a").append_column("note", pa.array(["x", "y"])))
     alone = slice_by_slice(monkeypatch, table.read)
+    paths: list[str] = []
+    read_files = slices_module.read_files
+
+    def recorded(storage, names, *args, **kwargs):  # type: ignore[no-untyped-def]
+        paths.extend(names)
+        return read_files(storage, names, *args, **kwargs)
+
+    monkeypatch.setattr(slices_module, "read_files", recorded)
     together = table.read()
     assert sorted_rows(together).equals(sorted_rows(alone))
     assert pc.count(together.column("note")).as_py() == 2
+    assert sorted(paths) == sorted(f.path for fs in table.scan().slices for f in fs.files)  # each once
 
 
 def test_a_key_written_into_two_file_groups_shows_in_both(tmp_path, monkeypatch):
