@@ -31,3 +31,17 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def median(xs: list[float]) -> float:
     return statistics.median(xs)
+
+
+def alternated(readers: dict[str, Callable[[], Any]], reps: int
+               ) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """Each of `readers` timed `reps` times, round after round, each going first in turn: (seconds per
+    reader, what each returned last)."""
+    runs: dict[str, list[float]] = {name: [] for name in readers}
+    last: dict[str, Any] = {}
+    names = list(readers)
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            seconds, last[name] = timed(readers[name])
+            runs[name].append(seconds)
+    return runs, last

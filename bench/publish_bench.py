@@ -51,7 +51,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import median, timed  # noqa: E402
+from common import alternated, median, timed  # noqa: E402
 
 from lakecore import Table  # noqa: E402
 from lakecore.storage.local import FSYNC_ENV  # noqa: E402
@@ -285,14 +285,8 @@ def read_figures(uri: str, v3: str, reps: int) -> dict[str, Any]:
     readers: dict[str, Callable[[], pa.Table]] = {"lakecore": table.read}
     readers.update({f"pyiceberg{v}": (lambda m=m: pyiceberg_read(m)) for v, m in metadata.items()})
     readers.update({f"pyiceberg_1271{v}": (lambda m=m: pyiceberg_read_1271(m)) for v, m in metadata.items()})
-    runs: dict[str, list[float]] = {name: [] for name in readers}
-    rows: dict[str, int] = {}
-    names = list(readers)
-    for rep in range(reps):
-        for name in names[rep % len(names):] + names[:rep % len(names)]:  # each goes first in turn
-            seconds, got = timed(readers[name])
-            runs[name].append(seconds)
-            rows[name] = got.num_rows
+    runs, last = alternated(readers, reps)
+    rows = {name: got.num_rows for name, got in last.items()}
     for m in metadata.values():  # the workaround changes no row
         order = [(c, "ascending") for c in table.config.schema.names]
         assert pyiceberg_read(m).sort_by(order).equals(pyiceberg_read_1271(m).sort_by(order))

@@ -30,7 +30,7 @@ import pyarrow as pa
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import median, timed
+from common import alternated, median
 from scan_bench import build
 
 from lakecore import Table
@@ -70,9 +70,8 @@ def main() -> None:
         a.rows, a.partitions, a.buckets, a.reps = 20_000, 5, 4, 1
     work = a.dir or tempfile.mkdtemp(prefix="weir-small-slices-")
     uri = os.path.join(work, f"t{a.rows}-{a.partitions}x{a.buckets}{'-compacted' if a.compact else ''}")
-    built = os.path.exists(uri)
     try:
-        if not built:
+        if not os.path.exists(uri):
             build(uri, a.rows, a.partitions, a.buckets)
             if a.compact:
                 Table.open(uri).maintenance.compact()
@@ -84,13 +83,8 @@ def main() -> None:
             "floor": lambda: floor_read(paths)}
         together, alone = table.read(), slice_by_slice(table.read)
         assert sorted_rows(together).equals(sorted_rows(alone)), "the two reads differ"
-        runs: dict[str, list[float]] = {name: [] for name in readers}
-        names = list(readers)
-        for name in names:
-            readers[name]()  # warm-up
-        for rep in range(a.reps):
-            for name in names[rep % len(names):] + names[:rep % len(names)]:  # each goes first in turn
-                runs[name].append(timed(readers[name])[0])
+        alternated(readers, 1)  # warm-up
+        runs, _ = alternated(readers, a.reps)
         m = {name: median(s) for name, s in runs.items()}
         out: dict[str, Any] = {
             "rows": together.num_rows, "slices": len(scan.slices), "data_files": len(paths),

@@ -21,20 +21,17 @@ import pyarrow as pa
 
 from lakecore.config import OP, TableConfig
 from lakecore.errors import InvalidInput
-from lakecore.formats import FileStats, read_files
+from lakecore.formats import FileStats
 from lakecore.layout import FileSlice
 from lakecore.read.slices import (
-    disjoint,
-    group_tables,
     merge_columns,
     merge_slice,
     read_slice_files,
-    same_columns,
+    read_together,
     slice_files,
     slice_schema,
     stacked,
 )
-from lakecore.read.spec import op_columns
 from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 
@@ -108,11 +105,8 @@ def shown_rows_of_slices(storage: Storage, config: TableConfig, slices: Sequence
     if not all(fs.base is not None and len(fs.files) > 1 for fs in slices) or \
             len({fs.partition for fs in slices}) > 1 or config.merge_mode == "partial_update":
         return [shown_rows(storage, config, fs) for fs in slices]
-    files = [slice_files(fs) for fs in slices]
-    columns = merge_columns(config, [])
-    tables = group_tables(read_files(storage, [f.path for fl in files for f in fl],
-                                     [*columns, *op_columns(config)], small=True), files)
-    if not same_columns(tables) or not disjoint(tables, config):
+    files, tables, as_one = read_together(storage, config, slices, merge_columns(config, []))
+    if not as_one:
         return [_shown(config, fs, [fl], [ts])[0] for fs, fl, ts in zip(slices, files, tables, strict=True)]
     return _shown(config, slices[0], files, tables)
 

@@ -69,21 +69,30 @@ def read_slice(storage: Storage, config: TableConfig, fs: FileSlice, columns: li
 def read_slices_together(storage: Storage, config: TableConfig, slices: Sequence[FileSlice],
                          columns: list[str]) -> pa.Table:
     """`read_slice` of several slices of one partition, all with a base file or all logs only: their
-    files read together and merged in one call (a merge's fixed cost is most of the work of a small
-    slice) when their keys never meet and their files have the same columns, which is checked
-    (`disjoint`; base files alone are not merged, so need no check); else each slice merged alone, from
-    the same tables. Either way the rows of `read_slice` of each, in `columns`."""
+    files read together (`read_together`) and merged in one call (a merge's fixed cost is most of the
+    work of a small slice) where they may be; else each slice merged alone, from the same tables.
+    Either way the rows of `read_slice` of each, in `columns`."""
     if len({fs.base is None for fs in slices}) > 1:
         raise ValueError("slices with a base file and slices of logs only are merged apart")
-    files = [slice_files(fs) for fs in slices]
-    tables = group_tables(read_files(storage, [f.path for fl in files for f in fl],
-                                     [*columns, *op_columns(config)], small=True), files)
+    _, tables, as_one = read_together(storage, config, slices, columns)
     schema = slice_schema(config, columns)
-    merged = any(fs.base is None or len(fs.files) > 1 for fs in slices)
-    if same_columns(tables) and (not merged or disjoint(tables, config)):
+    if as_one:
         return merge_slice(config, slices[0], stacked(tables), schema)
     return pa.concat_tables([merge_slice(config, fs, ts, schema)
                              for fs, ts in zip(slices, tables, strict=True)])
+
+
+def read_together(storage: Storage, config: TableConfig, slices: Sequence[FileSlice], columns: Sequence[str]
+                  ) -> tuple[list[list[WriteStat]], list[list[pa.Table]], bool]:
+    """The files of several slices of one partition (`slice_files` of each) and their tables with
+    `columns` and the op columns, all read at once, and whether the slices may be merged as one
+    (`stacked`): their files have the same columns and, where any slice needs a merge (logs), no key
+    is in two of them (`disjoint`; base files alone are not merged, so need no check)."""
+    files = [slice_files(fs) for fs in slices]
+    tables = group_tables(read_files(storage, [f.path for fl in files for f in fl],
+                                     [*columns, *op_columns(config)], small=True), files)
+    merged = any(fs.base is None or len(fs.files) > 1 for fs in slices)
+    return files, tables, same_columns(tables) and (not merged or disjoint(tables, config))
 
 
 def group_tables(flat: Sequence[pa.Table], files: Sequence[Sequence[WriteStat]]) -> list[list[pa.Table]]:
