@@ -15,6 +15,7 @@ from lakecore.concurrency.locks.zookeeper import zookeeper_lock
 from lakecore.concurrency.zookeeper import table_lock_key
 from lakecore.config import LockSpec
 from lakecore.errors import LockError
+from lakecore.timeline.instant_time import format_ms, now_ms
 from lakecore.write import conform, route, write_file_group
 from tests.lakecore.concurrency.history import check, load_log
 from tests.lakecore.concurrency.test_many_writers_lose_nothing import SCHEMA, batch_of
@@ -53,12 +54,15 @@ def test_writers_survive_a_zookeeper_restart_without_losing_commits(tmp_path, zo
     zk.stop()
     time.sleep(3.0)
     zk.restart()
+    back = format_ms(now_ms())
     errors = [p.communicate(timeout=300)[1] for p in procs]  # every pipe drained and closed first
     for p, err in zip(procs, errors, strict=True):
         assert p.returncode == 0, err
     entries = load_log(log)
-    outcomes = {e["outcome"] for e in entries}
-    assert "committed" in outcomes
+    assert len(entries) == 3 * 40  # every writer went on to its last batch
+    # writes begun after ZooKeeper came back commit. (How many is timing: three writers upserting keys
+    # spread over all 16 file groups lose most races to each other, more the slower the machine.)
+    assert any(e["outcome"] == "committed" and e["instant"] >= back for e in entries), entries
     for e in entries:
         if e["outcome"] == "failed":
             assert "ZooKeeper" in e["message"] or "lock" in e["message"].lower(), e
@@ -69,7 +73,6 @@ def test_writers_survive_a_zookeeper_restart_without_losing_commits(tmp_path, zo
     t = Table.open(uri, lock=lock, options=WriterOptions(heartbeat=hb))
     rollback_failed_writes(t.storage, t.lock, hb)
     check(Table.open(uri), entries, batch_of)
-    assert sum(e["outcome"] == "committed" for e in entries) >= 40
 
 
 def test_unreachable_zookeeper_fails_a_write_fast_and_cleanly(tmp_path):
