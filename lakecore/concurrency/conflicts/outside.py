@@ -14,7 +14,10 @@ markers say the writes are writing:
   are their own, at commit).
 
 The loser is always the younger instant (a completed write always wins), so two supervisors, or a
-supervisor and a writer's own early detection, never pick different losers. `abort_loser` records
+supervisor and a writer's own early detection, never pick different losers. A write that loses
+(to a completed write, or to an older live one) wins against nobody: it will never commit, so a
+younger write sharing its file groups is not stopped for its sake, in the same scan as in later
+ones (an aborted write is no longer live). `abort_loser` records
 the decision as the loser's proof of death under the table lock, re-checking that the loser is still
 pending: a loser that committed first is not aborted (the winner then meets the conflict at its own
 commit, as without a supervisor). Must not delete data: the loser rolls itself back, or the dead-write
@@ -154,12 +157,15 @@ def find_outside_conflicts(storage: Storage, mode: ConcurrencyMode, heartbeat: H
     only_bases = mode == "non_blocking"
     checked = [w for w in writes if not w.overwrite]
     decisions: list[OutsideConflict] = []
+    lost: set[str] = set()
     for i, loser in enumerate(checked):
         mine = _groups(loser, only_bases)
         if not mine:
             continue
         decision = None
-        for winner in checked[:i]:  # older live writes
+        for winner in checked[:i]:  # older live writes; one that lost above will never commit
+            if winner.instant in lost:
+                continue
             overlap = mine & _groups(winner, only_bases)
             if overlap:
                 at = max(max(loser.groups[g].since_ms, winner.groups[g].since_ms) for g in overlap)
@@ -169,6 +175,7 @@ def find_outside_conflicts(storage: Storage, mode: ConcurrencyMode, heartbeat: H
             decision = _against_completed(store, timeline, loser, mine, only_bases)
         if decision is not None:
             decisions.append(decision)
+            lost.add(loser.instant)
     return decisions
 
 

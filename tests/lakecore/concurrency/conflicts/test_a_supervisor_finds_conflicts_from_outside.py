@@ -84,3 +84,34 @@ def test_a_loser_that_committed_first_is_not_aborted(tmp_path):
     commit_write(*younger, lock=t.lock)  # between the scan and the decision
     assert not abort_loser(t.storage, t.lock, c, "weir-operator")
     assert read_aborted(t.storage, c.loser) is None
+
+
+def test_a_write_that_lost_in_the_same_scan_makes_no_younger_write_lose(tmp_path):
+    """An older live write that loses to a completed one will never commit: a younger write on the
+    same file group must not be stopped for its sake (it would commit, the older one cannot)."""
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id")
+    keys = keys_in_bucket(1, 6)
+    doomed = start(t, keys[:2], "doomed")
+    commit_write(*start(t, keys[2:4], "winner"), lock=t.lock)   # completed after `doomed` began
+    younger = start(t, keys[4:], "younger")                     # began after that commit
+    (c,) = conflicts(t)
+    assert c.loser == doomed[0].instant.requested_time and c.winner_completed is not None
+    assert abort_loser(t.storage, t.lock, c, "weir-operator")
+    commit_write(*younger, lock=t.lock)   # what the supervisor spared commits
+    assert {r["v"] for r in t.read().to_pylist()} == {"winner", "younger"}
+
+
+def test_a_loser_to_an_older_live_write_makes_no_younger_write_lose(tmp_path):
+    """A chain: B loses to the older A on one file group; C, younger, shares another group with B
+    only. B will never commit, so C is not stopped for it."""
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id")
+    one, two = keys_in_bucket(1, 4), keys_in_bucket(2, 4)
+    a = start(t, one[:2], "a")
+    b = start(t, one[2:] + two[:2], "b")
+    c = start(t, two[2:], "c")
+    (decided,) = conflicts(t)
+    assert (decided.loser, decided.winner) == (b[0].instant.requested_time, a[0].instant.requested_time)
+    assert abort_loser(t.storage, t.lock, decided, "weir-operator")
+    commit_write(*a, lock=t.lock)
+    commit_write(*c, lock=t.lock)
+    assert {r["v"] for r in t.read().to_pylist()} == {"a", "c"}
