@@ -3,7 +3,9 @@
 Plugs into the write path as a `MarkerWriter`: before each data file's marker is created, look for
 live, OLDER in-flight writers that already hold a marker in the same file group, and (optionally)
 for writes that completed on that file group since ours started. Only older writers are checked,
-so of two overlapping writers the younger always loses and they never abort each other. A writer
+so of two overlapping writers the younger always loses and they never abort each other; and only
+older writers that can still commit: one that a write completed into since it started will fail at
+its commit, so the younger writer goes on (as the operator's supervisor decides, outside.py). A writer
 is live while its heartbeat is fresh (a write that has not beaten yet counts from its start) and
 nothing declared it dead: an instant a rollback claimed or whose writer aborted (its proof of death,
 concurrency/liveness/heartbeat.py) is dead at once, so an aborted writer never blocks the others.
@@ -93,25 +95,48 @@ def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup],
     claimed = claimed_by_rollbacks(store, timeline) if rollbacks else set()
     now = now_ms()
     for cand in live_older_writers(storage, timeline, ours, heartbeat, now, claimed):
+        hit = None
         if batched:
             held = {file_group_of(m.data_path) for m in list_markers(storage, cand)}
             hit = next((g for g in sorted(groups) if g in held), None)
-            if hit:
-                return Found(cand, "is still writing", hit, now)
-            continue
-        for partition, file_id in sorted(groups):
-            directory = join(MARKERS_DIR, cand, partition)
-            if any(_holds(f.path.rsplit("/", 1)[-1], file_id) for f in storage.list_dir(directory)):
-                return Found(cand, "is still writing", (partition, file_id), now)
+        else:
+            for partition, file_id in sorted(groups):
+                directory = join(MARKERS_DIR, cand, partition)
+                if any(_holds(f.path.rsplit("/", 1)[-1], file_id) for f in storage.list_dir(directory)):
+                    hit = (partition, file_id)
+                    break
+        if hit and not _doomed(storage, store, timeline, cand):
+            return Found(cand, "is still writing", hit, now)
     if check_commits:
-        for other in completed_since(timeline, ours):
-            meta = store.metadata(other)
-            if meta.operation in SLICE_REWRITES:
-                continue  # logs join a clustering's new slice; base writers are caught at commit
-            hit = next((g for g in sorted(groups) if g in meta.file_groups), None)
-            if hit:
-                return Found(other.requested_time, f"completed at {other.completion_time}", hit, now)
+        found = _completed_on(store, timeline, ours, groups)
+        if found is not None:
+            other, hit = found
+            return Found(other.requested_time, f"completed at {other.completion_time}", hit, now)
     return None
+
+
+def _completed_on(store: TimelineStore, timeline: Timeline, ours: Instant,
+                  groups: set[FileGroup]) -> tuple[Instant, FileGroup] | None:
+    """The first write completed since `ours` started on one of `groups`, and that group."""
+    for other in completed_since(timeline, ours):
+        meta = store.metadata(other)
+        if meta.operation in SLICE_REWRITES:
+            continue  # logs join a clustering's new slice; base writers are caught at commit
+        hit = next((g for g in sorted(groups) if g in meta.file_groups), None)
+        if hit:
+            return other, hit
+    return None
+
+
+def _doomed(storage: Storage, store: TimelineStore, timeline: Timeline, cand: str) -> bool:
+    """An older live write holding our file group stops us only if it can still commit: one that a
+    write completed into since it started fails at its commit, so stopping for it loses both writes.
+    Asked only when it holds our group (its markers listed once more then)."""
+    inst = timeline.find(cand)
+    if inst is None:
+        return False
+    held = {g for m in list_markers(storage, cand) if (g := file_group_of(m.data_path)) is not None}
+    return bool(held) and _completed_on(store, timeline, inst, held) is not None
 
 
 def early_conflict(ours: str, found: Found) -> EarlyConflict:

@@ -184,3 +184,34 @@ def test_batched_markers_write_and_roll_back_like_direct_ones(tmp_path):
     finally:
         fw.write_data_file = real
     assert data_files(t) == before and t.timeline().pending == ()
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_an_older_writer_that_can_never_commit_stops_nobody(tmp_path, batched):
+    """An older live writer on our file group that a write completed into since it started fails at
+    its commit whatever we do: a younger writer's early detection does not stop for it."""
+    from lakecore.concurrency.conflicts.early import find_early_conflict
+
+    t = table(tmp_path)
+    keys = keys_in_bucket(1, 6)
+    doomed, doomed_stats, hb = open_writer(t, keys[:2], "doomed")
+    Table.open(t.uri).upsert(rows(keys[2:4], "winner"))   # began after `doomed`, completed first
+    ours = begin_write(t.storage, t.config, t.lock, "upsert")
+    group = ("", bucket_file_id(1))
+    assert find_early_conflict(t.storage, ours.instant, {group}, FAST, check_commits=True,
+                               batched=batched) is None
+    detector = EarlyConflictDetector(ours.instant, EarlyDetection("direct"), FAST)
+    groups = route(conform(rows(keys[4:], "ours"), t.config, "upsert").rows, t.config)
+    ours_stats = [s for g in groups for s in write_file_group(ours.context(markers=detector), g)]
+    commit_write(ours, ours_stats, lock=t.lock)
+    with pytest.raises(WriteConflict):
+        commit_write(doomed, doomed_stats, lock=t.lock)
+    hb.stop()
+    assert {r["v"] for r in t.read().to_pylist()} == {"winner", "ours"}
+    # a live older writer that can still commit stops us as before
+    pending, _, hb2 = open_writer(t, keys_in_bucket(2, 2), "pending")
+    later = begin_write(t.storage, t.config, t.lock, "upsert")
+    found = find_early_conflict(t.storage, later.instant, {("", bucket_file_id(2))}, FAST,
+                                check_commits=True, batched=batched)
+    assert found is not None and found.other == pending.instant.requested_time
+    hb2.stop()
