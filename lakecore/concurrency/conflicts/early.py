@@ -95,9 +95,9 @@ def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup],
     claimed = claimed_by_rollbacks(store, timeline) if rollbacks else set()
     now = now_ms()
     for cand in live_older_writers(storage, timeline, ours, heartbeat, now, claimed):
-        hit = None
+        hit, held = None, None
         if batched:
-            held = {file_group_of(m.data_path) for m in list_markers(storage, cand)}
+            held = _held(storage, cand)
             hit = next((g for g in sorted(groups) if g in held), None)
         else:
             for partition, file_id in sorted(groups):
@@ -105,7 +105,7 @@ def find_early_conflict(storage: Storage, ours: Instant, groups: set[FileGroup],
                 if any(_holds(f.path.rsplit("/", 1)[-1], file_id) for f in storage.list_dir(directory)):
                     hit = (partition, file_id)
                     break
-        if hit and not _doomed(storage, store, timeline, cand):
+        if hit and not _doomed(store, timeline, cand, _held(storage, cand) if held is None else held):
             return Found(cand, "is still writing", hit, now)
     if check_commits:
         found = _completed_on(store, timeline, ours, groups)
@@ -128,15 +128,17 @@ def _completed_on(store: TimelineStore, timeline: Timeline, ours: Instant,
     return None
 
 
-def _doomed(storage: Storage, store: TimelineStore, timeline: Timeline, cand: str) -> bool:
-    """An older live write holding our file group stops us only if it can still commit: one that a
-    write completed into since it started fails at its commit, so stopping for it loses both writes.
-    Asked only when it holds our group (its markers listed once more then)."""
+def _held(storage: Storage, instant_time: str) -> set[FileGroup]:
+    """The file groups the instant's markers (direct and batched) name."""
+    return {g for m in list_markers(storage, instant_time) if (g := file_group_of(m.data_path)) is not None}
+
+
+def _doomed(store: TimelineStore, timeline: Timeline, cand: str, held: set[FileGroup]) -> bool:
+    """An older live write holding our file group (`held`: all it holds) stops us only if it can
+    still commit: one that a write completed into since it started fails at its commit, so stopping
+    for it loses both writes. Asked only when it holds our group."""
     inst = timeline.find(cand)
-    if inst is None:
-        return False
-    held = {g for m in list_markers(storage, cand) if (g := file_group_of(m.data_path)) is not None}
-    return bool(held) and _completed_on(store, timeline, inst, held) is not None
+    return inst is not None and bool(held) and _completed_on(store, timeline, inst, held) is not None
 
 
 def early_conflict(ours: str, found: Found) -> EarlyConflict:
