@@ -12,8 +12,9 @@
    small_slices_bench  a table of many small file groups: read vs slice by slice vs pyarrow over its files
    publish_bench  Iceberg publish of 1k/10k-file tables (incremental, full rebuild) vs fastavro writing
                  the same manifest entries; DuckDB/pyiceberg reading the published snapshot vs Table.read
-4. peers         the shared peers harness with lakecore added (floor zstd, lakecore, delta-rs, Lance),
-                 3 rounds interleaved, each run a fresh process; skipped with --no-peers
+4. peers         scale_bench: the shared peers harness with lakecore added (floor zstd, lakecore,
+                 lakecore-lz4, delta-rs, Lance) at 1M, 4M and 16M rows, rounds interleaved (2 by
+                 default), each run a fresh process, with issue 27's ratios; skipped with --no-peers
 
 Results go to bench/out/ (JSON) and a summary is printed.
 """
@@ -39,7 +40,7 @@ def run(args: list[str]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-peers", action="store_true")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -58,18 +59,12 @@ def main() -> None:
                "publish": json.loads(run([os.path.join(HERE, "publish_bench.py")]))}
     print(run([os.path.join(HERE, "merge_bench.py")]))
     if not a.no_peers:
-        jsonl = os.path.join(OUT, f"peers-{stamp}.jsonl")
-        peers = [["floor", "--compression", "zstd"], ["lakecore"], ["deltalake"], ["lance"]]
-        for rnd in range(1, a.rounds + 1):
-            for spec in peers:
-                try:
-                    run([os.path.join(HERE, "peer_harness.py"), spec[0], jsonl, "--run", str(rnd), *spec[1:]])
-                except subprocess.CalledProcessError as exc:
-                    print(f"peer {spec[0]} failed: {exc.stderr[-500:]}", file=sys.stderr)
-        summary = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "shared", "bench", "peers",
-                                  "summarize.py"), jsonl], capture_output=True, text=True, check=False)
-        results["peers_table"] = summary.stdout
-        print(summary.stdout)
+        scale = json.loads(run([os.path.join(HERE, "scale_bench.py"), "--rounds", str(a.rounds),
+                                "--jsonl", os.path.join(OUT, f"peers-{stamp}.jsonl")]))
+        for rows, size in scale["sizes"].items():
+            print(f"peers at {int(rows):,} rows")
+            print(size.pop("peers_table", ""))
+        results["peers"] = scale
     with open(os.path.join(OUT, f"results-{stamp}.json"), "w") as fh:
         json.dump(results, fh, indent=2)
     print(json.dumps({k: v for k, v in results.items() if k != "peers_table"}, indent=2))
