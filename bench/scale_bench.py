@@ -37,17 +37,16 @@ sys.path.insert(0, HERE)
 
 from common import PEERS as PEERS_DIR  # noqa: E402
 
-PEERS = {"floor": ["floor", "--compression", "zstd"], "lakecore": ["lakecore"],
-         "lakecore-lz4": ["lakecore-lz4"], "deltalake": ["deltalake"], "lance": ["lance"]}
+PEERS = {"floor": ["--compression", "zstd"], "lakecore": [], "lakecore-lz4": [], "deltalake": [],
+         "lance": []}   # each peer's own harness options
 LABEL = {"floor": "floor-pyarrow-zstd"}   # the name the harness records the floor under
 READ_VS_FLOOR, READ_VS_DELTA, WRITE_VS_LANCE = 1.3, 1.0, 1.0
 
 
 def run_peer(name: str, rows: int, rnd: int, jsonl: str, data_dir: str) -> str | None:
     """One harness run in a fresh process; None when it ran, else why not (the tail of its error)."""
-    args = [sys.executable, os.path.join(HERE, "peer_harness.py"), *PEERS[name][:1], jsonl,
-            "--rows", str(rows), "--upsert", str(rows // 10), "--run", str(rnd), "--dir", data_dir,
-            *PEERS[name][1:]]
+    args = [sys.executable, os.path.join(HERE, "peer_harness.py"), name, jsonl, "--rows", str(rows),
+            "--upsert", str(rows // 10), "--run", str(rnd), "--dir", data_dir, *PEERS[name]]
     print(f"$ {' '.join(args[1:])}", file=sys.stderr, flush=True)
     done = subprocess.run(args, capture_output=True, text=True, check=False)
     return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["failed"])[-1][-300:]
@@ -77,19 +76,18 @@ def summarize(records: list[dict[str, Any]], skipped: dict[str, str]) -> dict[st
         user, system = get(peer, f"{phase}_user_s"), get(peer, f"{phase}_sys_s")
         return None if user is None or system is None else user + system
 
+    def read2_against(other: str, bar: float) -> dict[str, Any]:
+        return {"wall": ratio(get("lakecore", "read2_s"), get(other, "read2_s")),
+                "user_cpu": ratio(get("lakecore", "read2_user_s"), get(other, "read2_user_s")), "bar": bar}
+
     out: dict[str, Any] = {
         "runs": {peer: len(rs) for peer, rs in by_peer.items()}, "skipped": skipped, "verified": verified,
         "other_procs_cpu_cores": max((r.get("other_procs_cpu_cores", 0) for r in records), default=0),
         "medians": {peer: {k: m[k] for k in ("write_s", "read1_s", "upsert_s", "read2_s", "write_user_s",
                                                "write_sys_s", "read2_user_s", "read2_sys_s") if k in m}
                     for peer, m in med.items()},
-        "read2_vs_floor": {"wall": ratio(get("lakecore", "read2_s"), get("floor", "read2_s")),
-                           "user_cpu": ratio(get("lakecore", "read2_user_s"), get("floor", "read2_user_s")),
-                           "bar": READ_VS_FLOOR},
-        "read2_vs_deltalake": {"wall": ratio(get("lakecore", "read2_s"), get("deltalake", "read2_s")),
-                               "user_cpu": ratio(get("lakecore", "read2_user_s"),
-                                                 get("deltalake", "read2_user_s")),
-                               "bar": READ_VS_DELTA},
+        "read2_vs_floor": read2_against("floor", READ_VS_FLOOR),
+        "read2_vs_deltalake": read2_against("deltalake", READ_VS_DELTA),
         "write_vs_lance": {peer: {"wall": ratio(get(peer, "write_s"), get("lance", "write_s")),
                                   "cpu": ratio(cpu(peer, "write"), cpu("lance", "write"))}
                            for peer in ("lakecore", "lakecore-lz4")} | {"bar": WRITE_VS_LANCE},
