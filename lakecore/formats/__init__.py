@@ -1,7 +1,8 @@
 """Formats: how base and log files are encoded (Parquet for both; log files add an op column)."""
 
 from lakecore.formats.parquet import (
-    DictionaryChoice,
+    EncodingChoice,
+    Encodings,
     Footer,
     RowGroupFilter,
     map_files,
@@ -16,7 +17,8 @@ from lakecore.formats.parquet import (
 from lakecore.formats.stats import FileStats, file_stats
 
 __all__ = [
-    "DictionaryChoice",
+    "EncodingChoice",
+    "Encodings",
     "FileStats",
     "Footer",
     "RowGroupFilter",

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
-from lakecore.formats import DictionaryChoice, read_files, write_data_file
+from lakecore.formats import EncodingChoice, read_files, write_data_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
 from lakecore.merge import merge_to_base, precombine
 from lakecore.read.spec import (
@@ -45,7 +45,7 @@ class WriteContext:
     write_token: str = "0-0-0"
     markers: MarkerWriter = field(default_factory=DirectMarkers)
     max_rows_per_file: int | None = None  # log files roll over after this many rows
-    dictionary: DictionaryChoice = field(default_factory=DictionaryChoice, compare=False)
+    encodings: EncodingChoice = field(default_factory=EncodingChoice, compare=False)
 
     def mark(self, path: str, io: IOType, partition: str, file_id: str) -> None:
         self.markers.create(self.storage, Marker(self.instant_time, path, io), partition, file_id)
@@ -115,7 +115,7 @@ def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list
         path = f"{group.partition}/{name}" if group.partition else name
         ctx.mark(path, "append", group.partition, group.file_id)
         size, written = write_data_file(ctx.storage, path, chunk, compression=ctx.config.compression,
-                                        dictionary=ctx.dictionary, ids=base_schema(ctx.config))
+                                        encodings=ctx.encodings, ids=base_schema(ctx.config))
         deletes = int(pc.sum(chunk.column(OP)).as_py() or 0)
         stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size,
                                stats=written.to_json()))
@@ -142,7 +142,7 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
     io: IOType = "merge" if current is not None and current.files else "create"
     ctx.mark(path, io, group.partition, group.file_id)
     size, written = write_data_file(ctx.storage, path, state, compression=config.compression,
-                                    dictionary=ctx.dictionary, ids=base_schema(config))
+                                    encodings=ctx.encodings, ids=base_schema(config))
     live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
     deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
     return WriteStat(group.partition, group.file_id, name, "base", live, deletes, size,
