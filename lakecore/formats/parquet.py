@@ -152,9 +152,10 @@ def column_codecs(table: pa.Table, compression: str, dictionary: Sequence[str]) 
     column's encoded bytes in a sample of the rows (4 slices spread over them, encoded as the file
     will be), none where it does not. Random numbers, hashes, ids and already bit-packed integers gain
     a few percent from zstd and cost its time on every write and every read of every reader (1M
-    random doubles: 8.0 MB plain, 7.5 MB zstd, written 2.3x and read ~3x slower); strings and repeated
-    values keep it. Tables of fewer than `_SAMPLE` rows (the CPU at stake is small) and names a Parquet
-    column path cannot spell (a dot in a name) take `compression` on every column."""
+    random doubles: 8.0 MB plain, 7.5 MB zstd, written 2.3x slower; the peers' 1M-row file reads 14%
+    faster without it on such columns, docs/benchmarks.md); strings and repeated values keep it.
+    Tables of fewer than `_SAMPLE` rows (the CPU at stake is small) and names a Parquet column path
+    cannot spell (a dot in a name) take `compression` on every column."""
     n = table.num_rows
     if compression == "none" or n < _SAMPLE or _dotted(table.schema):
         return compression

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,6 +202,18 @@ class Cluster:
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return events_of(self.client, self.namespace, name)
+
+    def event_reasons(self, name: str, until: Callable[[list[str]], bool], *,
+                      timeout: float = 30) -> list[str]:
+        """The reasons of the Events about `name` once `until` holds for them (a pass posts its Events
+        after it writes the status, so one lands a moment after the status change it tells of)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reasons = [e["reason"] for e in self.events(name)]
+            if until(reasons):
+                return reasons
+            assert time.monotonic() < deadline, f"events about {name} after {timeout} s: {reasons}"
+            time.sleep(0.2)
 
 
 def events_of(client: KubeClient, namespace: str, name: str) -> list[dict[str, Any]]:

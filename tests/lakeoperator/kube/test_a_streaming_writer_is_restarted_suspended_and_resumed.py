@@ -83,7 +83,7 @@ def test_a_streaming_writer_is_restarted_suspended_and_resumed(cluster: Cluster)
     assert [h["submissionId"] for h in fourth["history"]] == [first["submissionId"]]
     assert [p["metadata"]["name"] for p in cluster.pods(selector=f"weir.dev/writer={NAME}")] == \
         [fourth["driverPod"]]
-    reasons = [e["reason"] for e in cluster.events(NAME)]
+    reasons = cluster.event_reasons(NAME, lambda r: r.count("Submitted") >= 4)
     assert reasons.count("Submitted") == 4, reasons
     assert {"SpecChanged", "Suspending", "Resuming"} <= set(reasons), reasons
     metrics = cluster.operator.metrics()
