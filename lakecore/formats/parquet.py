@@ -176,11 +176,10 @@ def column_codecs(table: pa.Table, compression: str, dictionary: Sequence[str]) 
 def _dotted(schema: pa.Schema) -> bool:
     """Whether a field name, at any depth, holds a dot (a Parquet column path would split it)."""
     def names(t: pa.DataType) -> Iterator[str]:
-        for i in range(t.num_fields):
-            f = t.field(i)
+        for f in (t.field(i) for i in range(t.num_fields)):
             yield f.name
             yield from names(f.type)
-    return any("." in f.name or any("." in n for n in names(f.type)) for f in schema)
+    return any("." in n for n in names(pa.struct(list(schema))))
 
 
 def dictionary_columns(table: pa.Table) -> list[str]:
