@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -186,9 +188,9 @@ import os, sys, time
 from lakecore.concurrency import StorageLock
 from lakecore.storage import open_storage
 lock = StorageLock(open_storage(sys.argv[1]))  # made here; this process ends at once
+maker = os.getpid()  # read before the fork: the maker may have ended before the fork first runs
 if os.fork() == 0:
-    parent = os.getppid()
-    while os.getppid() == parent:  # until the maker has ended
+    while os.getppid() == maker:  # until the maker has ended
         time.sleep(0.01)
     lock.acquire(timeout=10)
     print(os.getpid(), flush=True)
@@ -201,8 +203,14 @@ def _forking(script: str, table: Path) -> Iterator[tuple[subprocess.Popen[str], 
     """Run `script` on `table`; its fork's first line starts with the fork's pid. Yields the script's
     process and that line's words; kills the fork afterwards (it held the pipes open)."""
     maker = subprocess.Popen([sys.executable, "-c", script, str(table)], cwd=REPO_ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)   # the fork too: killed as a group if it hangs
     assert maker.stdout is not None
+    ready, _, _ = select.select([maker.stdout], [], [], 60)
+    if not ready:
+        os.killpg(maker.pid, signal.SIGKILL)
+        _, err = maker.communicate(timeout=30)
+        pytest.fail(f"the fork printed nothing within 60 s; the script's stderr:\n{err}")
     words = maker.stdout.readline().split()
     try:
         yield maker, words
@@ -226,9 +234,9 @@ from lakecore.concurrency import StorageLock
 from lakecore.storage import open_storage
 lock = StorageLock(open_storage(sys.argv[1]))
 lock.acquire()
+holder = os.getpid()  # read before the fork: the holder may have ended before the fork first runs
 if os.fork() == 0:
-    parent = os.getppid()
-    while os.getppid() == parent:  # until the holder has ended without releasing
+    while os.getppid() == holder:  # until the holder has ended without releasing
         time.sleep(0.01)
     print(os.getpid(), lock.is_held(), flush=True)
     lock.release()  # must free nothing: the lock was the holder's
