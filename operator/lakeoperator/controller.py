@@ -6,8 +6,8 @@ thread: read the resource fresh from the API (never a cached copy: a restart-cla
 the latest spec and pod), gather its inputs (observe.py, with the API as the store), run the
 launcher-agnostic core (reconcile.py) with the Kubernetes launcher, write the status it returns (skipped
 when nothing changed; guarded by the resourceVersion read, so a stale pass fails with Conflict and runs
-again), post its Events, and queue the key again after the core's `requeue_after`. `reconcile` is a
-dispatch over the three kinds.
+again), post its Events (also when that write failed: what the pass did to pods happened), and queue
+the key again after the core's `requeue_after`. `reconcile` is a dispatch over the three kinds.
 
 The queue gives the guarantees the core's idempotence builds on: one key is never reconciled by two
 workers at once; a key notified while it is being reconciled runs once more afterwards; a burst of
@@ -421,8 +421,15 @@ class Controller:
         if outcome.submitted:
             self.metrics.record_submission(kind, namespace, table)
         old = body.get("status") or {}
+        try:
+            if outcome.status != old:
+                self.kube.replace_status(body, outcome.status)
+        finally:
+            # what the pass did (a driver pod created or deleted) happened even when its status write
+            # failed (Conflict, the API unreachable): the next pass finds it done and plans no Event
+            # of its own for it, so this pass's Events are posted either way
+            self._post_events(key, body, outcome.events)
         if outcome.status != old:
-            self.kube.replace_status(body, outcome.status)
             ended = ended_attempts(kind, old, outcome.status)
             if ended and kind == "LakeWriter":   # its commit, if any, shows in the table's status now
                 self.notify_commit_threadsafe(namespace, table)
@@ -433,15 +440,18 @@ class Controller:
                         (old.get("lastConflict") or {}).get("markerAt"))) is not None:
                     self.metrics.conflict_stop.labels(namespace, table).observe(
                         max(0.0, (self.clock() - marker).total_seconds()))
-        for type_, reason, message in outcome.events:
+        self._count_phase(key, outcome.status)
+        return outcome.requeue_after
+
+    def _post_events(self, key: Key, body: Mapping[str, Any],
+                     events: tuple[tuple[str, str, str], ...]) -> None:
+        for type_, reason, message in events:
             if self._last_event.get(key) == (type_, reason, message):
                 continue   # the same Event as this resource's last one: a pass repeated, not news
             self._last_event[key] = (type_, reason, message)
             log.log(logging.WARNING if type_ == "Warning" else logging.INFO, "%s %s/%s: %s: %s",
-                    kind, namespace, key[2], reason, message)
+                    key[0], key[1], key[2], reason, message)
             self.kube.post_event(body, type_, reason, message)
-        self._count_phase(key, outcome.status)
-        return outcome.requeue_after
 
     def _services_of(self, namespace: str, table: str) -> None:
         """Re-evaluate the triggers of the table's TableServices now, not at their next recheck."""

@@ -3,8 +3,9 @@
 Owns one listening socket on 127.0.0.1 (TLS, a serving certificate from the cluster's CA) that passes
 each request on to the control plane (kube_server.py) as the admin (its client certificate; a client's
 own credentials are dropped) and streams the answer back, watches included, unless `faults` names the
-request's verb and resource: then it answers with that Kubernetes Status itself (e.g. POST pods -> 503,
-the API server briefly unable to create pods) and the server never sees the request. `cut()` is a
+request's verb and resource or subresource: then it answers with that Kubernetes Status itself (e.g.
+POST pods -> 503, the API server briefly unable to create pods; PUT lakewriters/status -> 409) and the
+server never sees the request. `cut()` is a
 network partition until `heal()`: every open connection (watches included) is cut and new ones are
 closed unanswered, while other clients still reach the server directly. One request per
 connection (`Connection: close` both ways), so every request is looked at; the clients of the tests
@@ -35,7 +36,8 @@ Fault = tuple[int, str, str]   # HTTP code, Status reason, message
 
 
 class FaultProxy:
-    """Passes requests to `server`; `faults[(method, plural)]` answers them instead (not subresources)."""
+    """Passes requests to `server`; `faults[(method, resource)]` answers them instead (resource: a plural,
+    or `plural/subresource` such as `lakewriters/status`)."""
 
     def __init__(self, server: ControlPlane) -> None:
         self.server = server
@@ -140,9 +142,10 @@ class FaultProxy:
 
     def _fault(self, method: str, target: str) -> Fault | None:
         match = _PATH.match(target)
-        if match is None or match["sub"] is not None:
+        if match is None:
             return None
-        fault = self.faults.get((method, match["plural"]))
+        resource = match["plural"] if match["sub"] is None else f"{match['plural']}/{match['sub']}"
+        fault = self.faults.get((method, resource))
         if fault is not None:
             with self._lock:
                 self.refused += 1
