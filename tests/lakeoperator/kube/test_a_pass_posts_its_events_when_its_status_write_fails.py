@@ -6,7 +6,8 @@ writer's driver pod exists, the writer is suspended, and every write of the writ
 deletes the driver, then its status write fails. Before, the pass's Events were posted only after a
 successful status write, so the "Suspending" Event was lost: the next pass found no driver and planned
 no Event of its own (what CI saw once, the API server slow under load). Now the Event is posted once,
-and the status follows when the writes are let through."""
+and the status follows when the writes are let through. Checked: the 503 case fails on the old code;
+the 409 one passed there too (it guards the Event being posted once across the immediate re-runs)."""
 
 from __future__ import annotations
 
