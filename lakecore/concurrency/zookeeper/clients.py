@@ -44,6 +44,11 @@ log = logging.getLogger(__name__)
 # Reconnection after ZooKeeper comes back should take about a second, not kazoo's default of up to an hour.
 _CONNECTION_RETRY = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0}
 _COMMAND_RETRY = {"max_tries": 3, "delay": 0.05, "backoff": 2, "max_delay": 1.0}
+# How long one connection attempt waits for ZooKeeper's answer to its handshake (kazoo waits the whole
+# session timeout, 30 s by default, longer than the connection timeout): a server that accepted the
+# connection and never answered it (ZooKeeper 3.8 now and then, right as it starts; a half-open
+# connection) costs this, then the next attempt runs. A live server answers in milliseconds.
+HANDSHAKE_TIMEOUT_S = 5.0
 _MAX_NAME = 200
 
 USERNAME_ENV = "WEIR_ZOOKEEPER_USERNAME"
@@ -191,6 +196,7 @@ class ZooKeeperClients:
                 except (ValueError, KazooException) as exc:
                     raise InvalidTableConfig(f"ZooKeeper connect string {config.connect!r} is invalid "
                                              f"({exc}); use 'host:2181[,host2:2181]'") from exc
+                _bound_handshake(client)
                 client.start_async()
                 atexit.register(_stop_at_exit, client)  # runs before kazoo's own hook (atexit is LIFO)
                 self._clients[key] = client
@@ -230,6 +236,19 @@ shared_clients = ZooKeeperClients()
 
 def close_shared_clients() -> None:
     shared_clients.close()
+
+
+def _bound_handshake(client: Any) -> None:
+    """Cap each connection attempt's handshake (its connect request and the authentication that
+    follows: kazoo's `_invoke`, used for nothing else) at HANDSHAKE_TIMEOUT_S; kazoo's retry then makes
+    the next attempt. kazoo 2.11 has no option for it (its issue #517)."""
+    connection = client._connection
+    invoke = connection._invoke
+
+    def bounded(timeout: float, request: Any, xid: int | None = None) -> Any:
+        return invoke(min(timeout, HANDSHAKE_TIMEOUT_S), request, xid)
+
+    connection._invoke = bounded
 
 
 def wait_connected(client: Any, timeout: float) -> bool:
