@@ -421,15 +421,16 @@ class Controller:
         if outcome.submitted:
             self.metrics.record_submission(kind, namespace, table)
         old = body.get("status") or {}
+        changed = outcome.status != old
         try:
-            if outcome.status != old:
+            if changed:
                 self.kube.replace_status(body, outcome.status)
         finally:
             # what the pass did (a driver pod created or deleted) happened even when its status write
             # failed (Conflict, the API unreachable): the next pass finds it done and plans no Event
             # of its own for it, so this pass's Events are posted either way
             self._post_events(key, body, outcome.events)
-        if outcome.status != old:
+        if changed:
             ended = ended_attempts(kind, old, outcome.status)
             if ended and kind == "LakeWriter":   # its commit, if any, shows in the table's status now
                 self.notify_commit_threadsafe(namespace, table)
