@@ -8,6 +8,14 @@ upsert / read, RSS and verifies the result the same way for all. This wrapper ad
 writes each phase's CPU time in the process (`write_user_s`, `write_sys_s`, ... `read2_sys_s`) and
 its minor page faults: on a VM whose fresh memory is costly, a phase's wall time depends on what the
 phases before it left resident (docs/benchmarks.md, issue 27), its user time much less.
+
+    python bench/peer_harness.py PEER OUT.jsonl --keep DIR [bench.py options]
+    python bench/peer_harness.py --fresh-read PEER DIR OUT.jsonl
+
+`--keep DIR` keeps the table as it was at read2 (hard links into DIR; the harness deletes its own).
+`--fresh-read` reads such a table in this new process, where every peer starts from the same memory
+state, and adds `fresh_read_s` (and its user / system time, page faults and rows) to the last record of
+OUT.jsonl: the read after the upsert measured without what the earlier phases left resident.
 """
 
 from __future__ import annotations
@@ -16,7 +24,9 @@ import importlib.util
 import json
 import os
 import resource
+import shutil
 import sys
+import time
 import types
 from typing import Any
 
@@ -58,8 +68,9 @@ class Metered:
     """A peer whose create / read / upsert calls record their CPU time (user, system) and minor page
     faults under the harness's phase names (the first read is read1, the second read2)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, keep: str | None = None) -> None:
         self.inner = inner
+        self.keep = keep  # where to keep the table as read2 found it
         self.name = getattr(inner, "name", "floor")
         self.cpu: dict[str, float] = {}
         self._calls: dict[str, int] = {}
@@ -76,6 +87,8 @@ class Metered:
             try:
                 return fn(*args, **kwargs)
             finally:
+                if attr == "read" and n == 1 and self.keep:  # read2's table
+                    shutil.copytree(args[0], self.keep, copy_function=os.link)
                 after = resource.getrusage(resource.RUSAGE_SELF)
                 phase = PHASES[attr][min(n, len(PHASES[attr]) - 1)]
                 self.cpu[f"{phase}_user_s"] = round(after.ru_utime - before.ru_utime, 3)
@@ -103,21 +116,59 @@ def _load(name: str, file: str) -> types.ModuleType:
     return module
 
 
-def main() -> None:
+def _pop_option(argv: list[str], option: str) -> str | None:
+    """The value of `option` in `argv`, removed from it (the harness does not know it)."""
+    if option not in argv:
+        return None
+    at = argv.index(option)
+    value = argv[at + 1]
+    del argv[at:at + 2]
+    return value
+
+
+def _load_harness() -> tuple[types.ModuleType, types.ModuleType]:
+    """The shared peers module and the harness (bench.py), loaded without running it."""
     sys.path.insert(0, PEERS)
     shared = _load("shared_peers", "peers.py")
+    return shared, _load("peer_bench", "bench.py")
+
+
+def _peer(name: str, shared: types.ModuleType) -> Any:
+    return LakecorePeer(name.partition("-")[2] or "zstd") if name.startswith("lakecore") else shared.get(name)
+
+
+def fresh_read(name: str, path: str, out: str) -> None:
+    """Read the table `path` kept at read2 (`--keep`) in this fresh process and add the figures to the
+    last record of `out`."""
+    shared, harness = _load_harness()
+    peer = harness.Floor("zstd") if name == "floor" else _peer(name, shared)
+    before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    table = peer.read(path)
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF)
+    with open(out) as fh:
+        read2_rows = json.loads(fh.read().splitlines()[-1]).get("read2_rows")
+    _add_to_last_record(out, {
+        "fresh_read_s": round(wall, 4), "fresh_read_user_s": round(after.ru_utime - before.ru_utime, 3),
+        "fresh_read_sys_s": round(after.ru_stime - before.ru_stime, 3),
+        "fresh_read_minflt": after.ru_minflt - before.ru_minflt, "fresh_read_rows": table.num_rows,
+        "verify_fresh_rows_ok": table.num_rows == read2_rows})
+
+
+def main() -> None:
+    if sys.argv[1] == "--fresh-read":
+        fresh_read(*sys.argv[2:5])
+        return
+    keep = _pop_option(sys.argv, "--keep")
+    shared, harness = _load_harness()
     metered: list[Metered] = []
 
     def meter(peer: Any) -> Metered:
-        metered.append(Metered(peer))
+        metered.append(Metered(peer, keep))
         return metered[-1]
 
     facade = types.ModuleType("peers")
-    facade.get = lambda name: meter(  # type: ignore[attr-defined]
-        LakecorePeer(name.partition("-")[2] or "zstd") if name.startswith("lakecore")
-        else shared.get(name))
+    facade.get = lambda name: meter(_peer(name, shared))  # type: ignore[attr-defined]
     sys.modules["peers"] = facade
-    harness = _load("peer_bench", "bench.py")
     floor = harness.Floor
     harness.Floor = lambda compression: meter(floor(compression))
     sys.argv = [os.path.join(PEERS, "bench.py"), *sys.argv[1:]]

@@ -10,7 +10,9 @@ Per size, from the medians of the rounds:
 - bulk insert (`write`): lakecore and lakecore-lz4 / Lance (bar <= 1x), wall and CPU (user + system).
 
 Wall is what the bars name. On a VM that backs memory lazily (this one: docs/benchmarks.md, issue 27) a
-phase's system time depends on what the phases before it left resident, so CPU is reported beside it.
+phase's system time depends on what the phases before it left resident, so CPU is reported beside it,
+and each peer's table as read2 found it is read once more in a fresh process (`fresh_read_s`;
+`fresh_process_wall` in the ratios): every peer from the same memory state, as a query reads a table.
 A peer whose library is missing (`make bench` installs delta-rs and Lance) is reported as skipped.
 
     python bench/scale_bench.py [--sizes 1000000,4000000,16000000] [--rounds 2] [--jsonl FILE] [--quick]
@@ -44,12 +46,23 @@ READ_VS_FLOOR, READ_VS_DELTA, WRITE_VS_LANCE = 1.3, 1.0, 1.0
 
 
 def run_peer(name: str, rows: int, rnd: int, jsonl: str, data_dir: str) -> str | None:
-    """One harness run in a fresh process; None when it ran, else why not (the tail of its error)."""
-    args = [sys.executable, os.path.join(HERE, "peer_harness.py"), name, jsonl, "--rows", str(rows),
-            "--upsert", str(rows // 10), "--run", str(rnd), "--dir", data_dir, *PEERS[name]]
-    print(f"$ {' '.join(args[1:])}", file=sys.stderr, flush=True)
-    done = subprocess.run(args, capture_output=True, text=True, check=False)
-    return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["failed"])[-1][-300:]
+    """One harness run in a fresh process, then its table read again in another (`fresh_read_s`); None
+    when both ran, else why not (the tail of the error)."""
+    kept = os.path.join(data_dir, f"kept-{name}")
+    shutil.rmtree(kept, ignore_errors=True)
+    harness = os.path.join(HERE, "peer_harness.py")
+    runs = [[sys.executable, harness, name, jsonl, "--rows", str(rows), "--upsert", str(rows // 10),
+             "--run", str(rnd), "--dir", data_dir, "--keep", kept, *PEERS[name]],
+            [sys.executable, harness, "--fresh-read", name, kept, jsonl]]
+    try:
+        for args in runs:
+            print(f"$ {' '.join(args[1:])}", file=sys.stderr, flush=True)
+            done = subprocess.run(args, capture_output=True, text=True, check=False)
+            if done.returncode:
+                return (done.stderr.strip().splitlines() or ["failed"])[-1][-300:]
+        return None
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
 
 
 def medians(records: list[dict[str, Any]]) -> dict[str, float]:
@@ -67,7 +80,8 @@ def summarize(records: list[dict[str, Any]], skipped: dict[str, str]) -> dict[st
     for r in records:
         by_peer.setdefault(r["peer"], []).append(r)
     med = {peer: medians(rs) for peer, rs in by_peer.items()}
-    verified = all(r["verify_rows_ok"] and r["verify_unique_keys"] and r["verify_i1_sum_ok"] for r in records)
+    verified = all(r["verify_rows_ok"] and r["verify_unique_keys"] and r["verify_i1_sum_ok"]
+                   and r.get("verify_fresh_rows_ok", True) for r in records)
 
     def get(peer: str, key: str) -> float | None:
         return med.get(LABEL.get(peer, peer), {}).get(key)
@@ -78,13 +92,17 @@ def summarize(records: list[dict[str, Any]], skipped: dict[str, str]) -> dict[st
 
     def read2_against(other: str, bar: float) -> dict[str, Any]:
         return {"wall": ratio(get("lakecore", "read2_s"), get(other, "read2_s")),
-                "user_cpu": ratio(get("lakecore", "read2_user_s"), get(other, "read2_user_s")), "bar": bar}
+                "user_cpu": ratio(get("lakecore", "read2_user_s"), get(other, "read2_user_s")), "bar": bar,
+                "fresh_process_wall": ratio(get("lakecore", "fresh_read_s"), get(other, "fresh_read_s")),
+                "fresh_process_user_cpu": ratio(get("lakecore", "fresh_read_user_s"),
+                                                get(other, "fresh_read_user_s"))}
 
     out: dict[str, Any] = {
         "runs": {peer: len(rs) for peer, rs in by_peer.items()}, "skipped": skipped, "verified": verified,
         "other_procs_cpu_cores": max((r.get("other_procs_cpu_cores", 0) for r in records), default=0),
         "medians": {peer: {k: m[k] for k in ("write_s", "read1_s", "upsert_s", "read2_s", "write_user_s",
-                                               "write_sys_s", "read2_user_s", "read2_sys_s") if k in m}
+                                               "write_sys_s", "read2_user_s", "read2_sys_s", "fresh_read_s",
+                                               "fresh_read_user_s", "fresh_read_sys_s") if k in m}
                     for peer, m in med.items()},
         "read2_vs_floor": read2_against("floor", READ_VS_FLOOR),
         "read2_vs_deltalake": read2_against("deltalake", READ_VS_DELTA),

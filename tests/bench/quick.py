@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_quick(script: str, cwd: Path, *, timeout: float = 240) -> tuple[dict[str, Any], str]:
     """(the JSON `bench/<script> --quick` printed, its stderr); fails the test if it failed."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "operator")])}
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # peers' libraries
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "operator"), *inherited])}
     done = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick"], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
