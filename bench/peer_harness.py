@@ -12,7 +12,8 @@ phases before it left resident (docs/benchmarks.md, issue 27), its user time muc
     python bench/peer_harness.py PEER OUT.jsonl --keep DIR [bench.py options]
     python bench/peer_harness.py --fresh-read PEER DIR OUT.jsonl
 
-`--keep DIR` keeps the table as it was at read2 (hard links into DIR; the harness deletes its own).
+`--keep DIR` keeps the table as read2 found it (hard links into DIR, made when the harness deletes its
+own, after its timed phases).
 `--fresh-read` reads such a table in this new process, where every peer starts from the same memory
 state, and adds `fresh_read_s` (and its user / system time, page faults and rows) to the last record of
 OUT.jsonl: the read after the upsert measured without what the earlier phases left resident.
@@ -68,9 +69,9 @@ class Metered:
     """A peer whose create / read / upsert calls record their CPU time (user, system) and minor page
     faults under the harness's phase names (the first read is read1, the second read2)."""
 
-    def __init__(self, inner: Any, keep: str | None = None) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.keep = keep  # where to keep the table as read2 found it
+        self.read2_path: str | None = None  # the table read2 read
         self.name = getattr(inner, "name", "floor")
         self.cpu: dict[str, float] = {}
         self._calls: dict[str, int] = {}
@@ -87,8 +88,8 @@ class Metered:
             try:
                 return fn(*args, **kwargs)
             finally:
-                if attr == "read" and n == 1 and self.keep:  # read2's table
-                    shutil.copytree(args[0], self.keep, copy_function=os.link)
+                if attr == "read" and n == 1:
+                    self.read2_path = args[0]
                 after = resource.getrusage(resource.RUSAGE_SELF)
                 phase = PHASES[attr][min(n, len(PHASES[attr]) - 1)]
                 self.cpu[f"{phase}_user_s"] = round(after.ru_utime - before.ru_utime, 3)
@@ -167,14 +168,21 @@ def main() -> None:
     metered: list[Metered] = []
 
     def meter(peer: Any) -> Metered:
-        metered.append(Metered(peer, keep))
+        metered.append(Metered(peer))
         return metered[-1]
+
+    def rmtree(path: str, **kwargs: Any) -> None:
+        """The harness's own deletes; the last, of read2's table, keeps a copy first (`--keep`)."""
+        if keep and metered and path == metered[0].read2_path and os.path.isdir(path):
+            shutil.copytree(path, keep, copy_function=os.link)
+        shutil.rmtree(path, **kwargs)
 
     facade = types.ModuleType("peers")
     facade.get = lambda name: meter(_peer(name, shared))  # type: ignore[attr-defined]
     sys.modules["peers"] = facade
     floor = harness.Floor
     harness.Floor = lambda compression: meter(floor(compression))
+    harness.shutil = types.SimpleNamespace(rmtree=rmtree)  # the only use the harness makes of it
     sys.argv = [os.path.join(PEERS, "bench.py"), *sys.argv[1:]]
     harness.main()
     if metered:
