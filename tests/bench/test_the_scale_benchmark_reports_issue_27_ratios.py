@@ -34,7 +34,7 @@ def test_the_scale_benchmark_reports_the_ratios_of_issue_27(tmp_path: Path) -> N
     assert size["read2_vs_floor"]["bar"] == 1.3
     # read2's table read again in a fresh process, every peer from the same memory state
     for medians in (lakecore, floor):
-        assert medians["fresh_read_s"] > 0 and medians["fresh_read_user_s"] > 0
+        assert medians["fresh_read_s"] > 0 and medians["fresh_read_user_s"] >= 0   # CPU may round to 0
     fresh = round(lakecore["fresh_read_s"] / floor["fresh_read_s"], 3)
     assert size["read2_vs_floor"]["fresh_process_wall"] == fresh
     assert "| lakecore |" in size["peers_table"]
