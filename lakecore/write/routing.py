@@ -3,14 +3,16 @@
 A record's file group is (partition path, bucket file id), where the bucket comes from the record key
 through the table's bucket hash (`layout.buckets` or `layout.murmur3`). Vectorized: partition values
 are dictionary-encoded, combined with the bucket into one integer per row, and rows are split by a
-single stable argsort. Routing only decides each group's row positions: the rows are gathered by the
-task that writes the group (`FileGroupRows.rows`), so the gathering runs on the task threads, in
-parallel, instead of one copy of the whole input before any task starts.
+single stable argsort (or, into a few groups, by each task's own pass over the codes). Routing only
+decides each group's row positions: the rows are gathered by the task that writes the group
+(`FileGroupRows.rows`), so the gathering runs on the task threads, in parallel, instead of one copy of
+the whole input before any task starts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
@@ -22,33 +24,79 @@ from lakecore.layout.buckets import table_bucket_of
 
 
 @dataclass(frozen=True)
+class CodeRows:
+    """The positions of the rows whose file-group code is `code`, found when asked (`rows`): with few
+    groups, each task finds its own rows with one pass over the codes, in parallel, instead of one
+    sort of every row's code before any task starts."""
+
+    codes: np.ndarray
+    code: int
+    count: int
+
+    def positions(self) -> np.ndarray:
+        return np.flatnonzero(self.codes == self.code)
+
+
+@dataclass(frozen=True)
 class FileGroupRows:
-    """One file group's rows of a write: `source`'s rows at `positions` (in that order), or all of
-    `source` when `positions` is None."""
+    """One file group's rows of a write: `source`'s rows at `positions` (ascending: a stable sort's
+    group, or the rows of one code), or all of `source` when `positions` is None."""
 
     partition: str
     file_id: str
     source: pa.Table
     combined: bool = False  # already one row per key (precombined before routing)
-    positions: np.ndarray | None = field(default=None, compare=False)
+    positions: np.ndarray | CodeRows | None = field(default=None, compare=False)
 
     @property
     def rows(self) -> pa.Table:
         """The group's rows, gathered from `source` on each access (a task reads them once)."""
-        return self.source if self.positions is None else self.source.take(self.positions)
+        if self.positions is None:
+            return self.source
+        positions = self.positions.positions() if isinstance(self.positions, CodeRows) else self.positions
+        return take_ascending(self.source, positions)
 
     @property
     def num_rows(self) -> int:
-        return self.source.num_rows if self.positions is None else len(self.positions)
+        if self.positions is None:
+            return self.source.num_rows
+        return self.positions.count if isinstance(self.positions, CodeRows) else len(self.positions)
+
+
+def take_ascending(source: pa.Table, positions: np.ndarray) -> pa.Table:
+    """`source.take(positions)` for ascending positions, without concatenating chunks: Arrow's take
+    of a column of several chunks first copies the whole column into one array, so each file group's
+    gather copied the whole input's column (a 16M-row write into 4 buckets: 4 copies of each string
+    column, whose numpy conversion gives several chunks). A column of several chunks is taken chunk
+    by chunk instead (the positions falling in each chunk are a contiguous run of ascending
+    positions) and stays chunked; the Parquet writer and the merge take chunked columns."""
+    if all(col.num_chunks <= 1 for col in source.columns):
+        return source.take(positions)
+    local: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}  # chunk lengths -> chunk's positions
+    columns = []
+    for col in source.columns:
+        if col.num_chunks <= 1:
+            columns.append(col.take(positions))
+            continue
+        lengths = tuple(len(chunk) for chunk in col.chunks)
+        if lengths not in local:
+            starts = np.r_[0, np.cumsum(lengths)]
+            bounds = np.asarray(np.searchsorted(positions, starts), dtype=np.int64)
+            cuts: list[int] = bounds.tolist()
+            local[lengths] = [(i, positions[a:b] - starts[i])
+                              for i, (a, b) in enumerate(pairwise(cuts)) if b > a]
+        columns.append(pa.chunked_array([col.chunk(i).take(p) for i, p in local[lengths]], type=col.type))
+    return pa.Table.from_arrays(columns, schema=source.schema)
 
 
 def file_group_codes(rows: pa.Table, config: TableConfig) -> tuple[np.ndarray, list[str]]:
     """(code per row, partition path per partition code); code = partition code * buckets + bucket."""
     n = rows.num_rows
     keys = [rows.column(c) for c in config.record_key]
-    buckets = table_bucket_of(keys, config.buckets, config.bucket_hash or "weir_v1").astype(np.int64)
+    buckets = table_bucket_of(keys, config.buckets, config.bucket_hash or "weir_v1")
     if not config.partition_fields:
         return buckets, [""]
+    buckets = buckets.astype(np.int64)
     part = np.zeros(n, dtype=np.int64)
     dictionaries = []
     for name in config.partition_fields:
@@ -91,20 +139,27 @@ def _group_order(codes: np.ndarray) -> np.ndarray:
     return np.argsort(codes, kind="stable")
 
 
+_FEW_GROUPS = 8  # up to this many groups, each task finds its rows itself (`CodeRows`)
+
+
 def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> list[FileGroupRows]:
     """Split rows by file group; `combined`: the rows are already one per key."""
     if rows.num_rows == 0:
         return []
     codes, paths = file_group_codes(rows, config)
-    order = _group_order(codes)
-    ordered = codes[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    stops = np.r_[starts[1:], len(ordered)]
-    if len(starts) == 1:
-        part, bucket = divmod(int(ordered[0]), config.buckets)
+    counts = np.bincount(codes)
+    present = np.flatnonzero(counts)
+    if len(present) == 1:
+        part, bucket = divmod(int(present[0]), config.buckets)
         return [FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined)]
+    if len(present) <= _FEW_GROUPS:
+        selections: list[np.ndarray | CodeRows] = [CodeRows(codes, int(c), int(counts[c])) for c in present]
+    else:
+        order = _group_order(codes)
+        stops = np.cumsum(counts[present])
+        selections = [order[stop - int(counts[c]): stop] for c, stop in zip(present, stops, strict=True)]
     out = []
-    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
-        part, bucket = divmod(int(ordered[start]), config.buckets)
-        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, order[start:stop]))
+    for code, selection in zip(present.tolist(), selections, strict=True):
+        part, bucket = divmod(code, config.buckets)
+        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, selection))
     return out
