@@ -157,7 +157,8 @@ def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> lis
     else:
         order = _group_order(codes)
         stops = np.cumsum(counts[present])
-        selections = [order[stop - int(counts[c]): stop] for c, stop in zip(present, stops, strict=True)]
+        starts = stops - counts[present]
+        selections = [order[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
     out = []
     for code, selection in zip(present.tolist(), selections, strict=True):
         part, bucket = divmod(code, config.buckets)
