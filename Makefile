@@ -127,11 +127,12 @@ READERS := .tools/readers
 SPARK_READER := $(READERS)/spark-$(shell sed -n 's/^pyspark==\([^ ]*\).*/\1/p' $(READERS_SRC)/requirements-spark.txt)
 ICEBERG_REST := $(READERS)/iceberg-rest-$(shell sed -n 's:.*<iceberg.version>\(.*\)</iceberg.version>.*:\1:p' \
 	$(READERS_SRC)/rest-catalog/pom.xml)
+DUCKDB_CLI := .tools/bin/duckdb
 READER_VENVS := $(READERS)/duckdb/venv/.built $(READERS)/daft/venv/.built $(SPARK_READER)/venv/.built
 READER_JARS := $(SPARK_READER)/jars/.built $(ICEBERG_REST)/jars/.built $(ICEBERG_REST)/classes/.built
 PIP_TOOLS := pip-tools==7.6.2
 
-readers: $(READER_VENVS)
+readers: $(READER_VENVS) $(DUCKDB_CLI)
 	@if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory $(READER_JARS); \
 	else \
@@ -148,6 +149,17 @@ $(1)/venv/.built: $(2)
 	@touch $$@
 endef
 $(eval $(call reader-venv,$(READERS)/duckdb,$(READERS_SRC)/requirements-duckdb.txt))
+
+# DuckDB's own command line (the duckdb-cli wheel of the duckdb venv) with the extensions of the
+# duckdb-ext-* wheels: `.tools/bin/duckdb -c "INSTALL iceberg; LOAD iceberg; ..."` finds them there and
+# downloads nothing (the README's DuckDB queries run it).
+$(DUCKDB_CLI): $(READERS)/duckdb/venv/.built
+	mkdir -p $(@D)
+	ext=$$($(READERS)/duckdb/venv/bin/python -c 'import duckdb_ext, pathlib; \
+		print(pathlib.Path(next(iter(duckdb_ext.__path__))).resolve() / "extensions")') && \
+	printf '#!/bin/sh\n# made by make readers: DuckDB %s with the extensions of its duckdb-ext-* wheels, nothing downloaded\nexec "%s" -cmd "SET extension_directory = '"'"'%s'"'"'; SET autoinstall_known_extensions = false" "$$@"\n' \
+		"$$($(READERS)/duckdb/venv/bin/duckdb --version | cut -d' ' -f1)" "$(CURDIR)/$(READERS)/duckdb/venv/bin/duckdb" "$$ext" > $@.tmp
+	chmod +x $@.tmp && mv $@.tmp $@
 $(eval $(call reader-venv,$(READERS)/daft,$(READERS_SRC)/requirements-daft.txt))
 $(eval $(call reader-venv,$(SPARK_READER),$(READERS_SRC)/requirements-spark.txt))
 

@@ -3,7 +3,7 @@ repository root, with the input files the repository ships (examples/people/): c
 the timeline, and a read as of the first write's instant (taken from `timeline --json`) that shows the
 table before the second write. Only `/tmp/people` is the test's own directory and `.venv/bin/` this
 interpreter. The block publishes the table as Iceberg and Delta; the next block's DuckDB queries read
-it (with the readers' DuckDB, `make readers`). (The part's `weir run` block needs Spark:
+it, through DuckDB's own command line as the README runs it (`.tools/bin/duckdb`, `make readers`). (The part's `weir run` block needs Spark:
 tests/lakeoperator/test_weir_run_runs_the_local_examples.py runs it.)"""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import pytest
 
 from lakecore import Table
 from tests.support.fixtures import require
-from tests.support.readers.environments import duckdb_environment
-from tests.support.readme import ROOT, code_blocks, duckdb_shim, run_block, shims
+from tests.support.readme import DUCKDB_CLI, ROOT, code_blocks, run_block, shims
 
 pytestmark = pytest.mark.slow   # six weir processes
 
@@ -42,14 +41,12 @@ def test_the_readmes_table_commands_run_as_written(tmp_path: Path) -> None:
 
 @pytest.mark.readers
 def test_the_readmes_duckdb_queries_read_the_published_table(tmp_path: Path) -> None:
-    environment = duckdb_environment()
-    require("the duckdb reader", environment.missing_reason())
+    require("DuckDB's command line", None if DUCKDB_CLI.exists() else f"no {DUCKDB_CLI}: run `make readers`")
     table_block = next(b for b in blocks() if "weir table create" in b)
     duckdb_block = next(b for b in blocks() if "duckdb -c" in b)
-    bin_dir = shims(tmp_path / "bin")
-    duckdb_shim(bin_dir, environment.python)
-    ran = run_block(table_block + duckdb_block, cwd=ROOT, bin_dir=bin_dir,
-                    replace={"/tmp/people": str(tmp_path / "people"), "duckdb -c": f"{bin_dir}/duckdb -c"})
+    assert duckdb_block.count(".tools/bin/duckdb -c ") == 2, duckdb_block
+    ran = run_block(table_block + duckdb_block, cwd=ROOT, bin_dir=shims(tmp_path / "bin"),
+                    replace={"/tmp/people": str(tmp_path / "people")})
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     queried = ran.stdout[ran.stdout.rindex("readers open:"):]      # after the publishes: DuckDB's tables
     iceberg, delta = queried.split("┌")[1:]

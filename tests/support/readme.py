@@ -1,8 +1,7 @@
 """The shell commands of a README's code blocks, to run as written: the blocks of one part of the file,
 and a `bin` folder whose `weir` and `python` stand for `.venv/bin/weir` and `.venv/bin/python` (this
-interpreter and this checkout, whichever virtualenv the tests run in), and `duckdb` for DuckDB's
-command line (`duckdb -c SQL`), run by the DuckDB reader's venv (`make readers`) with its extensions
-installed offline."""
+interpreter and this checkout, whichever virtualenv the tests run in). `DUCKDB_CLI` is the DuckDB
+command line the README's queries run (`make readers` makes it)."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ".venv/bin/"
+DUCKDB_CLI = ROOT / ".tools" / "bin" / "duckdb"
 
 
 def code_blocks(path: Path, start: str, end: str) -> list[str]:
@@ -48,29 +48,3 @@ def run_block(block: str, *, cwd: Path, bin_dir: Path, replace: dict[str, str] |
            "SPARK_LOCAL_IP": "127.0.0.1"}
     return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
-
-
-_DUCKDB = """import sys
-from pathlib import Path
-
-import duckdb
-import duckdb_ext
-
-if len(sys.argv) != 3 or sys.argv[1] != "-c":
-    sys.exit("this stand-in for duckdb takes -c SQL only")
-extensions = Path(next(iter(duckdb_ext.__path__))) / "extensions"
-connection = duckdb.connect(config={"extension_directory": str(extensions),
-                                    "autoinstall_known_extensions": False})
-result = connection.sql(sys.argv[2])
-if result is not None:
-    result.show()
-"""
-
-
-def duckdb_shim(folder: Path, python: Path) -> None:
-    """`duckdb` in `folder`: `duckdb -c SQL` through DuckDB's Python package in the venv of `python`
-    (the readers' DuckDB: INSTALL finds the extensions its wheels hold, nothing is downloaded)."""
-    script = folder / "duckdb_cli.py"   # not duckdb.py: it would shadow the package
-    script.write_text(_DUCKDB)
-    (folder / "duckdb").write_text(f'#!/bin/sh\nexec "{python}" "{script}" "$@"\n')
-    (folder / "duckdb").chmod(0o755)
