@@ -3,8 +3,9 @@ repository root, with the input files the repository ships (examples/people/): c
 the timeline, and a read as of the first write's instant (taken from `timeline --json`) that shows the
 table before the second write. Only `/tmp/people` is the test's own directory and `.venv/bin/` this
 interpreter. The block publishes the table as Iceberg and Delta; the next block's DuckDB queries read
-it, through DuckDB's own command line as the README runs it (`.tools/bin/duckdb`, `make readers`). (The part's `weir run` block needs Spark:
-tests/lakeoperator/test_weir_run_runs_the_local_examples.py runs it.)"""
+it, through DuckDB's own command line as the README runs it (`.tools/bin/duckdb`, `make readers`).
+(The part's `weir run` block needs Spark: tests/lakeoperator/test_weir_run_runs_the_local_examples.py
+runs it.)"""
 
 from __future__ import annotations
 
