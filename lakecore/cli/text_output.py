@@ -14,7 +14,7 @@ import pyarrow as pa
 import typer
 from rich.text import Text
 
-from lakecore.cli.consoles import err, out
+from lakecore.cli.consoles import err, out, say
 from lakecore.cli.errors import CliError
 from lakecore.cli.io import head_and_count
 from lakecore.cli.tables import Col, show_table
@@ -43,19 +43,19 @@ class TextOutput:
 
     def created(self, table: Table) -> None:
         c = table.config
-        out.print(f"created {c.table_type} table [bold]{c.name}[/bold] at {table.uri} "
-                  f"({c.merge_mode}, {c.buckets} buckets, {c.compression})")
+        say(Text.assemble(f"created {c.table_type} table ", (c.name, "bold"),
+                          f" at {table.uri} ({c.merge_mode}, {c.buckets} buckets, {c.compression})"))
 
     def lock_changed(self, table: Table, before: LockSpec, after: LockSpec) -> None:
-        out.print(f"lock of {table.uri}: {before.describe()} -> {after.describe()}")
+        say(f"lock of {table.uri}: {before.describe()} -> {after.describe()}")
 
     def compression_changed(self, table: Table, before: str, after: str) -> None:
-        out.print(f"compression of {table.uri}: {before} -> {after} (files written from now on; files "
-                  "written before keep theirs)")
+        say(f"compression of {table.uri}: {before} -> {after} (files written from now on; files "
+            "written before keep theirs)")
 
     def written(self, operation: str, result: WriteResult) -> None:
-        out.print(f"{operation}: {result.counts.describe()} in {result.file_groups} file groups, "
-                  f"instant {result.instant.requested_time} completed at {result.instant.completion_time}")
+        say(f"{operation}: {result.counts.describe()} in {_many(result.file_groups, 'file group')}, "
+            f"instant {result.instant.requested_time} completed at {result.instant.completion_time}")
 
     # -- read and inspect ---------------------------------------------------------------------
 
@@ -66,10 +66,10 @@ class TextOutput:
                    [["" if v is None else str(v) for v in row.values()] for row in head.to_pylist()],
                    title=f"{table.config.name}: {total} rows")
         if total > limit:
-            out.print(f"... {total - limit} more rows (use --output or --format)")
+            say(f"... {total - limit} more rows (use --output or --format)")
 
     def rows_saved(self, rows: int, path: str) -> None:
-        out.print(f"wrote {rows} rows to {path}")
+        say(f"wrote {rows} rows to {path}")
 
     def timeline(self, table: Table, rows: list[dict[str, Any]], archived: int,
                  archived_listed: bool) -> None:
@@ -91,126 +91,132 @@ class TextOutput:
 
     def description(self, table: Table, info: dict[str, Any]) -> None:
         cfg = info["config"]
-        out.print(f"[bold]{cfg['name']}[/bold] at {info['uri']}")
+        say(Text.assemble((cfg["name"], "bold"), f" at {info['uri']}"))
         for label, value in (("type", cfg["table_type"]), ("merge mode", cfg["merge_mode"]),
                              ("record key", ", ".join(cfg["record_key"])),
                              ("partition fields", ", ".join(cfg["partition_fields"]) or "(unpartitioned)"),
                              ("ordering field", cfg["ordering_field"] or "-"), ("buckets", cfg["buckets"]),
                              ("instants", f"{info['instants']['completed']} completed, "
                                           f"{len(info['instants']['pending'])} pending"),
-                             ("data", f"{info['files']} files in {info['file_groups']} file groups, "
-                                      f"{info['partitions']} partitions, {info['bytes']:,} bytes")):
-            out.print(f"  {label:<17} {value}")
+                             ("data", f"{_many(info['files'], 'file')} in "
+                                      f"{_many(info['file_groups'], 'file group')}, "
+                                      f"{_many(info['partitions'], 'partition')}, {info['bytes']:,} bytes")):
+            say(f"  {label:<17} {value}")
         for g in cfg["column_groups"]:
-            out.print(f"  group {g['name']:<11} {', '.join(g['columns'])} (ordered by {g['ordering_field']})")
+            say(f"  group {g['name']:<11} {', '.join(g['columns'])} (ordered by {g['ordering_field']})")
         _print_activity(info["activity"])
-        out.print("  schema")
+        say("  schema")
         for f in schema_to_json(table.schema):
-            out.print(f"    {f['name']:<20} {f['type']}{'' if f['nullable'] else ' not null'}")
+            say(f"    {f['name']:<20} {f['type']}{'' if f['nullable'] else ' not null'}")
 
     # -- maintenance --------------------------------------------------------------------------
 
     def compaction(self, table: Table, result: MaintenanceResult) -> None:
         if result.instant is not None:
             groups = len(table.commit_metadata(result.instant).file_groups)
-            out.print(f"compacted {groups} file group(s): instant {result.instant.requested_time}")
+            say(f"compacted {groups} file group(s): instant {result.instant.requested_time}")
         elif isinstance(result.plan, CompactionPlan):
-            out.print(f"would compact {len(result.plan.operations)} file slice(s):")
+            say(f"would compact {len(result.plan.operations)} file slice(s):")
             for o in result.plan.operations:
                 where = o.partition or "(unpartitioned)"
-                out.print(f"  {o.file_id} in {where}: {len(o.log_files)} log file(s)")
+                say(f"  {o.file_id} in {where}: {len(o.log_files)} log file(s)")
         else:
-            out.print("nothing to compact")
+            say("nothing to compact")
 
     def clustering(self, table: Table, result: MaintenanceResult, sort_columns: Sequence[str]) -> None:
         if result.instant is not None:
             meta = table.commit_metadata(result.instant)
-            out.print(f"clustered {len(meta.file_groups)} file group(s): replacecommit "
-                      f"{result.instant.requested_time}")
+            say(f"clustered {len(meta.file_groups)} file group(s): replacecommit "
+                f"{result.instant.requested_time}")
         elif isinstance(result.plan, ClusteringPlan):
             by = f", sorted by {', '.join(sort_columns)}" if sort_columns else ""
-            out.print(f"would cluster {len(result.plan.operations)} file group(s){by}:")
+            say(f"would cluster {len(result.plan.operations)} file group(s){by}:")
             for o in result.plan.operations:
-                out.print(f"  {o.file_id} in {o.partition or '(unpartitioned)'}: {len(o.paths())} file(s), "
-                          f"{o.bytes:,} bytes")
+                say(f"  {o.file_id} in {o.partition or '(unpartitioned)'}: {len(o.paths())} file(s), "
+                    f"{o.bytes:,} bytes")
         else:
-            out.print("nothing to cluster")
+            say("nothing to cluster")
 
     def clean(self, table: Table, result: MaintenanceResult) -> None:
         if result.instant is not None:
             deleted = table.commit_metadata(result.instant).extra.get("deleted", [])
-            out.print(f"clean {result.instant.requested_time}: deleted {len(deleted)} file(s)")
+            say(f"clean {result.instant.requested_time}: deleted {len(deleted)} file(s)")
         elif isinstance(result.plan, CleanPlan):
             plan = result.plan
-            out.print(f"would delete {len(plan.files)} file(s) and roll back {len(plan.rollbacks)} dead "
-                      "write(s); run with --run to do it")
+            say(f"would delete {len(plan.files)} file(s) and roll back {len(plan.rollbacks)} dead "
+                "write(s); run with --run to do it")
             for f in plan.files[:50]:
-                out.print(f"  {f}")
+                say(f"  {f}")
         else:
-            out.print("nothing to clean")
+            say("nothing to clean")
 
     def savepoint(self, instant: str, result: MaintenanceResult) -> None:
         if result.instant is not None:
-            out.print(f"savepoint {result.instant.requested_time} pins instant {instant}")
+            say(f"savepoint {result.instant.requested_time} pins instant {instant}")
         elif isinstance(result.plan, Savepoint):
-            out.print(f"would pin instant {instant} and the {len(result.plan.files)} data file(s) it reads")
+            say(f"would pin instant {instant} and the {len(result.plan.files)} data file(s) it reads")
 
     def restore(self, savepoint: str, result: MaintenanceResult) -> None:
         if result.instant is not None:
-            out.print(f"restored savepoint {savepoint} (restore instant {result.instant.requested_time})")
+            say(f"restored savepoint {savepoint} (restore instant {result.instant.requested_time})")
         elif isinstance(result.plan, UndoPlan):
             undo = result.plan
-            out.print(f"would undo {len(undo.undone)} instant file(s) and delete {len(undo.files)} data "
-                      "file(s); run with --run to do it")
+            say(f"would undo {len(undo.undone)} instant file(s) and delete {len(undo.files)} data "
+                "file(s); run with --run to do it")
         else:
-            out.print("nothing to undo")
+            say("nothing to undo")
 
     def rollback(self, instant: str, result: MaintenanceResult, state: str, what: str) -> None:
         if result.instant is not None:
-            out.print(f"rolled back {instant} (rollback instant {result.instant.requested_time})")
+            say(f"rolled back {instant} (rollback instant {result.instant.requested_time})")
         elif isinstance(result.plan, UndoPlan):
-            out.print(f"would roll back {what} and delete {len(result.plan.files)} data file(s); rerun with "
-                      "--yes to do it")
+            say(f"would roll back {what} and delete {len(result.plan.files)} data file(s); rerun with "
+                "--yes to do it")
 
     def archival(self, result: MaintenanceResult) -> None:
         done, plan = result.archived, result.plan
         if done is not None:
             levels = ", ".join(f"L{k}: {v}" for k, v in done.levels.items())
-            out.print(f"archived {done.archived} instant(s) up to {done.boundary} (history version "
-                      f"{done.version}; files per level {levels}; {done.live_files} live files)")
+            say(f"archived {done.archived} instant(s) up to {done.boundary} (history version "
+                f"{done.version}; files per level {levels}; {done.live_files} live files)")
         elif isinstance(plan, ArchivalPlan) and plan.instants:
-            out.print(f"would archive {len(plan.instants)} instant(s), {plan.instants[0].requested_time} "
-                      f"to {plan.instants[-1].requested_time}"
-                      + (f"; stopped by {plan.stopped_by}" if plan.stopped_by else ""))
+            say(f"would archive {len(plan.instants)} instant(s), {plan.instants[0].requested_time} "
+                f"to {plan.instants[-1].requested_time}"
+                + (f"; stopped by {plan.stopped_by}" if plan.stopped_by else ""))
         else:
             why = plan.stopped_by if isinstance(plan, ArchivalPlan) else None
-            out.print(f"nothing to archive{f' (stopped by {why})' if why else ''}")
+            say(f"nothing to archive{f' (stopped by {why})' if why else ''}")
 
     # -- damaged tables -----------------------------------------------------------------------
 
     def check(self, uri: str, problems: Sequence[Problem], code: int) -> None:
         if not problems:
-            out.print(f"{uri}: no problems found")
+            say(f"{uri}: no problems found")
         for p in problems:
             err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
 
     def repair(self, report: RepairReport, dry_run: bool) -> None:
         if not report.actions:
-            out.print("nothing to repair")
+            say("nothing to repair")
         for a in report.actions:
-            out.print(a.describe(), highlight=False, soft_wrap=True, markup=False)
+            say(a.describe())
             if a.warning:
                 err.print(f"warning: {a.warning}", highlight=False, soft_wrap=True, markup=False)
         if dry_run and report.actions:
-            out.print("run with --run to do it")
+            say("run with --run to do it")
         for p in report.remaining if not dry_run else [p for p in report.remaining if not p.repairable]:
             err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
 
     def published(self, result: PublishResult) -> None:
-        out.print(result.describe(), highlight=False, soft_wrap=True, markup=False)
-        out.print(f"readers open: {result.location}", highlight=False, soft_wrap=True, markup=False)
+        say(result.describe())
+        say(f"readers open: {result.location}")
         if result.catalog:
-            out.print(result.catalog, highlight=False, soft_wrap=True, markup=False)
+            say(result.catalog)
+
+
+def _many(n: int, noun: str) -> str:
+    """`1 file group`, `3 file groups`."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _timeline_cells(row: dict[str, Any], keys: Iterable[str]) -> list[str]:
@@ -237,7 +243,7 @@ def _print_activity(now: dict[str, Any]) -> None:
         said = f"zookeeper at {lock['connect']}{lock['path'] or ''}"
     else:
         said = lock["provider"]
-    out.print(f"  {'lock':<17} {said}")
+    say(f"  {'lock':<17} {said}")
     for p in now["pending"]:
         if p["kind"] == "write":
             state = "aborted" if p["aborted"] else "alive" if p["alive"] else \
@@ -247,6 +253,6 @@ def _print_activity(now: dict[str, Any]) -> None:
             run = p["run"]
             doing = f"run by pid {run['pid']} on {run['host']} (attempt {run['attempt']})" if run else \
                 "not running"
-        out.print(f"  {'pending':<17} {p['instant']} {p['action']} {p['state']}, {doing}")
+        say(f"  {'pending':<17} {p['instant']} {p['action']} {p['state']}, {doing}")
     for r in now["running"]:
-        out.print(f"  {'running':<17} {r['what']}, pid {r['pid']} on {r['host']} (attempt {r['attempt']})")
+        say(f"  {'running':<17} {r['what']}, pid {r['pid']} on {r['host']} (attempt {r['attempt']})")

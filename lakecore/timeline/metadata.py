@@ -79,11 +79,18 @@ class RowCounts:
         return cls(sum(s.rows for s in listed), sum(s.deletes for s in listed))
 
     def describe(self) -> str:
-        """`10,000 rows written`, `3,000,300 delete keys`, or both."""
-        said = [f"{self.written:,} rows written"] if self.written or not self.delete_keys else []
+        """`10,000 rows written`, `3,000,300 delete keys`, or both (`1 row written`)."""
+        said = []
+        if self.written or not self.delete_keys:
+            said.append(f"{self.written:,} row{_s(self.written)} written")
         if self.delete_keys:
-            said.append(f"{self.delete_keys:,} delete keys")
+            said.append(f"{self.delete_keys:,} delete key{_s(self.delete_keys)}")
         return ", ".join(said)
+
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from lakecore.cli.consoles import say
 from lakecore.cli.logs import stop_cli_logging
 from lakecore.cli.main import app, emit_json, err, friendly, out
 from lakecore.cli.tables import Col, show_table
@@ -70,7 +71,7 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
             lines = progress_lines(f"{r.kind}/{r.key[2]}", shown["phase"], shown["detail"], r.body)
             if seen.get(r.key) != lines and not as_json:
                 for line in lines:
-                    out.print(line, soft_wrap=True, markup=False, highlight=False)
+                    say(line)
             seen[r.key] = lines
 
     interrupted = False
@@ -115,8 +116,8 @@ def get(kind: KindArg = None,
         return
     found = [r.body for r in StateDir(state).all(resolved) if not name or r.key[2] == name]
     if not found:
-        out.print(f"no resources in {state}" + (f" of kind {resolved}" if resolved else "")
-                  + (f" named {name}" if name else ""), highlight=False)
+        say(f"no resources in {state}" + (f" of kind {resolved}" if resolved else "")
+            + (f" named {name}" if name else ""))
     for i, section in enumerate(get_sections(found, datetime.now(UTC), name_kinds=resolved is None)):
         if i:
             out.print()
@@ -145,7 +146,7 @@ def describe(kind: Annotated[str, typer.Argument(help="laketable|lt, lakewriter|
     for i, section in enumerate(describe_sections(r.body, r.events, datetime.now(UTC))):
         indent = 2 if i else 0   # the first section is the resource's identity, at the margin
         if section.title:
-            out.print(f"{section.title}:" + ("" if _rows_of(section) else "  <none>"), highlight=False)
+            say(f"{section.title}:" + ("" if _rows_of(section) else "  <none>"))
         if isinstance(section, Fields):
             show_table(out, [Col("", "id"), Col("")], [(f"{k}:", v) for k, v in section.pairs], header=False,
                        indent=indent)

@@ -188,7 +188,7 @@ def test_the_progress_never_goes_quiet_and_says_each_writers_stage(demo: Path) -
         writer = f"devices-{stream}"
         assert f"{writer}: Spark driver starting" in text, text
         assert re.search(rf"{writer}: (write \d{{17}} begun|writing \d{{17}}: \d+ file group)", text), text
-        assert re.search(rf"devices: deltacommit \d{{17}} committed upsert, [\d,]+ rows written, "
+        assert re.search(rf"devices: deltacommit \d{{17}} committed upsert, [\d,]+ rows? written, "
                          rf"by default/{writer}", text), text
     assert "still at work: " in text
 
