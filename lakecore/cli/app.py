@@ -7,6 +7,7 @@ Commands live in cli/commands/ by what they do; cli/main.py puts them together.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import traceback
@@ -15,16 +16,38 @@ from functools import wraps
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from lakecore.cli.errors import describe as describe_error
 from lakecore.cli.logs import show_logs
 from lakecore.cli.output import output_for
 
+
+class _Summarized(TyperGroup):
+    """A command group whose listing (`weir --help`, `weir table --help`) gives each command the first
+    sentence of its help, on one line: typer lists a command's whole first paragraph with its source
+    line breaks kept, so the listing was ragged, and `check` took 12 lines. A command's own `--help`
+    still shows all of it."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:   # typer's own vendored click types
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.short_help is None and command.help:
+            command.short_help = summary(command.help)
+        return command
+
+
+def summary(help_text: str) -> str:
+    """The first sentence of `help_text`'s first paragraph, on one line."""
+    first = " ".join(inspect.cleandoc(help_text).split("\n\n")[0].split())
+    end = first.find(". ")
+    return first if end < 0 else first[:end + 1]
+
+
 app = typer.Typer(help="Weir: lake tables with a timeline, merge-on-read and multi-writer control.",
-                  no_args_is_help=True)
+                  no_args_is_help=True, cls=_Summarized)
 table_app = typer.Typer(help="Create, write, read, inspect and maintain one table. What deletes data "
                         "(clean, rollback, restore, repair) is a dry run unless told (--run, --yes).",
-                        no_args_is_help=True)
+                        no_args_is_help=True, cls=_Summarized)
 app.add_typer(table_app, name="table")
 
 F = TypeVar("F", bound=Callable[..., Any])
