@@ -116,8 +116,12 @@ def get(kind: KindArg = None,
         return
     found = [r.body for r in StateDir(state).all(resolved) if not name or r.key[2] == name]
     if not found:
-        say(f"no resources in {state}" + (f" of kind {resolved}" if resolved else "")
-            + (f" named {name}" if name else ""))
+        said = f"no resources in {state}" + (f" of kind {resolved}" if resolved else "") \
+            + (f" named {name}" if name else "")
+        if not Path(state).is_dir():   # nothing ran here: say how something does
+            said += f" (no {state} here: `weir run -f DIR` runs a directory of manifests and keeps their " \
+                    "status there; --state names another)"
+        say(said)
     for i, section in enumerate(get_sections(found, datetime.now(UTC), name_kinds=resolved is None)):
         if i:
             out.print()

@@ -129,3 +129,11 @@ def test_describe_get_and_the_attempts_start_times(tmp_path: Path, monkeypatch: 
     assert writers[-1].split()[:5] == ["lw/orders-erase", "orders", "batch", "Succeeded", "2"], writers
     assert json.loads(weir("get", "lw", "--state", str(state), "--json", cwd=tmp_path))[0]["phase"] == \
         "Succeeded"
+
+
+def test_get_where_nothing_ran_says_how_something_does(tmp_path: Path) -> None:
+    said = weir("get", cwd=tmp_path)
+    assert said.startswith("no resources in .weir-run (no .weir-run here: `weir run -f DIR` runs"), said
+    (tmp_path / "state").mkdir()
+    said = weir("get", "lw", "--state", "state", cwd=tmp_path)
+    assert said.strip() == "no resources in state of kind LakeWriter", said
