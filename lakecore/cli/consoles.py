@@ -13,11 +13,11 @@ out = Console()
 err = Console(stderr=True)
 
 
-def say(text: str | Text) -> None:
-    """One line of `weir`'s own output on stdout, as written: not read as rich markup (a path or a
-    column name such as `t[red]x` prints whole) and not wrapped (piped into a log or `grep`, a line stays
-    one line; a terminal wraps it itself)."""
-    out.print(text, highlight=False, soft_wrap=True, markup=False)
+def say(text: str | Text, *, stderr: bool = False) -> None:
+    """One line of `weir`'s own output on stdout (or stderr), as written: not read as rich markup (a
+    path or a column name such as `t[red]x` prints whole) and not wrapped (piped into a log or `grep`, a
+    line stays one line; a terminal wraps it itself)."""
+    (err if stderr else out).print(text, highlight=False, soft_wrap=True, markup=False)
 
 
 def emit_json(obj: Any) -> None:

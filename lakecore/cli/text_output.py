@@ -23,6 +23,7 @@ from lakecore.services import ArchivalPlan, ClusteringPlan, CompactionPlan, Save
 from lakecore.services.clean_plan import CleanPlan
 from lakecore.services.repair import Problem, RepairReport
 from lakecore.table import MaintenanceResult, Table, WriteResult
+from lakecore.timeline.metadata import counted
 
 if TYPE_CHECKING:
     from lakecore.publish import PublishResult
@@ -54,7 +55,7 @@ class TextOutput:
             "written before keep theirs)")
 
     def written(self, operation: str, result: WriteResult) -> None:
-        say(f"{operation}: {result.counts.describe()} in {_many(result.file_groups, 'file group')}, "
+        say(f"{operation}: {result.counts.describe()} in {counted(result.file_groups, 'file group')}, "
             f"instant {result.instant.requested_time} completed at {result.instant.completion_time}")
 
     # -- read and inspect ---------------------------------------------------------------------
@@ -98,9 +99,10 @@ class TextOutput:
                              ("ordering field", cfg["ordering_field"] or "-"), ("buckets", cfg["buckets"]),
                              ("instants", f"{info['instants']['completed']} completed, "
                                           f"{len(info['instants']['pending'])} pending"),
-                             ("data", f"{_many(info['files'], 'file')} in "
-                                      f"{_many(info['file_groups'], 'file group')}, "
-                                      f"{_many(info['partitions'], 'partition')}, {info['bytes']:,} bytes")):
+                             ("data", f"{counted(info['files'], 'file')} in "
+                                      f"{counted(info['file_groups'], 'file group')}, "
+                                      f"{counted(info['partitions'], 'partition')}, "
+                                      f"{info['bytes']:,} bytes")):
             say(f"  {label:<17} {value}")
         for g in cfg["column_groups"]:
             say(f"  group {g['name']:<11} {', '.join(g['columns'])} (ordered by {g['ordering_field']})")
@@ -193,7 +195,7 @@ class TextOutput:
         if not problems:
             say(f"{uri}: no problems found")
         for p in problems:
-            err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
+            say(f"problem: {p.describe()}", stderr=True)
 
     def repair(self, report: RepairReport, dry_run: bool) -> None:
         if not report.actions:
@@ -201,22 +203,17 @@ class TextOutput:
         for a in report.actions:
             say(a.describe())
             if a.warning:
-                err.print(f"warning: {a.warning}", highlight=False, soft_wrap=True, markup=False)
+                say(f"warning: {a.warning}", stderr=True)
         if dry_run and report.actions:
             say("run with --run to do it")
         for p in report.remaining if not dry_run else [p for p in report.remaining if not p.repairable]:
-            err.print(f"problem: {p.describe()}", highlight=False, soft_wrap=True, markup=False)
+            say(f"problem: {p.describe()}", stderr=True)
 
     def published(self, result: PublishResult) -> None:
         say(result.describe())
         say(f"readers open: {result.location}")
         if result.catalog:
             say(result.catalog)
-
-
-def _many(n: int, noun: str) -> str:
-    """`1 file group`, `3 file groups`."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _timeline_cells(row: dict[str, Any], keys: Iterable[str]) -> list[str]:

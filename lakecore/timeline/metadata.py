@@ -82,15 +82,15 @@ class RowCounts:
         """`10,000 rows written`, `3,000,300 delete keys`, or both (`1 row written`)."""
         said = []
         if self.written or not self.delete_keys:
-            said.append(f"{self.written:,} row{_s(self.written)} written")
+            said.append(f"{counted(self.written, 'row')} written")
         if self.delete_keys:
-            said.append(f"{self.delete_keys:,} delete key{_s(self.delete_keys)}")
+            said.append(counted(self.delete_keys, "delete key"))
         return ", ".join(said)
 
 
-
-def _s(n: int) -> str:
-    return "" if n == 1 else "s"
+def counted(n: int, noun: str) -> str:
+    """`1 file group`, `3,000 file groups`: how weir's messages count things."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 @dataclass(frozen=True)
