@@ -228,10 +228,10 @@ $(SCHEMA_REGISTRY)/.built: $(SCHEMA_REGISTRY_SRC)/pom.xml $(SCHEMA_REGISTRY_SRC)
 	rm -rf $(@D).partial
 	@touch $@
 
-# The class-data-sharing archive the tests' Spark drivers map (tests/support/spark_cds.py): dumped once per
-# JDK, pyspark and connectors into .tools/spark-cds/ (~45 s, ~180 MB); nothing when it is there.
+# The class-data-sharing archive local Spark drivers map (weir run, the demo, the tests: sparkjobs/driver_jvm.py):
+# dumped once per JDK, pyspark and connectors into .tools/spark-cds/ (~45 s, ~180 MB); nothing when it is there.
 spark-cds: deps spark-jars
-	PYTHONPATH=$(CURDIR):$(CURDIR)/operator $(PY) -m tests.support.spark_cds
+	$(PY) -m lakeoperator.dev.spark_cds
 
 schema-registry-lock:
 	rm -rf $(SCHEMA_REGISTRY).lock
@@ -249,7 +249,7 @@ lint: deps
 
 # The seed scenarios of examples/demo on the local launcher, with a ZooKeeper of their own when
 # system-deps could install it (DIR=path keeps the work directory there; default: a temporary one).
-demo: deps system-deps kafka spark-jars
+demo: deps system-deps kafka spark-jars spark-cds
 	$(PY) -m lakeoperator.dev.demo $(DIR)
 
 # The table format alone (lakecore, no Spark): three streams stitched into one table, compaction, time travel.

@@ -36,6 +36,7 @@ from lakeoperator.run_verdict import Verdict, judge_all, over, unphased_reason
 from lakeoperator.specs import SpecError
 from lakeoperator.status import ended_attempts
 from lakeoperator.supervision import StoreSink, Supervisor, watched_table, zookeeper_abort_flag
+from sparkjobs.driver_jvm import submit_options
 from sparkjobs.jars import classpath
 
 SHORT = {"lt": "LakeTable", "laketable": "LakeTable", "laketables": "LakeTable", "lw": "LakeWriter",
@@ -178,10 +179,13 @@ def _add_events(r: Resource, new: Iterable[tuple[str, str, str]], now: datetime)
     r.events = events[-EVENTS_KEPT:]
 
 
-def local_settings() -> tuple[PodSettings, dict[str, str], dict[str, str]]:
+def local_settings(*, fast_start: bool = False) -> tuple[PodSettings, dict[str, str], dict[str, str]]:
     """Pod settings and the launcher's substitutions for this machine: the image's spark-submit and
     job files are this interpreter's and this checkout's; Spark workers use this interpreter; the
-    connectors the image bakes in (Kafka, Avro, s3a: sparkjobs.jars) come from `make spark-jars`."""
+    connectors the image bakes in (Kafka, Avro, s3a: sparkjobs.jars) come from `make spark-jars`.
+    Unless SPARK_SUBMIT_OPTS is set, drivers map the class-data-sharing archive of `make spark-cds`
+    when it is there, and with `fast_start` (short jobs on small data: the demo) also run C1 only with
+    one GC thread (sparkjobs.driver_jvm)."""
     import importlib.util
 
     found = importlib.util.find_spec("sparkjobs")  # where the job files are; not imported (no pyspark here)
@@ -200,6 +204,8 @@ def local_settings() -> tuple[PodSettings, dict[str, str], dict[str, str]]:
     if connectors:  # the image has them in pyspark's jars; here spark-submit's launcher adds them
         env["SPARK_DIST_CLASSPATH"] = os.pathsep.join(
             p for p in (env.get("SPARK_DIST_CLASSPATH"), connectors) if p)
+    if not env.get("SPARK_SUBMIT_OPTS") and (options := submit_options(fast_start=fast_start)):
+        env["SPARK_SUBMIT_OPTS"] = options   # spark-submit's launcher passes them to the driver JVM
     return settings, {"spark-submit": submit, f"{IMAGE_JOBS_DIR}/": f"{jobs}/"}, env
 
 

@@ -4,8 +4,10 @@ the join of each stream's latest values (and was compacted exactly once), over K
 writer's last commit recorded its topic's end offsets, the long delete lost a conflict decided
 from outside, was restarted and succeeded, the erased orders are gone and every other ingested order is
 there, and the timeline picture was written. Its progress never goes quiet while drivers start and write
-(each writer's stage, its commits with their rows, a line at least every HEARTBEAT_S), and the commands
-it prints at the end run as printed. Every Weir object of examples/demo parses."""
+(each writer's stage, its commits with their rows, a line at least every HEARTBEAT_S), its Spark drivers
+start fast (C1 only, one GC thread, the class-data-sharing archive) without the tests' SPARK_SUBMIT_OPTS,
+no line of librdkafka's comes among its own, and the commands it prints at the end run as printed. Every
+Weir object of examples/demo parses."""
 
 from __future__ import annotations
 
@@ -23,10 +25,11 @@ import pytest
 import yaml
 
 from lakecore import Table
-from lakeoperator.dev.demo import weir_command
+from lakeoperator.dev.demo import driver_start, weir_command
 from lakeoperator.dev.demo_feeds import PARTITIONS, events, kafka_unavailable_reason
 from lakeoperator.dev.demo_progress import HEARTBEAT_S
 from lakeoperator.specs import parse_lake_table, parse_lake_writer, parse_table_service
+from tests.support import spark_cds
 from tests.support.fixtures import require, require_spark, require_zookeeper
 
 pytestmark = pytest.mark.timeout(780)   # the module's demo run is set up in its first test
@@ -42,7 +45,9 @@ def environment(home: Path, *, venv_on_path: bool = True) -> dict[str, str]:
     """As `make demo` runs it (the virtualenv's bin first on PATH), or as the user's shell is after make
     ended (`venv_on_path=False`: no virtualenv on PATH)."""
     path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != VENV_BIN]
-    return {**os.environ, "HOME": str(home), "PYSPARK_PYTHON": sys.executable,
+    # the tests' drivers' SPARK_SUBMIT_OPTS left out (a user's shell has none): the demo sets its own
+    inherited = {k: v for k, v in os.environ.items() if k != "SPARK_SUBMIT_OPTS"}
+    return {**inherited, "HOME": str(home), "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
             "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}",
             "PATH": os.pathsep.join([VENV_BIN, *path] if venv_on_path else path)}
@@ -67,6 +72,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     output = log.read_text()
     assert code == 0, output[-5000:]
     assert "conflict decided from outside" in output
+    # its drivers started as the tests' do (what the demo's test takes depends on it) ...
+    assert driver_start(None, spark_cds.submit_options()) in output, output[:3000]
+    # ... and no line of librdkafka's own came among the demo's (`%4|<time>|GETPID|rdkafka#producer-1| ...`)
+    assert not re.search(r"^%\d\|", output, flags=re.M), output[:5000]
     (work / "demo-output.txt").write_text(output)
     return work
 
