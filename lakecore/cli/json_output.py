@@ -44,11 +44,12 @@ class JsonOutput:
     def compression_changed(self, table: Table, before: str, after: str) -> None:
         emit_json({"before": before, "after": after})
 
-    def written(self, operation: str, result: WriteResult) -> None:
+    def written(self, operation: str, result: WriteResult, added: Sequence[pa.Field] = ()) -> None:
         counts = result.counts
         emit_json({"instant": result.instant.requested_time, "completed": result.instant.completion_time,
                    "records": result.records, "rows_written": counts.written,
-                   "delete_keys": counts.delete_keys, "file_groups": result.file_groups})
+                   "delete_keys": counts.delete_keys, "file_groups": result.file_groups,
+                   "added_columns": [{"name": f.name, "type": str(f.type)} for f in added]})
 
     def rows(self, table: Table, data: pa.RecordBatchReader, limit: int) -> None:
         write_output(data, "json", None)

@@ -54,9 +54,12 @@ class TextOutput:
         say(f"compression of {table.uri}: {before} -> {after} (files written from now on; files "
             "written before keep theirs)")
 
-    def written(self, operation: str, result: WriteResult) -> None:
+    def written(self, operation: str, result: WriteResult, added: Sequence[pa.Field] = ()) -> None:
         say(f"{operation}: {result.counts.describe()} in {counted(result.file_groups, 'file group')}, "
             f"instant {result.instant.requested_time} completed at {result.instant.completion_time}")
+        if added:
+            say(f"the table gained {counted(len(added), 'column')}: "
+                f"{', '.join(f'{f.name} ({f.type})' for f in added)}")
 
     # -- read and inspect ---------------------------------------------------------------------
 

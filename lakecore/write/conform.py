@@ -167,7 +167,9 @@ def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
     unknown = [c for c in table.column_names if c not in schema.names]
     if unknown:
         raise SchemaMismatch(f"input columns {unknown} are not in the table schema {schema.names}; "
-                             "drop them, or evolve the table schema first")
+                             "drop them, or add them to the table: Table.add_columns, or a write that "
+                             "adds them (FileOptions(evolve_schema=True); `weir table upsert "
+                             "--evolve-schema`)")
     if len(set(table.column_names)) != table.num_columns:
         raise SchemaMismatch(f"input has duplicate column names {table.column_names}")
     for f in table.schema:

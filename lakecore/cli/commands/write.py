@@ -9,34 +9,39 @@ import typer
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.io import read_input
 from lakecore.cli.output import output_for
-from lakecore.table import Table
+from lakecore.table import FileOptions, Table, WriterOptions
 from lakecore.write import OPERATIONS, check_operation
 
 
-def _write(uri: str, input_file: str, operation: str, as_json: bool) -> None:
+def _write(uri: str, input_file: str, operation: str, as_json: bool, evolve: bool = False) -> None:
     operation = check_operation(operation)  # a wrong name fails before the table is even opened
-    t = Table.open(uri)
+    t = Table.open(uri, options=WriterOptions(files=FileOptions(evolve_schema=True)) if evolve else None)
+    before = set(t.schema.names)
     data = read_input(input_file, t.schema)
-    output_for(as_json).written(operation, t.write(data, operation))
+    result = t.write(data, operation)
+    output_for(as_json).written(operation, result, [f for f in t.schema if f.name not in before])
 
 
 InputFile = Annotated[str, typer.Option("--input", "-i", help="Parquet, CSV or JSON-lines file.")]
+EvolveFlag = Annotated[bool, typer.Option(
+    "--evolve-schema", help="Add the input's columns the table lacks to the table (nullable: the rows "
+    "written before read them as null); without it such an input is refused.")]
 
 
 @table_app.command("upsert")
 @friendly
-def upsert(uri: Uri, input_file: InputFile, as_json: JsonFlag = False) -> None:
+def upsert(uri: Uri, input_file: InputFile, evolve: EvolveFlag = False, as_json: JsonFlag = False) -> None:
     """Insert new and update existing records from a file."""
-    _write(uri, input_file, "upsert", as_json)
+    _write(uri, input_file, "upsert", as_json, evolve)
 
 
 @table_app.command("insert")
 @friendly
 def insert(uri: Uri, input_file: InputFile,
            bulk: Annotated[bool, typer.Option(help="Bulk insert (fast initial load).")] = False,
-           as_json: JsonFlag = False) -> None:
+           evolve: EvolveFlag = False, as_json: JsonFlag = False) -> None:
     """Insert records from a file."""
-    _write(uri, input_file, "bulk_insert" if bulk else "insert", as_json)
+    _write(uri, input_file, "bulk_insert" if bulk else "insert", as_json, evolve)
 
 
 @table_app.command("delete")
@@ -52,15 +57,15 @@ def overwrite(uri: Uri, input_file: InputFile,
               whole_table: Annotated[bool, typer.Option(
                   "--table", help="Replace the whole table (insert_overwrite_table), not only the "
                   "partitions the input touches (insert_overwrite).")] = False,
-              as_json: JsonFlag = False) -> None:
+              evolve: EvolveFlag = False, as_json: JsonFlag = False) -> None:
     """Replace the partitions the input touches (or, with --table, the whole table) with its rows."""
-    _write(uri, input_file, "insert_overwrite_table" if whole_table else "insert_overwrite", as_json)
+    _write(uri, input_file, "insert_overwrite_table" if whole_table else "insert_overwrite", as_json, evolve)
 
 
 @table_app.command("write")
 @friendly
 def write(uri: Uri, input_file: InputFile,
           operation: Annotated[str, typer.Option(help=f"One of {'|'.join(OPERATIONS)}.")] = "upsert",
-          as_json: JsonFlag = False) -> None:
+          evolve: EvolveFlag = False, as_json: JsonFlag = False) -> None:
     """Write a file with any write operation (what the LakeWriter's `operation` names)."""
-    _write(uri, input_file, operation, as_json)
+    _write(uri, input_file, operation, as_json, evolve)
