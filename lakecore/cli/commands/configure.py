@@ -35,7 +35,10 @@ def parse_schema(text: str) -> pa.Schema:
     """`id:int64,ts:int64,name:string` -> Arrow schema."""
     fields = []
     for part in filter(None, (p.strip() for p in text.split(","))):
-        name, _, type_name = part.partition(":")
+        name, colon, type_name = (x.strip() for x in part.partition(":"))
+        if not colon or not name:
+            raise InvalidInput(f"--schema entry {part!r} is not NAME:TYPE; give e.g. "
+                               "'id:int64,ts:int64,name:string'")
         if type_name not in _TYPES:
             raise InvalidInput(f"unknown type {type_name!r} for column {name!r}; use one of {sorted(_TYPES)}")
         fields.append(pa.field(name, _TYPES[type_name]))

@@ -82,6 +82,12 @@ def test_errors_are_one_line_with_a_remedy_and_exit_1(tmp_path):
     assert code == 1 and "already exists" in out
     code, out = weir("table", "create", str(tmp_path / "u"), "--schema", "id:uuid", "--record-key", "id")
     assert code == 1 and "unknown type" in out
+    for entry in ("id int64", ":int64"):   # read as a type '' once, or a column without a name
+        code, out = weir("table", "create", str(tmp_path / "u"), "--schema", entry, "--record-key", "id")
+        assert code == 1 and f"--schema entry {entry!r} is not NAME:TYPE" in out, out
+    code, out = weir("table", "create", str(tmp_path / "u"), "--schema", "id: int64, ts :int64",
+                     "--record-key", "id")
+    assert code == 0, out   # spaces around the colon are no mistake
 
 
 def test_partial_update_table_from_the_cli(tmp_path):
