@@ -4,8 +4,8 @@ operator gives each resource a status, `kubectl get weir` lists them with the pr
 minimal table is created (on the moto S3 server, standing in for the examples' bucket: the operator gets
 its endpoint and credentials from the environment, as with an IAM role); the full one names a Secret
 that does not exist here and says so; the writer of the minimal table gets its driver pod (no kubelet:
-it stays Pending), the full one waits for its table (TableNotReady) instead of failing against it; the
-scheduled services wait for their next run."""
+it stays Pending), the full one and the Kafka one wait for their table (TableNotReady) instead of failing
+against it; the scheduled services wait for their next run."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ def test_kubectl_apply_of_the_examples_is_reconciled(kube_server: ControlPlane, 
         created = kubectl.apply(ROOT / "crds" / "examples").stdout
         for name in ("laketable.weir.dev/events", "laketable.weir.dev/orders",
                      "lakewriter.weir.dev/orders-stream", "lakewriter.weir.dev/events-backfill",
+                     "lakewriter.weir.dev/orders-from-kafka",
                      "tableservice.weir.dev/orders-clustering", "tableservice.weir.dev/events-compaction"):
             assert f"{name} created" in created, created
         tables = wait_until(lambda: (s := statuses(client, "LakeTable", ns))
@@ -61,8 +62,9 @@ def test_kubectl_apply_of_the_examples_is_reconciled(kube_server: ControlPlane, 
         # the submission goes to status first, its pod follows on the next pass; the other writer's
         # table is not Ready:
         wait_until(lambda: pods() == {writers["events-backfill"]["driverPod"]}, show=pods)
-        waiting = next(c for c in writers["orders-stream"]["conditions"] if c["type"] == "Ready")
-        assert waiting["reason"] == "TableNotReady" and "InvalidSpec" in waiting["message"]
+        for name in ("orders-stream", "orders-from-kafka"):
+            waiting = next(c for c in writers[name]["conditions"] if c["type"] == "Ready")
+            assert waiting["reason"] == "TableNotReady" and "InvalidSpec" in waiting["message"], name
         services = wait_until(lambda: (s := statuses(client, "TableService", ns))
                               and all(v.get("nextRunAt") for v in s.values()) and s,
                               show=lambda: statuses(client, "TableService", ns))
