@@ -18,6 +18,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from typer.core import TyperGroup
 
+from lakecore.cli.consoles import say
 from lakecore.cli.errors import describe as describe_error
 from lakecore.cli.logs import show_logs
 from lakecore.cli.output import output_for
@@ -58,8 +59,24 @@ _debug = {"on": False}
 Debug = Annotated[bool, typer.Option("--debug", help="On failure, print the traceback too.")]
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("weir")
+        except PackageNotFoundError:   # run from a checkout that was never installed
+            installed = "(not installed: a checkout on PYTHONPATH)"
+        say(f"weir {installed}")
+        raise typer.Exit()
+
+
+Version = Annotated[bool, typer.Option("--version", help="Print weir's version and exit.",
+                                       callback=_print_version, is_eager=True)]
+
+
 @app.callback()
-def _app_options(ctx: typer.Context, debug: Debug = False) -> None:
+def _app_options(ctx: typer.Context, debug: Debug = False, show_version: Version = False) -> None:
     _debug["on"] = debug or os.environ.get("WEIR_DEBUG", "") not in ("", "0")
     ctx.call_on_close(show_logs(_debug["on"]))
 

@@ -60,3 +60,9 @@ def test_a_commands_own_help_says_everything() -> None:
 def test_the_summary_is_the_first_sentence_on_one_line() -> None:
     assert summary("Do this\n  and that. Then more.\n\nA second paragraph.") == "Do this and that."
     assert summary("No full stop (e.g.x) here\nat all") == "No full stop (e.g.x) here at all"
+
+
+def test_weir_version_says_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    assert weir("--version", columns=80) == f"weir {version('weir')}\n"
