@@ -119,37 +119,37 @@ class TextOutput:
     def compaction(self, table: Table, result: MaintenanceResult) -> None:
         if result.instant is not None:
             groups = len(table.commit_metadata(result.instant).file_groups)
-            say(f"compacted {groups} file group(s): instant {result.instant.requested_time}")
+            say(f"compacted {counted(groups, 'file group')}: instant {result.instant.requested_time}")
         elif isinstance(result.plan, CompactionPlan):
-            say(f"would compact {len(result.plan.operations)} file slice(s):")
+            say(f"would compact {counted(len(result.plan.operations), 'file slice')}:")
             for o in result.plan.operations:
                 where = o.partition or "(unpartitioned)"
-                say(f"  {o.file_id} in {where}: {len(o.log_files)} log file(s)")
+                say(f"  {o.file_id} in {where}: {counted(len(o.log_files), 'log file')}")
         else:
             say("nothing to compact")
 
     def clustering(self, table: Table, result: MaintenanceResult, sort_columns: Sequence[str]) -> None:
         if result.instant is not None:
             meta = table.commit_metadata(result.instant)
-            say(f"clustered {len(meta.file_groups)} file group(s): replacecommit "
+            say(f"clustered {counted(len(meta.file_groups), 'file group')}: replacecommit "
                 f"{result.instant.requested_time}")
         elif isinstance(result.plan, ClusteringPlan):
             by = f", sorted by {', '.join(sort_columns)}" if sort_columns else ""
-            say(f"would cluster {len(result.plan.operations)} file group(s){by}:")
+            say(f"would cluster {counted(len(result.plan.operations), 'file group')}{by}:")
             for o in result.plan.operations:
-                say(f"  {o.file_id} in {o.partition or '(unpartitioned)'}: {len(o.paths())} file(s), "
-                    f"{o.bytes:,} bytes")
+                say(f"  {o.file_id} in {o.partition or '(unpartitioned)'}: "
+                    f"{counted(len(o.paths()), 'file')}, {o.bytes:,} bytes")
         else:
             say("nothing to cluster")
 
     def clean(self, table: Table, result: MaintenanceResult) -> None:
         if result.instant is not None:
             deleted = table.commit_metadata(result.instant).extra.get("deleted", [])
-            say(f"clean {result.instant.requested_time}: deleted {len(deleted)} file(s)")
+            say(f"clean {result.instant.requested_time}: deleted {counted(len(deleted), 'file')}")
         elif isinstance(result.plan, CleanPlan):
             plan = result.plan
-            say(f"would delete {len(plan.files)} file(s) and roll back {len(plan.rollbacks)} dead "
-                "write(s); run with --run to do it")
+            say(f"would delete {counted(len(plan.files), 'file')} and roll back "
+                f"{counted(len(plan.rollbacks), 'dead write')}; run with --run to do it")
             for f in plan.files[:50]:
                 say(f"  {f}")
         else:
@@ -159,15 +159,15 @@ class TextOutput:
         if result.instant is not None:
             say(f"savepoint {result.instant.requested_time} pins instant {instant}")
         elif isinstance(result.plan, Savepoint):
-            say(f"would pin instant {instant} and the {len(result.plan.files)} data file(s) it reads")
+            say(f"would pin instant {instant} and {counted(len(result.plan.files), 'data file')} it reads")
 
     def restore(self, savepoint: str, result: MaintenanceResult) -> None:
         if result.instant is not None:
             say(f"restored savepoint {savepoint} (restore instant {result.instant.requested_time})")
         elif isinstance(result.plan, UndoPlan):
             undo = result.plan
-            say(f"would undo {len(undo.undone)} instant file(s) and delete {len(undo.files)} data "
-                "file(s); run with --run to do it")
+            say(f"would undo {counted(len(undo.undone), 'instant file')} and delete "
+                f"{counted(len(undo.files), 'data file')}; run with --run to do it")
         else:
             say("nothing to undo")
 
@@ -175,17 +175,17 @@ class TextOutput:
         if result.instant is not None:
             say(f"rolled back {instant} (rollback instant {result.instant.requested_time})")
         elif isinstance(result.plan, UndoPlan):
-            say(f"would roll back {what} and delete {len(result.plan.files)} data file(s); rerun with "
-                "--yes to do it")
+            say(f"would roll back {what} and delete {counted(len(result.plan.files), 'data file')}; "
+                "rerun with --yes to do it")
 
     def archival(self, result: MaintenanceResult) -> None:
         done, plan = result.archived, result.plan
         if done is not None:
             levels = ", ".join(f"L{k}: {v}" for k, v in done.levels.items())
-            say(f"archived {done.archived} instant(s) up to {done.boundary} (history version "
+            say(f"archived {counted(done.archived, 'instant')} up to {done.boundary} (history version "
                 f"{done.version}; files per level {levels}; {done.live_files} live files)")
         elif isinstance(plan, ArchivalPlan) and plan.instants:
-            say(f"would archive {len(plan.instants)} instant(s), {plan.instants[0].requested_time} "
+            say(f"would archive {counted(len(plan.instants), 'instant')}, {plan.instants[0].requested_time} "
                 f"to {plan.instants[-1].requested_time}"
                 + (f"; stopped by {plan.stopped_by}" if plan.stopped_by else ""))
         else:

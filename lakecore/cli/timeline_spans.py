@@ -40,7 +40,7 @@ from lakecore.timeline import (
     parse_file_name,
     to_epoch_ms,
 )
-from lakecore.timeline.metadata import writer_of
+from lakecore.timeline.metadata import counted, writer_of
 
 Outcome = Literal["completed", "pending", "aborted", "rolled_back"]
 WRITE_LANE_UNNAMED = "(unnamed writer)"        # a completed write whose commit names no writer
@@ -278,7 +278,7 @@ def _note(inst: Instant, meta: CommitMetadata | None) -> str | None:
         return what
     if inst.action == "clean":
         dead = list(extra.get("rolled_back", ()) or ())
-        text = f"deleted {len(extra.get('deleted', ()) or ())} file(s)"
+        text = f"deleted {counted(len(extra.get('deleted', ()) or ()), 'file')}"
         return text + (f"; rolled back dead writes {_few([str(d) for d in dead])}" if dead else "")
     if inst.action == "savepoint":
         if extra.get("deleted_savepoint"):
@@ -286,9 +286,9 @@ def _note(inst: Instant, meta: CommitMetadata | None) -> str | None:
         return f"savepoint of {extra.get('savepointed')}" + (f": {extra['comment']}" if extra.get("comment")
                                                               else "")
     if inst.action == "compaction":
-        return f"compacted {len(meta.file_groups)} file group(s) ({extra.get('strategy', '')})"
+        return f"compacted {counted(len(meta.file_groups), 'file group')} ({extra.get('strategy', '')})"
     if meta.operation == "clustering":
-        return f"clustered {len(meta.file_groups)} file group(s)"
+        return f"clustered {counted(len(meta.file_groups), 'file group')}"
     return None
 
 

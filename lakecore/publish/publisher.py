@@ -43,6 +43,7 @@ from lakecore.services.clean import load_clean_plan
 from lakecore.services.published import read_pins, write_pins
 from lakecore.storage import Storage
 from lakecore.timeline import Timeline, TimelineStore
+from lakecore.timeline.metadata import counted
 
 Target = Literal["iceberg", "delta"]
 TARGETS: tuple[Target, ...] = ("iceberg", "delta")
@@ -68,10 +69,11 @@ class PublishResult:
         name = f"{self.target} v3" if v3 else self.target
         if self.up_to_date:
             return f"{name}: already shows instant {s.instant} ({s.view})"
-        how = "full rebuild" if self.full else f"{self.groups} changed file group(s)"
+        how = "full rebuild" if self.full else counted(self.groups, "changed file group")
         note = f"; {self.note}" if self.note else ""
-        return (f"{name}: snapshot {s.id} shows instant {s.instant} ({s.view}); {how}, {self.files} data "
-                f"file(s), {self.hidden:,} row(s) hidden{' by deletion vectors' if v3 else ''}{note}")
+        return (f"{name}: snapshot {s.id} shows instant {s.instant} ({s.view}); {how}, "
+                f"{counted(self.files, 'data file')}, {counted(self.hidden, 'row')} hidden"
+                f"{' by deletion vectors' if v3 else ''}{note}")
 
     def to_json(self) -> dict[str, Any]:
         s = self.snapshot

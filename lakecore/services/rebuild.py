@@ -43,7 +43,7 @@ from lakecore.services.compaction_plan import CompactionPlan
 from lakecore.services.undo import UndoPlan
 from lakecore.storage import FileInfo, Storage
 from lakecore.timeline import CommitMetadata, Instant, Timeline, TimelineStore, WriteStat, requested_scope
-from lakecore.timeline.metadata import FileKind
+from lakecore.timeline.metadata import FileKind, counted
 
 # a write stat's flat fields; its nested column statistics (last) too when they survived whole (a
 # file without them is never skipped, only read)
@@ -68,10 +68,11 @@ class Rebuild:
         if self.metadata is None:
             return self.why
         if self.files and self.cleaned:
-            source = f"from its {len(self.files)} data file(s) and the clean that deleted {self.cleaned} more"
+            source = (f"from its {counted(len(self.files), 'data file')} and the clean that deleted "
+                      f"{self.cleaned} more")
         elif self.files or self.cleaned:
-            source = f"from its {len(self.files)} data file(s)" if self.files else \
-                f"from the clean that deleted its {self.cleaned} data file(s)"
+            source = f"from its {counted(len(self.files), 'data file')}" if self.files else \
+                f"from the clean that deleted its {counted(self.cleaned, 'data file')}"
         else:
             source = "from its plan" if not self.metadata.write_stats and self.instant.action not in (
                 "commit", "deltacommit") else "(no data file of it is on storage)"

@@ -37,7 +37,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
     before = _files(tmp_path)
     code, out = weir("table", "cluster", uri, "--sort-columns", "name", "--dry-run")
     assert code == 0, out
-    assert "would cluster 2 file group(s), sorted by name" in out and "00000000" in out
+    assert "would cluster 2 file groups, sorted by name" in out and "00000000" in out
     code, out = weir("table", "cluster", uri, "--strategy", "all", "--max-groups", "1", "--dry-run", "--json")
     plan = json.loads(out)
     assert code == 0 and plan["dry_run"] is True and len(plan["operations"]) == 1

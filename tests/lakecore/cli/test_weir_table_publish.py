@@ -34,7 +34,7 @@ def test_publish_both_formats_and_readers_see_the_table(tmp_path):
     uri = _table(tmp_path)
     code, out = weir("table", "publish", uri, "--format", "iceberg")
     assert code == 0, out
-    assert "iceberg: snapshot" in out and "full rebuild, 2 data file(s)" in out
+    assert "iceberg: snapshot" in out and "full rebuild, 2 data files" in out
     assert f"readers open: {uri}/metadata/v1.metadata.json" in out
     code, out = weir("table", "publish", uri, "--format", "delta", "--json")
     result = json.loads(out)
