@@ -34,13 +34,13 @@ FAST_START_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 USE_FLAGS = "-Xshare:auto -Xlog:cds*=off"   # a JVM the archive does not fit starts without it, quietly
 
 
-def spark_home() -> Path | None:
+def _spark_home() -> Path | None:
     """pyspark's directory (not imported: only its jars are needed); None without pyspark."""
     found = importlib.util.find_spec("pyspark")
     return Path(found.origin).parent if found is not None and found.origin else None
 
 
-def java() -> Path | None:
+def _java() -> Path | None:
     """The java that spark-submit runs ($JAVA_HOME's, else the one on PATH), resolved; None if none."""
     home = os.environ.get("JAVA_HOME")
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
@@ -49,7 +49,7 @@ def java() -> Path | None:
 
 def archive_path() -> Path | None:
     """Where the archive for this JDK, pyspark and connectors is (or would be); None without Spark or java."""
-    home, jvm = spark_home(), java()
+    home, jvm = _spark_home(), _java()
     if home is None or jvm is None:
         return None
     digest = hashlib.sha256(f"{jvm} {jvm.stat().st_mtime_ns} {FAST_START_FLAGS}".encode())

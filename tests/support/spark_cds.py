@@ -6,7 +6,8 @@ time. Without an archive only the flags."""
 from __future__ import annotations
 
 from sparkjobs import driver_jvm
-from sparkjobs.driver_jvm import archive_path
+
+archive_path = driver_jvm.archive_path
 
 __all__ = ["archive_path", "submit_options"]
 
