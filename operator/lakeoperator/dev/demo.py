@@ -365,17 +365,33 @@ def show_supervision(console: Console, state: StateDir) -> None:
         history = [h.get("cause") for h in status.get("history") or []]
         if conflict:
             any_decision = True
-            console.print(f"  {r.key[2]}: {conflict.get('role')} the conflict of its write "
-                          f"{conflict.get('instant')} against write {conflict.get('other')} "
-                          f"({conflict.get('otherWriter') or 'completed'}; file groups "
-                          f"{conflict.get('fileGroups')}, {conflict.get('bytesWritten', 0):,} bytes written, "
-                          f"decided by {conflict.get('decidedBy')} at {conflict.get('at')})")
-        console.print(f"  {r.key[2]}: phase {status.get('phase')}, attempts ended by {history or 'none'}")
+            console.print(f"  {r.key[2]}: {conflict_line(conflict)}")
+        ended = f"attempts ended: {', then '.join(map(str, history))}" if history \
+            else "no attempt has ended"
+        console.print(f"  {r.key[2]}: phase {status.get('phase')}; {ended}")
         for e in r.events or ():
             if e["reason"] in CONFLICT_EVENTS:
                 console.print(f"    {e['type']:<7} {e['reason']:<13} {e['message']}")
     if not any_decision:
         console.print("  no conflict was decided")
+
+
+def conflict_line(conflict: dict[str, Any]) -> str:
+    """A writer's status.lastConflict in a sentence: who won, on which file groups, what the loser had
+    written (a winner's record carries no bytes of its own), who decided and when."""
+    won = conflict.get("role") == "Won"
+    groups = ", ".join(str(g) for g in conflict.get("fileGroups") or ()) or "none named"
+    other = conflict.get("otherWriter") or "a writer the operator does not run"
+    written = conflict.get("bytesWritten")
+    if conflict.get("void"):
+        lost = "; void: the loser committed before it could be aborted"
+    elif not won and isinstance(written, int) and written:
+        lost = f"; the {written:,} bytes it had written were rolled back"
+    else:
+        lost = ""
+    return (f"{'won' if won else 'lost'} the conflict of its write {conflict.get('instant')} against write "
+            f"{conflict.get('other')} ({other}) on file groups {groups}{lost}; decided by "
+            f"{conflict.get('decidedBy')} at {conflict.get('at')}")
 
 
 def write_pictures(work: Path, tables: dict[str, str]) -> list[Path]:

@@ -161,6 +161,13 @@ def test_the_delete_is_stopped_from_outside_restarted_and_the_data_ends_right(de
     assert winner is not None and winner.is_completed
     assert table.commit_metadata(winner).extra.get("weir.writer") == "default/orders-ingest"
     assert writer_status(demo, "orders-ingest")["status"]["phase"] == "Suspended"
+    # ... and the demo tells it in sentences (no Python list in its lines)
+    output = (demo / "demo-output.txt").read_text()
+    assert f"orders-erase: lost the conflict of its write {conflict['instant']} against write " \
+           f"{conflict['other']} (default/orders-ingest) on file groups " in output, output[-4000:]
+    assert "orders-erase: phase Succeeded; attempts ended: conflict, then success" in output
+    assert "orders-ingest: phase Suspended; no attempt has ended" in output
+    assert "['" not in output, output[-4000:]
 
     erased = set(pq.read_table(demo / "input" / "erasures").column("order_id").to_pylist())
     ingested = {r["order_id"]: r for r in events(demo, "orders")}
