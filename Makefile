@@ -84,9 +84,8 @@ $(CONTROLPLANE): $(CONTROLPLANE_DIR)/go.mod $(CONTROLPLANE_DIR)/go.sum $(wildcar
 # Jars from Maven Central, resolved by the project's own poms (pinned versions; `mvn -C` fails on a checksum
 # that does not match), copied once per version into .tools/ (cached: re-fetched only when the pom changes).
 # Without Maven the tests that need them are skipped locally and fail under CI=true.
-# Maven 3.8 writes jansi's colour resets (ESC[0m) even with -B -q: stripped, so a log or a pipe shows
-# only Maven's own errors.
-MVN := bash -o pipefail -c 'mvn -B -q -C "$$@" 2>&1 | sed "s/\x1b\[0m//g"' mvn
+# mvn -B -q -C, without the colour resets (ESC[0m) Maven 3.8 still writes to a pipe or a log
+MVN := bash $(CURDIR)/tests/support/mvn-quiet
 MVN_COPY := dependency:copy-dependencies -DincludeScope=runtime
 
 # Apache Kafka's broker (KRaft, single node) for the tests and the demo: lakeoperator/dev/kafka.py.
