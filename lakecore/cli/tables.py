@@ -9,6 +9,7 @@ wraps the lines): still nothing is cut. `show_table` prints one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -89,8 +90,9 @@ def _grow(widths: Sequence[int], target: Sequence[int], keep: Sequence[int], spa
 def show_table(console: Console, columns: Sequence[Col], rows: Sequence[Sequence[str]], *,
                title: str | None = None, header: bool = True, indent: int = 0) -> Fitted:
     """Print `rows` fitted to the console's width (wider, uncropped, when the identifiers need it), with
-    no trailing blanks on the lines."""
-    fitted = fit_table(columns, rows, console.width - indent, title=title, header=header)
+    no trailing blanks on the lines. Piped into a file, a log or `grep` (no terminal, no COLUMNS set),
+    the table has its natural width, as kubectl's: no value is folded onto a second line."""
+    fitted = fit_table(columns, rows, table_width(console) - indent, title=title, header=header)
     shown = Padding(fitted.table, (0, 0, 0, indent), expand=False) if indent else fitted.table
     lines = console.render_lines(shown, console.options.update_width(fitted.width + indent), pad=False)
     out: list[Segment] = []
@@ -99,6 +101,16 @@ def show_table(console: Console, columns: Sequence[Col], rows: Sequence[Sequence
         out.append(Segment.line())
     console.print(Segments(out), crop=False, end="")
     return fitted
+
+
+def table_width(console: Console) -> int:
+    """The width tables are fitted to: the terminal's, COLUMNS, or a width given to the console itself
+    (rich keeps it in `_width`; rich otherwise guesses 80 for a pipe); else no limit."""
+    given = getattr(console, "_width", None) is not None or bool(os.environ.get("COLUMNS", "").strip())
+    return console.width if console.is_terminal or given else UNLIMITED
+
+
+UNLIMITED = 1 << 16   # cells: wider than any table's natural width
 
 
 def _rstrip(line: list[Segment]) -> list[Segment]:

@@ -50,3 +50,22 @@ def test_a_path_and_a_column_name_with_brackets_print_whole(tmp_path: Path) -> N
     described = weir("table", "describe", uri, cwd=tmp_path)
     assert described.splitlines()[0].endswith(f" at {uri}"), described
     assert any(line.split() == ["v[bold]", "string"] for line in described.splitlines()), described
+
+
+def test_a_piped_table_keeps_each_row_on_one_line(tmp_path: Path) -> None:
+    """No terminal and no COLUMNS (a file, a log, `grep`): a table has its natural width, as kubectl's;
+    at 80 columns rich folded `Ada Lovelace` and `ada@example.com` onto second lines."""
+    uri = str(tmp_path / "people")
+    weir("table", "create", uri, "--schema", "id:int64,ts:int64,name:string,email:string,city:string,"
+         "note:string", "--record-key", "id", "--ordering-field", "ts", cwd=tmp_path)
+    (tmp_path / "people.csv").write_text(
+        "id,ts,name,email,city,note\n"
+        "1,1,Ada Lovelace,ada.lovelace@example.com,London,wrote the first program for an engine\n"
+        "2,1,Edsger Dijkstra,edsger.dijkstra@example.com,Nuenen,shortest paths and semaphores\n")
+    weir("table", "upsert", uri, "-i", "people.csv", cwd=tmp_path)
+    lines = weir("table", "read", uri, cwd=tmp_path).splitlines()
+    rows = sorted(line for line in lines if line.startswith(("1 ", "2 ")))   # in file-group order
+    assert len(rows) == 2 and len(lines) == 4, lines   # title, header, two rows
+    assert "Ada Lovelace" in rows[0] and "ada.lovelace@example.com" in rows[0], rows
+    assert rows[1].rstrip().endswith("shortest paths and semaphores"), rows
+    assert max(len(line) for line in lines) > 80, lines
