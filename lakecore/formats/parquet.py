@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakecore.errors import DamagedFile
-from lakecore.formats.stats import FileStats, footer_stats, written_stats
+from lakecore.formats.stats import FileStats, PartStats, footer_stats, written_stats
 from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage
 from lakecore.storage.failures import PASS_THROUGH, storage_error, translated
@@ -31,7 +31,7 @@ from lakecore.storage.failures import PASS_THROUGH, storage_error, translated
 T = TypeVar("T")
 A = TypeVar("A")
 
-_ROW_GROUP = 1 << 20
+ROW_GROUP_ROWS = 1 << 20  # rows per row group of a data file unless told
 _SAMPLE = 16_384
 _MIN_SAVING = 0.10  # a codec that saves less of a column's bytes is left off it (`column_codecs`)
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-io")
@@ -46,6 +46,20 @@ class Encodings:
     codecs: str | dict[str, str]
 
 
+class RowSource(Protocol):
+    """The rows a data file is written from, taken a row group at a time (`slice`): a pa.Table, or a
+    file group's rows gathered from a write's input as each row group is written, never held whole
+    (`write.file_writer`). `schema` is the schema of every slice."""
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    @property
+    def num_rows(self) -> int: ...
+
+    def slice(self, offset: int = 0, length: int | None = None) -> pa.Table: ...
+
+
 class EncodingChoice:
     """The encodings of one write's files (`choose_encodings`), decided once from its first file.
 
@@ -57,7 +71,7 @@ class EncodingChoice:
     def __init__(self) -> None:
         self.decided: tuple[pa.Schema, str, Encodings] | None = None
 
-    def of(self, table: pa.Table, compression: str) -> Encodings:
+    def of(self, table: RowSource, compression: str) -> Encodings:
         decided = self.decided
         if decided is None or decided[1] != compression or not decided[0].equals(table.schema):
             decided = self.decided = (table.schema, compression, choose_encodings(table, compression))
@@ -78,20 +92,31 @@ def write_file(storage: Storage, path: str, table: pa.Table, *, compression: str
                   encodings=encodings, ids=ids)[0]
 
 
-def write_data_file(storage: Storage, path: str, table: pa.Table, *, compression: str,
+def write_data_file(storage: Storage, path: str, table: RowSource, *, compression: str,
                     row_group_size: int | None = None, encodings: EncodingChoice | None = None,
-                    ids: pa.Schema | None = None) -> tuple[int, FileStats]:
+                    ids: pa.Schema | None = None, sync: Callable[[str], None] | None = None,
+                    early_sync: Callable[[str], None] | None = None) -> tuple[int, FileStats]:
     """`write_file`, and the written file's column statistics for its write stat (`written_stats`:
-    from the footer the writer built, with no second pass over `table` where it serves)."""
+    from the footer the writer built, with no second pass over `table` where it serves). `sync`
+    makes the file durable (default `storage.sync`, before this returns; a write's tasks hand it to
+    `write.syncs.BackgroundSyncs`); `early_sync`, when given, is called after each row group but the
+    last, to start making what is written durable while the rest is encoded (the tasks' background
+    syncs: the final sync then waits for the last row group only). `table` may be any RowSource:
+    one that is not a pa.Table has its statistics taken a row group at a time (`PartStats`)."""
+    parts = None if isinstance(table, pa.Table) else PartStats()
     size, metadata = _write(storage, path, table, compression=compression, row_group_size=row_group_size,
-                            encodings=encodings, ids=ids)
-    return size, written_stats(table, metadata)
+                            encodings=encodings, ids=ids, sync=sync, early_sync=early_sync,
+                            seen=None if parts is None else parts.add)
+    if parts is None:
+        return size, written_stats(table, metadata)
+    return size, parts.of(metadata, table.schema)
 
 
-def _write(storage: Storage, path: str, table: pa.Table, *, compression: str, row_group_size: int | None,
-           encodings: EncodingChoice | None, ids: pa.Schema | None) -> tuple[int, pq.FileMetaData]:
-    if ids is not None:
-        table = with_ids(table, ids)
+def _write(storage: Storage, path: str, table: RowSource, *, compression: str, row_group_size: int | None,
+           encodings: EncodingChoice | None, ids: pa.Schema | None,
+           sync: Callable[[str], None] | None = None, early_sync: Callable[[str], None] | None = None,
+           seen: Callable[[pa.Table], None] | None = None) -> tuple[int, pq.FileMetaData]:
+    schema = table.schema if ids is None else ids_schema(table.schema, ids)
     fs, root = storage.arrow()
     full = f"{root}/{path}"
     parent = full.rsplit("/", 1)[0]
@@ -101,13 +126,22 @@ def _write(storage: Storage, path: str, table: pa.Table, *, compression: str, ro
             fs.create_dir(parent, recursive=True)
             with fs.open_output_stream(full) as out, _unmasked():
                 chosen = (encodings or EncodingChoice()).of(table, compression)
-                pq.write_table(table, out, compression=chosen.codecs,
-                               row_group_size=row_group_size or _ROW_GROUP,
-                               use_dictionary=chosen.dictionary,
-                               column_encoding=column_encodings(table.schema, chosen.dictionary),
-                               metadata_collector=footer)
+                step = row_group_size or ROW_GROUP_ROWS
+                with pq.ParquetWriter(out, schema, compression=chosen.codecs,
+                                      use_dictionary=chosen.dictionary,
+                                      column_encoding=column_encodings(schema, chosen.dictionary),
+                                      metadata_collector=footer) as writer:
+                    for start in range(0, max(table.num_rows, 1), step):  # one row group each
+                        part = table.slice(start, step)
+                        writer.write_table(part if ids is None else with_schema(part, schema),
+                                           row_group_size=step)
+                        if seen is not None:
+                            seen(part)
+                        del part  # before the next slice: its memory serves that one
+                        if early_sync is not None and start + step < table.num_rows:
+                            early_sync(path)
                 size = out.tell()
-        storage.sync(path)
+        (sync or storage.sync)(path)
     except BaseException:
         with suppress(Exception):  # no partial file is left (a full disk); the first error is the one
             storage.delete(path)
@@ -127,27 +161,31 @@ def _unmasked() -> Iterator[None]:
         raise
 
 
-def with_ids(table: pa.Table, ids: pa.Schema) -> pa.Table:
-    """`table` with the field metadata (ids) of the same-named fields of `ids` (no data copied)."""
+def ids_schema(schema: pa.Schema, ids: pa.Schema) -> pa.Schema:
+    """`schema` with the field metadata (ids) of the same-named fields of `ids`."""
     fields = []
-    for f in table.schema:
+    for f in schema:
         ref = ids.field(f.name) if f.name in ids.names else None
         fields.append(ref.with_nullable(f.nullable) if ref is not None and ref.type == f.type else f)
-    schema = pa.schema(fields, metadata=table.schema.metadata)
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def with_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` under `schema` (the same columns, other field metadata): no copy where it can be."""
     try:
         return pa.Table.from_arrays(table.columns, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return table.cast(schema)
 
 
-def choose_encodings(table: pa.Table, compression: str) -> Encodings:
+def choose_encodings(table: RowSource, compression: str) -> Encodings:
     """The encodings of a file of `table`'s rows with the table's codec `compression`: dictionaries
     where values repeat (`dictionary_columns`), and the codec on each column it shrinks (`column_codecs`)."""
     dictionary = dictionary_columns(table)
     return Encodings(dictionary, column_codecs(table, compression, dictionary))
 
 
-def column_codecs(table: pa.Table, compression: str, dictionary: Sequence[str]) -> str | dict[str, str]:
+def column_codecs(table: RowSource, compression: str, dictionary: Sequence[str]) -> str | dict[str, str]:
     """The codec of each leaf column: `compression` where it saves at least `_MIN_SAVING` of the
     column's encoded bytes in a sample of the rows (4 slices spread over them, encoded as the file
     will be), none where it does not. Random numbers, hashes, ids and already bit-packed integers gain
@@ -182,7 +220,7 @@ def _dotted(schema: pa.Schema) -> bool:
     return any("." in n for n in names(pa.struct(list(schema))))
 
 
-def dictionary_columns(table: pa.Table) -> list[str]:
+def dictionary_columns(table: RowSource) -> list[str]:
     """Columns worth dictionary-encoding: those whose leading sample repeats values.
 
     Parquet writers try a dictionary for every column and fall back to plain encoding once it
@@ -191,7 +229,7 @@ def dictionary_columns(table: pa.Table) -> list[str]:
     """
     sample = table.slice(0, _SAMPLE)
     out = []
-    for name, col in zip(table.column_names, sample.columns, strict=True):
+    for name, col in zip(sample.column_names, sample.columns, strict=True):
         if pa.types.is_nested(col.type) or len(col) == 0:
             continue
         if pc.count_distinct(col).as_py() <= len(col) // 2:
@@ -206,7 +244,11 @@ def column_encodings(schema: pa.Schema, dictionary_encoded: Sequence[str]) -> di
     smaller, with lz4 the same speed and smaller files; on event times far more (zstd: writes 46% and
     reads 58% faster). Every reader Weir tests reads it (pyarrow, Spark, DuckDB, polars, delta-rs,
     daft). Floats stay PLAIN: BYTE_STREAM_SPLIT would compress them better, but Spark's vectorized
-    Parquet reader (Spark 4.1, the Delta path) refuses it ("Unsupported encoding")."""
+    Parquet reader (Spark 4.1, the Delta path) refuses it ("Unsupported encoding"). Strings stay
+    PLAIN too: DELTA_LENGTH_BYTE_ARRAY made zstd'd string columns 10% smaller, but pyarrow cannot
+    read such a column as a dictionary (`read_dictionary`; pyiceberg does so for delete files:
+    "DecodeArrow of DictAccumulator for DeltaLengthByteArrayDecoder"), and the 16M-row bulk insert
+    was no faster measurably (fourteenth pass)."""
     skip = set(dictionary_encoded)
     return {f.name: "DELTA_BINARY_PACKED" for f in schema if f.name not in skip and _delta_packable(f.type)}
 

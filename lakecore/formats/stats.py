@@ -187,3 +187,41 @@ def file_stats(table: pa.Table) -> FileStats:
         if stats is not None:
             columns[name] = stats
     return FileStats(table.num_rows, columns)
+
+
+class PartStats:
+    """`written_stats` of a file written a row group at a time from rows never held whole (`add` each
+    part as it is written, then `of` the footer): what the footer cannot say is taken from each part
+    as it goes by, the NaN count of each floating-point column, and the parts of each column whose
+    footer bounds are not its values (temporal types, decimals: `_footer_exact`), kept until the file
+    is written. Where the footer has no bounds for a column of exact type that holds values (a bound
+    too long for the footer; a float column with a row group of NaN only), the bounds stay unknown,
+    where `written_stats` of the whole table could still compute them: only skipping is lost."""
+
+    def __init__(self) -> None:
+        self._nans: dict[str, int] = {}
+        self._kept: dict[str, list[pa.Array]] = {}
+
+    def add(self, part: pa.Table) -> None:
+        for name, col in zip(part.column_names, part.columns, strict=True):
+            if _storage_type(col.type) is None:
+                continue  # no statistics for it (nested types)
+            if not _footer_exact(col.type):
+                self._kept.setdefault(name, []).extend(col.chunks)
+            elif pa.types.is_floating(col.type):
+                self._nans[name] = self._nans.get(name, 0) + int(pc.sum(pc.is_nan(col)).as_py() or 0)
+
+    def of(self, metadata: pq.FileMetaData, schema: pa.Schema) -> FileStats:
+        footer = footer_stats(metadata, schema).columns
+        columns = {}
+        for f in schema:
+            stats: ColumnStats | None
+            if f.name in self._kept:
+                stats = _column(pa.chunked_array(self._kept[f.name], f.type))
+            elif (got := footer.get(f.name)) is not None and pa.types.is_floating(f.type):
+                stats = replace(got, nans=self._nans.get(f.name, 0))
+            else:
+                stats = got
+            if stats is not None:
+                columns[f.name] = stats
+        return FileStats(metadata.num_rows, columns)

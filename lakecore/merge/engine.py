@@ -52,14 +52,15 @@ def _merge(
     return _merge_all(read_changes(batches, spec, schema), spec, schema, output)
 
 
-def precombine(batch: pa.Table, spec: MergeSpec, schema: pa.Schema) -> pa.Table:
+def precombine(batch: pa.Table, spec: MergeSpec, schema: pa.Schema, *, keys_unique: bool = False) -> pa.Table:
     """One write's batch reduced to (usually) one row per key, deletes kept.
 
     Equals `merge([batch], spec, schema, keep_deletes=True)` except that the columns of a
     commit-time group the batch does not have stay absent: with them filled with nulls, the
     reduced batch would carry that group and wipe its older values. When the keys are already
     unique (and no row has an op of its own for a group) the batch is returned as it is, only
-    conformed.
+    conformed. `keys_unique`: the caller has checked that (a file group's rows conformed a row
+    group at a time, `write.file_writer`); a wrong True gives a batch that restates keys.
     """
     spec.check_schema(schema)
     absent = [
@@ -69,7 +70,7 @@ def precombine(batch: pa.Table, spec: MergeSpec, schema: pa.Schema) -> pa.Table:
         for c in g.columns
     ]
     changes = read_changes([batch], spec, schema)
-    if not changes.group_ops and _unique_keys(changes.table, spec):
+    if not changes.group_ops and (keys_unique or _unique_keys(changes.table, spec)):
         ops = np.where(changes.delete, DELETE, UPSERT).astype(np.int8)
         result = changes.table.append_column(OP_COLUMN, pa.array(ops))
     else:

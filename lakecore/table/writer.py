@@ -68,6 +68,7 @@ from lakecore.storage import Storage
 from lakecore.table.options import AfterCommitOptions, WriterOptions
 from lakecore.timeline import Instant, RowCounts, Timeline, TimelineStore, WriteStat, now_ms
 from lakecore.write import (
+    BackgroundSyncs,
     DirectMarkers,
     FileGroupRows,
     Marker,
@@ -160,15 +161,22 @@ def task_threads(tasks: int) -> int:
 
 def _run_tasks(ctx: WriteContext, markers: _Stoppable, groups: Sequence[FileGroupRows]) -> list[WriteStat]:
     """Write every group on `task_threads` threads; once one task fails the others stop before their
-    next file, and only after all of them stopped is the first cause raised (then rolled back)."""
-    with ThreadPoolExecutor(max_workers=task_threads(len(groups)), thread_name_prefix="weir-task") as pool:
+    next file, and only after all of them stopped is the first cause raised (then rolled back). The
+    data files are synced on threads of their own while the tasks go on (`BackgroundSyncs`); this
+    returns once every one is durable, and a failed sync fails the write."""
+    threads = task_threads(len(groups))
+    with BackgroundSyncs(threads) as syncs, \
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="weir-task") as pool:
+        ctx = replace(ctx, syncs=syncs)
         futures = [pool.submit(write_file_group, ctx, g) for g in groups]
         finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
         if any(f.exception() is not None for f in finished):
             markers.stopped.set()
             wait(futures)  # every task has stopped before anything is cleaned up
             raise _first_cause([e for f in futures if (e := f.exception()) is not None])
-        return [s for f in futures for s in f.result()]
+        stats = [s for f in futures for s in f.result()]
+        syncs.wait()
+        return stats
 
 
 def _in_table_schema(txn: WriteTransaction) -> WriteTransaction:

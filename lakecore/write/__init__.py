@@ -25,11 +25,13 @@ from lakecore.write.markers import (
     prune_marker_dirs,
 )
 from lakecore.write.routing import FileGroupRows, file_group_codes, route
+from lakecore.write.syncs import BackgroundSyncs
 
 __all__ = [
     "OPERATIONS",
     "OVERWRITES",
     "ArrowStream",
+    "BackgroundSyncs",
     "Conformed",
     "DirectMarkers",
     "FileGroupRows",

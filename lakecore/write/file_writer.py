@@ -9,17 +9,18 @@ empty for a group of its scope without input rows: `empty_group`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.config import COMMIT_TIME, OP, OP_DELETE, TableConfig
-from lakecore.formats import EncodingChoice, read_files, write_data_file
+from lakecore.formats import ROW_GROUP_ROWS, EncodingChoice, RowSource, read_files, write_data_file
 from lakecore.layout import FileSlice, base_file_name, log_file_name
-from lakecore.merge import merge_to_base, precombine
+from lakecore.merge import merge_to_base, precombine, unique_keys
 from lakecore.read.spec import (
     as_base_file,
     base_schema,
@@ -32,7 +33,8 @@ from lakecore.storage import Storage
 from lakecore.timeline import WriteStat
 from lakecore.write.conform import OVERWRITES, Operation
 from lakecore.write.markers import DirectMarkers, IOType, Marker, MarkerWriter
-from lakecore.write.routing import FileGroupRows, partitions, route
+from lakecore.write.routing import FileGroupRows, partitions, route, take_ascending
+from lakecore.write.syncs import BackgroundSyncs
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,21 @@ class WriteContext:
     markers: MarkerWriter = field(default_factory=DirectMarkers)
     max_rows_per_file: int | None = None  # log files roll over after this many rows
     encodings: EncodingChoice = field(default_factory=EncodingChoice, compare=False)
+    # set by a writer that runs its tasks on threads: data files are synced there, off the task
+    # threads, and the writer waits for them before its commit (None: each file synced as written)
+    syncs: BackgroundSyncs | None = field(default=None, compare=False)
+
+    def sync(self, path: str) -> None:
+        """Make a data file this task wrote durable (now, or on `syncs` before the commit)."""
+        if self.syncs is None:
+            self.storage.sync(path)
+        else:
+            self.syncs.submit(self.storage, path)
+
+    @property
+    def early_sync(self) -> Callable[[str], None] | None:
+        """With background syncs, what starts syncing a data file's row groups written so far."""
+        return None if self.syncs is None else self.sync
 
     def mark(self, path: str, io: IOType, partition: str, file_id: str) -> None:
         self.markers.create(self.storage, Marker(self.instant_time, path, io), partition, file_id)
@@ -83,8 +100,13 @@ def _log_schema(ctx: WriteContext, rows: pa.Table) -> pa.Schema:
 def write_file_group(ctx: WriteContext, group: FileGroupRows) -> list[WriteStat]:
     """Write one file group's rows; returns the stats of the file(s) written."""
     config = ctx.config
-    rows = _with_commit_time(group.rows, ctx.instant_time)
     current = ctx.slices.get((group.partition, group.file_id))
+    fresh = ctx.operation in OVERWRITES \
+        or (config.table_type == "copy_on_write" and (current is None or current.base is None)) \
+        or (ctx.operation == "bulk_insert" and (current is None or not current.files))
+    if fresh and (gathered := _gathered(ctx, group)) is not None:
+        return [_put_base(ctx, group, gathered, current, live=gathered.num_rows, deletes=0)]
+    rows = _with_commit_time(group.rows, ctx.instant_time)
     if ctx.operation in OVERWRITES:  # the new slice holds this write's rows only
         return [_write_base(ctx, group, rows, None, merge_with_current=False)]
     if config.table_type == "copy_on_write":
@@ -115,7 +137,8 @@ def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list
         path = f"{group.partition}/{name}" if group.partition else name
         ctx.mark(path, "append", group.partition, group.file_id)
         size, written = write_data_file(ctx.storage, path, chunk, compression=ctx.config.compression,
-                                        encodings=ctx.encodings, ids=base_schema(ctx.config))
+                                        encodings=ctx.encodings, ids=base_schema(ctx.config), sync=ctx.sync,
+                                        early_sync=ctx.early_sync)
         deletes = int(pc.sum(chunk.column(OP)).as_py() or 0)
         stats.append(WriteStat(group.partition, group.file_id, name, "log", chunk.num_rows, deletes, size,
                                stats=written.to_json()))
@@ -137,14 +160,80 @@ def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current
     else:  # all upserts: pre-combining alone gives one row per key
         state = precombine(rows, spec, schema)
     state = as_base_file(purge_tombstones(state, config, ctx.instant_time), config)
+    live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
+    deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
+    return _put_base(ctx, group, state, current, live=live, deletes=deletes)
+
+
+def _put_base(ctx: WriteContext, group: FileGroupRows, state: RowSource, current: FileSlice | None, *,
+              live: int, deletes: int) -> WriteStat:
+    """Write `state` as the group's new base file (marker first); its write stat."""
+    config = ctx.config
     name = base_file_name(group.file_id, ctx.write_token, ctx.instant_time)
     path = f"{group.partition}/{name}" if group.partition else name
     io: IOType = "merge" if current is not None and current.files else "create"
     ctx.mark(path, io, group.partition, group.file_id)
     size, written = write_data_file(ctx.storage, path, state, compression=config.compression,
-                                    encodings=ctx.encodings, ids=base_schema(config))
-    live = state.num_rows - int(pc.sum(state.column(OP)).as_py() or 0)
-    deletes = int(pc.sum(pc.equal(rows.column(OP), OP_DELETE)).as_py() or 0)
+                                    encodings=ctx.encodings, ids=base_schema(config), sync=ctx.sync,
+                                    early_sync=ctx.early_sync)
     return WriteStat(group.partition, group.file_id, name, "base", live, deletes, size,
                      base_instant=current.base_instant if current is not None else None,
                      stats=written.to_json())
+
+
+@dataclass(frozen=True)
+class _Gathered:
+    """A file group's rows for its new base file as a `formats.RowSource`: each row group's rows are
+    gathered from the write's input when the Parquet writer asks for them and made base rows then
+    (`prepare`), so the group's rows are never held whole. A thread writing a 4M-row group holds one
+    row group's rows at a time, and each reuses the memory the one before it freed, where gathering
+    the whole group first had the kernel hand it fresh zeroed pages for every row (docs/benchmarks.md,
+    fourteenth pass)."""
+
+    source: pa.Table
+    positions: np.ndarray
+    prepare: Callable[[pa.Table], pa.Table]
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        return self.slice(0, 0).schema
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.positions)
+
+    def slice(self, offset: int = 0, length: int | None = None) -> pa.Table:
+        stop = len(self.positions) if length is None else offset + length
+        return self.prepare(take_ascending(self.source, self.positions[offset:stop]))
+
+
+def _gathered(ctx: WriteContext, group: FileGroupRows) -> _Gathered | None:
+    """The group's rows gathered a row group at a time for a new base file of its rows alone, where
+    that writes the file a whole gather would: rows routed from a larger input (else there is
+    nothing to gather), more than one row group of them, unique keys, no deletes and no op of a
+    group's own. Otherwise None: the rows are gathered and merged whole (`_write_base`), which also
+    says what is wrong with them (a null key)."""
+    positions = group.row_positions()
+    if positions is None or len(positions) <= ROW_GROUP_ROWS:
+        return None
+    spec, source = merge_spec(ctx.config), group.source
+    if any(k not in source.column_names for k in spec.key):
+        return None
+    # deletes and groups' own ops anywhere in the write's input: no group is written this way
+    if OP in source.column_names and (pc.max(source.column(OP)).as_py() or 0) >= OP_DELETE:
+        return None  # (ops are 0 or 1: conformed)
+    if any(c in source.column_names and source.column(c).null_count < source.num_rows
+           for c in spec.group_op_columns):
+        return None
+    keys = take_ascending(source.select(list(spec.key)), positions)
+    if not unique_keys(keys.columns):
+        return None
+    return _Gathered(source, positions, partial(_base_rows, ctx))
+
+
+def _base_rows(ctx: WriteContext, rows: pa.Table) -> pa.Table:
+    """Rows of a group checked to have unique keys and no deletes (`_gathered`), as its base file
+    stores them: what `_write_base` makes of them, without the check."""
+    state = precombine(_with_commit_time(rows, ctx.instant_time), merge_spec(ctx.config),
+                       file_schema(ctx.config), keys_unique=True)
+    return as_base_file(state, ctx.config)

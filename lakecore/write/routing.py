@@ -51,10 +51,14 @@ class FileGroupRows:
     @property
     def rows(self) -> pa.Table:
         """The group's rows, gathered from `source` on each access (a task reads them once)."""
+        positions = self.row_positions()
+        return self.source if positions is None else take_ascending(self.source, positions)
+
+    def row_positions(self) -> np.ndarray | None:
+        """The ascending positions of the group's rows in `source` (None: all of them)."""
         if self.positions is None:
-            return self.source
-        positions = self.positions.positions() if isinstance(self.positions, CodeRows) else self.positions
-        return take_ascending(self.source, positions)
+            return None
+        return self.positions.positions() if isinstance(self.positions, CodeRows) else self.positions
 
     @property
     def num_rows(self) -> int:
