@@ -7,6 +7,7 @@ facade reads and writes the file through storage.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections import Counter
@@ -505,7 +506,7 @@ def _validate(c: TableConfig) -> None:
     for role, cols in (("record_key", c.record_key), ("partition_fields", c.partition_fields)):
         missing = [n for n in cols if n not in names]
         if missing:
-            raise bad(f"{role} {missing} not in the schema {names}")
+            raise bad(f"{role} {_not_in(missing, names)}")
         for n in cols:
             t = c.schema.field(n).type
             if pa.types.is_nested(t) or pa.types.is_floating(t):
@@ -542,9 +543,17 @@ def _validate(c: TableConfig) -> None:
             raise bad(f"default {value!r} does not fit column {col!r} ({exc})") from exc
 
 
+def _not_in(missing: Sequence[str], names: Sequence[str]) -> str:
+    """`'idx' is not in the schema (did you mean 'id'?); its columns: id, ts, name`."""
+    close = [m for n in missing for m in difflib.get_close_matches(n, names, n=1, cutoff=0.6)]
+    hint = f" (did you mean {', '.join(map(repr, close))}?)" if len(close) == len(missing) else ""
+    verb = "is" if len(missing) == 1 else "are"
+    return f"{', '.join(map(repr, missing))} {verb} not in the schema{hint}; its columns: {', '.join(names)}"
+
+
 def _check_orderable(c: TableConfig, name: str, bad: Any) -> None:
     if name not in c.schema.names:
-        raise bad(f"ordering field {name!r} is not in the schema {c.schema.names}")
+        raise bad(f"ordering field {_not_in([name], c.schema.names)}")
     t = c.schema.field(name).type
     if not any(pred(t) for pred in _ORDERABLE):
         raise bad(f"ordering field {name!r} has type {t}; use an integer, float, timestamp, date or string")

@@ -3,6 +3,7 @@ lock its writers take or the Parquet codec of the files they write next."""
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated
 
 import pyarrow as pa
@@ -40,7 +41,10 @@ def parse_schema(text: str) -> pa.Schema:
             raise InvalidInput(f"--schema entry {part!r} is not NAME:TYPE; give e.g. "
                                "'id:int64,ts:int64,name:string'")
         if type_name not in _TYPES:
-            raise InvalidInput(f"unknown type {type_name!r} for column {name!r}; use one of {sorted(_TYPES)}")
+            close = difflib.get_close_matches(type_name, _TYPES, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise InvalidInput(f"unknown type {type_name!r} for column {name!r}{hint}; use one of "
+                               f"{', '.join(sorted(_TYPES))}")
         fields.append(pa.field(name, _TYPES[type_name]))
     if not fields:
         raise InvalidInput("--schema is empty; give e.g. 'id:int64,ts:int64,name:string'")
