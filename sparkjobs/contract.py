@@ -46,6 +46,8 @@ EXIT_UNAVAILABLE = 5     # the source does not answer (no Kafka broker): back of
 WRITER_ENV = "WEIR_WRITER"                # "namespace/name" of the LakeWriter
 SUBMISSION_ENV = "WEIR_SUBMISSION_ID"     # the submission the driver runs
 POD_NAME_ENV = "WEIR_POD_NAME"            # the driver pod's name
+PAUSE_ENV = "WEIR_TEST_PAUSE_DIR"         # a directory: a write's tasks hold there once their files are
+                                          # written (sparkjobs.write.hold_if_asked; tests, and the demo)
 
 A = TypeVar("A", bound="JobArgs")
 

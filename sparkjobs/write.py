@@ -86,6 +86,7 @@ from lakecore.write import (
     file_group_codes,
     write_file_group,
 )
+from sparkjobs.contract import PAUSE_ENV
 
 log = logging.getLogger(__name__)
 
@@ -360,7 +361,6 @@ def _write(ctx: WriteContext, operation: Operation,
     return write
 
 
-PAUSE_ENV = "WEIR_TEST_PAUSE_DIR"
 _PAUSE_LIMIT_S = 300.0
 
 

@@ -21,7 +21,12 @@ writes (its markers are there): so an ingestion commit completes after the delet
 its first file, and no ingestion write is live beside the delete's files (it would be the younger one,
 and lose). The supervisor scans at every reconcile step (every 0.2 s here) and sees, while the delete
 writes, a live write on file groups a write completed into since it started: the delete loses (a
-completed write always wins). No round is dropped while the restarted delete runs, one after it.
+completed write always wins). A real erasure writes for minutes, this one for about a second, which a
+supervisor pass on a loaded machine could miss (the delete's own commit check would then find the
+conflict: the same loser, decided by the writer): so the delete's first attempt holds its tasks once
+their files are written (the pause point tests use, `sparkjobs.contract.PAUSE_ENV`, set only in the
+manifest this driver applies) until the decision, at most `HOLD_S`. No round is dropped while the
+restarted delete runs, one after it.
 
 Kafka when it can: with Java, the broker's jars (`make kafka`), Spark's Kafka connector (`make
 spark-jars`) and the Python Kafka client, a Kafka broker of the demo's own (KRaft, free ports on
@@ -68,6 +73,7 @@ from lakeoperator.dev.demo_progress import CONFLICT_EVENTS, Progress, writer_of
 from lakeoperator.dev.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, local_settings
 from lakeoperator.manifests import load_manifests
+from sparkjobs.contract import PAUSE_ENV
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "demo"
 SCENARIOS = ("stitch", "delete")
@@ -76,6 +82,7 @@ STREAMS = {"telemetry": ("temperature", "humidity"), "location": ("site", "regio
 SITES = ("eu-paris", "eu-berlin", "eu-madrid", "us-austin", "us-boston", "ap-tokyo")
 FIRMWARE = ("1.3.0", "1.4.2", "1.5.0")
 STEP_S = 0.2   # at most this long between two reconcile steps (each scans the tables once)
+HOLD_S = 60.0  # the longest the delete's first attempt is held with its files written (`Delete.start`)
 
 
 @dataclass(frozen=True)
@@ -237,11 +244,23 @@ class Delete:
     rounds: int = 0
     delete_instant: str | None = None
     ingest_docs: list[dict[str, Any]] = field(default_factory=list)
+    hold: Path | None = None          # the delete's pause point while its first attempt writes (`start`)
+    held_since: float | None = None   # when its tasks reached it
 
     def start(self, zookeeper: str | None, now: datetime) -> None:
         docs = render("delete", self.work, zookeeper, self.feed)
         self.location = next(d["spec"]["location"] for d in docs if d["kind"] == "LakeTable")
         self.held_back = [d for d in docs if (d["spec"] or {}).get("operation") == "delete"]
+        # The delete's tasks hold once their files are written (the pause point tests use) until the
+        # supervisor has decided: a real erasure writes for minutes, this one for a second, which a
+        # loaded machine's supervisor pass can miss (the delete's own commit check then finds the
+        # conflict). Released once decided, or after HOLD_S; the restarted attempt does not hold.
+        self.hold = self.work / "hold-erase"
+        self.hold.mkdir(exist_ok=True)
+        (self.hold / "hold").touch()
+        for d in self.held_back:
+            conf = d["spec"].setdefault("spark", {}).setdefault("conf", {})
+            conf[f"spark.executorEnv.{PAUSE_ENV}"] = str(self.hold)
         self.ingest_docs = [d for d in docs if d not in self.held_back and d["kind"] == "LakeWriter"]
         first = orders(range(self.size.orders), ts=1)
         self.erased = erasure_request(self.work, first, self.size)
@@ -282,6 +301,17 @@ class Delete:
         assert self.delete_instant is not None
         return bool(held_groups(open_storage(self.location), self.delete_instant))
 
+    def release(self) -> None:
+        """Let the delete's held tasks go on (they stop on their own once the delete lost)."""
+        if self.hold is not None:
+            (self.hold / "hold").unlink(missing_ok=True)
+
+    def _held_too_long(self) -> bool:
+        if self.hold is None or not any(self.hold.glob("reached-*")):
+            return False
+        self.held_since = self.held_since or time.monotonic()
+        return time.monotonic() - self.held_since > HOLD_S
+
     def tick(self, now: datetime) -> None:
         erase = _writer(self.state, "orders-erase")
         if self.stage == "seed" and self._all_ingested():
@@ -292,12 +322,19 @@ class Delete:
         elif self.stage == "delete-starting" and erase.get("currentInstant"):
             self.delete_instant = str(erase["currentInstant"])
             self.say(f"the delete drew its instant {self.delete_instant}; it reads and routes "
-                     f"{self.size.erasures + len(self.erased):,} order ids before it writes")
+                     f"{self.size.erasures + len(self.erased):,} order ids before it writes (its tasks "
+                     "then hold with their files written until the supervisor decides: a real erasure "
+                     "writes for minutes, this one for a second)")
             self._next_round()
             self.stage = "feeding"
         elif self.stage == "feeding":
             ended = [h.get("cause") for h in erase.get("history") or []]
+            if self._held_too_long():
+                self.say(f"[red]the supervisor has not decided in {HOLD_S:.0f}s: letting the delete go "
+                         "on[/red]")
+                self.release()
             if (erase.get("lastConflict") or {}).get("role") == "Lost" or ended:
+                self.release()
                 if not (erase.get("lastConflict") or {}).get("role"):
                     self.say(f"[red]the delete ended ({ended}) before the supervisor saw "
                              "its files: its own commit check found the conflict[/red]")
@@ -446,9 +483,9 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
     zookeeper = start_zookeeper(console, work, wanted=zookeeper_wanted)
     connect = zookeeper.connect_string if zookeeper else None
     broker = None
+    running: list[Stitch | Delete] = []
     try:
         feed, broker = start_feed(console, work, kafka_wanted=kafka_wanted)
-        running: list[Stitch | Delete] = []
         for name in scenarios:
             title = (EXAMPLES / name / "README.md").read_text().splitlines()[0].lstrip("# ")
             console.print(f"[bold]{name}[/bold] ({EXAMPLES / name}): {title}")
@@ -477,6 +514,9 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
         show_supervision(console, state)
         pictures = write_pictures(work, dict(progress.tables))
     finally:
+        for s in running:
+            if isinstance(s, Delete):
+                s.release()   # no driver, and no later `weir run` of these manifests, waits on it
         launcher.close()
         if runner.supervisor is not None:
             runner.supervisor.close()
