@@ -85,19 +85,35 @@ def _fmix(h: np.ndarray, length: np.ndarray | np.uint32, t: np.ndarray) -> None:
     h ^= t
 
 
-def hash_int(values: np.ndarray, h: np.ndarray) -> None:
+class Scratch:
+    """uint32 work space reused from one chunk of rows to the next (`bucket_of`): allocating it per
+    chunk had the allocator hand each chunk fresh pages (~0.9 MB a chunk: 16M rows, 0.1 s of page
+    faults on the one thread routing runs on)."""
+
+    def __init__(self) -> None:
+        self._buf = np.empty(0, dtype=np.uint32)
+
+    def take(self, n: int) -> np.ndarray:
+        if len(self._buf) < n:
+            self._buf = np.empty(n, dtype=np.uint32)
+        return self._buf[:n]
+
+
+def hash_int(values: np.ndarray, h: np.ndarray, scratch: Scratch | None = None) -> None:
     """h = Murmur3_x86_32.hashInt(values, seed=h), in place; `values` are taken modulo 2**32."""
-    k = values.astype(np.uint32)  # a copy (or a wrap of a wider integer): mixed in place below
-    t = np.empty_like(h)
+    space = (scratch or Scratch()).take(2 * len(h))
+    k, t = space[:len(h)], space[len(h):]
+    np.copyto(k, values, casting="unsafe")  # a copy (or a wrap of a wider integer): mixed in place below
     _mix_k1(k, t)
     _mix_h1(h, k, t)
     _fmix(h, np.uint32(4), t)
 
 
-def hash_long(values: np.ndarray, h: np.ndarray) -> None:
+def hash_long(values: np.ndarray, h: np.ndarray, scratch: Scratch | None = None) -> None:
     """h = Murmur3_x86_32.hashLong(values, seed=h), in place: the low 32-bit word, then the high one."""
-    words = np.ascontiguousarray(values, dtype=np.int64).view(np.uint32).copy()
-    t = np.empty_like(words)
+    space = (scratch or Scratch()).take(4 * len(values))
+    words, t = space[:2 * len(values)], space[2 * len(values):]
+    np.copyto(words, np.ascontiguousarray(values, dtype=np.int64).view(np.uint32))
     _mix_k1(words, t)
     low, high = (words[0::2], words[1::2]) if np.little_endian else (words[1::2], words[0::2])
     t = t[:len(h)]
@@ -146,7 +162,8 @@ def _padded(data: np.ndarray) -> np.ndarray:
     return out
 
 
-Hasher = Callable[[int, int, np.ndarray], None]  # (first row, row after the last, seeds -> hashes)
+# (first row, row after the last, seeds -> hashes, work space)
+Hasher = Callable[[int, int, np.ndarray, Scratch], None]
 
 
 def _hasher(col: pa.ChunkedArray | pa.Array) -> Hasher:
@@ -171,30 +188,30 @@ def _hasher(col: pa.ChunkedArray | pa.Array) -> Hasher:
         data = _padded(raw[first:last])
         offsets = offsets.astype(np.int64) - first
         starts, lengths = offsets[:-1], np.diff(offsets)
-        return lambda lo, hi, h: hash_bytes(data, starts[lo:hi], lengths[lo:hi], h)
+        return lambda lo, hi, h, _: hash_bytes(data, starts[lo:hi], lengths[lo:hi], h)
     if pa.types.is_decimal(t):
         if t.precision <= 18:  # the low 64-bit word holds the whole unscaled value
             words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset * 2: (arr.offset + n) * 2]
             low = words[0::2]
-            return lambda lo, hi, h: hash_long(low[lo:hi], h)
+            return lambda lo, hi, h, scratch: hash_long(low[lo:hi], h, scratch)
         data, starts, lengths = _decimal_bytes(arr)
-        return lambda lo, hi, h: hash_bytes(data, starts[lo:hi], lengths[lo:hi], h)
+        return lambda lo, hi, h, _: hash_bytes(data, starts[lo:hi], lengths[lo:hi], h)
     if pa.types.is_boolean(t):
         flags = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.uint32)
-        return lambda lo, hi, h: hash_int(flags[lo:hi], h)
+        return lambda lo, hi, h, scratch: hash_int(flags[lo:hi], h, scratch)
     if pa.types.is_timestamp(t):
         values = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
         if t.unit == "ns":
             values = np.floor_divide(values, 1000)
         elif t.unit != "us":
             values = values * _MICROS_PER[t.unit]
-        return lambda lo, hi, h: hash_long(values[lo:hi], h)
+        return lambda lo, hi, h, scratch: hash_long(values[lo:hi], h, scratch)
     if pa.types.is_date32(t):
         arr = arr.cast(pa.int32())
     ints = arr.to_numpy(zero_copy_only=False)
     if ints.dtype == np.int64:
-        return lambda lo, hi, h: hash_long(ints[lo:hi], h)
-    return lambda lo, hi, h: hash_int(ints[lo:hi], h)
+        return lambda lo, hi, h, scratch: hash_long(ints[lo:hi], h, scratch)
+    return lambda lo, hi, h, scratch: hash_int(ints[lo:hi], h, scratch)
 
 
 def _decimal_bytes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -221,19 +238,24 @@ def bucket_of(columns: Sequence[pa.ChunkedArray | pa.Array], buckets: int) -> np
     out = np.empty(n, dtype=np.int32)
     power_of_two = buckets & (buckets - 1) == 0
     wrap = (1 << 32) % buckets
+    seeds, scratch = np.empty(min(n, _CHUNK), dtype=np.uint32), Scratch()
+    negative = np.empty(len(seeds), dtype=np.bool_)
     for lo in range(0, n, _CHUNK):
         hi = min(n, lo + _CHUNK)
-        h = np.full(hi - lo, SEED, dtype=np.uint32)
+        h = seeds[:hi - lo]
+        h.fill(SEED)
         for hasher in hashers:
-            hasher(lo, hi, h)
+            hasher(lo, hi, h, scratch)
         if power_of_two:  # pmod by 2**k of a two's complement int is its low k bits
             np.bitwise_and(h, np.uint32(buckets - 1), out=h)
             out[lo:hi] = h.view(np.int32)
         else:  # pmod through the unsigned remainder (numpy's is faster than its signed one)
-            r = out[lo:hi]
+            r, neg = out[lo:hi], negative[:hi - lo]
+            np.less(h.view(np.int32), 0, out=neg)  # h < 0 is h + 2**32 as unsigned
             np.remainder(h, np.uint32(buckets), out=r.view(np.uint32))
-            r -= (h.view(np.int32) < 0) * np.int32(wrap)  # h < 0 is h + 2**32 as unsigned
-            r += (r < 0) * np.int32(buckets)
+            np.subtract(r, np.int32(wrap), out=r, where=neg)
+            np.less(r, 0, out=neg)
+            np.add(r, np.int32(buckets), out=r, where=neg)
     return out
 
 
@@ -241,5 +263,5 @@ def spark_hash(columns: Sequence[pa.ChunkedArray | pa.Array]) -> np.ndarray:
     """Spark's `hash(c1, c2, ...)` of every row, as int32."""
     h = np.full(len(columns[0]), SEED, dtype=np.uint32)
     for hasher in [_hasher(c) for c in columns]:
-        hasher(0, len(h), h)
+        hasher(0, len(h), h, Scratch())
     return h.view(np.int32)
