@@ -49,6 +49,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -256,7 +257,8 @@ class Delete:
         # loaded machine's supervisor pass can miss (the delete's own commit check then finds the
         # conflict). Released once decided, or after HOLD_S; the restarted attempt does not hold.
         self.hold = self.work / "hold-erase"
-        self.hold.mkdir(exist_ok=True)
+        shutil.rmtree(self.hold, ignore_errors=True)   # a work directory used before (make demo DIR=...)
+        self.hold.mkdir()
         (self.hold / "hold").touch()
         for d in self.held_back:
             conf = d["spec"].setdefault("spark", {}).setdefault("conf", {})
