@@ -30,7 +30,9 @@ def test_the_scale_benchmark_reports_the_ratios_of_issue_27(tmp_path: Path) -> N
             assert medians[f"{phase}_user_s"] + medians[f"{phase}_sys_s"] > 0
     lakecore, floor = size["medians"]["lakecore"], size["medians"]["floor-pyarrow-zstd"]
     assert size["read2_vs_floor"]["wall"] == round(lakecore["read2_s"] / floor["read2_s"], 3)
-    assert size["read2_vs_floor"]["user_cpu"] == round(lakecore["read2_user_s"] / floor["read2_user_s"], 3)
+    # a read of 20k rows can take less CPU than getrusage counts: the ratio is then unknown (None)
+    user = round(lakecore["read2_user_s"] / floor["read2_user_s"], 3) if floor["read2_user_s"] else None
+    assert size["read2_vs_floor"]["user_cpu"] == user
     assert size["read2_vs_floor"]["bar"] == 1.3
     # read2's table read again in a fresh process, every peer from the same memory state
     for medians in (lakecore, floor):
