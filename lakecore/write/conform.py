@@ -24,6 +24,7 @@ from lakecore.config import (
     OP_UPSERT,
     TableConfig,
     check_supported_type,
+    did_you_mean,
     group_ordering_column,
 )
 from lakecore.errors import InvalidInput, MissingColumn, NullKey, SchemaMismatch, UnknownOperation
@@ -166,7 +167,9 @@ def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
     schema = config.schema
     unknown = [c for c in table.column_names if c not in schema.names]
     if unknown:
-        raise SchemaMismatch(f"input columns {unknown} are not in the table schema {schema.names}; "
+        lacking = [n for n in schema.names if n not in table.column_names]
+        raise SchemaMismatch(f"input columns {unknown} are not in the table schema {schema.names}"
+                             f"{did_you_mean(unknown, lacking)}; "
                              "drop them, or add them to the table: Table.add_columns, or a write that "
                              "adds them (FileOptions(evolve_schema=True); `weir table upsert "
                              "--evolve-schema`)")

@@ -83,12 +83,25 @@ def combine_and_route(rows: pa.Table, config: TableConfig, operation: Operation)
     rows of a write share it, so a placeholder decides the same, and the task sets the real one."""
     if config.table_type != "merge_on_read" or operation in ("bulk_insert", *OVERWRITES) \
             or rows.num_rows == 0:
-        return route(rows, config)
+        return route(rows, config, upserts_only=_upserts_only(rows, config))
     spec, schema = merge_spec(config), file_schema(config)
     groups: list[FileGroupRows] = []
     for part in partitions(rows, config):
         groups += route(precombine(_with_commit_time(part, "0"), spec, schema), config, combined=True)
     return groups
+
+
+def _upserts_only(rows: pa.Table, config: TableConfig) -> bool:
+    """Whether a write's rows hold keys, no delete and no op of a column group's own: a new base file
+    of a group of them needs no merge where its keys are unique (`_gathered`). Decided once per
+    write, for all of its groups."""
+    spec = merge_spec(config)
+    if any(k not in rows.column_names for k in spec.key):
+        return False
+    if OP in rows.column_names and (pc.max(rows.column(OP)).as_py() or 0) >= OP_DELETE:
+        return False  # (ops are 0 or 1: conformed)
+    return not any(c in rows.column_names and rows.column(c).null_count < rows.num_rows
+                   for c in spec.group_op_columns)
 
 
 def _log_schema(ctx: WriteContext, rows: pa.Table) -> pa.Schema:
@@ -98,22 +111,22 @@ def _log_schema(ctx: WriteContext, rows: pa.Table) -> pa.Schema:
 
 
 def write_file_group(ctx: WriteContext, group: FileGroupRows) -> list[WriteStat]:
-    """Write one file group's rows; returns the stats of the file(s) written."""
-    config = ctx.config
+    """Write one file group's rows; returns the stats of the file(s) written: a new base file of
+    the group's rows alone (an overwrite, whose slice holds this write's rows only; a bulk insert
+    into a group without files), merged with the current slice's (copy-on-write), else a log file."""
     current = ctx.slices.get((group.partition, group.file_id))
-    fresh = ctx.operation in OVERWRITES \
-        or (config.table_type == "copy_on_write" and (current is None or current.base is None)) \
-        or (ctx.operation == "bulk_insert" and (current is None or not current.files))
-    if fresh and (gathered := _gathered(ctx, group)) is not None:
-        return [_put_base(ctx, group, gathered, current, live=gathered.num_rows, deletes=0)]
-    rows = _with_commit_time(group.rows, ctx.instant_time)
-    if ctx.operation in OVERWRITES:  # the new slice holds this write's rows only
-        return [_write_base(ctx, group, rows, None, merge_with_current=False)]
-    if config.table_type == "copy_on_write":
-        return [_write_base(ctx, group, rows, current, merge_with_current=True)]
-    if ctx.operation == "bulk_insert" and (current is None or not current.files):
-        return [_write_base(ctx, group, rows, None, merge_with_current=False)]
-    return _write_logs(ctx, group, rows)
+    if ctx.operation in OVERWRITES:
+        merged_with = None
+    elif ctx.config.table_type == "copy_on_write":
+        merged_with = current
+    elif ctx.operation == "bulk_insert" and (current is None or not current.files):
+        merged_with = None
+    else:
+        return _write_logs(ctx, group, _with_commit_time(group.rows, ctx.instant_time))
+    alone = merged_with is None or merged_with.base is None
+    if alone and (gathered := _gathered(ctx, group)) is not None:
+        return [_put_base(ctx, group, gathered, merged_with, live=gathered.num_rows, deletes=0)]
+    return [_write_base(ctx, group, _with_commit_time(group.rows, ctx.instant_time), merged_with)]
 
 
 def empty_group(config: TableConfig, partition: str, file_id: str) -> FileGroupRows:
@@ -145,14 +158,15 @@ def _write_logs(ctx: WriteContext, group: FileGroupRows, rows: pa.Table) -> list
     return stats
 
 
-def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table, current: FileSlice | None,
-                *, merge_with_current: bool) -> WriteStat:
-    """A new base file: the file group's whole state (tombstones included, see merge_to_base)."""
+def _write_base(ctx: WriteContext, group: FileGroupRows, rows: pa.Table,
+                current: FileSlice | None) -> WriteStat:
+    """A new base file: the file group's whole state (tombstones included, see merge_to_base), merged
+    with `current`'s base file if it has one (None: of `rows` alone)."""
     config = ctx.config
     schema = file_schema(config)
     spec = merge_spec(config)
     has_deletes = bool(pc.any(pc.equal(rows.column(OP), OP_DELETE)).as_py())
-    if merge_with_current and current is not None and current.base is not None:
+    if current is not None and current.base is not None:
         existing = read_files(ctx.storage, [current.base.path], [*schema.names, *op_columns(config)])[0]
         state = merge_to_base([existing, rows], spec, schema, first_unique=True)
     elif has_deletes:
@@ -210,25 +224,16 @@ class _Gathered:
 def _gathered(ctx: WriteContext, group: FileGroupRows) -> _Gathered | None:
     """The group's rows gathered a row group at a time for a new base file of its rows alone, where
     that writes the file a whole gather would: rows routed from a larger input (else there is
-    nothing to gather), more than one row group of them, unique keys, no deletes and no op of a
-    group's own. Otherwise None: the rows are gathered and merged whole (`_write_base`), which also
-    says what is wrong with them (a null key)."""
+    nothing to gather), more than one row group of them, unique keys, and a write of upserts only
+    (`FileGroupRows.upserts_only`). Otherwise None: the rows are gathered and merged whole
+    (`_write_base`), which also says what is wrong with them (a null key)."""
     positions = group.row_positions()
-    if positions is None or len(positions) <= ROW_GROUP_ROWS:
+    if not group.upserts_only or positions is None or len(positions) <= ROW_GROUP_ROWS:
         return None
-    spec, source = merge_spec(ctx.config), group.source
-    if any(k not in source.column_names for k in spec.key):
-        return None
-    # deletes and groups' own ops anywhere in the write's input: no group is written this way
-    if OP in source.column_names and (pc.max(source.column(OP)).as_py() or 0) >= OP_DELETE:
-        return None  # (ops are 0 or 1: conformed)
-    if any(c in source.column_names and source.column(c).null_count < source.num_rows
-           for c in spec.group_op_columns):
-        return None
-    keys = take_ascending(source.select(list(spec.key)), positions)
+    keys = take_ascending(group.source.select(list(merge_spec(ctx.config).key)), positions)
     if not unique_keys(keys.columns):
         return None
-    return _Gathered(source, positions, partial(_base_rows, ctx))
+    return _Gathered(group.source, positions, partial(_base_rows, ctx))
 
 
 def _base_rows(ctx: WriteContext, rows: pa.Table) -> pa.Table:

@@ -47,6 +47,8 @@ class FileGroupRows:
     source: pa.Table
     combined: bool = False  # already one row per key (precombined before routing)
     positions: np.ndarray | CodeRows | None = field(default=None, compare=False)
+    # `source` holds keys, no delete and no op of a column group's own (decided once per write)
+    upserts_only: bool = False
 
     @property
     def rows(self) -> pa.Table:
@@ -146,8 +148,10 @@ def _group_order(codes: np.ndarray) -> np.ndarray:
 _FEW_GROUPS = 8  # up to this many groups, each task finds its rows itself (`CodeRows`)
 
 
-def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> list[FileGroupRows]:
-    """Split rows by file group; `combined`: the rows are already one per key."""
+def route(rows: pa.Table, config: TableConfig, *, combined: bool = False,
+          upserts_only: bool = False) -> list[FileGroupRows]:
+    """Split rows by file group; `combined`: the rows are already one per key; `upserts_only`: they
+    hold keys, no delete and no op of a column group's own (`FileGroupRows.upserts_only`)."""
     if rows.num_rows == 0:
         return []
     codes, paths = file_group_codes(rows, config)
@@ -155,7 +159,7 @@ def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> lis
     present = np.flatnonzero(counts)
     if len(present) == 1:
         part, bucket = divmod(int(present[0]), config.buckets)
-        return [FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined)]
+        return [FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, None, upserts_only)]
     if len(present) <= _FEW_GROUPS:
         selections: list[np.ndarray | CodeRows] = [CodeRows(codes, int(c), int(counts[c])) for c in present]
     else:
@@ -166,5 +170,6 @@ def route(rows: pa.Table, config: TableConfig, *, combined: bool = False) -> lis
     out = []
     for code, selection in zip(present.tolist(), selections, strict=True):
         part, bucket = divmod(code, config.buckets)
-        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, selection))
+        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, selection,
+                                 upserts_only))
     return out

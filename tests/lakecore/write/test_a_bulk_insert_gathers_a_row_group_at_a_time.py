@@ -18,7 +18,8 @@ import pytest
 
 import lakecore.write.file_writer as file_writer
 from lakecore import Table
-from lakecore.config import COMMIT_TIME
+from lakecore.config import COMMIT_TIME, OP, OP_DELETE
+from lakecore.write import combine_and_route
 
 ROW_GROUP = 400
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("name", pa.string()), ("x", pa.float64()),
@@ -98,8 +99,9 @@ def write_both(tmp_path: Path, data: pa.Table, monkeypatch: pytest.MonkeyPatch,
 
 
 def comparable(stats) -> list[tuple]:
-    """Write stats but their instant (in file names) and the commit time's statistics."""
-    return sorted((s.partition, s.file_id, s.kind, s.records, s.deletes, s.bytes,
+    """Write stats but their instant (in file names and the replaced base's) and the commit time's
+    statistics: an overwrite's base replaces no base (its slice holds this write's rows only)."""
+    return sorted((s.partition, s.file_id, s.kind, s.records, s.deletes, s.bytes, s.base_instant is None,
                    str({k: v for k, v in s.stats["columns"].items() if k != COMMIT_TIME}), s.stats["rows"])
                   for s in stats)
 
@@ -182,3 +184,18 @@ def test_a_null_key_is_refused_as_before(tmp_path, small_row_groups) -> None:
         table.bulk_insert(bad)
     assert table.read().num_rows == 0
     assert base_files(table.uri) == []
+
+
+def test_whether_a_write_holds_upserts_only_is_decided_for_all_its_groups(tmp_path) -> None:
+    """One delete anywhere in a write's input keeps every group of it off the gathered path, also the
+    groups it does not reach; a merge-on-read upsert (written to logs) never takes it."""
+    data = rows(2_000)
+    table = Table.create(str(tmp_path / "t"), schema=data.schema, record_key="id", buckets=4)
+    ops = np.zeros(data.num_rows, np.int8)
+    groups = combine_and_route(data.append_column(OP, pa.array(ops)), table.config, "bulk_insert")
+    assert len(groups) == 4 and all(g.upserts_only for g in groups)
+    ops[-1] = OP_DELETE
+    groups = combine_and_route(data.append_column(OP, pa.array(ops)), table.config, "bulk_insert")
+    assert len(groups) == 4 and not any(g.upserts_only for g in groups)
+    groups = combine_and_route(data.append_column(OP, pa.array(ops * 0)), table.config, "upsert")
+    assert groups and not any(g.upserts_only for g in groups)
