@@ -543,12 +543,18 @@ def _validate(c: TableConfig) -> None:
             raise bad(f"default {value!r} does not fit column {col!r} ({exc})") from exc
 
 
+def did_you_mean(missing: Sequence[str], names: Sequence[str]) -> str:
+    """` (did you mean 'id'?)` when each of the `missing` names is close to one of `names` (a
+    misspelling), else nothing."""
+    close = [m for n in missing for m in difflib.get_close_matches(n, names, n=1, cutoff=0.6)]
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close and len(close) == len(missing) else ""
+
+
 def _not_in(missing: Sequence[str], names: Sequence[str]) -> str:
     """`'idx' is not in the schema (did you mean 'id'?); its columns: id, ts, name`."""
-    close = [m for n in missing for m in difflib.get_close_matches(n, names, n=1, cutoff=0.6)]
-    hint = f" (did you mean {', '.join(map(repr, close))}?)" if len(close) == len(missing) else ""
     verb = "is" if len(missing) == 1 else "are"
-    return f"{', '.join(map(repr, missing))} {verb} not in the schema{hint}; its columns: {', '.join(names)}"
+    return (f"{', '.join(map(repr, missing))} {verb} not in the schema{did_you_mean(missing, names)}; "
+            f"its columns: {', '.join(names)}")
 
 
 def _check_orderable(c: TableConfig, name: str, bad: Any) -> None:

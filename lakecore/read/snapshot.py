@@ -24,6 +24,7 @@ from lakecore.config import (
     PARTITION_PATH,
     RECORD_KEY,
     TableConfig,
+    did_you_mean,
     group_ordering_column,
 )
 from lakecore.errors import InvalidInput
@@ -62,7 +63,8 @@ def check_columns(config: TableConfig, columns: Sequence[str] | None) -> None:
     known = set(config.schema.names) | set(META_COLUMNS)
     unknown = [c for c in columns if c not in known]
     if unknown:
-        raise InvalidInput(f"unknown column(s) {unknown}; the table has {config.schema.names} "
+        hint = did_you_mean(unknown, [*config.schema.names, *META_COLUMNS])
+        raise InvalidInput(f"unknown column(s) {unknown}{hint}; the table has {config.schema.names} "
                            f"and meta columns {list(META_COLUMNS)}")
 
 

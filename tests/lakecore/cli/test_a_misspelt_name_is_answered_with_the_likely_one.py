@@ -37,3 +37,25 @@ def test_a_misspelt_record_key_and_ordering_field(tmp_path) -> None:
     code, out = create(uri, "id:int64,ts:int64", "--record-key", "customer")
     assert code == 1 and "record_key 'customer' is not in the schema; its columns: id, ts" in out, out
     assert not os.path.exists(uri)
+
+
+def test_a_misspelt_column_to_read_or_write(tmp_path) -> None:
+    uri = str(tmp_path / "t")
+    assert create(uri, "id:int64,ts:int64,name:string", "--record-key", "id")[0] == 0
+    good, bad, other = tmp_path / "good.csv", tmp_path / "bad.csv", tmp_path / "other.csv"
+    good.write_text("id,ts,name\n1,1,Ada\n")
+    bad.write_text("id,ts,nmae\n2,1,Alan\n")
+    other.write_text("id,ts,name,extra\n2,1,Alan,x\n")
+    assert runner.invoke(app, ["table", "upsert", uri, "--input", str(good)]).exit_code == 0
+    result = runner.invoke(app, ["table", "upsert", uri, "--input", str(bad)])
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1
+    assert "columns ['nmae'] are not in the table schema ['id', 'ts', 'name'] (did you mean 'name'?)" in out
+    result = runner.invoke(app, ["table", "upsert", uri, "--input", str(other)])
+    assert result.exit_code == 1 and "['extra'] are not in the table schema ['id', 'ts', 'name']; drop" in \
+        " ".join(result.output.split())
+    result = runner.invoke(app, ["table", "read", uri, "--columns", "id,nme"])
+    assert result.exit_code == 1
+    assert "unknown column(s) ['nme'] (did you mean 'name'?)" in " ".join(result.output.split())
+    result = runner.invoke(app, ["table", "read", uri, "--json"])
+    assert result.exit_code == 0 and '"Ada"' in result.output and "Alan" not in result.output
