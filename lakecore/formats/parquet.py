@@ -32,6 +32,11 @@ T = TypeVar("T")
 A = TypeVar("A")
 
 ROW_GROUP_ROWS = 1 << 20  # rows per row group of a data file unless told
+# rows per chunk of a file read (as pyarrow's own `read_table`): each column's buffers stay small
+# enough for the allocator to reuse freed memory, where a whole file's column (4M rows: 32 MB and
+# more) took fresh pages from the kernel on every read, zeroed first (docs/benchmarks.md,
+# fifteenth pass)
+READ_BATCH_ROWS = 1 << 17
 _SAMPLE = 16_384
 _MIN_SAVING = 0.10  # a codec that saves less of a column's bytes is left off it (`column_codecs`)
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-io")
@@ -295,9 +300,16 @@ def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None,
             pf = pq.ParquetFile(f"{root}/{path}", filesystem=fs, metadata=fragment.metadata)
         names = pf.schema_arrow.names
         cols = [c for c in columns if c in names] if columns is not None else None
-        if groups is None or len(groups) == pf.metadata.num_row_groups:
-            return pf.read(columns=cols, use_threads=not small)
-        return pf.read_row_groups(groups, columns=cols, use_threads=not small)
+        if groups is not None and len(groups) == pf.metadata.num_row_groups:
+            groups = None
+        if small or pf.metadata.num_rows <= READ_BATCH_ROWS:
+            if groups is None:
+                return pf.read(columns=cols, use_threads=not small)
+            return pf.read_row_groups(groups, columns=cols, use_threads=not small)
+        batches = list(pf.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=groups, columns=cols))
+        if not batches:
+            return pf.read_row_groups([], columns=cols)
+        return pa.Table.from_batches(batches)
 
 
 def read_footer(storage: Storage, path: str) -> Footer:

@@ -227,8 +227,10 @@ def _gathered(ctx: WriteContext, group: FileGroupRows) -> _Gathered | None:
     nothing to gather), more than one row group of them, unique keys, and a write of upserts only
     (`FileGroupRows.upserts_only`). Otherwise None: the rows are gathered and merged whole
     (`_write_base`), which also says what is wrong with them (a null key)."""
+    if not group.upserts_only:
+        return None
     positions = group.row_positions()
-    if not group.upserts_only or positions is None or len(positions) <= ROW_GROUP_ROWS:
+    if positions is None or len(positions) <= ROW_GROUP_ROWS:
         return None
     keys = take_ascending(group.source.select(list(merge_spec(ctx.config).key)), positions)
     if not unique_keys(keys.columns):
