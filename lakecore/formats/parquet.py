@@ -32,10 +32,12 @@ T = TypeVar("T")
 A = TypeVar("A")
 
 ROW_GROUP_ROWS = 1 << 20  # rows per row group of a data file unless told
-# rows per chunk of a file read (as pyarrow's own `read_table`): each column's buffers stay small
-# enough for the allocator to reuse freed memory, where a whole file's column (4M rows: 32 MB and
-# more) took fresh pages from the kernel on every read, zeroed first (docs/benchmarks.md,
-# fifteenth pass)
+# A file of more rows than a row group is read in chunks of READ_BATCH_ROWS rows (as pyarrow's own
+# `read_table`): each column's buffers stay small enough for the allocator to reuse freed memory,
+# where a whole file's column (4M rows: 32 MB and more) took fresh pages from the kernel on every
+# read, zeroed first. Up to a row group's rows (8 MB for 8-byte values) a whole-file read measured
+# the same in a warm process and a little faster in a fresh one (docs/benchmarks.md, fifteenth pass).
+READ_WHOLE_ROWS = ROW_GROUP_ROWS
 READ_BATCH_ROWS = 1 << 17
 _SAMPLE = 16_384
 _MIN_SAVING = 0.10  # a codec that saves less of a column's bytes is left off it (`column_codecs`)
@@ -302,7 +304,7 @@ def read_file(storage: Storage, path: str, columns: Sequence[str] | None = None,
         cols = [c for c in columns if c in names] if columns is not None else None
         if groups is not None and len(groups) == pf.metadata.num_row_groups:
             groups = None
-        if small or pf.metadata.num_rows <= READ_BATCH_ROWS:
+        if small or pf.metadata.num_rows <= READ_WHOLE_ROWS:
             if groups is None:
                 return pf.read(columns=cols, use_threads=not small)
             return pf.read_row_groups(groups, columns=cols, use_threads=not small)

@@ -1,8 +1,9 @@
-"""A data file of more than `READ_BATCH_ROWS` rows is decoded into chunks of at most that many rows (as
-pyarrow's own `read_table` does), not one array per column of the whole file: a 4M-row base file's
-column is 32 MB and more, which the allocator took as fresh pages from the kernel, zeroed, on every
-read (docs/benchmarks.md, fifteenth pass). Snapshot reads, merged reads and filtered reads give the
-same rows in those chunks. The batch size is made small here so that a few slices show it."""
+"""A data file of more than `READ_WHOLE_ROWS` rows (a row group's) is decoded into chunks of at most
+`READ_BATCH_ROWS` rows (as pyarrow's own `read_table` does), not one array per column of the whole
+file: a 4M-row base file's column is 32 MB and more, which the allocator took as fresh pages from the
+kernel, zeroed, on every read (docs/benchmarks.md, fifteenth pass). Snapshot reads, merged reads and
+filtered reads give the same rows in those chunks. The sizes are made small here so that a few slices
+show it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ ROWS = 3 * SMALL_SLICE_ROWS  # two buckets: each slice is read alone (`read.scan
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("lakecore.formats.parquet.READ_BATCH_ROWS", BATCH)
+    monkeypatch.setattr("lakecore.formats.parquet.READ_WHOLE_ROWS", 2 * BATCH)
 
 
 def rows(keys: np.ndarray, ts: int, seed: int) -> pa.Table:
@@ -52,7 +54,9 @@ def test_reads_come_in_small_chunks_with_the_same_rows(tmp_path, small_batches) 
     table.upsert(change)
     want = pa.concat_tables([base.filter(pc.invert(pc.is_in(base["id"], pa.array(updated)))), change])
     got = table.read()
-    assert max(chunk_rows(got)) <= BATCH
+    # the untouched base rows keep the base's chunks; the winners come from the logs (read whole)
+    assert max(chunk_rows(got)) <= 2 * BATCH
+    assert sum(n > BATCH for n in chunk_rows(got)) <= 2 * got.num_columns  # a log's winners per slice
     assert got.sort_by("id").equals(want.sort_by("id"))
 
     # a filtered read of the merged slices, and of base files alone (the row groups that may match)
@@ -65,10 +69,10 @@ def test_reads_come_in_small_chunks_with_the_same_rows(tmp_path, small_batches) 
 
 
 def test_a_file_of_fewer_rows_is_read_whole(tmp_path, small_batches) -> None:
-    """Up to `READ_BATCH_ROWS` rows a file is one read (no batching cost)."""
-    data = rows(np.arange(BATCH), 1, seed=5)
+    """Up to `READ_WHOLE_ROWS` rows a file is one read (no batching cost)."""
+    data = rows(np.arange(2 * BATCH), 1, seed=5)
     table = Table.create(str(tmp_path / "t"), schema=data.schema, record_key="id", buckets=1)
     table.bulk_insert(data)
     got = table.read()
-    assert chunk_rows(got) == [BATCH] * got.num_columns
+    assert chunk_rows(got) == [2 * BATCH] * got.num_columns
     assert got.sort_by("id").equals(data)
