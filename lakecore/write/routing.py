@@ -159,7 +159,7 @@ def route(rows: pa.Table, config: TableConfig, *, combined: bool = False,
     present = np.flatnonzero(counts)
     if len(present) == 1:
         part, bucket = divmod(int(present[0]), config.buckets)
-        return [FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, None, upserts_only)]
+        return [FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, upserts_only=upserts_only)]
     if len(present) <= _FEW_GROUPS:
         selections: list[np.ndarray | CodeRows] = [CodeRows(codes, int(c), int(counts[c])) for c in present]
     else:
@@ -170,6 +170,6 @@ def route(rows: pa.Table, config: TableConfig, *, combined: bool = False,
     out = []
     for code, selection in zip(present.tolist(), selections, strict=True):
         part, bucket = divmod(code, config.buckets)
-        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, selection,
-                                 upserts_only))
+        out.append(FileGroupRows(paths[part], bucket_file_id(bucket), rows, combined, positions=selection,
+                                 upserts_only=upserts_only))
     return out
