@@ -27,6 +27,7 @@ from lakecore.layout import FileSlice, FileSystemView
 from lakecore.read.slices import merge_columns, read_slices_together
 from lakecore.read.snapshot import (
     check_columns,
+    check_filter,
     filter_columns,
     finish,
     merged_slice,
@@ -59,11 +60,12 @@ def plan_scan(view: FileSystemView, config: TableConfig, *, columns: Sequence[st
     from lakecore.read.skipping import keep_slices, pushable
 
     check_columns(config, columns)
-    slices = keep_slices(prune(view, config, partitions), config, filter, base_only=base_only)
     meta = with_meta or bool(columns and set(columns) & set(META_COLUMNS))
     # Only the meta columns and a filter naming it need the commit time: a plain read skips decoding it.
     asked = config.schema.names if columns is None else [c for c in columns if c not in META_COLUMNS]
     wanted = merge_columns(config, [*asked, *filter_columns(filter)], commit_time=meta)
+    check_filter(config, filter, wanted, columns, meta=meta)
+    slices = keep_slices(prune(view, config, partitions), config, filter, base_only=base_only)
     pushed = pushable(config, filter)
     where = RowGroupFilter(pushed, config.schema) if pushed is not None else None
     return ScanPlan(tuple(slices), tuple(wanted), None if columns is None else tuple(columns), filter, meta,

@@ -108,6 +108,29 @@ def no_slices(config: TableConfig, wanted: list[str], *, meta: bool, keep_delete
     return table
 
 
+def check_filter(config: TableConfig, filter: pc.Expression | None, wanted: list[str],
+                 columns: Sequence[str] | None, *, meta: bool) -> None:
+    """InvalidInput, before anything is read, for a filter naming a column the rows do not have (a meta
+    column without `with_meta`, but the commit time, which a plain read filters on as its int64) or
+    comparing a column with a value of another type."""
+    if filter is None:
+        return
+    try:
+        finish(no_slices(config, wanted, meta=meta), config, columns=columns, filter=filter, with_meta=meta)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        names = [*config.schema.names, *(META_COLUMNS if meta else ())]
+        missing = re.search(r"FieldRef\.Name\((.*?)\)", str(exc))
+        if missing is not None:
+            name = missing[1]
+            hint = " (a meta column: read with_meta=True, `--with-meta`)" if name in META_COLUMNS else \
+                did_you_mean([name], names)
+            raise InvalidInput(f"filter {filter} names no column {name!r}{hint}; the rows have "
+                               f"{names}") from None
+        columns = ", ".join(f"{f.name}: {f.type}" for f in config.schema)
+        raise InvalidInput(f"filter {filter} does not apply to the table's columns ({columns}): "
+                           f"{str(exc).splitlines()[0]}") from None
+
+
 def filter_columns(expr: pc.Expression | None) -> list[str]:
     # pyarrow has no public accessor for an expression's field references; its text names them, and
     # merge_columns keeps only names that are real columns, so an extra word here reads nothing more.

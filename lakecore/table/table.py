@@ -164,8 +164,9 @@ class Table:
         try:
             storage.write_if_absent(CONFIG_PATH, config.dumps())
         except AlreadyExists:
-            raise TableAlreadyExists(f"a table already exists at {uri}; open it with Table.open, "
-                                     "or choose another location") from None
+            raise TableAlreadyExists(f"a table already exists at {uri}; write to it as it is (Table.open; "
+                                     f"`weir table describe {uri}` shows its schema), or choose another "
+                                     "location") from None
         return cls(storage, config, lock=lock, options=options)
 
     @classmethod

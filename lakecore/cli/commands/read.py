@@ -10,6 +10,7 @@ import typer
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.io import guess_format, write_output
 from lakecore.cli.output import output_for
+from lakecore.cli.where import where_filter
 from lakecore.errors import InvalidInput
 from lakecore.table import Table
 
@@ -22,6 +23,10 @@ def read(uri: Uri,
          fmt: Annotated[str | None, typer.Option("--format", help="parquet, csv or json.")] = None,
          output: Annotated[str | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
          limit: Annotated[int, typer.Option(help="Rows shown in the human view.")] = 20,
+         where: Annotated[list[str] | None, typer.Option(
+             help="Only rows where this holds: 'COL OP VALUE' (= != < <= > >=), \"COL in ('a', 'b')\", "
+                  "'COL is null', 'COL is not null'; repeat it for several (all must hold). "
+                  "Skips files and row groups whose statistics rule it out.")] = None,
          with_meta: Annotated[bool, typer.Option(help="Include _weir_ meta columns.")] = False,
          as_json: JsonFlag = False) -> None:
     """Read the table (snapshot, or as of an instant)."""
@@ -32,7 +37,8 @@ def read(uri: Uri,
     if fmt is not None and fmt not in ("parquet", "csv", "json"):
         raise InvalidInput(f"--format {fmt!r}: use parquet, csv or json")
     # streamed: a table larger than memory is written out slice by slice
-    rows = t.scan(as_of=as_of, columns=cols, with_meta=with_meta).to_arrow_batch_reader()
+    condition = where_filter(where or [], t.schema, meta=with_meta)
+    rows = t.scan(as_of=as_of, columns=cols, filter=condition, with_meta=with_meta).to_arrow_batch_reader()
     if fmt is not None:
         write_output(rows, fmt, output)  # type: ignore[arg-type]
         return
