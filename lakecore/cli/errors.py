@@ -5,7 +5,7 @@ already end with a remedy; the expected OS and Arrow errors (a missing or unread
 file of the table that is gone or damaged) get one here, and so does a module of an extra that is not
 installed (`EXTRA_OF`: which `pip install 'weir[EXTRA]'` brings it); a `CommandError` (what other
 packages' commands raise for their users' mistakes: a manifest, a run that cannot finish) is printed as
-it is worded. Anything else is a bug: the line says to rerun with --debug for the traceback.
+it is worded. Anything else is a bug: the line says to rerun with WEIR_DEBUG=1 for the traceback.
 """
 
 from __future__ import annotations
@@ -105,5 +105,5 @@ def describe(exc: BaseException, uri: str | None = None) -> CliError:
     if isinstance(exc, pa.ArrowException):
         return CliError(kind, f"a file could not be read as Parquet ({_first_line(exc)}); a data file of "
                               f"the table is damaged: {check}, then restore it from a backup")
-    return CliError(kind, f"unexpected {kind}: {_first_line(exc)}; rerun with --debug for the traceback "
-                          "and report it")
+    return CliError(kind, f"unexpected {kind}: {_first_line(exc)}; rerun with WEIR_DEBUG=1 (or "
+                          "`weir --debug ...`) for the traceback and report it")
