@@ -27,6 +27,7 @@ from lakeoperator.local import (
     StateDir,
     apply,
     local_settings,
+    missing_inputs,
     resolve_kind,
     row,
     rows,
@@ -55,6 +56,9 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
     from datetime import UTC, datetime
 
     loaded = read_manifests(directory)   # every mistake refused before anything is applied
+    missing = missing_inputs(loaded, Path.cwd())
+    if missing:
+        raise ManifestError.of(missing, directory)
     for note in loaded.notes:
         err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
     store = StateDir(state)

@@ -15,6 +15,7 @@ reports.
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ from typing import Any
 
 from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
-from lakeoperator.manifests import KINDS, ManifestError
+from lakeoperator.manifests import KINDS, ManifestError, Manifests
 from lakeoperator.observe import Inputs, TableInputs, observe
 from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.run_verdict import Verdict, judge_all, over, unphased_reason
@@ -177,6 +178,40 @@ def _add_events(r: Resource, new: Iterable[tuple[str, str, str]], now: datetime)
             events.append({"type": kind, "reason": reason, "message": message, "count": 1,
                            "firstTimestamp": _stamp(now), "lastTimestamp": _stamp(now)})
     r.events = events[-EVENTS_KEPT:]
+
+
+def missing_inputs(manifests: Manifests, cwd: Path) -> list[str]:
+    """A line for each LakeWriter whose source is local files (`spec.source.path`: no URL scheme, or
+    file:) that are not there: a writer run here would fail on it after its driver started, twice (its
+    restarts). Relative paths are taken from `cwd`, where `weir run` runs, as Spark takes them; where the
+    path's tail is found beside the writer's manifest (a copied example), the line says which path
+    would name it."""
+    lines = []
+    for doc in manifests.resources:
+        source = (doc.get("spec") or {}).get("source") if doc.get("kind") == "LakeWriter" else None
+        path = source.get("path") if isinstance(source, dict) else None
+        if not isinstance(path, str) or not path or "$" in path:
+            continue
+        local = path.removeprefix("file://") if path.startswith("file://") else path.removeprefix("file:")
+        if "://" in local:
+            continue   # an object store: not judged here
+        full = cwd / local
+        if glob.glob(str(full)) if glob.has_magic(local) else full.exists():
+            continue
+        key = (doc["kind"], doc["metadata"]["namespace"], doc["metadata"]["name"])
+        origin = manifests.origins.get(key)
+        where = origin.at() if origin is not None else f"LakeWriter {key[1]}/{key[2]}"
+        hint = "; fix the path or run from the folder it is relative to"
+        if origin is not None and not Path(local).is_absolute():
+            parts = Path(local).parts
+            beside = [origin.file.parent / Path(*parts[i:]) for i in range(len(parts))]
+            found = next((b for b in beside if b.exists()), None)
+            if found is not None:
+                near = os.path.relpath(found, cwd)
+                hint = f"; it is at {near!r} from here: write that (or an absolute path)"
+        lines.append(f"{where}: LakeWriter {key[2]}: spec.source.path {path!r} does not exist (relative "
+                     f"paths are taken from where `weir run` runs: {cwd}){hint}")
+    return lines
 
 
 def local_settings(*, fast_start: bool = False) -> tuple[PodSettings, dict[str, str], dict[str, str]]:

@@ -26,7 +26,7 @@ spec:
 
 def weir_run(work: Path, files: Mapping[str, str], *args: str) -> tuple[int, str, str]:
     """Write `files` into work/m, run `weir run -f m ARGS` in `work`: (exit code, stdout, stderr)."""
-    (work / "m").mkdir()
+    (work / "m").mkdir(exist_ok=True)   # a test may have put inputs there
     for name, text in files.items():
         (work / "m" / name).write_text(text)
     before = Path.cwd()

@@ -83,3 +83,38 @@ def test_a_folder_without_weir_objects_is_refused(tmp_path: Path) -> None:
     assert code == 1
     assert "error: m holds no LakeTable, LakeWriter or TableService (weir.dev/v1alpha1); nothing to " \
            "run" in err
+
+
+WRITER = """apiVersion: weir.dev/v1alpha1
+kind: LakeWriter
+metadata:
+  name: people-in
+spec:
+  tableRef: {name: people}
+  mode: batch
+  source: {format: csv, path: PATH}
+"""
+
+
+def test_a_writer_whose_input_files_are_not_there_is_refused_with_where_they_are(tmp_path: Path) -> None:
+    # a copied example: its paths were written relative to the folder it came from
+    work = tmp_path
+    (work / "m" / "input" / "people").mkdir(parents=True)
+    (work / "m" / "input" / "people" / "a.csv").write_text("id,name\n1,a\n")
+    writer = WRITER.replace("PATH", "examples/m/input/people")
+    code, _, err = weir_run(work, {"a.yaml": TABLE, "b.yaml": writer})
+    assert code == 1
+    assert err.startswith("error: m/b.yaml:1: document 1: LakeWriter people-in: spec.source.path "
+                          f"'examples/m/input/people' does not exist (relative paths are taken from where "
+                          f"`weir run` runs: {work}); it is at 'm/input/people' from here: write that (or an "
+                          "absolute path); nothing was applied"), err
+    assert not (work / ".weir-run").exists() and not (work / "lake").exists()
+
+
+@pytest.mark.parametrize("path", ["/nowhere/at/all", "file:///nowhere/*.csv", "in/*.json"])
+def test_missing_files_glob_or_absolute_are_refused(tmp_path: Path, path: str) -> None:
+    code, _, err = weir_run(tmp_path, {"a.yaml": TABLE, "b.yaml": WRITER.replace("PATH", f"'{path}'")})
+    assert code == 1
+    assert f"spec.source.path {path!r} does not exist" in err and "nothing was applied" in err, err
+    assert "fix the path or run from the folder it is relative to" in err
+    assert not (tmp_path / ".weir-run").exists()
