@@ -1,8 +1,8 @@
 """The `weir table` commands of the README's "The first five minutes", part 3, run as written from the
 repository root, with the input files the repository ships (examples/people/): create, two upserts,
-the timeline, and a read as of the first write's instant (taken from `timeline --json`) that shows the
-table before the second write. Only `/tmp/people` is the test's own directory and `.venv/bin/` this
-interpreter. The block publishes the table as Iceberg and Delta; the next block's DuckDB queries read
+the timeline, a read as of the first write's instant (taken from `timeline --json`) that shows the
+table before the second write, and a read with `--where`. Only `/tmp/people` is the test's own
+directory and `.venv/bin/` this interpreter. The block publishes the table as Iceberg and Delta; the next block's DuckDB queries read
 it, through DuckDB's own command line as the README runs it (`.tools/bin/duckdb`, `make readers`).
 (The part's `weir run` block needs Spark: tests/lakeoperator/test_weir_run_runs_the_local_examples.py
 runs it.)"""
@@ -30,9 +30,11 @@ def test_the_readmes_table_commands_run_as_written(tmp_path: Path) -> None:
     ran = run_block(table_block, cwd=ROOT, bin_dir=shims(tmp_path / "bin"),
                     replace={"/tmp/people": str(tmp_path / "people")})
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    last = ran.stdout[ran.stdout.rindex("people: "):]   # the read's table
-    assert "people: 3 rows" in last and "Grace" in last
-    assert "Grace Hopper" not in last and "Edsger" not in last
+    reads = ran.stdout.split("people: ")   # each read's table starts so: as of the first write, then --where
+    as_of, where = reads[-2], reads[-1][:reads[-1].index("iceberg:")]
+    assert as_of.startswith("3 rows") and "Grace" in as_of
+    assert "Grace Hopper" not in as_of and "Edsger" not in as_of
+    assert where.startswith("3 rows") and "Grace Hopper" in where and "Edsger" in where and "Ada" not in where
     table = Table.open(str(tmp_path / "people"))
     assert sorted(r["name"] for r in table.read().to_pylist()) == ["Ada", "Alan", "Edsger", "Grace Hopper"]
     assert len(table.timeline().completed) == 2
