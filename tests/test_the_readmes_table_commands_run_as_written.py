@@ -2,8 +2,9 @@
 repository root, with the input files the repository ships (examples/people/): create, two upserts,
 the timeline, a read as of the first write's instant (taken from `timeline --json`) that shows the
 table before the second write, and a read with `--where`. Only `/tmp/people` is the test's own
-directory and `.venv/bin/` this interpreter. The block publishes the table as Iceberg and Delta; the next block's DuckDB queries read
-it, through DuckDB's own command line as the README runs it (`.tools/bin/duckdb`, `make readers`).
+directory and `.venv/bin/` this interpreter. The block publishes the table as Iceberg and Delta; the
+next block's DuckDB queries read it, through DuckDB's own command line as the README runs it
+(`.tools/bin/duckdb`, `make readers`).
 (The part's `weir run` block needs Spark: tests/lakeoperator/test_weir_run_runs_the_local_examples.py
 runs it.)"""
 
