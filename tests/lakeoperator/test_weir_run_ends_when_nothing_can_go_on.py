@@ -26,6 +26,7 @@ TIMEOUT = "20"   # a run that never ends (what these folders did) fails the test
 
 
 def run(work: Path, *files: tuple[str, str]) -> tuple[int, str, str]:
+    (work / "input").mkdir()   # the writers' source is there (`weir run` refuses a path that is not)
     return weir_run(work, dict(files), "--timeout", TIMEOUT)
 
 
