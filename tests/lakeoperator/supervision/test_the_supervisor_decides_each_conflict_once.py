@@ -129,8 +129,11 @@ def test_a_conflict_is_decided_once_and_a_dead_writer_rolled_back(
     assert second.run_once() == []
     time.sleep(0.6)   # the grace period of the first decision passes
     assert second.run_once() == []
-    pod = launcher.get_pod("default", child_name("younger-1-bbbbbbbb"))
-    assert pod is None or (pod.get("status") or {}).get("phase") != "Running"
+
+    def loser_stopped() -> bool:   # the stop is a signal: the pod leaves Running when its process has ended
+        pod = launcher.get_pod("default", child_name("younger-1-bbbbbbbb"))
+        return pod is None or (pod.get("status") or {}).get("phase") != "Running"
+    assert wait_until(loser_stopped, timeout=10)
     assert reasons(state, "younger").count("LoserStopped") == 1
     r = state.load("LakeWriter", "default", "younger")
     (stopped,) = [e for e in (r.events if r else None) or [] if e["reason"] == "LoserStopped"]
