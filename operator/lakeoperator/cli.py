@@ -29,6 +29,7 @@ from lakeoperator.local import (
     local_settings,
     missing_inputs,
     resolve_kind,
+    retry_failed_writers,
     row,
     rows,
 )
@@ -48,11 +49,14 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         follow: Annotated[bool, typer.Option(help="Keep going after every batch writer is done.")] = False,
         timeout: Annotated[float, typer.Option(help="Give up after this many seconds (0: never).")] = 0.0,
         secrets_dir: Annotated[str | None, typer.Option(help="Secrets as DIR/<secret>/<key> files.")] = None,
+        retry_failed: Annotated[bool, typer.Option(
+            help="Run again the writers that ended Failed or Aborted in an earlier run.")] = True,
         as_json: JsonOpt = False) -> None:
     """Run the LakeTables, LakeWriters and TableServices of a directory on this machine: tables created,
     writers' and services' Spark jobs run as local processes, status kept in --state. Ends when nothing
     is going any more: exit 0 when every resource got where its spec says, 1 naming each one that cannot
-    go on until its manifest changes (an invalid spec, a missing table, a failed writer)."""
+    go on until its manifest changes (an invalid spec, a missing table, a failed writer). A writer that
+    ended Failed or Aborted in an earlier run runs again (--no-retry-failed: it stays as it ended)."""
     from datetime import UTC, datetime
 
     loaded = read_manifests(directory)   # every mistake refused before anything is applied
@@ -62,7 +66,10 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
     for note in loaded.notes:
         err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
     store = StateDir(state)
-    apply(store, list(loaded.resources), datetime.now(UTC))
+    applied = apply(store, list(loaded.resources), datetime.now(UTC))
+    for line in retry_failed_writers(store, applied, datetime.now(UTC)) if retry_failed else ():
+        if not as_json:
+            say(line)
     settings, substitute, env = local_settings()
     launcher = LocalLauncher(Path(state) / "pods-state", secrets_dir=secrets_dir, substitute=substitute,
                              base_env=env)
@@ -100,6 +107,11 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
                         "shows where each resource is, `weir describe` why")
     closing = closing_error(verdicts, origins)
     if closing is not None:
+        stalled = {(v.kind, v.namespace, v.name) for v in verdicts if v.standing == Standing.STALLED}
+        if any((r.body.get("status") or {}).get("phase") in ("Failed", "Aborted") and r.key in stalled
+               for r in store.all("LakeWriter")):
+            closing += "\nA writer that ended Failed or Aborted runs again when `weir run` is started " \
+                "again (fix its input first), or when its manifest changes."
         raise RunFailed(closing)
 
 

@@ -33,9 +33,9 @@ from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError, Manifests
 from lakeoperator.observe import Inputs, TableInputs, observe
 from lakeoperator.reconcile import Outcome, reconcile
-from lakeoperator.run_verdict import Verdict, judge_all, over, unphased_reason
+from lakeoperator.run_verdict import Verdict, explanation, judge_all, over, unphased_reason
 from lakeoperator.specs import SpecError
-from lakeoperator.status import ended_attempts
+from lakeoperator.status import ended_attempts, retried_writer_status
 from lakeoperator.supervision import StoreSink, Supervisor, watched_table, zookeeper_abort_flag
 from sparkjobs.driver_jvm import submit_options
 from sparkjobs.jars import classpath
@@ -155,6 +155,26 @@ def apply(state: StateDir, manifests: list[dict[str, Any]], now: datetime) -> li
         state.save(current)
         out.append(current)
     return out
+
+
+def retry_failed_writers(state: StateDir, resources: Iterable[Resource], now: datetime) -> list[str]:
+    """Starting `weir run` again is how a writer that ended Failed or Aborted is asked to run again on this
+    machine (after its input was fixed), as a new spec.restartNonce asks on a cluster: each such writer
+    among `resources` goes back to Pending with fresh budgets (status.retried_writer_status), with an
+    Event. A writer whose spec changed restarts anyway. Returns a line to print per writer."""
+    said = []
+    for r in resources:
+        status = r.body.get("status") or {}
+        retried = retried_writer_status(status) if r.kind == "LakeWriter" else None
+        if retried is None:
+            continue
+        ended = f"{status.get('phase')}" + (f" ({why[0]})" if (why := explanation(r.body)) and why[0] else "")
+        message = f"it ended {ended} in an earlier run: trying again (weir run was started again)"
+        r.body["status"] = retried
+        _add_events(r, [("Normal", "Retrying", message)], now)
+        state.save(r)
+        said.append(f"{r.kind}/{r.key[2]}: {message}")
+    return said
 
 
 def _stamp(at: datetime) -> str:

@@ -334,6 +334,20 @@ def read_writer_status(status: Mapping[str, Any] | None) -> WriterObserved:
         next_retry_at=parse_timestamp(s.get("nextRetryAt")), lost_conflict=lost_conflict(s) is not None)
 
 
+def retried_writer_status(status: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The status of a writer that ended Failed or Aborted when it is asked to run again with its spec
+    unchanged (`weir run` started again once its input was fixed): Pending, with fresh budgets as a new
+    spec.restartNonce gives (attempts.total and the history kept, so submission ids stay unique); its old
+    driver is deleted before the next submission. None for a writer in any other phase."""
+    s = dict(status or {})
+    if s.get("phase") not in (WriterPhase.FAILED, WriterPhase.ABORTED):
+        return None
+    total = int((s.get("attempts") or {}).get("total") or 0)
+    s.update(phase=WriterPhase.PENDING.value, nextRetryAt=None,
+             attempts={"total": total, "failures": 0, "infraFailures": 0, "conflicts": 0, "unavailable": 0})
+    return s
+
+
 def lost_conflict(status: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """status.lastConflict when the supervisor aborted the write of the current submission (not void)."""
     c = (status or {}).get("lastConflict") or {}

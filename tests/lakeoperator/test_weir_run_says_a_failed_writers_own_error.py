@@ -1,7 +1,9 @@
 """A writer whose input is bad ends Failed/BadInput with the job's own error — the column, the count, what
 to do — from its driver's termination message, on the terminal, in its status and in its Event (not only
 in the driver's log); `weir run` lets the good writer finish first, then ends 1 naming each writer that
-cannot go on: a null record key, a column of the wrong type, and a spec without a source."""
+cannot go on: a null record key, a column of the wrong type, and a spec without a source. Started again
+once the input is fixed (null keys filled) and a manifest is (another input), it runs the failed writers
+again and leaves the finished one be."""
 
 from __future__ import annotations
 
@@ -26,14 +28,16 @@ WRONG_TYPE = "SchemaMismatch: column 'ts' has type string but the table stores i
 REMEDY = "the input or the table's configuration is wrong and retrying does not help: fix it, then change " \
          "spec.restartNonce"
 TABLE = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": {"name": "people"},
-         "spec": {"location": "lake/people", "recordKey": ["id"], "orderingField": "ts", "buckets": 1,
+         "spec": {"location": "lake/people", "recordKey": ["id"], "orderingField": "ts", "buckets": 2,
                   "schema": [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"},
                              {"name": "ts", "type": "int64"}]}}
 
 
 def writer(name: str, source: bool = True) -> dict[str, Any]:
     spec: dict[str, Any] = {"tableRef": {"name": "people"}, "mode": "batch",
-                            "spark": {"mode": "local", "localCores": 1, "driver": {"memory": "512m"}}}
+                            "spark": {"mode": "local", "localCores": 1, "driver": {"memory": "512m"}},
+                            # should two writers rerun together conflict, they retry soon
+                            "restartPolicy": {"backoff": {"initialSeconds": 1, "maxSeconds": 2}}}
     if source:
         spec["source"] = {"format": "parquet", "path": f"input/{name}"}
     return {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeWriter", "metadata": {"name": name}, "spec": spec}
@@ -53,17 +57,21 @@ def status(work: Path, name: str) -> dict[str, Any]:
     return json.loads((work / ".weir-run" / "resources" / "LakeWriter" / f"default.{name}.json").read_text())
 
 
+def weir_run(work: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+    return subprocess.run([sys.executable, "-c", "from lakeoperator.cli import app; app()", "run", "-f", "m",
+                           "--timeout", "400"], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=500)
+
+
 def test_bad_input_is_told_by_the_jobs_own_error_and_the_good_writer_finishes(tmp_path: Path) -> None:
     inputs(tmp_path)
     (tmp_path / "m").mkdir()
     writers = [writer(n) for n in ("good", "null-key", "wrong-type")]
     docs = [TABLE, *writers, writer("no-source", source=False)]
     (tmp_path / "m" / "all.yaml").write_text("---\n".join(json.dumps(d) + "\n" for d in docs))  # JSON is YAML
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
-    ran = subprocess.run([sys.executable, "-c", "from lakeoperator.cli import app; app()", "run", "-f", "m",
-                          "--timeout", "400"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=500)
+    ran = weir_run(tmp_path)
     out, err = ran.stdout, ran.stderr
     assert ran.returncode == 1, out[-3000:] + err[-3000:]
 
@@ -84,3 +92,28 @@ def test_bad_input_is_told_by_the_jobs_own_error_and_the_good_writer_finishes(tm
     assert err.startswith("error: 3 resources cannot go on until their manifests change (the others ran to "
                           "completion):"), err
     assert "LakeWriter/good" not in err
+    assert err.rstrip().endswith("A writer that ended Failed or Aborted runs again when `weir run` is "
+                                 "started again (fix its input first), or when its manifest changes."), err
+
+    # the null keys filled in the input; the wrong type fixed by reading another input (ids 2, 4, 5 and 8
+    # are in one bucket, 9 in the other, so the two writers rerun together do not conflict)
+    pq.write_table(pa.table({"id": [4, 2, 5, 8], "name": ["d", "e", "f", "g"], "ts": [1, 1, 1, 1]}),
+                   tmp_path / "input" / "null-key" / "part-0.parquet")
+    (tmp_path / "input" / "fixed").mkdir()
+    pq.write_table(pa.table({"id": [9], "name": ["h"], "ts": [2]}), tmp_path / "input" / "fixed" / "p.parq")
+    fixed = writer("wrong-type")
+    fixed["spec"]["source"]["path"] = "input/fixed"
+    docs = [TABLE, writer("good"), writer("null-key"), fixed, writer("no-source", source=False)]
+    (tmp_path / "m" / "all.yaml").write_text("---\n".join(json.dumps(d) + "\n" for d in docs))
+    again = weir_run(tmp_path)
+    assert again.returncode == 1, again.stdout[-3000:] + again.stderr[-3000:]
+    assert again.stderr.startswith("error: 1 resource cannot go on until its manifest changes (the others "
+                                   "ran to completion):\n  LakeWriter/no-source (m/all.yaml:"), again.stderr
+    assert "LakeWriter/null-key: it ended Failed (BadInput) in an earlier run: trying again (weir run was " \
+           "started again)" in again.stdout
+    for name in ("null-key", "wrong-type"):
+        assert f"LakeWriter/{name}: Succeeded" in again.stdout, again.stdout
+    assert status(tmp_path, "good")["body"]["status"]["attempts"]["total"] == 1    # not run again
+    assert status(tmp_path, "null-key")["body"]["status"]["attempts"]["total"] == 2
+    written = Table.open(str(tmp_path / "lake" / "people")).read()
+    assert sorted(written.column("id").to_pylist()) == [1, 2, 3, 4, 5, 8, 9]

@@ -276,9 +276,11 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
             return replace(keep, action=Action.DELETE_DRIVER, reason=why,
                            message="the spec changed in a way that needs a new driver: deleting the old one")
         # the spec is adopted only with the new submission: adopted while the old driver is being deleted,
-        # the next pass would see no change any more and the restart would be lost
-        return _submit(ref, spec, replace(o, attempts=o.attempts.reset()), now, why, o.driver is not None,
+        # the next pass would see no change any more and the restart would be lost. Meanwhile the writer
+        # is Pending, not still Failed: it is on its way to a new attempt and waits for no further change
+        plan = _submit(ref, spec, replace(o, attempts=o.attempts.reset()), now, why, o.driver is not None,
                        adopt=False)
+        return replace(plan, phase=WriterPhase.PENDING) if plan.action == Action.DELETE_DRIVER else plan
     adopt = o.change == "in_place"
     keep = replace(keep, adopt_spec=adopt)
 

@@ -21,6 +21,8 @@ from lakeoperator.plan.writer import (
     plan_writer,
     submission_id,
 )
+from lakeoperator.run_verdict import Standing, judge
+from lakeoperator.status import writer_status
 from tests.lakeoperator.plan.writer_cases import NOW, REF, SID, ago, running, writer
 
 SUBMITTED = WriterObserved(phase=WriterPhase.SUBMITTED, attempts=Attempts(1), submission_id=SID,
@@ -173,6 +175,7 @@ def test_a_restart_keeps_the_old_spec_until_the_new_submission() -> None:
                             change="restart", driver=DriverObservation(SID, "Failed", exit_code=2))
     plan = plan_writer(REF, writer(restartNonce="fixed"), failed, NOW)
     assert plan.action is Action.DELETE_DRIVER and not plan.adopt_spec
+    assert plan.phase is WriterPhase.PENDING    # on its way to a new attempt, not still Failed
     plan = plan_writer(REF, writer(restartNonce="fixed"), replace(failed, driver=None), NOW)
     assert plan.action is Action.SUBMIT and plan.adopt_spec and plan.attempts == Attempts(2)
 
@@ -222,3 +225,20 @@ def test_planning_is_a_function_of_the_observation(spec: object, observed: Write
     if first.action is Action.SUBMIT and first.submission_id != observed.submission_id:
         assert first.attempts.total == observed.attempts.total + 1
     assert first.requeue_after is None or first.requeue_after >= 0
+
+
+def test_a_failed_writer_restarted_by_a_spec_change_goes_on_while_its_old_driver_is_deleted() -> None:
+    """`weir run` after a manifest fix: the pass that deletes the failed attempt's driver must not leave the
+    writer Failed and Stalled, or the run ends at once saying it cannot go on until its manifest changes
+    (it already did)."""
+    failed = WriterObserved(phase=WriterPhase.FAILED, attempts=Attempts(1, failures=1), submission_id=SID,
+                            change="restart", driver=DriverObservation(SID, "Failed", exit_code=2))
+    plan = plan_writer(REF, writer(restartNonce="fixed"), failed, NOW)
+    old = {"phase": "Failed", "observedGeneration": REF.generation - 1,
+           "conditions": [{"type": "Stalled", "status": "True", "reason": "BadInput", "message": "fix it"}]}
+    status = writer_status(REF, plan, old, NOW)
+    body = {"kind": "LakeWriter", "metadata": {"name": REF.name, "namespace": REF.namespace,
+                                               "generation": REF.generation},
+            "spec": {"tableRef": {"name": "t"}, "mode": "batch"}, "status": status}
+    stalled = {c["type"]: c for c in status["conditions"]}["Stalled"]
+    assert stalled["status"] == "False" and judge(body).standing is Standing.GOING
