@@ -246,6 +246,7 @@ class TableConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "compression", known_codec(self.compression, self.name))
+        _check_unique_names(self)   # before anything looks a column up by name
         if self.bucket_hash is None:
             object.__setattr__(self, "bucket_hash", _default_bucket_hash(self))
         schema, last = assign_field_ids(self.schema, self.last_column_id)
@@ -473,6 +474,14 @@ def _default_bucket_hash(c: TableConfig) -> BucketHash:
     return "spark_murmur3"
 
 
+def _check_unique_names(c: TableConfig) -> None:
+    names = c.schema.names
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise InvalidTableConfig(f"table {c.name!r}: the schema names {', '.join(map(repr, twice))} more "
+                                 "than once; name each column once")
+
+
 def _validate(c: TableConfig) -> None:
     def bad(msg: str) -> InvalidTableConfig:
         return InvalidTableConfig(f"table {c.name!r}: {msg}")
@@ -494,8 +503,6 @@ def _validate(c: TableConfig) -> None:
     if not isinstance(c.buckets, int) or not 1 <= c.buckets <= 65536:
         raise bad(f"buckets must be an integer in 1..65536, got {c.buckets!r}")
     names = c.schema.names
-    if len(set(names)) != len(names):
-        raise bad("schema has duplicate column names")
     reserved = [n for n in names if n.startswith(META_PREFIX)]
     if reserved:
         raise bad(f"column names starting with {META_PREFIX!r} are reserved: {reserved}")

@@ -351,6 +351,10 @@ class ClusteringPending(ServiceError):
     """Another clustering is already scheduled or running on the table (one at a time)."""
 
 
+class InvalidCompactionStrategy(ServiceError, InvalidInput):
+    """A compaction strategy names an unknown kind, or a bound that is not a non-negative integer."""
+
+
 class InvalidClusteringStrategy(ServiceError, InvalidInput):
     """A clustering strategy names an unknown kind, an unknown/unsortable column, or a bad bound."""
 

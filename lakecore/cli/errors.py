@@ -10,6 +10,7 @@ it is worded. Anything else is a bug: the line says to rerun with WEIR_DEBUG=1 f
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,29 @@ def _first_line(exc: BaseException) -> str:
     return one_line(text.splitlines()[0] if text else type(exc).__name__)
 
 
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def _missing_path(exc: FileNotFoundError) -> str | None:
+    """The path a FileNotFoundError is about: its filename, or the first quoted path of Arrow's message."""
+    if exc.filename:
+        return str(exc.filename)
+    found = _QUOTED.search(str(exc))
+    return found.group(1) if found else None
+
+
+def _in_table(path: str | None, uri: str) -> bool:
+    """Whether a missing path is one of the table's own files (unknown: assume it is, the safe reading);
+    a missing output folder or input file is not."""
+    if path is None:
+        return True
+    if "://" not in uri or uri.startswith("file://"):
+        root = os.path.abspath(uri.removeprefix("file://"))
+        return os.path.abspath(path.removeprefix("file://")).startswith(root.rstrip("/") + "/") or \
+            os.path.abspath(path) == root
+    return uri.split("://", 1)[1].rstrip("/") in path
+
+
 def describe(exc: BaseException, uri: str | None = None) -> CliError:
     """The one-line error for a command that failed with `exc` (on table `uri`, if it had one)."""
     kind = type(exc).__name__
@@ -93,15 +117,23 @@ def describe(exc: BaseException, uri: str | None = None) -> CliError:
                               "reads, write for writes and table services) or run as a user that has it")
     if isinstance(exc, FileNotFoundError):
         where = exc.filename or _first_line(exc)
-        if uri is not None:
+        if uri is not None and _in_table(_missing_path(exc), uri):
             return CliError(kind, f"a file the table needs is missing ({where}); {check}: restore it "
                                   "from a backup (a lost table.json or instant file: `weir table repair`)")
-        return CliError(kind, f"no such file: {where}; check the path")
+        return CliError(kind, f"no such file or folder: {_missing_path(exc) or where}; check the path")
     if isinstance(exc, (IsADirectoryError, NotADirectoryError)):
         return CliError(kind, f"{exc.strerror}: {exc.filename}; check the path")
     if isinstance(exc, OSError):
         return CliError(kind, f"{_first_line(exc)}; check the path, the disk and the storage credentials, "
                               "then retry", retryable=True)
+    if type(exc).__module__.startswith("botocore."):   # s3fs lets some of botocore's errors through
+        if "Credential" in kind:
+            return CliError(kind, f"no usable S3 credentials ({_first_line(exc)}): set AWS_ACCESS_KEY_ID and "
+                                  "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE; AWS_ENDPOINT_URL for an "
+                                  "S3-compatible store), then retry")
+        return CliError(kind, f"the object store failed the request ({_first_line(exc)}); check the "
+                              "endpoint (AWS_ENDPOINT_URL), the network and the credentials, then retry",
+                        retryable=True)
     if isinstance(exc, pa.ArrowException):
         return CliError(kind, f"a file could not be read as Parquet ({_first_line(exc)}); a data file of "
                               f"the table is damaged: {check}, then restore it from a backup")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -94,13 +95,42 @@ def _typed(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table
 
 
+def check_output(output: str | None) -> None:
+    """Refuse, before anything is read, an --output whose folder does not exist or that is a folder."""
+    if output is None:
+        return
+    target = Path(output)
+    if target.is_dir():
+        raise InvalidInput(f"--output {output!r} is a folder; name a file in it (e.g. {output.rstrip('/')}/"
+                           "rows.parquet)")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InvalidInput(f"--output {output!r}: the folder {str(folder)!r} does not exist; create it "
+                           f"(mkdir -p {folder}) or name a file in a folder that exists")
+
+
 def write_output(rows: pa.Table | pa.RecordBatchReader, fmt: Format, output: str | None) -> int:
-    """Write `rows` batch by batch (a reader is never held whole); returns how many were written."""
+    """Write `rows` batch by batch (a reader is never held whole); returns how many were written. A file
+    is written under a temporary name beside it and renamed when whole: a read that fails half-way (a
+    damaged data file, a full disk) leaves no half-written file, and an older file of that name as it was."""
     reader = rows.to_reader() if isinstance(rows, pa.Table) else rows
+    if fmt == "parquet" and output is None:
+        raise InvalidInput("--format parquet needs --output FILE")
+    check_output(output)
+    if output is None:
+        return _write(reader, fmt, None)
+    partial = Path(output).with_name(f".{Path(output).name}.{os.getpid()}.partial")
+    try:
+        written = _write(reader, fmt, str(partial))
+        partial.replace(output)
+    finally:
+        partial.unlink(missing_ok=True)
+    return written
+
+
+def _write(reader: pa.RecordBatchReader, fmt: Format, output: str | None) -> int:
     written = 0
     if fmt == "parquet":
-        if output is None:
-            raise InvalidInput("--format parquet needs --output FILE")
         with pq.ParquetWriter(output, reader.schema) as parquet:
             for batch in reader:
                 parquet.write_batch(batch)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from lakecore.config import TableConfig
+from lakecore.config import TableConfig, did_you_mean
 from lakecore.errors import CorruptMetadata, InvalidClusteringStrategy
 from lakecore.layout import FileSlice, FileSystemView
 
@@ -47,7 +47,8 @@ class ClusteringStrategy:
         cols = self.sort_columns
         object.__setattr__(self, "sort_columns", (cols,) if isinstance(cols, str) else tuple(cols))
         if self.kind not in KINDS:
-            raise InvalidClusteringStrategy(f"unknown clustering strategy {self.kind!r}; use one of "
+            raise InvalidClusteringStrategy(f"unknown clustering strategy {self.kind!r}"
+                                            f"{did_you_mean([str(self.kind)], KINDS)}; use one of "
                                             f"{', '.join(KINDS)}")
         for name, value, low in (("small_file_bytes", self.small_file_bytes, 0),
                                  ("row_group_rows", self.row_group_rows, 1),

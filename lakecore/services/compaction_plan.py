@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from lakecore.config import TableConfig
-from lakecore.errors import CorruptMetadata
+from lakecore.config import TableConfig, did_you_mean
+from lakecore.errors import CorruptMetadata, InvalidCompactionStrategy
 from lakecore.layout import FileSlice, FileSystemView
 
 StrategyKind = Literal["all", "log_count", "log_size", "bounded_io"]
+KINDS: tuple[StrategyKind, ...] = get_args(StrategyKind)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,17 @@ class CompactionStrategy:
     min_logs: int = 1
     min_log_bytes: int = 0
     io_budget_bytes: int = 512 << 20
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InvalidCompactionStrategy(f"unknown compaction strategy {self.kind!r}"
+                                            f"{did_you_mean([str(self.kind)], KINDS)}; use one of "
+                                            f"{', '.join(KINDS)}")
+        for name, value, low in (("min_logs", self.min_logs, 1), ("min_log_bytes", self.min_log_bytes, 0),
+                                 ("io_budget_bytes", self.io_budget_bytes, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidCompactionStrategy(f"compaction {name} must be an integer >= {low}, got "
+                                                f"{value!r}")
 
 
 COMPACT_ALL = CompactionStrategy()
@@ -112,6 +124,4 @@ def plan_compaction(view: FileSystemView, config: TableConfig,
             chosen.append(s)
             spent += _log_bytes(s) + (s.base.bytes if s.base else 0)
         slices = sorted(chosen, key=lambda s: (s.partition, s.file_id))
-    elif strategy.kind != "all":
-        raise ValueError(f"unknown compaction strategy {strategy.kind!r}")
     return tuple(operation_of(s) for s in slices)

@@ -4,6 +4,7 @@ lock its writers take or the Parquet codec of the files they write next."""
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Annotated
 
 import pyarrow as pa
@@ -29,25 +30,35 @@ _TYPES = {"bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": p
           "timestamp": pa.timestamp("us", tz="UTC")}
 CODECS_HELP = (f"Parquet codec of the data files: {'|'.join(CODECS)} (zstd: smallest; lz4: fastest to "
                "write and read, ~30% more bytes; see docs/operations.md).")
+# what other systems call these types: told as the likely one (never taken silently: `float` is 32 bits
+# in Spark SQL and 64 in Python)
+_OTHER_NAMES = {"int": "int64", "integer": "int64", "long": "int64", "bigint": "int64", "short": "int16",
+                "smallint": "int16", "byte": "int8", "tinyint": "int8", "float": "float64 or float32",
+                "real": "float32", "boolean": "bool", "str": "string", "text": "string", "varchar": "string",
+                "utf8": "string", "bytes": "binary", "datetime": "timestamp"}
 TYPES_HELP = "Columns as 'name:type,...' (types: " + ", ".join(sorted(_TYPES)) + ")."
+_ENTRIES = re.compile(r",(?![^(<]*[)>])")   # commas between entries, not inside decimal(10,2) or map<a,b>
 
 
 def parse_schema(text: str) -> pa.Schema:
     """`id:int64,ts:int64,name:string` -> Arrow schema."""
     fields = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    for part in filter(None, (p.strip() for p in _ENTRIES.split(text))):
         name, colon, type_name = (x.strip() for x in part.partition(":"))
         if not colon or not name:
             raise InvalidInput(f"--schema entry {part!r} is not NAME:TYPE; give e.g. "
                                "'id:int64,ts:int64,name:string'")
         if type_name not in _TYPES:
-            close = difflib.get_close_matches(type_name, _TYPES, n=1, cutoff=0.6)
+            close = [_OTHER_NAMES[type_name.lower()]] if type_name.lower() in _OTHER_NAMES else \
+                difflib.get_close_matches(type_name, _TYPES, n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise InvalidInput(f"unknown type {type_name!r} for column {name!r}{hint}; use one of "
-                               f"{', '.join(sorted(_TYPES))}")
+                               f"{', '.join(sorted(_TYPES))} (other types: --schema-from a Parquet file "
+                               "that has them)")
         fields.append(pa.field(name, _TYPES[type_name]))
     if not fields:
-        raise InvalidInput("--schema is empty; give e.g. 'id:int64,ts:int64,name:string'")
+        raise InvalidInput("the table needs columns: give --schema 'id:int64,ts:int64,name:string' (types: "
+                           f"{', '.join(sorted(_TYPES))}) or --schema-from FILE.parquet")
     return pa.schema(fields)
 
 

@@ -28,12 +28,17 @@ RunToDelete = Annotated[bool, typer.Option("--dry-run/--run", help="Only print t
 def compact(uri: Uri,
             strategy: Annotated[str, typer.Option(help="all | log_count | log_size | bounded_io")] = "all",
             min_logs: Annotated[int, typer.Option(help="log_count: slices with at least this many logs")] = 1,
+            min_log_bytes: Annotated[int, typer.Option(
+                help="log_size: slices whose log files hold at least this many bytes")] = 0,
+            io_budget_bytes: Annotated[int, typer.Option(
+                help="bounded_io: read about this many bytes, largest logs first")] = 512 << 20,
             dry_run: PlanOnly = False,
             resume: Annotated[bool, typer.Option(help="Finish a compaction a dead process left.")] = False,
             as_json: JsonFlag = False) -> None:
     """Compact merge-on-read file slices (logs merged into new base files; the old ones stay until a
     clean)."""
-    chosen = CompactionStrategy(strategy, min_logs=min_logs)  # type: ignore[arg-type]
+    chosen = CompactionStrategy(strategy, min_logs=min_logs, min_log_bytes=min_log_bytes,  # type: ignore[arg-type]
+                                io_budget_bytes=io_budget_bytes)
     t = Table.open(uri)
     output_for(as_json).compaction(t, t.maintenance.compact(chosen, dry_run=dry_run, resume=resume))
 

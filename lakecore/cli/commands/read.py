@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
-from lakecore.cli.io import guess_format, write_output
+from lakecore.cli.io import check_output, guess_format, write_output
 from lakecore.cli.output import output_for
 from lakecore.cli.where import where_filter
 from lakecore.errors import InvalidInput
@@ -36,6 +36,7 @@ def read(uri: Uri,
     fmt = fmt or shown.data_format
     if fmt is not None and fmt not in ("parquet", "csv", "json"):
         raise InvalidInput(f"--format {fmt!r}: use parquet, csv or json")
+    check_output(output)   # a folder that is not there is told before the table is read
     # streamed: a table larger than memory is written out slice by slice
     condition = where_filter(where or [], t.schema, meta=with_meta)
     rows = t.scan(as_of=as_of, columns=cols, filter=condition, with_meta=with_meta).to_arrow_batch_reader()

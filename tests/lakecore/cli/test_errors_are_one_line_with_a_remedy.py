@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
+from lakecore.cli.errors import describe
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64())])
 
@@ -104,3 +105,73 @@ def test_debug_prints_the_traceback_and_json_errors_are_json(table, tmp_path):
     [line] = as_json.stderr.splitlines()
     error = json.loads(line)["error"]
     assert error["type"] == "InvalidInput" and "is empty" in error["message"] and error["retryable"] is False
+
+
+def test_an_output_folder_that_is_not_there_is_told_before_the_table_is_read(table, tmp_path):
+    """Not "a file the table needs is missing ... restore it from a backup": the table is fine."""
+    out = tmp_path / "nodir" / "rows.parquet"
+    line = one_line_error(weir("table", "read", table.uri, "--output", str(out)),
+                          f"the folder '{out.parent}' does not exist", f"mkdir -p {out.parent}")
+    assert "backup" not in line and not out.parent.exists()
+    one_line_error(weir("table", "read", table.uri, "--output", str(tmp_path)), "is a folder; name a file")
+
+
+def test_a_read_that_fails_half_way_leaves_no_half_written_output(tmp_path):
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2)
+    t.upsert(pa.table({"id": list(range(100)), "ts": [1] * 100}))
+    damaged = t.commit_metadata(t.timeline().completed[0]).write_stats[-1]
+    with open(os.path.join(t.uri, damaged.path), "r+b") as fh:
+        fh.seek(4)
+        fh.write(b"garbage" * 20)
+    for name in ("rows.parquet", "rows.csv", "rows.json"):
+        out = tmp_path / name
+        out.write_text("kept")
+        one_line_error(weir("table", "read", t.uri, "--output", str(out)), "restore it from a backup")
+        assert out.read_text() == "kept", "an older file of that name is left as it was"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv", "rows.json", "rows.parquet", "t"]
+
+
+def test_a_missing_file_outside_the_table_is_not_called_the_tables(tmp_path):
+    uri = str(tmp_path / "t")
+    outside = describe(FileNotFoundError(2, "No such file or directory", str(tmp_path / "in" / "x.csv")), uri)
+    assert outside.message == f"no such file or folder: {tmp_path / 'in' / 'x.csv'}; check the path"
+    arrow = describe(FileNotFoundError("[Errno 2] Failed to open local file '/nodir/x.parquet'. Detail: "
+                                       "[errno 2] No such file or directory"), uri)
+    assert arrow.message == "no such file or folder: /nodir/x.parquet; check the path"
+    inside = describe(FileNotFoundError(2, "No such file", f"{uri}/.weir/timeline/1.commit"), uri)
+    assert inside.message.startswith("a file the table needs is missing") and "weir table check" in \
+        inside.message
+    s3 = describe(FileNotFoundError(2, "No such key", "bucket/lake/t/.weir/table.json"), "s3://bucket/lake/t")
+    assert s3.message.startswith("a file the table needs is missing")
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (("--strategy", "logcount"), ("unknown compaction strategy 'logcount' (did you mean 'log_count'?)",
+                                  "use one of all, log_count, log_size, bounded_io")),
+    (("--strategy", "log_count", "--min-logs", "0"), ("min_logs must be an integer >= 1, got 0",)),
+])
+def test_a_bad_compaction_strategy_is_told(table, args, fragments):
+    one_line_error(weir("table", "compact", table.uri, *args), *fragments)
+    assert len(Table.open(table.uri).timeline().instants) == 1, "nothing was scheduled"
+
+
+@pytest.mark.parametrize(("schema", "fragments"), [
+    ("id:int64,id:string,ts:int64,ts:int8", ("the schema names 'id', 'ts' more than once",)),
+    ("id:int,ts:Long", ("unknown type 'int' for column 'id' (did you mean int64?)",)),
+    ("id:int64,x:decimal(10,2)", ("unknown type 'decimal(10,2)' for column 'x'", "--schema-from")),
+    (None, ("the table needs columns: give --schema", "or --schema-from")),
+])
+def test_a_bad_schema_is_told_and_creates_nothing(tmp_path, schema, fragments):
+    where = tmp_path / "t"
+    one_line_error(weir("table", "create", str(where), *(("--schema", schema) if schema else ()),
+                        "--record-key", "id"), *fragments)
+    assert not where.exists()
+
+
+def test_s3_without_credentials_says_which_to_set(tmp_path, monkeypatch):
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))              # no ~/.aws
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # nor an instance's role to wait for
+    one_line_error(weir("table", "read", "s3://weir-no-such-bucket/t"), "no usable S3 credentials",
+                   "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
