@@ -71,6 +71,7 @@ def table_zookeeper(table: Any) -> str | None:
 
 
 def run(args: BatchWriteArgs) -> dict[str, Any]:
+    from sparkjobs.file_source import read_batch, unreadable
     from sparkjobs.session import job_session
     from sparkjobs.write import write_dataframe
 
@@ -85,17 +86,28 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
         result = jobs.batch_write(spark, table, args, columns or list(table.config.schema.names), writer,
                                   options, storage_options(args))
         return _outcome(result)
-    df = spark.read.format(args.source_format).options(**args.source_options).load(args.source)
+    df = read_batch(spark, args.source_format, args.source, args.source_options, table.config.schema)
     if columns is not None:  # a column group's writer writes its group only, whatever else the input has
         missing = [c for c in columns if c not in df.columns]
         if missing:
+            from lakecore.config import did_you_mean
             from lakecore.errors import MissingColumn
 
+            others = [c for c in df.columns if c not in columns]
             raise MissingColumn(f"the input of column group {args.column_group!r} lacks "
-                                f"{', '.join(missing)}; add them to the input")
+                                f"{', '.join(missing)}{did_you_mean(missing, others)}; the input has "
+                                f"{', '.join(df.columns)}: add them to the input")
         df = df.select(*columns)
-    result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
-                             extra=args.extra)
+    try:
+        result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
+                                 extra=args.extra)
+    except Exception as exc:
+        told = unreadable(exc, args.source)
+        if told is None:
+            raise
+        from lakecore.errors import InvalidInput
+
+        raise InvalidInput(told) from exc
     return _outcome(result)
 
 

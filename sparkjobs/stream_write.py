@@ -25,6 +25,7 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
 
     from sparkjobs.batch_write import table_zookeeper, writer_options
     from sparkjobs.entry import owned_columns
+    from sparkjobs.file_source import options_for, unreadable
     from sparkjobs.session import job_session
     from sparkjobs.stream import BatchWriter, write_stream
 
@@ -42,7 +43,8 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
                             storage_options(args))
         df = kafka.df
     else:
-        reader = spark.readStream.format(args.source_format).options(**args.source_options) \
+        options = options_for(args.source_format, args.source_options, streaming=True)
+        reader = spark.readStream.format(args.source_format).options(**options) \
             .schema(from_arrow_schema(schema))
         if args.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", str(args.max_files_per_trigger))
@@ -77,6 +79,11 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
             from sparkjobs.kafka.source import partitions
 
             partitions(spark, args)
+        told = unreadable(failure, args.source)
+        if told is not None:   # a file the stream cannot read as the table's: its writer's input is bad
+            from lakecore.errors import InvalidInput
+
+            raise InvalidInput(told) from None
         raise RuntimeError(str(failure))
     return {"writer_id": args.writer_id, "last_batch": writer.committed if writer else None,
             "instants": [i.requested_time for i in writer.instants] if writer else [],

@@ -1,0 +1,77 @@
+"""How writers read file inputs (Parquet, JSON lines, CSV, ORC, any Spark file format).
+
+CSV is read by its header (`header` is "true" unless spec.source.options says otherwise): a batch
+writer gives each column of the header that the table has the table's type, the others stay strings
+(the write names them); a streaming writer reads with the table's schema and has Spark check the
+header's names against it (`enforceSchema` false), so columns in another order are refused, not
+shifted. CSV and JSON are read FAILFAST: a value that does not fit its column's type, a malformed line,
+end the job as BadInput naming the file, the row and the value (`unreadable`), never a null in its
+place. Without a header (`header: "false"`), with `inferSchema` or another `mode`, the options are
+Spark's own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+DEFAULTS = {"csv": {"header": "true", "mode": "FAILFAST"}, "json": {"mode": "FAILFAST"}}
+
+
+def options_for(fmt: str, options: Mapping[str, str], *, streaming: bool = False) -> dict[str, str]:
+    """The reader options of a file source: the format's defaults, then the spec's."""
+    defaults = dict(DEFAULTS.get(fmt.lower(), {}))
+    if streaming and fmt.lower() == "csv":
+        defaults["enforceSchema"] = "false"
+    given = {k.lower() for k in options}
+    return {**{k: v for k, v in defaults.items() if k.lower() not in given}, **options}
+
+
+def _on(options: Mapping[str, str], name: str) -> bool:
+    return any(k.lower() == name.lower() and str(v).lower() == "true" for k, v in options.items())
+
+
+def read_batch(spark: SparkSession, fmt: str, path: str, options: Mapping[str, str],
+               schema: pa.Schema) -> DataFrame:
+    """One batch input as a DataFrame; a CSV with a header typed by the table's `schema` (see above)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    opts = options_for(fmt, options)
+    reader = spark.read.format(fmt).options(**opts)
+    if fmt.lower() != "csv" or not _on(opts, "header") or _on(opts, "inferSchema"):
+        return reader.load(path)
+    header = reader.load(path).columns   # no inference: Spark reads the header line only
+    typed = StructType([StructField(c, from_arrow_type(schema.field(c).type) if c in schema.names
+                                    else StringType()) for c in header])
+    return spark.read.format(fmt).options(**opts).schema(typed).load(path)
+
+
+_RECORD = re.compile(r"Malformed records are detected in record parsing: (\[[^\n]*?\])\.")
+_HEADER = re.compile(r"CSV header does not conform to the schema\.\s*Header: (?P<header>[^\n]*)\n\s*"
+                     r"Schema: (?P<schema>[^\n]*)\n(?:[^\n]*\n)?CSV file: (?P<file>\S+)")
+_CAUSE = re.compile(r"Caused by: java\.[\w.]+?(?:NumberFormat|DateTime|DateTimeParse|Arithmetic)Exception: "
+                    r"([^\n]+)")
+
+
+def unreadable(exc: BaseException, path: str) -> str | None:
+    """What to tell for a read that met a value its column's type cannot hold, a malformed line or a CSV
+    header that does not match the schema (None: `exc` is something else)."""
+    text = str(exc)
+    header = _HEADER.search(text)
+    if header is not None:
+        return f"the CSV file {header['file']} has the header {header['header']!r}, but this writer reads " \
+               f"the columns {header['schema']!r} in that order; write its columns in that order"
+    record = _RECORD.search(text)
+    if record is None:
+        return None
+    cause = _CAUSE.search(text)
+    why = f" ({cause.group(1).strip()})" if cause else ""
+    return f"the input {path!r} has a value that does not fit its column's type in the table{why}; the " \
+           f"row, that value read as null: {record.group(1)}; fix the input"

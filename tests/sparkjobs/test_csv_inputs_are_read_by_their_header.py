@@ -1,0 +1,93 @@
+"""A writer's CSV input is read by its header with the table's types (no spec.source.options needed):
+columns in any order, a value that does not fit its column told as BadInput (nothing written), a
+misspelt column named with the likely one; a streaming writer refuses a header in another order than
+its schema instead of shifting the columns, and a value that does not fit instead of writing a null.
+The jobs run in this process on the session's Spark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lakecore import ColumnGroup, Table
+from lakecore.errors import InvalidInput, MissingColumn, SchemaMismatch
+from sparkjobs import batch_write, stream_write
+from sparkjobs.contract import BatchWriteArgs, StreamWriteArgs
+
+pytestmark = pytest.mark.spark
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64())])
+
+
+def table(where: Path, **kw: object) -> Table:
+    return Table.create(str(where), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
+                        **kw)  # type: ignore[arg-type]
+
+
+def csv(where: Path, text: str) -> str:
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(text)
+    return str(where)
+
+
+def rows(t: Table) -> list[dict[str, object]]:
+    return sorted(Table.open(t.uri).read().select(SCHEMA.names).to_pylist(), key=lambda r: r["id"])
+
+
+def test_a_csv_is_read_by_its_header_with_the_tables_types(spark, tmp_path):
+    t = table(tmp_path / "t")
+    source = csv(tmp_path / "in" / "a.csv", "ts,id,name\n10,2,bo\n11,1,ada\n")
+    out = batch_write.run(BatchWriteArgs(table=t.uri, source=source, source_format="csv"))
+    assert out["records"] == 2
+    assert rows(t) == [{"id": 1, "name": "ada", "ts": 11}, {"id": 2, "name": "bo", "ts": 10}]
+
+
+def test_a_value_that_does_not_fit_is_bad_input_and_nothing_is_written(spark, tmp_path):
+    t = table(tmp_path / "t")
+    source = csv(tmp_path / "in" / "a.csv", "id,name,ts\n1,ada,10\n2,bo,yesterday\n")
+    with pytest.raises(InvalidInput) as told:
+        batch_write.run(BatchWriteArgs(table=t.uri, source=source, source_format="csv"))
+    message = str(told.value)
+    assert 'For input string: "yesterday"' in message and "[2,bo,null]" in message, message
+    assert source in message and message.endswith("fix the input")
+    # the write had begun when the value was met: it was rolled back
+    assert [i.action for i in Table.open(t.uri).timeline().completed] == ["rollback"] and rows(t) == []
+
+
+def test_a_misspelt_column_is_named_with_the_likely_one(spark, tmp_path):
+    t = table(tmp_path / "t")
+    source = csv(tmp_path / "in" / "a.csv", "id,nmae,ts\n1,ada,10\n")
+    with pytest.raises(SchemaMismatch, match=r"\['nmae'\] are not in the table schema .* \(did you mean "
+                                             r"'name'\?\)"):
+        batch_write.run(BatchWriteArgs(table=t.uri, source=source, source_format="csv"))
+    wide = Table.create(str(tmp_path / "wide"), record_key="id", buckets=1,
+                        schema=pa.schema([*SCHEMA, ("city", pa.string()), ("ts2", pa.int64())]),
+                        column_groups=[ColumnGroup("names", ("name",), "ts"),
+                                       ColumnGroup("places", ("city",), "ts2")])
+    with pytest.raises(MissingColumn, match=r"lacks name \(did you mean 'nmae'\?\); the input has id, nmae"):
+        batch_write.run(BatchWriteArgs(table=wide.uri, source=source, source_format="csv",
+                                       column_group="names"))
+
+
+def test_a_stream_reads_a_csv_header_in_its_schemas_order_and_refuses_another(spark, tmp_path):
+    t = table(tmp_path / "t", concurrency_mode="non_blocking")
+    incoming = tmp_path / "in"
+    csv(incoming / "a.csv", "id,name,ts\n1,ada,10\n2,bo,11\n")
+
+    def stream(writer: str, source: Path = incoming) -> dict[str, object]:
+        return stream_write.run(StreamWriteArgs(table=t.uri, source=str(source), source_format="csv",
+                                                writer_id=writer, checkpoint=str(tmp_path / writer),
+                                                available_now=True))
+    stream("w1")
+    assert rows(t) == [{"id": 1, "name": "ada", "ts": 10}, {"id": 2, "name": "bo", "ts": 11}]
+    csv(incoming / "b.csv", "ts,id,name\n12,3,cy\n")
+    with pytest.raises(InvalidInput, match=r"b.csv has the header 'ts, id, name', but this writer reads the "
+                                           r"columns 'id, name, ts' in that order"):
+        stream("w1")
+    assert len(rows(t)) == 2, "the shifted file wrote nothing"
+    csv(tmp_path / "in2" / "c.csv", "id,name,ts\n4,dee,yesterday\n")
+    with pytest.raises(InvalidInput, match=r'For input string: "yesterday"\); the row, that value read as '
+                                           r"null: \[4,dee,null\]"):
+        stream("w2", tmp_path / "in2")
+    assert len(rows(t)) == 2, "nor did the one with a value that does not fit"
