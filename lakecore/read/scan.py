@@ -68,8 +68,10 @@ def plan_scan(view: FileSystemView, config: TableConfig, *, columns: Sequence[st
     slices = keep_slices(prune(view, config, partitions), config, filter, base_only=base_only)
     pushed = pushable(config, filter)
     where = RowGroupFilter(pushed, config.schema) if pushed is not None else None
-    return ScanPlan(tuple(slices), tuple(wanted), None if columns is None else tuple(columns), filter, meta,
-                    base_only, where)
+    # with_meta shows the meta columns before the columns asked for, as it does before all of them
+    shown = None if columns is None else \
+        tuple([*(m for m in META_COLUMNS if with_meta and m not in columns), *columns])
+    return ScanPlan(tuple(slices), tuple(wanted), shown, filter, meta, base_only, where)
 
 
 # Slices of up to this many stored rows (their files' records) are small: read and merged together with

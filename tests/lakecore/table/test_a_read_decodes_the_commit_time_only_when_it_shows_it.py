@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore import Table
-from lakecore.config import COMMIT_TIME
+from lakecore.config import COMMIT_TIME, META_COLUMNS
 
 SCHEMA = pa.schema([("k", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 
@@ -39,3 +39,15 @@ def test_a_plain_read_skips_the_commit_time_and_a_meta_read_shows_each_rows_own(
     filtered = table.read(filter=pc.field(COMMIT_TIME) == pc.scalar(int(second)))
     assert sorted(filtered["k"].to_pylist()) == [0, 3, 7, 9]
     assert filtered.column_names == SCHEMA.names
+
+
+def test_with_meta_shows_the_meta_columns_beside_the_columns_asked_for(tmp_path: Path) -> None:
+    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="k", ordering_field="ts", buckets=1)
+    empty = table.read(columns=["v"], with_meta=True)
+    table.upsert(rows([1, 2], 1))
+    for read in (empty, table.read(columns=["v"], with_meta=True),
+                 table.scan(columns=["v"], with_meta=True).to_arrow()):
+        assert read.column_names == [*META_COLUMNS, "v"]
+    assert table.read(columns=["v", COMMIT_TIME], with_meta=True).column_names == \
+        [*(m for m in META_COLUMNS if m != COMMIT_TIME), "v", COMMIT_TIME]
+    assert table.read(columns=["k", COMMIT_TIME]).column_names == ["k", COMMIT_TIME]
