@@ -107,6 +107,10 @@ class Kube:
         items: list[dict[str, Any]] = listing.get("items") or []
         return items
 
+    def names(self, kind: str, namespace: str) -> list[str]:
+        return sorted(str((item.get("metadata") or {}).get("name"))
+                      for item in self.list_all(kind, namespace))
+
     def applied_spec(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         """status.appliedSpec (JSON text) as the spec body it was; None when absent or unreadable (then the
         current spec counts as applied: no change is classified, nothing restarts)."""

@@ -60,6 +60,7 @@ class WriterInputs:
     source_location: str | None = None              # spec.source.table's location (None: none, or unknown)
     winner_running: bool = False                    # the write it lost a conflict to is pending and alive
     table_name: str | None = None                   # spec.tableRef.name (None: the spec does not parse)
+    other_tables: tuple[str, ...] = ()              # when there is no such table: the namespace's tables
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class ServiceInputs:
     table: Mapping[str, Any] | None = None
     storage_options: dict[str, Any] | None = None   # to open the table with (its storage Secret's options)
     table_name: str | None = None
+    other_tables: tuple[str, ...] = ()
 
 
 Inputs = TableInputs | WriterInputs | ServiceInputs
@@ -117,7 +119,7 @@ def observe_writer(store: Store, body: Mapping[str, Any]) -> WriterInputs:
         location = ((source or {}).get("spec") or {}).get("location")
         source_location = str(location) if location else None
     return WriterInputs(body, table, applied, source_location, _winner_running(store, namespace, body, table),
-                        spec.table_ref.name)
+                        spec.table_ref.name, _others(store, namespace, table))
 
 
 def observe_service(store: Store, body: Mapping[str, Any]) -> ServiceInputs:
@@ -132,7 +134,12 @@ def observe_service(store: Store, body: Mapping[str, Any]) -> ServiceInputs:
             options = storage_options(store, namespace, parse_lake_table(table))
         except SpecError:
             options = None   # the LakeTable reports it; the trigger just sees no table
-    return ServiceInputs(body, table, options, spec.table_ref.name)
+    return ServiceInputs(body, table, options, spec.table_ref.name, _others(store, namespace, table))
+
+
+def _others(store: Store, namespace: str, table: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The namespace's LakeTables, listed only when the one referred to is not there."""
+    return () if table is not None else tuple(store.names("LakeTable", namespace))
 
 
 # -- the Secrets a LakeTable names -----------------------------------------------------------------

@@ -20,7 +20,8 @@ is idempotent by name).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -73,7 +74,8 @@ class Outcome:
 
 def _admit(body: Mapping[str, Any], now: datetime, parse: Callable[[Mapping[str, Any]], S],
            table_body: Mapping[str, Any] | None = None, *, table_ref: Callable[[S], str] | None = None,
-           applied: Mapping[str, Any] | None = None) -> Outcome | tuple[ObjectRef, S, LakeTableSpec | None]:
+           applied: Mapping[str, Any] | None = None, other_tables: Sequence[str] = ()
+           ) -> Outcome | tuple[ObjectRef, S, LakeTableSpec | None]:
     """The steps every kind shares before planning: a paused or unmanaged resource is left alone
     (ReconciliationPaused), an invalid spec — or a missing LakeTable it refers to — is reported
     (Ready=False, InvalidSpec, an Event), never retried until it changes. Else (ref, spec, table)."""
@@ -86,13 +88,19 @@ def _admit(body: Mapping[str, Any], now: datetime, parse: Callable[[Mapping[str,
         table = None
         if table_ref is not None:
             if table_body is None:
-                raise SpecError("tableRef.name", f"no LakeTable {table_ref(spec)!r} in namespace "
-                                f"{ref.namespace}; create it, or fix the reference")
+                named = table_ref(spec)
+                # the named one among them: created since it was looked for (the next pass finds it)
+                close = difflib.get_close_matches(named, [t for t in other_tables if t != named], n=1,
+                                                  cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise SpecError("tableRef.name", f"no LakeTable {named!r} in namespace {ref.namespace}"
+                                f"{hint}; create it, or fix the reference")
             try:
                 table = parse_lake_table(table_body)
             except SpecError as exc:   # the table's mistake, reported as such: fixing the table fixes this
                 raise SpecError("tableRef.name", f"LakeTable {table_ref(spec)!r} has an invalid spec "
-                                f"({exc}); fix the LakeTable") from None
+                                f"({exc.field_path}: see the LakeTable's status); fix the LakeTable"
+                                ) from None
     except SpecError as exc:
         return _invalid(ref, exc, old, now, applied)
     return ref, spec, table
@@ -115,9 +123,10 @@ def reconcile(inputs: Inputs, launcher: Launcher, now: datetime, settings: PodSe
                                catalog_error=inputs.catalog_error)
     if isinstance(inputs, WriterInputs):
         return reconcile_writer(inputs.body, inputs.table, launcher, now, settings, applied=inputs.applied,
-                                source_location=inputs.source_location, winner_running=inputs.winner_running)
+                                source_location=inputs.source_location, winner_running=inputs.winner_running,
+                                other_tables=inputs.other_tables)
     return reconcile_service(inputs.body, inputs.table, launcher, now, settings,
-                             storage_options=inputs.storage_options)
+                             storage_options=inputs.storage_options, other_tables=inputs.other_tables)
 
 
 def reconcile_table(body: Mapping[str, Any], now: datetime, *,
@@ -289,13 +298,14 @@ def delta_commits_since(location: str, since: datetime | None,
 
 def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | None, launcher: Launcher,
                      now: datetime, settings: PodSettings, *, applied: Mapping[str, Any] | None = None,
-                     source_location: str | None = None, winner_running: bool = False) -> Outcome:
+                     source_location: str | None = None, winner_running: bool = False,
+                     other_tables: Sequence[str] = ()) -> Outcome:
     """Plan the writer and carry out the plan on `launcher`. `applied`: the spec body the current
     submission runs (None: none yet); `table_body`: its LakeTable (None: not found); `winner_running`:
     the write this writer's current submission lost a conflict to is still running
     (observe.py: `conflict_winner_running`)."""
     admitted = _admit(body, now, parse_lake_writer, table_body, table_ref=lambda s: s.table_ref.name,
-                      applied=applied)
+                      applied=applied, other_tables=other_tables)
     if isinstance(admitted, Outcome):
         return admitted
     ref, spec, table = admitted
@@ -378,11 +388,13 @@ def _table_not_ready(table_body: Mapping[str, Any] | None) -> str | None:
 
 def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | None, launcher: Launcher,
                       now: datetime, settings: PodSettings, *,
-                      storage_options: Mapping[str, Any] | None = None) -> Outcome:
+                      storage_options: Mapping[str, Any] | None = None, other_tables: Sequence[str] = ()
+                      ) -> Outcome:
     """Start the service's run when due (never two at once), record how runs ended."""
     from lakeoperator.status import parse_timestamp
 
-    admitted = _admit(body, now, parse_table_service, table_body, table_ref=lambda s: s.table_ref.name)
+    admitted = _admit(body, now, parse_table_service, table_body, table_ref=lambda s: s.table_ref.name,
+                      other_tables=other_tables)
     if isinstance(admitted, Outcome):
         return admitted
     ref, spec, table = admitted

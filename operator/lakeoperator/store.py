@@ -24,6 +24,11 @@ class Store(Protocol):
         """The resource's body as the API serves it (metadata, spec, status); None when there is none."""
         ...
 
+    def names(self, kind: str, namespace: str) -> list[str]:
+        """The names of the resources of `kind` in `namespace` (to suggest one for a reference that
+        names none)."""
+        ...
+
     def applied_spec(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         """The spec body a LakeWriter's current submission runs (None: none recorded, or unreadable)."""
         ...

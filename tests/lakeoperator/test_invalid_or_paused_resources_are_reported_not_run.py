@@ -27,6 +27,25 @@ def test_a_writer_of_a_missing_table_is_invalid_and_starts_nothing(tmp_path):
     assert launcher.pods() == []
 
 
+def test_a_missing_table_is_answered_with_the_likely_one_and_a_bad_one_by_its_field(tmp_path):
+    launcher = LocalLauncher(tmp_path / "state")
+    named = lake_writer()["spec"]["tableRef"]["name"]
+    near = reconcile_writer(lake_writer(), None, launcher, NOW, PodSettings(),
+                            other_tables=(f"{named}x", "zzz"))
+    assert f"no LakeTable {named!r} in namespace lake (did you mean '{named}x'?); create it" in \
+        condition(near.status, "Ready")["message"]
+    for others in (("a", "b"), (named,)):   # nothing like it; itself: created since it was looked for
+        far = reconcile_writer(lake_writer(), None, launcher, NOW, PodSettings(), other_tables=others)
+        said = condition(far.status, "Ready")["message"]
+        assert f"no LakeTable {named!r} in namespace lake; create it" in said
+    table = lake_table()
+    table["spec"]["buckets"] = 0
+    bad = reconcile_writer(lake_writer(), table, launcher, NOW, PodSettings())
+    assert condition(bad.status, "Ready")["message"] == f"tableRef.name: LakeTable {named!r} has an " \
+        "invalid spec (spec.buckets: see the LakeTable's status); fix the LakeTable"
+    assert launcher.pods() == []
+
+
 def test_a_writer_of_a_missing_source_table_is_invalid_and_starts_nothing(tmp_path):
     launcher = LocalLauncher(tmp_path / "state")
     body = lake_writer(source={"table": {"name": "raw-orders"}})

@@ -241,3 +241,15 @@ def test_managed_spark_settings_are_refused_in_the_spec() -> None:
 def test_spark_memory_notation(text: str, mib: int) -> None:
     assert spark_memory_mib(text) == mib
     assert parse_lake_writer(lake_writer(spark={"driver": {"memory": text}})).spark.driver.memory == text
+
+
+def test_a_misspelt_field_is_named_with_the_likely_one() -> None:
+    body = lake_table()
+    body["spec"]["recordkey"] = body["spec"].pop("recordKey")
+    with pytest.raises(SpecError, match=r"^spec\.recordkey: unknown field \(did you mean recordKey\?\); the "
+                                        r"fields here are location, "):
+        parse_lake_table(body)
+    body = lake_writer()
+    body["spec"]["sourse"] = body["spec"].pop("source")
+    with pytest.raises(SpecError, match=r"^spec\.sourse: unknown field \(did you mean source\?\)"):
+        parse_lake_writer(body)

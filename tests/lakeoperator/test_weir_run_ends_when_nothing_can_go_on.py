@@ -44,7 +44,7 @@ def test_invalid_writers_are_named_with_their_reason_and_the_run_ends_1(tmp_path
     assert "LakeWriter/bad-operation: InvalidSpec\n  InvalidSpec: spec.operation: 'upsurt' is not one " \
            "of" in out
     assert "LakeWriter/no-table: InvalidSpec\n  InvalidSpec: tableRef.name: no LakeTable 'peeple' in " \
-           "namespace default; create it, or fix the reference" in out
+           "namespace default (did you mean 'people'?); create it, or fix the reference" in out
     lines = err.splitlines()
     assert lines[0] == "error: 3 resources cannot go on until their manifests change (the others ran to " \
                        "completion):", err

@@ -8,6 +8,7 @@ Must not: talk to Kubernetes, import kopf, read storage, or decide anything (pla
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -102,8 +103,11 @@ class Fields:
             raise SpecError(path, f"must be an object, got {type(obj).__name__}; see the CRD's schema")
         unknown = sorted(set(obj) - set(known))
         if unknown:
-            raise SpecError(f"{path}.{unknown[0]}", f"unknown field; the fields here are {', '.join(known)} "
-                            "(check the spelling: camelCase)")
+            close = [k for k in known if k.lower() == unknown[0].lower()] or \
+                difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise SpecError(f"{path}.{unknown[0]}", f"unknown field{hint}; the fields here are "
+                            f"{', '.join(known)} (check the spelling: camelCase)")
         self.obj = obj
         self.path = path
 
