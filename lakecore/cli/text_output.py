@@ -67,17 +67,18 @@ class TextOutput:
         head, total = head_and_count(data, limit)
         keys = {*table.config.record_key, *(c for c in head.column_names if c.startswith("_weir_"))}
         show_table(out, [Col(c, "id" if c in keys else "text") for c in head.column_names],
-                   [["" if v is None else str(v) for v in row.values()] for row in head.to_pylist()],
-                   title=f"{table.config.name}: {total} rows")
+                   [["null" if v is None else str(v) for v in row.values()] for row in head.to_pylist()],
+                   title=f"{table.config.name}: {counted(total, 'row')}")
         if total > limit:
-            say(f"... {total - limit} more rows (use --output or --format)")
+            say(f"... {counted(total - limit, 'more row')} (--limit N shows more; --output FILE or --format "
+                "writes them all)")
 
     def rows_saved(self, rows: int, path: str) -> None:
-        say(f"wrote {rows} rows to {path}")
+        say(f"wrote {counted(rows, 'row')} to {path}")
 
     def timeline(self, table: Table, rows: list[dict[str, Any]], archived: int,
                  archived_listed: bool) -> None:
-        title = f"{table.config.name}: {len(rows)} instants"
+        title = f"{table.config.name}: {counted(len(rows), 'instant')}"
         if archived and not archived_listed:
             title += f" ({archived} older ones archived: --archived lists them)"
         # narrow: FILE GROUPS goes first, then ACTION (OPERATION, or the action while pending, says more)

@@ -170,9 +170,9 @@ def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
         lacking = [n for n in schema.names if n not in table.column_names]
         raise SchemaMismatch(f"input columns {unknown} are not in the table schema {schema.names}"
                              f"{did_you_mean(unknown, lacking)}; "
-                             "drop them, or add them to the table: Table.add_columns, or a write that "
-                             "adds them (FileOptions(evolve_schema=True); `weir table upsert "
-                             "--evolve-schema`)")
+                             "drop them, or add them to the table: a LakeTable's spec.schema, "
+                             "`weir table upsert --evolve-schema` (and insert, overwrite), in Python "
+                             "Table.add_columns or FileOptions(evolve_schema=True)")
     if len(set(table.column_names)) != table.num_columns:
         raise SchemaMismatch(f"input has duplicate column names {table.column_names}")
     for f in table.schema:

@@ -69,3 +69,21 @@ def test_a_piped_table_keeps_each_row_on_one_line(tmp_path: Path) -> None:
     assert "Ada Lovelace" in rows[0] and "ada.lovelace@example.com" in rows[0], rows
     assert rows[1].rstrip().endswith("shortest paths and semaphores"), rows
     assert max(len(line) for line in lines) > 80, lines
+
+
+def test_a_read_counts_in_words_and_shows_a_null_as_null(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    weir("table", "create", uri, "--schema", "id:int64,name:string", "--record-key", "id", cwd=tmp_path)
+    (tmp_path / "in.json").write_text('{"id": 1, "name": null}\n{"id": 2, "name": ""}\n')
+    weir("table", "upsert", uri, "-i", "in.json", cwd=tmp_path)
+    shown = weir("table", "read", uri, "--limit", "1", cwd=tmp_path)
+    assert shown.splitlines()[0].strip() == "t: 2 rows", shown
+    assert "... 1 more row (--limit N shows more" in shown, shown
+    rows = weir("table", "read", uri, "--where", "id = 1", cwd=tmp_path)
+    assert rows.splitlines()[0].strip() == "t: 1 row", rows
+    assert [line.split() for line in rows.splitlines() if line.strip().startswith("1 ")] == [["1", "null"]]
+    assert weir("table", "read", uri, "-o", "out.csv", cwd=tmp_path).strip() == "wrote 2 rows to out.csv"
+    assert weir("table", "read", uri, "--where", "id = 2", "-o", "one.csv", cwd=tmp_path).strip() == \
+        "wrote 1 row to one.csv"
+    timeline = weir("table", "timeline", uri, cwd=tmp_path)
+    assert timeline.splitlines()[0].strip() == "t: 1 instant", timeline
