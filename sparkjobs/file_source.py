@@ -1,13 +1,13 @@
 """How writers read file inputs (Parquet, JSON lines, CSV, ORC, any Spark file format).
 
 CSV is read by its header (`header` is "true" unless spec.source.options says otherwise): a batch
-writer gives each column of the header that the table has the table's type, the others stay strings
-(the write names them); a streaming writer reads with the table's schema and has Spark check the
-header's names against it (`enforceSchema` false), so columns in another order are refused, not
-shifted. CSV and JSON are read FAILFAST: a value that does not fit its column's type, a malformed line,
-end the job as BadInput naming the file, the row and the value (`unreadable`), never a null in its
-place. Without a header (`header: "false"`), with `inferSchema` or another `mode`, the options are
-Spark's own.
+writer gives each column of the (first file's) header that the table has the table's type, the others
+stay strings (the write names them); a streaming writer reads with the table's schema. Either way
+Spark checks each file's header against the schema it reads with (`enforceSchema` false), so a file
+whose columns come in another order is refused, not shifted. CSV and JSON are read FAILFAST: a value
+that does not fit its column's type, a malformed line, end the job as BadInput naming the file, the
+row and the value (`unreadable`), never a null in its place. Without a header (`header: "false"`),
+with `inferSchema` or another `mode`, the options are Spark's own.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-DEFAULTS = {"csv": {"header": "true", "mode": "FAILFAST"}, "json": {"mode": "FAILFAST"}}
+# enforceSchema false: Spark checks each file's header against the schema it is read with (by position
+# otherwise: a file whose columns come in another order than the first's would be shifted)
+DEFAULTS = {"csv": {"header": "true", "enforceSchema": "false", "mode": "FAILFAST"},
+            "json": {"mode": "FAILFAST"}}
 
 
-def options_for(fmt: str, options: Mapping[str, str], *, streaming: bool = False) -> dict[str, str]:
+def options_for(fmt: str, options: Mapping[str, str]) -> dict[str, str]:
     """The reader options of a file source: the format's defaults, then the spec's."""
-    defaults = dict(DEFAULTS.get(fmt.lower(), {}))
-    if streaming and fmt.lower() == "csv":
-        defaults["enforceSchema"] = "false"
+    defaults = DEFAULTS.get(fmt.lower(), {})
     given = {k.lower() for k in options}
     return {**{k: v for k, v in defaults.items() if k.lower() not in given}, **options}
 

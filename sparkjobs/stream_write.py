@@ -43,7 +43,7 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
                             storage_options(args))
         df = kafka.df
     else:
-        options = options_for(args.source_format, args.source_options, streaming=True)
+        options = options_for(args.source_format, args.source_options)
         reader = spark.readStream.format(args.source_format).options(**options) \
             .schema(from_arrow_schema(schema))
         if args.max_files_per_trigger:

@@ -43,6 +43,16 @@ def test_a_csv_is_read_by_its_header_with_the_tables_types(spark, tmp_path):
     assert rows(t) == [{"id": 1, "name": "ada", "ts": 11}, {"id": 2, "name": "bo", "ts": 10}]
 
 
+def test_a_second_file_with_its_columns_in_another_order_is_refused_not_shifted(spark, tmp_path):
+    t = table(tmp_path / "t")
+    csv(tmp_path / "in" / "a.csv", "id,name,ts\n1,ada,10\n")
+    csv(tmp_path / "in" / "b.csv", "ts,id,name\n11,2,bo\n")
+    with pytest.raises(InvalidInput, match=r"has the header 'ts, id, name', but this writer reads the "
+                                           r"columns 'id, name, ts' in that order"):
+        batch_write.run(BatchWriteArgs(table=t.uri, source=str(tmp_path / "in"), source_format="csv"))
+    assert rows(t) == []
+
+
 def test_a_value_that_does_not_fit_is_bad_input_and_nothing_is_written(spark, tmp_path):
     t = table(tmp_path / "t")
     source = csv(tmp_path / "in" / "a.csv", "id,name,ts\n1,ada,10\n2,bo,yesterday\n")
