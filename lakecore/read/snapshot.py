@@ -126,8 +126,8 @@ def check_filter(config: TableConfig, filter: pc.Expression | None, wanted: list
                 did_you_mean([name], names)
             raise InvalidInput(f"filter {filter} names no column {name!r}{hint}; the rows have "
                                f"{names}") from None
-        columns = ", ".join(f"{f.name}: {f.type}" for f in config.schema)
-        raise InvalidInput(f"filter {filter} does not apply to the table's columns ({columns}): "
+        typed = ", ".join(f"{f.name}: {f.type}" for f in config.schema)
+        raise InvalidInput(f"filter {filter} does not apply to the table's columns ({typed}): "
                            f"{str(exc).splitlines()[0]}") from None
 
 
