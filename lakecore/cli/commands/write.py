@@ -9,11 +9,20 @@ import typer
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.io import read_input
 from lakecore.cli.output import output_for
+from lakecore.errors import InvalidInput
 from lakecore.table import FileOptions, Table, WriterOptions
 from lakecore.write import OPERATIONS, check_operation
 
 
-def _write(uri: str, input_file: str, operation: str, as_json: bool, evolve: bool = False) -> None:
+def _write(uri: str, files: tuple[str | None, str | None], operation: str, as_json: bool,
+           evolve: bool = False) -> None:
+    """`files`: the input as the FILE argument and as --input (one of them, or both alike)."""
+    given = {f for f in files if f}
+    if len(given) != 1:
+        raise InvalidInput(f"give the file to {operation}: `weir table ... URI FILE` or `--input FILE`"
+                           if not given else f"two input files given ({', '.join(sorted(given))}); a write "
+                           "reads one: give it once")
+    input_file = given.pop()
     operation = check_operation(operation)  # a wrong name fails before the table is even opened
     t = Table.open(uri, options=WriterOptions(files=FileOptions(evolve_schema=True)) if evolve else None)
     before = set(t.schema.names)
@@ -22,7 +31,9 @@ def _write(uri: str, input_file: str, operation: str, as_json: bool, evolve: boo
     output_for(as_json).written(operation, result, [f for f in t.schema if f.name not in before])
 
 
-InputFile = Annotated[str, typer.Option("--input", "-i", help="Parquet, CSV or JSON-lines file.")]
+InputArg = Annotated[str | None, typer.Argument(
+    metavar="FILE", help="Parquet, CSV or JSON-lines file (or --input FILE).", show_default=False)]
+InputFile = Annotated[str | None, typer.Option("--input", "-i", help="Parquet, CSV or JSON-lines file.")]
 EvolveFlag = Annotated[bool, typer.Option(
     "--evolve-schema", help="Add the input's columns the table lacks to the table (nullable: the rows "
     "written before read them as null); without it such an input is refused.")]
@@ -30,42 +41,44 @@ EvolveFlag = Annotated[bool, typer.Option(
 
 @table_app.command("upsert")
 @friendly
-def upsert(uri: Uri, input_file: InputFile, evolve: EvolveFlag = False, as_json: JsonFlag = False) -> None:
+def upsert(uri: Uri, file: InputArg = None, input_file: InputFile = None, evolve: EvolveFlag = False,
+           as_json: JsonFlag = False) -> None:
     """Insert new and update existing records from a file."""
-    _write(uri, input_file, "upsert", as_json, evolve)
+    _write(uri, (file, input_file), "upsert", as_json, evolve)
 
 
 @table_app.command("insert")
 @friendly
-def insert(uri: Uri, input_file: InputFile,
+def insert(uri: Uri, file: InputArg = None, input_file: InputFile = None,
            bulk: Annotated[bool, typer.Option(help="Bulk insert (fast initial load).")] = False,
            evolve: EvolveFlag = False, as_json: JsonFlag = False) -> None:
     """Insert records from a file."""
-    _write(uri, input_file, "bulk_insert" if bulk else "insert", as_json, evolve)
+    _write(uri, (file, input_file), "bulk_insert" if bulk else "insert", as_json, evolve)
 
 
 @table_app.command("delete")
 @friendly
-def delete(uri: Uri, input_file: InputFile, as_json: JsonFlag = False) -> None:
+def delete(uri: Uri, file: InputArg = None, input_file: InputFile = None, as_json: JsonFlag = False) -> None:
     """Delete the records whose keys are in a file."""
-    _write(uri, input_file, "delete", as_json)
+    _write(uri, (file, input_file), "delete", as_json)
 
 
 @table_app.command("overwrite")
 @friendly
-def overwrite(uri: Uri, input_file: InputFile,
+def overwrite(uri: Uri, file: InputArg = None, input_file: InputFile = None,
               whole_table: Annotated[bool, typer.Option(
                   "--table", help="Replace the whole table (insert_overwrite_table), not only the "
                   "partitions the input touches (insert_overwrite).")] = False,
               evolve: EvolveFlag = False, as_json: JsonFlag = False) -> None:
     """Replace the partitions the input touches (or, with --table, the whole table) with its rows."""
-    _write(uri, input_file, "insert_overwrite_table" if whole_table else "insert_overwrite", as_json, evolve)
+    _write(uri, (file, input_file), "insert_overwrite_table" if whole_table else "insert_overwrite", as_json,
+           evolve)
 
 
 @table_app.command("write")
 @friendly
-def write(uri: Uri, input_file: InputFile,
+def write(uri: Uri, file: InputArg = None, input_file: InputFile = None,
           operation: Annotated[str, typer.Option(help=f"One of {'|'.join(OPERATIONS)}.")] = "upsert",
           evolve: EvolveFlag = False, as_json: JsonFlag = False) -> None:
     """Write a file with any write operation (what the LakeWriter's `operation` names)."""
-    _write(uri, input_file, operation, as_json, evolve)
+    _write(uri, (file, input_file), operation, as_json, evolve)

@@ -240,3 +240,20 @@ def test_rollback_and_savepoint_dry_runs_change_nothing(tmp_path):
     assert "would roll back" in weir("table", "rollback", uri, last, "--dry-run")[1]
     code, out = weir("table", "rollback", uri, last, "--yes")
     assert code == 0 and not any(os.path.exists(os.path.join(uri, f)) for f in planned["files"])
+
+
+def test_the_input_file_is_an_argument_or_input_once(tmp_path):
+    uri = str(tmp_path / "t")
+    event_table(uri)
+    src, other = tmp_path / "a.json", tmp_path / "b.json"
+    src.write_text('{"id": 1, "ts": 1}\n')
+    other.write_text('{"id": 2, "ts": 1}\n')
+    assert weir("table", "upsert", uri, str(src))[0] == 0
+    assert weir("table", "insert", uri, str(other), "--bulk")[0] == 0
+    code, out = weir("table", "delete", uri)
+    assert code == 1 and "give the file to delete: `weir table ... URI FILE` or `--input FILE`" in out, out
+    code, out = weir("table", "upsert", uri, str(src), "--input", str(other))
+    assert code == 1 and "two input files given" in out, out
+    assert weir("table", "upsert", uri, str(src), "--input", str(src))[0] == 0   # the same file twice
+    code, out = weir("table", "timeline", uri, "--json")
+    assert [i["operation"] for i in json.loads(out)] == ["upsert", "bulk_insert", "upsert"]
