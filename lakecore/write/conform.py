@@ -247,7 +247,7 @@ def _carried_groups(table: pa.Table, config: TableConfig) -> tuple[str, ...]:
         present = [c for c in own if c in table.column_names]
         if not present:
             continue
-        missing = [c for c in (*g.columns, g.ordering_field) if c not in table.column_names]
+        missing = [c for c in dict.fromkeys((*g.columns, g.ordering_field)) if c not in table.column_names]
         if missing:
             raise MissingColumn(f"input carries column group {g.name!r} partly: it lacks {missing}; "
                                 f"a write updates whole groups ({list(g.columns)})")
