@@ -107,9 +107,10 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
                         "shows where each resource is, `weir describe` why")
     closing = closing_error(verdicts, origins)
     if closing is not None:
+        # only a writer of these manifests runs again when the run is started again (retry_failed_writers)
         stalled = {(v.kind, v.namespace, v.name) for v in verdicts if v.standing == Standing.STALLED}
         if any((r.body.get("status") or {}).get("phase") in ("Failed", "Aborted") and r.key in stalled
-               for r in store.all("LakeWriter")):
+               and r.key in loaded.origins for r in applied if r.kind == "LakeWriter"):
             closing += "\nA writer that ended Failed or Aborted runs again when `weir run` is started " \
                 "again (fix its input first), or when its manifest changes."
         raise RunFailed(closing)

@@ -72,3 +72,10 @@ def test_no_retry_failed_leaves_it_failed_and_says_how_it_would_run_again(tmp_pa
                                  "started again (fix its input first), or when its manifest changes."), err
     kept = json.loads((tmp_path / ".weir-run" / "resources" / "LakeWriter" / "default.load.json").read_text())
     assert kept["body"]["status"]["phase"] == "Failed" and kept["body"]["status"]["attempts"]["total"] == 3
+
+
+def test_a_failed_writer_whose_manifest_is_gone_is_not_said_to_run_again(tmp_path: Path) -> None:
+    ended(StateDir(tmp_path / ".weir-run"), "gone", "Failed")
+    code, out, err = weir_run(tmp_path, {"table.yaml": TABLE}, "--timeout", "20")
+    assert code == 1 and "LakeWriter/gone" in err and "trying again" not in out, out + err
+    assert "runs again when `weir run` is started again" not in err, err
