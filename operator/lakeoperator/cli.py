@@ -110,7 +110,7 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         # only a writer of these manifests runs again when the run is started again (retry_failed_writers)
         stalled = {(v.kind, v.namespace, v.name) for v in verdicts if v.standing == Standing.STALLED}
         if any((r.body.get("status") or {}).get("phase") in ("Failed", "Aborted") and r.key in stalled
-               and r.key in loaded.origins for r in applied if r.kind == "LakeWriter"):
+               and r.key in loaded.origins for r in store.all("LakeWriter")):
             closing += "\nA writer that ended Failed or Aborted runs again when `weir run` is started " \
                 "again (fix its input first), or when its manifest changes."
         raise RunFailed(closing)
