@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lakeoperator.dev.crd_schema import validation_errors
+from lakeoperator.dev.crd_schema import apply_defaults, validation_errors
 from tests.crds.cel import Outcome, Rule, evaluate, rules_of
 from tests.crds.manifests import CRD_FILES, schema
 
@@ -379,3 +379,26 @@ def test_every_rule_has_an_accepting_and_a_rejecting_case() -> None:
     every = {r for kind in CRD_FILES for r in rules_of(kind, schema(kind))}
     assert sorted(f"{r.kind} {r.path}: {r.rule}" for r in every - accepted) == [], "rules no case accepts"
     assert sorted(f"{r.kind} {r.path}: {r.rule}" for r in every - rejected) == [], "rules no case rejects"
+
+
+CREATED = [c for c in CASES if c.old is None]
+
+
+@pytest.mark.parametrize("case", CREATED, ids=[c.id for c in CREATED])
+def test_the_spec_parsers_refuse_what_the_rules_reject(case: Case) -> None:
+    """`weir run` has no API server to run these rules: the operator's spec parsers (which the reconcile
+    core runs on every resource, on a cluster too) must refuse the same bodies, with the defaults applied
+    as the API server would, naming the field."""
+    from lakeoperator.specs import SpecError
+    from lakeoperator.specs.service import parse_table_service
+    from lakeoperator.specs.table import parse_lake_table
+    from lakeoperator.specs.writer import parse_lake_writer
+
+    parse = {"LakeTable": parse_lake_table, "LakeWriter": parse_lake_writer,
+             "TableService": parse_table_service}[case.kind]
+    defaulted = apply_defaults(schema(case.kind), case.new)
+    if not case.violates:
+        parse(defaulted)
+        return
+    with pytest.raises(SpecError, match=r"^spec\."):
+        parse(defaulted)

@@ -223,6 +223,10 @@ def parse_spark(f: Fields) -> SparkSpec:
         raise SpecError(d.at("memory"), f"memory {driver_memory!r} is not Spark's notation; use e.g. 512m "
                         "or 2g")
     conf = f.string_map("conf")
+    other = sorted(k for k in conf if not k.startswith("spark."))
+    if other:
+        raise SpecError(f.at("conf"), f"{', '.join(other)} is not a Spark property (their names start with "
+                        "'spark.'); write its full name, e.g. spark.sql.shuffle.partitions")
     managed = sorted(k for k in conf if k.startswith(MANAGED_CONF_PREFIXES))
     if managed:
         raise SpecError(f.at("conf"), f"{', '.join(managed)} is set by the operator (it wires the driver to "

@@ -96,8 +96,12 @@ def parse_table_service(body: Mapping[str, Any]) -> TableServiceSpec:
         archive_max_instants=p.integer("archiveMaxInstants", 30, minimum=1))
     if policy.archive_min_instants >= policy.archive_max_instants:
         raise SpecError(p.at("archiveMaxInstants"), "must exceed archiveMinInstants; raise it")
+    type_ = f.enum("type", ServiceType)
+    for field_, for_type in (("sortColumns", "clustering"), ("cleanRetained", "clean")):
+        if p.has(field_) and type_ != for_type:
+            raise SpecError(p.at(field_), f"is for {for_type} services only (this one is {type_}); remove it")
     return TableServiceSpec(
-        table_ref=name_ref(f, "tableRef"), type=f.enum("type", ServiceType), schedule=schedule,
+        table_ref=name_ref(f, "tableRef"), type=type_, schedule=schedule,
         trigger=trigger, policy=policy, spark=parse_spark(f.sub("spark", SPARK_FIELDS)),
         concurrency_policy=f.enum("concurrencyPolicy", ConcurrencyPolicy, "Forbid"),
         suspend=f.flag("suspend", False),

@@ -144,6 +144,10 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
     partition_fields = f.strings("partitionFields")
     for key, cols in (("recordKey", record_key), ("partitionFields", partition_fields)):
         _columns_exist(cols, names, f.at(key))
+    both = [c for c in record_key if c in partition_fields]
+    if both:
+        raise SpecError(f.at("partitionFields"), f"names {', '.join(both)}, which recordKey names too: a "
+                        "column is a key or a partition field, not both; drop it from one")
     ordering_field = f.text("orderingField", None)
     if ordering_field is not None:
         _columns_exist((ordering_field,), names, f.at("orderingField"))

@@ -93,11 +93,19 @@ def parse_lake_writer(body: Mapping[str, Any]) -> LakeWriterSpec:
                         options=s.string_map("options"),
                         table=name_ref(s, "table") if s.has("table") else None,
                         kafka=parse_kafka(s.sub("kafka", KAFKA_FIELDS)) if s.has("kafka") else None)
+    mode = f.enum("mode", WriterMode)
+    if mode == "batch" and f.has("trigger"):
+        raise SpecError(f.at("trigger"), "is for streaming writers; a batch writer writes its input once: "
+                        "remove trigger or use mode streaming")
     t = f.sub("trigger", ("intervalSeconds", "availableNow"))
     if t.has("intervalSeconds") and t.flag("availableNow", False):
         raise SpecError(f.at("trigger"), "takes intervalSeconds or availableNow, not both; drop one")
     r = f.sub("restartPolicy", ("type", "onConflict", "maxRestarts", "maxInfraRestarts", "backoff",
                                 "resetAfterSeconds"))
+    restart_type = r.enum("type", RestartType, "OnFailure")
+    if mode == "batch" and restart_type == "Always":
+        raise SpecError(r.at("type"), "Always would write a batch input again after it succeeded: use "
+                        "OnFailure or Never for a batch writer")
     b = r.sub("backoff", ("initialSeconds", "maxSeconds", "factor"))
     backoff = BackoffSpec(initial_seconds=b.number("initialSeconds", 10, exclusive=True),
                           max_seconds=b.number("maxSeconds", 300, exclusive=True),
@@ -106,14 +114,13 @@ def parse_lake_writer(body: Mapping[str, Any]) -> LakeWriterSpec:
         raise SpecError(b.at("maxSeconds"), f"({backoff.max_seconds:g}) is below initialSeconds "
                         f"({backoff.initial_seconds:g}); raise it")
     return LakeWriterSpec(
-        table_ref=name_ref(f, "tableRef"), mode=f.enum("mode", WriterMode), source=source,
+        table_ref=name_ref(f, "tableRef"), mode=mode, source=source,
         operation=f.enum("operation", Operation, "upsert"), column_group=f.text("columnGroup", None),
         trigger=TriggerSpec(interval_seconds=t.number("intervalSeconds", 60, exclusive=True),
                             available_now=t.flag("availableNow", False)),
         spark=parse_spark(f.sub("spark", SPARK_FIELDS)),
         restart_policy=RestartPolicySpec(
-            type=r.enum("type", RestartType, "OnFailure"), on_conflict=r.enum("onConflict", OnConflict,
-                                                                              "Restart"),
+            type=restart_type, on_conflict=r.enum("onConflict", OnConflict, "Restart"),
             max_restarts=r.integer("maxRestarts", 5), max_infra_restarts=r.integer("maxInfraRestarts", 10),
             backoff=backoff, reset_after_seconds=r.number("resetAfterSeconds", 600, exclusive=True)),
         start_timeout_seconds=f.number("startTimeoutSeconds", 300, exclusive=True),
