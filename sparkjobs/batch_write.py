@@ -71,7 +71,7 @@ def table_zookeeper(table: Any) -> str | None:
 
 
 def run(args: BatchWriteArgs) -> dict[str, Any]:
-    from sparkjobs.file_source import read_batch, unreadable
+    from sparkjobs.file_source import read_batch, told_as_bad_input
     from sparkjobs.session import job_session
     from sparkjobs.write import write_dataframe
 
@@ -86,29 +86,27 @@ def run(args: BatchWriteArgs) -> dict[str, Any]:
         result = jobs.batch_write(spark, table, args, columns or list(table.config.schema.names), writer,
                                   options, storage_options(args))
         return _outcome(result)
-    df = read_batch(spark, args.source_format, args.source, args.source_options, table.config.schema)
-    if columns is not None:  # a column group's writer writes its group only, whatever else the input has
-        missing = [c for c in columns if c not in df.columns]
-        if missing:
-            from lakecore.config import did_you_mean
-            from lakecore.errors import MissingColumn
-
-            others = [c for c in df.columns if c not in columns]
-            raise MissingColumn(f"the input of column group {args.column_group!r} lacks "
-                                f"{', '.join(missing)}{did_you_mean(missing, others)}; the input has "
-                                f"{', '.join(df.columns)}: add them to the input")
-        df = df.select(*columns)
-    try:
+    with told_as_bad_input(args.source):
+        df = read_batch(spark, args.source_format, args.source, args.source_options, table.config.schema)
+        if columns is not None:  # a column group's writer writes its group only, whatever else the input has
+            df = df.select(*group_columns(df.columns, columns, args.column_group))
         result = write_dataframe(df, table, args.operation, options=options,  # type: ignore[arg-type]
                                  extra=args.extra)
-    except Exception as exc:
-        told = unreadable(exc, args.source)
-        if told is None:
-            raise
-        from lakecore.errors import InvalidInput
-
-        raise InvalidInput(told) from exc
     return _outcome(result)
+
+
+def group_columns(have: list[str], columns: list[str], group: str | None) -> list[str]:
+    """The input's columns a column group's writer writes; MissingColumn naming those it lacks."""
+    missing = [c for c in columns if c not in have]
+    if missing:
+        from lakecore.config import did_you_mean
+        from lakecore.errors import MissingColumn
+
+        others = [c for c in have if c not in columns]
+        raise MissingColumn(f"the input of column group {group!r} lacks {', '.join(missing)}"
+                            f"{did_you_mean(missing, others)}; the input has {', '.join(have)}: add them to "
+                            "the input")
+    return columns
 
 
 def _outcome(result: Any) -> dict[str, Any]:

@@ -13,7 +13,8 @@ with `inferSchema` or another `mode`, the options are Spark's own.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -61,10 +62,24 @@ _CAUSE = re.compile(r"Caused by: java\.[\w.]+?(?:NumberFormat|DateTime|DateTimeP
                     r"([^\n]+)")
 
 
+# Spark's own file formats (Avro with the connector the image carries); a package may add others
+FILE_FORMATS = ("parquet", "json", "csv", "orc", "avro", "text", "xml", "binaryFile")
+_NO_SOURCE = re.compile(r"\[DATA_SOURCE_NOT_FOUND\] Failed to find the data source: ([^\s]+?)\.?\s")
+
+
 def unreadable(exc: BaseException, path: str) -> str | None:
-    """What to tell for a read that met a value its column's type cannot hold, a malformed line or a CSV
-    header that does not match the schema (None: `exc` is something else)."""
+    """What to tell for a read that met a value its column's type cannot hold, a malformed line, a CSV
+    header that does not match the schema, or a format Spark has no source for (None: `exc` is
+    something else). Retrying cannot help any of them: the writer's input or spec is bad."""
     text = str(exc)
+    unknown = _NO_SOURCE.search(text)
+    if unknown is not None:
+        from lakecore.config import did_you_mean
+
+        name = unknown.group(1)
+        return f"spec.source.format {name!r} is not a format Spark can read here" \
+               f"{did_you_mean([name], FILE_FORMATS)}; its file formats: {', '.join(FILE_FORMATS)} (others " \
+               "come with a package in spark.conf spark.jars.packages); fix spec.source.format"
     header = _HEADER.search(text)
     if header is not None:
         return f"the CSV file {header['file']} has the header {header['header']!r}, but this writer reads " \
@@ -76,3 +91,18 @@ def unreadable(exc: BaseException, path: str) -> str | None:
     why = f" ({cause.group(1).strip()})" if cause else ""
     return f"the input {path!r} has a value that does not fit its column's type in the table{why}; the " \
            f"row, that value read as null: {record.group(1)}; fix the input"
+
+
+@contextmanager
+def told_as_bad_input(path: str) -> Iterator[None]:
+    """Raise what `unreadable` tells of a failure inside as InvalidInput (the job's BadInput); anything
+    else as it is."""
+    try:
+        yield
+    except Exception as exc:
+        told = unreadable(exc, path)
+        if told is None:
+            raise
+        from lakecore.errors import InvalidInput
+
+        raise InvalidInput(told) from exc

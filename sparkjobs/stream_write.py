@@ -25,7 +25,7 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
 
     from sparkjobs.batch_write import table_zookeeper, writer_options
     from sparkjobs.entry import owned_columns
-    from sparkjobs.file_source import options_for, unreadable
+    from sparkjobs.file_source import options_for, told_as_bad_input, unreadable
     from sparkjobs.session import job_session
     from sparkjobs.stream import BatchWriter, write_stream
 
@@ -48,7 +48,8 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
             .schema(from_arrow_schema(schema))
         if args.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", str(args.max_files_per_trigger))
-        df = reader.load(args.source)
+        with told_as_bad_input(args.source):
+            df = reader.load(args.source)
     trigger: dict[str, Any] | None = None
     if args.available_now:
         trigger = {"availableNow": True}

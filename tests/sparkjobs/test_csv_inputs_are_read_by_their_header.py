@@ -1,7 +1,9 @@
 """A writer's CSV input is read by its header with the table's types (no spec.source.options needed):
 columns in any order, a value that does not fit its column told as BadInput (nothing written), a
-misspelt column named with the likely one; a streaming writer refuses a header in another order than
-its schema instead of shifting the columns, and a value that does not fit instead of writing a null.
+misspelt column named with the likely one, a format Spark has no source for (`jsonl`) as BadInput with
+the likely one (the job exits BadInput, not retried); a streaming writer refuses a header in another
+order than its schema instead of shifting the columns, and a value that does not fit instead of writing
+a null.
 The jobs run in this process on the session's Spark."""
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 from lakecore import ColumnGroup, Table
 from lakecore.errors import InvalidInput, MissingColumn, SchemaMismatch
 from sparkjobs import batch_write, stream_write
-from sparkjobs.contract import BatchWriteArgs, StreamWriteArgs
+from sparkjobs.contract import EXIT_BAD_INPUT, BatchWriteArgs, StreamWriteArgs
 
 pytestmark = pytest.mark.spark
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64())])
@@ -101,3 +103,18 @@ def test_a_stream_reads_a_csv_header_in_its_schemas_order_and_refuses_another(sp
                                            r"null: \[4,dee,null\]"):
         stream("w2", tmp_path / "in2")
     assert len(rows(t)) == 2, "nor did the one with a value that does not fit"
+
+
+def test_a_format_spark_has_no_source_for_is_bad_input_with_the_likely_one(spark, tmp_path, capsys):
+    t = table(tmp_path / "t", concurrency_mode="non_blocking")
+    source = csv(tmp_path / "in" / "a.json", '{"id": 1, "name": "ada", "ts": 10}\n')
+    argv = BatchWriteArgs(table=t.uri, source=source, source_format="jsonl").to_argv()
+    assert batch_write.main(argv) == EXIT_BAD_INPUT   # not retried as a failure: the spec is wrong
+    said = capsys.readouterr().out
+    assert "spec.source.format 'jsonl' is not a format Spark can read here (did you mean 'json'?)" in said
+    assert "fix spec.source.format" in said
+    with pytest.raises(InvalidInput, match=r"'jsonl' is not a format Spark can read here \(did you mean "
+                                           r"'json'\?\)"):
+        stream_write.run(StreamWriteArgs(table=t.uri, source=str(tmp_path / "in"), source_format="jsonl",
+                                         writer_id="w", checkpoint=str(tmp_path / "w"), available_now=True))
+    assert rows(t) == [] and list(Table.open(t.uri).timeline().completed) == []
