@@ -48,7 +48,7 @@ from lakecore.services import (
     schedule_compaction,
 )
 from lakecore.services.compaction import load_plan
-from lakecore.timeline import Instant
+from lakecore.timeline import Instant, requested_time_of
 from lakecore.write import list_markers
 
 if TYPE_CHECKING:
@@ -179,21 +179,24 @@ class Maintenance:
         return _result("archival", dry_run, run_archival(t.storage, t.lock, policy, dry_run=dry_run,
                                                          heartbeat=t.options.heartbeat))
 
-    def savepoint(self, instant_time: str, *, comment: str = "", dry_run: bool = False) -> MaintenanceResult:
-        """Pin a completed write instant: clean keeps its files, restore can return to it. A dry run's
-        plan is the Savepoint it would record (the files it pins)."""
+    def savepoint(self, instant_time: str | Instant, *, comment: str = "", dry_run: bool = False
+                  ) -> MaintenanceResult:
+        """Pin a completed write instant (an Instant or its requested time): clean keeps its files,
+        restore can return to it. A dry run's plan is the Savepoint it would record (the files it pins)."""
         t = self.table
+        instant_time = requested_time_of(instant_time)
         return _result("savepoint", dry_run, create_savepoint(t.storage, t.lock, instant_time,
                                                               comment=comment, dry_run=dry_run))
 
-    def restore(self, savepoint: str, *, dry_run: bool = True) -> MaintenanceResult:
-        """Make the table read as at a savepoint, undoing everything completed after it. Deletes data, so
-        a dry run (the plan) unless `dry_run=False`."""
+    def restore(self, savepoint: str | Instant, *, dry_run: bool = True) -> MaintenanceResult:
+        """Make the table read as at a savepoint (its instant, or that instant's requested time), undoing
+        everything completed after it. Deletes data, so a dry run (the plan) unless `dry_run=False`."""
         t = self.table
+        savepoint = requested_time_of(savepoint)
         return _result("restore", dry_run, restore(t.storage, t.config, t.lock, savepoint, dry_run=dry_run,
                                                    heartbeat=t.options.heartbeat))
 
-    def rollback(self, instant_time: str, *, dry_run: bool = True, force: bool = False,
+    def rollback(self, instant_time: str | Instant, *, dry_run: bool = True, force: bool = False,
                  expect: Literal["pending", "completed"] | None = None) -> MaintenanceResult:
         """Roll back a write instant: a pending one (its files deleted), or a completed one no later base
         file builds on (see lakecore.services.undo.rollback_completed). Deletes data, so a dry run (the
@@ -202,8 +205,10 @@ class Maintenance:
         (ServiceRunning) unless `force`. `expect`: the state the caller saw; if the instant is no longer
         in it (a pending write completed meanwhile), InvalidInstantState and nothing changes — the
         rollback itself re-checks the state under the table lock. An instant rolled back already (also
-        by a rollback whose process died, which this finishes) gives that rollback's instant."""
+        by a rollback whose process died, which this finishes) gives that rollback's instant. The instant:
+        an Instant or its requested time."""
         t = self.table
+        instant_time = requested_time_of(instant_time)
         try:
             instant = t.timeline().get(instant_time)
         except InstantArchived:

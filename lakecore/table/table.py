@@ -75,6 +75,7 @@ from lakecore.timeline import (
     TimelineStore,
     now_ms,
     parse_point_in_time,
+    requested_time_of,
 )
 from lakecore.write import (
     Operation,
@@ -309,7 +310,7 @@ class Table:
     # Deprecated forwarders (one release): they return what they returned before, a plan, an instant,
     # an archival result or None depending on the flags; `maintenance` returns one result shape.
 
-    def rollback(self, instant_time: str, *, dry_run: bool = True, force: bool = False,
+    def rollback(self, instant_time: str | Instant, *, dry_run: bool = True, force: bool = False,
                  expect: Literal["pending", "completed"] | None = None) -> Instant | UndoPlan:
         """Deprecated: use `table.maintenance.rollback(...)` (a MaintenanceResult)."""
         _deprecated("rollback")
@@ -349,7 +350,7 @@ class Table:
         assert done is None or isinstance(done, ArchivalPlan | ArchivalResult)
         return done
 
-    def savepoint(self, instant_time: str, *, comment: str = "", dry_run: bool = False
+    def savepoint(self, instant_time: str | Instant, *, comment: str = "", dry_run: bool = False
                   ) -> Instant | Savepoint:
         """Deprecated: use `table.maintenance.savepoint(...)` (a MaintenanceResult)."""
         _deprecated("savepoint")
@@ -358,7 +359,7 @@ class Table:
         assert isinstance(done, Instant | Savepoint)
         return done
 
-    def restore(self, savepoint: str, *, dry_run: bool = True) -> UndoPlan | Instant | None:
+    def restore(self, savepoint: str | Instant, *, dry_run: bool = True) -> UndoPlan | Instant | None:
         """Deprecated: use `table.maintenance.restore(...)` (a MaintenanceResult; a dry run unless told)."""
         _deprecated("restore")
         done = _old_shape(self.maintenance.restore(savepoint, dry_run=dry_run))
@@ -376,8 +377,11 @@ class Table:
         archived = self.timeline().archived
         return self._store.archived_instants(archived.manifest, start, end) if archived.count else []
 
-    def commit_metadata(self, instant: Instant) -> CommitMetadata:
-        """What a completed instant wrote (files per file group, operation, schema)."""
+    def commit_metadata(self, instant: Instant | str) -> CommitMetadata:
+        """What a completed instant wrote (files per file group, operation, schema); the instant, or its
+        requested time (InstantNotFound: no such instant; InstantArchived: use archived_instants)."""
+        if not isinstance(instant, Instant):
+            instant = self.timeline().get(requested_time_of(instant))
         return self._store.metadata(instant)
 
     def read(self, *, as_of: str | datetime | None = None, columns: Sequence[str] | None = None,

@@ -72,3 +72,14 @@ def parse_file_name(name: str) -> Instant | None:
             if action in ACTIONS:
                 return Instant(t, action, state)  # type: ignore[arg-type]
     return None
+
+
+def requested_time_of(value: Instant | str) -> str:
+    """An instant's requested time, from the Instant (as the timeline and a write's result hand it out) or
+    from the time itself (17 digits, as `weir table timeline` prints it)."""
+    if isinstance(value, Instant):
+        return value.requested_time
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"an instant is an Instant or its requested time (a str of 17 digits), not "
+                    f"{type(value).__name__} {value!r}")

@@ -154,3 +154,26 @@ def test_the_old_methods_warn_and_return_their_old_shapes(tmp_path) -> None:
 
 def test_the_result_is_exported_by_the_root() -> None:
     assert MaintenanceResult.__module__ == "lakecore.table.maintenance"
+
+
+def test_an_instant_is_taken_as_the_instant_or_its_time_alike(tmp_path) -> None:
+    """What `upsert` and `timeline()` hand out (an Instant) and what `weir table timeline` prints (its
+    requested time) name the same instant wherever one is asked for."""
+    t = table(tmp_path, writes=3)
+    first, second, third = t.timeline().completed
+    assert t.commit_metadata(second.requested_time) == t.commit_metadata(second)
+    pinned = t.maintenance.savepoint(first, dry_run=True)
+    assert pinned.plan is not None
+    assert pinned.plan == t.maintenance.savepoint(first.requested_time, dry_run=True).plan
+    undo = t.maintenance.rollback(third).plan
+    assert undo is not None and undo == t.maintenance.rollback(third.requested_time).plan
+    t.maintenance.savepoint(first)
+    back = t.maintenance.restore(first).plan
+    assert back is not None and back == t.maintenance.restore(first.requested_time).plan
+    with pytest.raises(TypeError, match=r"an instant is an Instant or its requested time \(a str of 17 "
+                                        r"digits\), not int"):
+        t.maintenance.rollback(int(third.requested_time))  # type: ignore[arg-type]
+    from lakecore.errors import InstantNotFound
+
+    with pytest.raises(InstantNotFound, match="no instant 20000101000000000 on the timeline"):
+        t.commit_metadata("20000101000000000")
