@@ -22,7 +22,7 @@ def test_a_misspelt_type(tmp_path) -> None:
     code, out = create(uri, "id:int64,ts:int64,name:strin", "--record-key", "id")
     assert code == 1
     assert "unknown type 'strin' for column 'name' (did you mean string?)" in out, out
-    assert "use one of binary, bool, date, double," in out and "['" not in out, out
+    assert "use one of bool, int8, int16," in out and "['" not in out, out
     assert not os.path.exists(uri)
 
 

@@ -158,7 +158,9 @@ def test_a_bad_compaction_strategy_is_told(table, args, fragments):
 @pytest.mark.parametrize(("schema", "fragments"), [
     ("id:int64,id:string,ts:int64,ts:int8", ("the schema names 'id', 'ts' more than once",)),
     ("id:int,ts:Long", ("unknown type 'int' for column 'id' (did you mean int64?)",)),
-    ("id:int64,x:decimal(10,2)", ("unknown type 'decimal(10,2)' for column 'x'", "--schema-from")),
+    ("id:int64,x:decimal(40,2)", ("type 'decimal(40,2)' of column 'x': a decimal's precision is 1-38",)),
+    ("id:int64,x:uuid", ("unknown type 'uuid' for column 'x'", "decimal128(precision,scale)",
+                         "--schema-from")),
     (None, ("the table needs columns: give --schema", "or --schema-from")),
 ])
 def test_a_bad_schema_is_told_and_creates_nothing(tmp_path, schema, fragments):
@@ -166,6 +168,19 @@ def test_a_bad_schema_is_told_and_creates_nothing(tmp_path, schema, fragments):
     one_line_error(weir("table", "create", str(where), *(("--schema", schema) if schema else ()),
                         "--record-key", "id"), *fragments)
     assert not where.exists()
+
+
+def test_the_laketable_crds_type_names_are_taken_as_written(tmp_path):
+    """A column typed as in a LakeTable manifest creates the same column from the command line."""
+    where = str(tmp_path / "t")
+    schema = "id:int64,day:date32,at:timestamp_ms,seen:timestamp_us,price:decimal128(10, 2),d:date," \
+             "t:timestamp"
+    done = weir("table", "create", where, "--schema", schema, "--record-key", "id")
+    assert done.returncode == 0, done.stderr
+    assert [(f.name, f.type) for f in Table.open(where).config.schema] == [
+        ("id", pa.int64()), ("day", pa.date32()), ("at", pa.timestamp("ms", "UTC")),
+        ("seen", pa.timestamp("us", "UTC")), ("price", pa.decimal128(10, 2)), ("d", pa.date32()),
+        ("t", pa.timestamp("us", "UTC"))]
 
 
 def test_s3_without_credentials_says_which_to_set(tmp_path, monkeypatch):
