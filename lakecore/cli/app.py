@@ -28,13 +28,26 @@ class _Summarized(TyperGroup):
     """A command group whose listing (`weir --help`, `weir table --help`) gives each command the first
     sentence of its help, on one line: typer lists a command's whole first paragraph with its source
     line breaks kept, so the listing was ragged, and `check` took 12 lines. A command's own `--help`
-    still shows all of it."""
+    still shows all of it, its flags without a value type: typer labels each `<bool>` (`--yes <bool>`
+    reads as if it took a value)."""
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:   # typer's own vendored click types
         command = super().get_command(ctx, cmd_name)
         if command is not None and command.short_help is None and command.help:
             command.short_help = summary(command.help)
+        if command is not None:
+            _untyped_flags(command.get_params(ctx))
         return command
+
+    def get_params(self, ctx: Any) -> Any:
+        return _untyped_flags(super().get_params(ctx))
+
+
+def _untyped_flags(params: list[Any]) -> list[Any]:
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""   # typer shows the metavar in place of the type: none
+    return params
 
 
 def summary(help_text: str) -> str:

@@ -82,7 +82,8 @@ def clean(uri: Uri,
 @friendly
 def savepoint(uri: Uri, instant: Annotated[str, typer.Argument(help="Completed write instant to pin.")],
               comment: Annotated[str, typer.Option(help="Why this savepoint exists.")] = "",
-              dry_run: Annotated[bool, typer.Option(help="Print what it would pin, change nothing.")] = False,
+              dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what it would pin, change "
+                                                    "nothing.")] = False,
               as_json: JsonFlag = False) -> None:
     """Pin a completed write instant (clean keeps its files; restore can return to it)."""
     done = Table.open(uri).maintenance.savepoint(instant, comment=comment, dry_run=dry_run)
@@ -103,10 +104,12 @@ def restore(uri: Uri, savepoint: Annotated[str, typer.Argument(help="Savepoint t
 def rollback(uri: Uri, instant: Annotated[str, typer.Argument(help="Pending or completed write.")],
              yes: Annotated[bool, typer.Option("--yes", help="Do it (without: show what it would do, or ask "
                                                "on a terminal).")] = False,
-             force: Annotated[bool, typer.Option(help="Roll back a pending write even if its writer looks "
-                                                 "alive (only when you know its process is gone).")] = False,
-             dry_run: Annotated[bool, typer.Option(help="Only print what it would undo (the default "
-                                                   "without --yes).")] = False,
+             force: Annotated[bool, typer.Option("--force", help="Roll back a pending write even if its "
+                                                 "writer looks alive (only when you know its process is "
+                                                 "gone).")] = False,
+             dry_run: Annotated[bool, typer.Option("--dry-run", help="Only print what it would undo, even "
+                                                   "with --yes (without --yes it does that anyway, or asks "
+                                                   "on a terminal).")] = False,
              as_json: JsonFlag = False) -> None:
     """Roll back a failed (pending) write, or a completed one not yet compacted; its files are deleted.
     Shows what it would do unless --yes (on a terminal it asks); a completed instant is named as such,

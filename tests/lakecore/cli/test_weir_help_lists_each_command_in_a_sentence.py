@@ -66,3 +66,14 @@ def test_weir_version_says_the_installed_version() -> None:
     from importlib.metadata import version
 
     assert weir("--version", columns=80) == f"weir {version('weir')}\n"
+
+
+def test_flags_show_no_value_type_and_rollbacks_dry_run_no_false_default() -> None:
+    """typer labels every option with its type: a flag read `--yes <bool>`, as if it took a value; and
+    rollback's `--dry-run` said `[default: no-dry-run]` beside "the default without --yes"."""
+    for args in ((), ("table",), ("table", "rollback"), ("table", "read"), ("run",), ("get",)):
+        text = weir(*args, "--help", columns=120)
+        assert "<bool>" not in text, (args, text)
+    rollback = " ".join(weir("table", "rollback", "--help", columns=120).replace("│", " ").split())
+    assert "--yes Do it" in rollback and "<str> Table location" in rollback, rollback
+    assert "no-dry-run" not in rollback and "--no-force" not in rollback, rollback
