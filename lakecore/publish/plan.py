@@ -123,8 +123,9 @@ def choose_view(config: TableConfig, asked: str | None) -> PublishView:
             raise NotPublishable(
                 f"table {config.name!r} merges column groups (partial_update): a merged row takes columns "
                 "from several files, which Iceberg and Delta cannot express without rewriting data; publish "
-                "its compacted view with view='read_optimized' (compact the table first to include its "
-                "latest writes)")
+                "its compacted view, read_optimized (`--view read_optimized`; in Python "
+                "view=\"read_optimized\"; a LakeTable's spec.publish.view), and compact the table first to "
+                "include its latest writes")
         if config.column_defaults:
             raise NotPublishable(
                 f"table {config.name!r} shows column_defaults {sorted(config.column_defaults)} for column "

@@ -70,6 +70,14 @@ def test_bad_requests_are_one_line_and_write_nothing(tmp_path):
     code, out = weir("table", "publish", uri, "--format", "iceberg", "--view", "merged")
     assert code == 1 and "unknown view 'merged'; use one of snapshot, read_optimized" in out
     assert not (tmp_path / "t" / "metadata").exists() and not (tmp_path / "t" / "_delta_log").exists()
+    grouped = str(tmp_path / "g")
+    assert weir("table", "create", grouped, "--schema", "id:int64,a:string,a_ts:int64", "--record-key", "id",
+                "--group", "ga:a_ts:a")[0] == 0
+    code, out = weir("table", "publish", grouped, "--format", "delta", "--view", "snapshot")
+    said = " ".join(out.split())
+    assert code == 1 and "publish its compacted view, read_optimized (`--view read_optimized`; in Python " \
+        'view="read_optimized"; a LakeTable\'s spec.publish.view)' in said, out
+    assert not (tmp_path / "g" / "_delta_log").exists()
 
 
 def test_without_the_publish_extra_the_command_names_it(tmp_path, monkeypatch):
