@@ -27,7 +27,9 @@ def open_storage(uri: str, options: dict[str, Any] | OptionsRef | None = None) -
 
 
 def _fsync_option(options: dict[str, Any] | OptionsRef | None) -> bool | None:
-    """Local storage's one option (a reference's literal part: it is no secret)."""
+    """Local storage's one option. A reference is resolved as for any storage: a file or variable it
+    names that is missing, or not a JSON object, is told here (InvalidStorageOptions), not ignored
+    because a local path needs no credentials."""
     if isinstance(options, OptionsRef):
-        return options.literal.get("fsync")
+        return options.resolve().get("fsync")
     return (options or {}).get("fsync")

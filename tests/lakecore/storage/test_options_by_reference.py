@@ -57,6 +57,27 @@ def test_opening_fails_where_the_reference_does_not_resolve(monkeypatch):
         open_storage("memory://weir-tests/t", OptionsRef(env="WEIR_TEST_OPTIONS"))
 
 
+def test_a_local_table_resolves_its_reference_too(tmp_path, monkeypatch):
+    """A local path needs no credentials, but a reference naming a file that is not there is a mistake
+    (a Secret not mounted) all the same: told where the storage is opened, not ignored."""
+    import pyarrow as pa
+
+    from lakecore import Table
+    from lakecore.storage.local import LocalStorage
+
+    where = tmp_path / "t"
+    with pytest.raises(InvalidStorageOptions, match=r"absent.json cannot be read.*mount it"):
+        Table.create(str(where), schema=pa.schema([("id", pa.int64())]), record_key="id",
+                     storage_options=OptionsRef(file=str(tmp_path / "absent.json")))
+    assert not where.exists()
+    monkeypatch.delenv("WEIR_TEST_OPTIONS", raising=False)
+    with pytest.raises(InvalidStorageOptions, match="not set in this process"):
+        open_storage(f"file://{where}", OptionsRef(env="WEIR_TEST_OPTIONS"))
+    (tmp_path / "options.json").write_text(json.dumps({"fsync": False}))
+    opened = open_storage(str(where), OptionsRef(file=str(tmp_path / "options.json")))
+    assert isinstance(opened, LocalStorage) and opened._fsync is False   # the file's option taken
+
+
 @pytest.mark.s3
 def test_a_pickled_storage_carries_the_reference_and_resolves_it_where_unpickled(s3_server, monkeypatch):
     bucket = f"weir-{uuid.uuid4().hex[:12]}"
