@@ -10,6 +10,10 @@ one line with a remedy, `--debug` for the traceback.
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,12 +30,14 @@ from lakeoperator.local import (
     Runner,
     StateDir,
     apply,
+    left_alone,
     local_settings,
     missing_inputs,
     resolve_kind,
     retry_failed_writers,
     row,
     rows,
+    run_notes,
 )
 from lakeoperator.manifests import read_manifests
 from lakeoperator.run_verdict import WAITS_FOR_A_CHANGE, RunFailed, Standing, closing_error, progress_lines
@@ -63,21 +69,26 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
     missing = missing_inputs(loaded, Path.cwd())
     if missing:
         raise ManifestError.of(missing, directory)
-    for note in loaded.notes:
+    for note in (*loaded.notes, *run_notes(loaded, follow=follow)):
         err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
     store = StateDir(state)
     applied = apply(store, list(loaded.resources), datetime.now(UTC))
+    for note in left_alone(store, applied):
+        err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
     for line in retry_failed_writers(store, applied, datetime.now(UTC)) if retry_failed else ():
         if not as_json:
             say(line)
     settings, substitute, env = local_settings()
     launcher = LocalLauncher(Path(state) / "pods-state", secrets_dir=secrets_dir, substitute=substitute,
                              base_env=env)
-    runner = Runner(store, launcher, settings)
+    ours = frozenset(r.key for r in applied)
+    runner = Runner(store, launcher, settings, keys=ours)
     seen: dict[tuple[str, str, str], list[str]] = {}
 
     def progress() -> None:
         for r in store.all():
+            if r.key not in ours:
+                continue
             shown = row(r)
             lines = progress_lines(f"{r.kind}/{r.key[2]}", shown["phase"], shown["detail"], r.body)
             if seen.get(r.key) != lines and not as_json:
@@ -85,13 +96,14 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
                     say(line)
             seen[r.key] = lines
 
-    interrupted = False
+    interrupted, stopped = 0, list[int]()   # the signal that stopped the run: SIGINT, SIGTERM or SIGHUP
     try:
-        done = runner.run(until_done=not follow, timeout_s=timeout or None, on_step=progress)
+        with _stopped_by_signals(stopped):
+            done = runner.run(until_done=not follow, timeout_s=timeout or None, on_step=progress)
     except KeyboardInterrupt:
-        done, interrupted = False, True
+        done, interrupted = False, stopped[0] if stopped else signal.SIGINT
     finally:
-        launcher.close()
+        launcher.close()   # the drivers run in sessions of their own: stopped here, never left behind
     verdicts = runner.verdicts()
     if as_json:
         emit_json({"done": done, "resources": list(rows(store)),
@@ -99,7 +111,7 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
                                 "standing": v.standing.value, "reason": v.reason, "message": v.message}
                                for v in verdicts if v.standing in WAITS_FOR_A_CHANGE]})
     if interrupted:   # the way to end --follow; a run stopped before it was over is not a success
-        raise typer.Exit(0 if follow else 130)
+        raise typer.Exit(0 if follow else 128 + interrupted)
     origins = {key: f"{o.file}:{o.line}" for key, o in loaded.origins.items()}
     if not done and timeout and not follow:
         going = ", ".join(v.label for v in verdicts if v.standing == Standing.GOING)
@@ -114,6 +126,27 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
             closing += "\nA writer that ended Failed or Aborted runs again when `weir run` is started " \
                 "again (fix its input first), or when its manifest changes."
         raise RunFailed(closing)
+
+
+@contextmanager
+def _stopped_by_signals(stopped: list[int]) -> Iterator[None]:
+    """SIGTERM and SIGHUP (a service manager, a closed terminal) end `weir run` as Ctrl-C does: as a
+    KeyboardInterrupt, so the launcher stops its drivers before the process ends (their default action
+    would end it at once and leave them running). The signal's number is appended to `stopped`."""
+    if threading.current_thread() is not threading.main_thread():   # handlers live in the main thread
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopped.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 KindArg = Annotated[str | None, typer.Argument(help="laketable|lt, lakewriter|lw, tableservice|lts")]

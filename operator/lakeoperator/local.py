@@ -34,7 +34,7 @@ from lakeoperator.manifests import KINDS, ManifestError, Manifests
 from lakeoperator.observe import Inputs, TableInputs, observe
 from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.run_verdict import Verdict, explanation, judge_all, over, unphased_reason
-from lakeoperator.specs import SpecError
+from lakeoperator.specs import ObjectRef, SpecError, parse_lake_writer, parse_table_service
 from lakeoperator.status import ended_attempts, retried_writer_status
 from lakeoperator.supervision import StoreSink, Supervisor, watched_table, zookeeper_abort_flag
 from sparkjobs.driver_jvm import submit_options
@@ -160,6 +160,21 @@ def apply(state: StateDir, manifests: list[dict[str, Any]], now: datetime) -> li
     return out
 
 
+def left_alone(state: StateDir, applied: Iterable[Resource]) -> list[str]:
+    """A note naming the resources `state` holds from an earlier run that none of the manifests given
+    declares (a manifest deleted, another folder's): the run leaves them as they are. Their status stays
+    for `weir get`; nothing is deleted (a LakeTable's data least of all)."""
+    given = {r.key for r in applied}
+    others = [f"{r.kind}/{r.key[2]}" if r.key[1] == "default" else f"{r.kind}/{r.key[1]}/{r.key[2]}"
+              for r in state.all() if r.key not in given]
+    if not others:
+        return []
+    them, are = ("them", "they are") if len(others) > 1 else ("it", "it is")
+    return [f"{', '.join(others)}: kept in {state.path} from an earlier run, in none of these manifests: "
+            f"left as {are}, not run (`weir get` shows {them}; removing its file under "
+            f"{state.path / 'resources'} forgets one; no data is deleted)"]
+
+
 def retry_failed_writers(state: StateDir, resources: Iterable[Resource], now: datetime) -> list[str]:
     """Starting `weir run` again is how a writer that ended Failed or Aborted is asked to run again on this
     machine (after its input was fixed), as a new spec.restartNonce asks on a cluster: each such writer
@@ -237,6 +252,46 @@ def missing_inputs(manifests: Manifests, cwd: Path) -> list[str]:
     return lines
 
 
+def run_notes(manifests: Manifests, *, follow: bool) -> list[str]:
+    """What `weir run` says before it starts about how it runs these manifests where they differ from a
+    cluster: Spark in local mode for a spec of `spark.mode: kubernetes` (PodSettings.local_only), and,
+    without `follow`, a stream without availableNow stopped when the rest is done (run_verdict counts it
+    as holding no run open). Resources that do not run are left out: invalid (their status says why),
+    suspended or paused."""
+    cluster: list[str] = []
+    streams: list[str] = []
+    for doc in manifests.resources:
+        ref = ObjectRef.from_body(doc)
+        if doc.get("kind") not in ("LakeWriter", "TableService") or ref.paused or not ref.managed:
+            continue
+        label = f"{doc['kind']}/{ref.name}"
+        try:
+            if doc["kind"] == "LakeWriter":
+                writer = parse_lake_writer(doc)
+                spark, runs = writer.spark, writer.state != "Suspended"
+                if runs and writer.mode == "streaming" and not writer.trigger.available_now:
+                    streams.append(label)
+            else:
+                service = parse_table_service(doc)
+                spark, runs = service.spark, not service.suspend
+        except SpecError:
+            continue
+        if runs and spark.mode == "kubernetes":
+            cluster.append(label)
+    notes = []
+    if cluster:
+        notes.append(f"{', '.join(cluster)}: spark.mode kubernetes (the default) asks a cluster for executor "
+                     "pods; here Spark runs in local mode in the driver's process, with spark.localCores "
+                     "threads (spark.executor is not used); set `spark: {mode: local}` to say so")
+    if streams and not follow:
+        many = len(streams) > 1
+        notes.append(f"{', '.join(streams)} stream{'' if many else 's'} until stopped (no "
+                     f"spec.trigger.availableNow): this run stops {'them' if many else 'it'} once the rest "
+                     "is done (at once when nothing else runs); `weir run --follow` keeps streaming until "
+                     "Ctrl-C, `trigger: {availableNow: true}` writes what is there and ends")
+    return notes
+
+
 def local_settings(*, fast_start: bool = False) -> tuple[PodSettings, dict[str, str], dict[str, str]]:
     """Pod settings and the launcher's substitutions for this machine: the image's spark-submit and
     job files are this interpreter's and this checkout's; Spark workers use this interpreter; the
@@ -255,7 +310,7 @@ def local_settings(*, fast_start: bool = False) -> tuple[PodSettings, dict[str, 
     if submit is None:
         raise RuntimeError("spark-submit not found next to this Python or on PATH; install pyspark "
                            "(`make deps`) and run weir from its virtualenv")
-    settings = PodSettings(jobs_dir=IMAGE_JOBS_DIR, spark_submit="spark-submit")
+    settings = PodSettings(jobs_dir=IMAGE_JOBS_DIR, spark_submit="spark-submit", local_only=True)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     connectors = classpath()
@@ -280,6 +335,9 @@ class Runner:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     supervise: bool = True
     conflict_grace_s: float = 10.0
+    # the resources this run runs (`weir run`: those of its manifests); the others the state holds from
+    # an earlier run are left as they are, neither reconciled nor judged. None: every one.
+    keys: frozenset[tuple[str, str, str]] | None = None
     supervisor: Supervisor | None = field(default=None, init=False)
     sink: StoreSink = field(init=False)
     _due: set[tuple[str, str]] = field(default_factory=set, init=False)   # tables whose status is due
@@ -298,7 +356,7 @@ class Runner:
         now = self.clock()
         waits: list[float] = []
         for kind in KINDS:
-            for r in self.state.all(kind):
+            for r in self._ours(self.state.all(kind)):
                 inputs = observe(self.state, kind, r.body)
                 self._reconcile(r, inputs, now, waits)
                 if isinstance(inputs, TableInputs):
@@ -310,7 +368,10 @@ class Runner:
 
     def verdicts(self) -> list[Verdict]:
         """Where each resource stands (run_verdict.py): the run is over when none is going."""
-        return judge_all(r.body for r in self.state.all())
+        return judge_all(r.body for r in self._ours(self.state.all()))
+
+    def _ours(self, resources: list[Resource]) -> list[Resource]:
+        return resources if self.keys is None else [r for r in resources if r.key in self.keys]
 
     def _watch(self, r: Resource, inputs: TableInputs) -> None:
         """Supervise a Ready table (its ZooKeeper credentials, if any, are this process's environment)."""
@@ -390,17 +451,34 @@ def row(r: Resource) -> dict[str, str]:
     """One resource's row of `weir get` (and of `weir run`'s progress)."""
     s = r.body.get("status") or {}
     spec = r.body.get("spec") or {}
+    phase = s.get("phase")
     if r.kind == "LakeTable":
         detail = str(s.get("latestInstant") or "")
     elif r.kind == "LakeWriter":
         detail = f"attempts={(s.get('attempts') or {}).get('total', 0)}"
-    else:
-        detail = str((s.get("lastRun") or {}).get("outcome") or "")
+    else:   # a service has no phase: running a run, or waiting for its next one
+        phase, detail = _service_phase(s)
     return {"kind": r.kind, "namespace": r.key[1], "name": r.key[2],
-            "phase": str(s.get("phase") or ((s.get("lastRun") or {}) and "Scheduled")
-                         or unphased_reason(r.body) or "Pending"),
+            "phase": str(phase or unphased_reason(r.body) or "Pending"),
             "table": str((spec.get("tableRef") or {}).get("name") or spec.get("location") or ""),
             "detail": detail}
+
+
+def _service_phase(s: Mapping[str, Any]) -> tuple[str | None, str]:
+    """A TableService's phase and detail in `weir run`'s progress: `Running <run>` while a run is active,
+    `Scheduled runs=N last=<outcome> <instant>` between runs (each start and end is a line); None before
+    its first reconcile or when it cannot start (its reason shows instead)."""
+    active = s.get("activeRun") or {}
+    runs = s.get("history") or []
+    last = s.get("lastRun") or {}
+    done = f"runs={len(runs)}" + (f" last={last.get('outcome')}" if last else "") + \
+        (f" {last['instant']}" if last.get("instant") else "")
+    if active:
+        return "Running", f"{active.get('id')} ({done})"
+    ready: Mapping[str, Any] = next((c for c in s.get("conditions") or () if c.get("type") == "Ready"), {})
+    if ready.get("reason") == "Suspended":
+        return "Suspended", done
+    return ("Scheduled" if ready.get("status") == "True" else None), done
 
 
 def resolve_kind(text: str | None) -> str | None:

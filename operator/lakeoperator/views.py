@@ -3,7 +3,8 @@ resource's body and Events and the time now in; sections of fields and rows out;
 them with lakecore.cli.tables, so identifiers are never cut).
 
 `describe` shows the resource's identity and phase, its conditions (type, status, reason, since,
-message), then per kind: a writer's attempts (times and causes) and last conflict (loser and winner
+message), then per kind: a table's columns (type, nullable, and role: record key, partition field,
+ordering field, column group), a writer's attempts (times and causes) and last conflict (loser and winner
 instants, file groups, who decided), a service's runs, and the Events (type, reason, age, count,
 message). A field without a value is left out, never shown as null.
 """
@@ -134,6 +135,8 @@ def describe_sections(body: Mapping[str, Any], events: Sequence[Mapping[str, Any
         sections.append(_fields(None, [*head, *_writer_fields(spec, s, now)]))
     else:
         sections.append(_fields(None, [*head, *_service_fields(spec, s, now)]))
+    if kind == "LakeTable":
+        sections.append(_columns(spec))
     sections.append(_conditions(s.get("conditions") or (), now))
     if kind == "LakeWriter":
         sections.extend(_attempts(s))
@@ -165,6 +168,26 @@ def _table_fields(spec: Mapping[str, Any], s: Mapping[str, Any], now: datetime) 
             ("Active writers", s.get("activeWriters") or None),
             *((f"Published ({e.get('format')})", _published(e)) for e in s.get("published") or ()),
             ("Last error", s.get("lastError"))]
+
+
+def _columns(spec: Mapping[str, Any]) -> Rows:
+    """The table's columns as its spec declares them: type, nullable, and each one's role (record key,
+    partition field, ordering field, or the column group it belongs to)."""
+    key = list(spec.get("recordKey") or ())
+    parts = list(spec.get("partitionFields") or ())
+    groups = [g for g in spec.get("columnGroups") or () if isinstance(g, Mapping)]
+    rows = []
+    for c in spec.get("schema") or ():
+        if not isinstance(c, Mapping):
+            continue
+        name = str(c.get("name"))
+        role = [r for r, on in (("record key", name in key), ("partition field", name in parts),
+                                ("ordering field", name == spec.get("orderingField"))) if on]
+        role += [f"orders group {g.get('name')}" for g in groups if g.get("orderingField") == name]
+        role += [f"group {g.get('name')}" for g in groups if name in (g.get("columns") or ())]
+        nullable = "no" if c.get("nullable") is False or name in key else "yes"
+        rows.append((name, _text(c.get("type")), nullable, ", ".join(role)))
+    return Rows("Columns", (Col("NAME", "id"), Col("TYPE", "id"), Col("NULLABLE"), Col("ROLE")), tuple(rows))
 
 
 def _published(entry: Mapping[str, Any]) -> str:

@@ -75,7 +75,8 @@ def test_executors_are_requested_with_the_operators_settings(kube_server: Contro
            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}",
+           "WEIR_STORAGE_OPTIONS": "{}"}   # the storage Secret's value, as the kubelet sets it in the pod
     log = open(tmp_path / "driver.log", "wb")  # noqa: SIM115 - closed after the driver is stopped
     driver = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)

@@ -1,8 +1,8 @@
-"""`weir describe` shows a resource as `kubectl describe` would — identity and phase, conditions (type,
-status, reason, since, message), a writer's attempts with their start and end times and causes, its last
-conflict (loser and winner instants, file groups, who decided) and the Events (type, reason, age,
-message) — with no null field, and `--json` keeps the whole body; `weir get` labels every column and,
-piped at 80 columns, keeps names and instants whole.
+"""`weir describe` shows a resource as `kubectl describe` would — identity and phase, a table's columns
+(type, nullable, role), conditions (type, status, reason, since, message), a writer's attempts with
+their start and end times and causes, its last conflict (loser and winner instants, file groups, who
+decided) and the Events (type, reason, age, message) — with no null field, and `--json` keeps the whole
+body; `weir get` labels every column and, piped at 80 columns, keeps names and instants whole.
 
 The state is made by the real reconcile loop of `weir run` (lakeoperator.local.Runner) with its local
 launcher: the driver pod's `spark-submit` is a stand-in program that ends its first attempt as a job that
@@ -119,6 +119,12 @@ def test_describe_get_and_the_attempts_start_times(tmp_path: Path, monkeypatch: 
     assert "TYPE" in events and "REASON" in events and "AGE" in events and "MESSAGE" in events
     assert any(line.split()[:2] == ["Warning", "Conflict"] for line in events.splitlines())
     assert any(line.split()[:2] == ["Normal", "Completed"] for line in events.splitlines())
+
+    table = weir("describe", "lt", "orders", "--namespace", "lake", "--state", str(state), cwd=tmp_path)
+    columns = [line.split() for line in table.split("Columns:")[1].split("Conditions:")[0].splitlines()]
+    assert [c for c in columns if c] == [["NAME", "TYPE", "NULLABLE", "ROLE"],
+                                         ["id", "int64", "no", "record", "key"],
+                                         ["ts", "int64", "yes", "ordering", "field"]], table
 
     listed = weir("get", "--state", str(state), cwd=tmp_path)
     assert "…" not in listed and max(len(line.rstrip()) for line in listed.splitlines()) <= 80, listed

@@ -59,10 +59,14 @@ def test_the_local_examples_run_as_the_readmes_write_them(tmp_path):
     phases = {r["name"]: r["phase"] for r in listed}
     assert phases["customers-profile"] == "Succeeded" and phases["customers-activity"] == "Succeeded", listed
     assert phases["customers"] == "Ready"
-    assert {r["name"]: r["detail"] for r in listed}["customers-compaction"] == "success", listed
     timeline = Table.open(str(tmp_path / "lake" / "customers")).timeline()
     assert [i.action for i in timeline.completed].count("compaction") == 1
     compaction = next(i for i in timeline.completed if i.action == "compaction")
+    done = f"runs=1 last=success {compaction.requested_time}"
+    assert {r["name"]: r["detail"] for r in listed}["customers-compaction"] == done, listed
+    # the run shows in the progress as it starts and as it ends
+    assert "\nTableService/customers-compaction: Running customers-compaction-" in ran.stdout, ran.stdout
+    assert f"\nTableService/customers-compaction: Scheduled {done}\n" in ran.stdout, ran.stdout
     service = json.loads(weir("describe", "lts", "customers-compaction", "--json", cwd=tmp_path).stdout)
     assert service["resource"]["status"]["lastRun"]["instant"] == compaction.requested_time  # its message
     described = json.loads(weir("describe", "lw", "customers-profile", "--json", cwd=tmp_path).stdout)

@@ -8,9 +8,7 @@ again and leaves the finished one be."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecore import Table
+from tests.lakeoperator.local_run import weir_process
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 NULL_KEY = "NullKey: 2 row(s) have a null record key 'id'; every row needs one: drop or fill them"
 WRONG_TYPE = "SchemaMismatch: column 'ts' has type string but the table stores int64; cast it to int64 " \
              "before writing"
@@ -58,11 +56,7 @@ def status(work: Path, name: str) -> dict[str, Any]:
 
 
 def weir_run(work: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'operator'}"}
-    return subprocess.run([sys.executable, "-c", "from lakeoperator.cli import app; app()", "run", "-f", "m",
-                           "--timeout", "400"], cwd=work, env=env, capture_output=True, text=True,
-                          timeout=500)
+    return weir_process(work, "run", "-f", "m", "--timeout", "400")
 
 
 def test_bad_input_is_told_by_the_jobs_own_error_and_the_good_writer_finishes(tmp_path: Path) -> None:

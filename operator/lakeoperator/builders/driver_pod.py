@@ -3,10 +3,11 @@
 The driver runs in client mode inside the pod (`spark-submit --deploy-mode client`); in `spark.mode:
 kubernetes` it asks the API server for its executor pods itself, owned by the driver pod (so they go
 when it goes), labelled with the table, the owner and the submission; in `spark.mode: local` the job
-runs `local[N]` inside the pod. The pod is owned by its resource (deleted with it), named after the
-owner and the submission id (a re-run of a handler builds the same name, so it can never create a
-second pod for one submission), and never restarted by the kubelet (`restartPolicy: Never`: restarts
-are the operator's decision, per the restart policy).
+runs `local[N]` inside the pod, and so does every job `weir run` starts (PodSettings.local_only). The
+pod is owned by its resource (deleted with it), named after the owner and the submission id (a re-run
+of a handler builds the same name, so it can never create a second pod for one submission), and never
+restarted by the kubelet (`restartPolicy: Never`: restarts are the operator's decision, per the
+restart policy).
 
 Owns: names, labels, the Spark configuration the operator manages, the env that carries the pod IP,
 the storage Secret, the ZooKeeper credentials Secret (driver and executors alike: executors take
@@ -62,6 +63,9 @@ class PodSettings:
     # drivers create their executor pods: the service account allowed to (the chart's `weir-spark`) when a
     # spec names none; None: the namespace's default account
     service_account: str | None = None
+    # `weir run`: no cluster to ask for executor pods, so a spec's `spark.mode: kubernetes` (the default)
+    # runs local[spark.localCores] in the driver's process too, as `spark.mode: local` does
+    local_only: bool = False
 
 
 def child_name(submission_id: str) -> str:
@@ -113,7 +117,7 @@ def spark_conf(owner: ObjectRef, pod_name: str, spark: SparkSpec, image: str,
     parser refuses those), then the ones the operator manages."""
     conf = dict(sorted(spark.conf.items()))
     conf["spark.app.name"] = f"weir-{owner.namespace}-{owner.name}"
-    if spark.mode == "local":
+    if spark.mode == "local" or settings.local_only:
         conf |= {"spark.master": f"local[{spark.local_cores}]", "spark.driver.host": "127.0.0.1",
                  "spark.driver.bindAddress": "127.0.0.1"}
         return conf

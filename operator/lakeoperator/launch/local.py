@@ -231,17 +231,29 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
+def _group_alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _stop(pid: int, proc: subprocess.Popen[bytes] | None) -> None:
-    """SIGTERM the process group, SIGKILL it after the grace period."""
+    """SIGTERM the process group, SIGKILL it after the grace period. Done when every process of the
+    group is gone, not only its leader (spark-submit's JVM): the Python driver it started, a worker,
+    are stopped too, never left behind."""
     try:
         os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            return
-        if proc is None and not _alive(pid):
+        if proc is not None:
+            proc.poll()   # reaps the leader: until then it keeps its group in being
+        if not _group_alive(pid):
             return
         time.sleep(0.05)
     try:

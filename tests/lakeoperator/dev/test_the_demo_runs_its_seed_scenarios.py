@@ -206,7 +206,9 @@ def test_the_progress_never_goes_quiet_and_says_each_writers_stage(demo: Path) -
         assert re.search(rf"{writer}: (write \d{{17}} begun|writing \d{{17}}: \d+ file group)", text), text
         assert re.search(rf"devices: deltacommit \d{{17}} committed upsert, [\d,]+ rows? written, "
                          rf"by default/{writer}", text), text
-    assert "still at work: " in text
+    # the heartbeat line comes after HEARTBEAT_S without another: a run that never went that quiet (a
+    # fast machine) needs none
+    assert "still at work: " in text or all(b[0] - a[0] < HEARTBEAT_S for a, b in itertools.pairwise(lines))
 
 
 @pytest.mark.spark
