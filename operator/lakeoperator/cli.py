@@ -106,7 +106,10 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         launcher.close()   # the drivers run in sessions of their own: stopped here, never left behind
     verdicts = runner.verdicts()
     if as_json:
-        emit_json({"done": done, "resources": list(rows(store)),
+        emit_json({"done": done, "resources": [r for r in rows(store)
+                                                if (r["kind"], r["namespace"], r["name"]) in ours],
+                   "left_alone": [{"kind": k, "namespace": n, "name": m} for k, n, m in
+                                  sorted(r.key for r in store.all() if r.key not in ours)],
                    "waiting": [{"kind": v.kind, "namespace": v.namespace, "name": v.name,
                                 "standing": v.standing.value, "reason": v.reason, "message": v.message}
                                for v in verdicts if v.standing in WAITS_FOR_A_CHANGE]})

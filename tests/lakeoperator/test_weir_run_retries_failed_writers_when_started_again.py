@@ -84,3 +84,8 @@ def test_a_failed_writer_whose_manifest_is_gone_is_left_as_it_is_and_the_run_end
     assert "LakeWriter/gone" not in out and "trying again" not in out, out
     kept = json.loads((tmp_path / ".weir-run" / "resources" / "LakeWriter" / "default.gone.json").read_text())
     assert kept["body"]["status"]["phase"] == "Failed" and kept["body"]["status"]["attempts"]["total"] == 3
+    code, out, err = weir_run(tmp_path, {"table.yaml": TABLE}, "--timeout", "20", "--json")
+    said = json.loads(out)
+    assert code == 0 and said["done"] and said["waiting"] == [], out + err
+    assert [(r["kind"], r["name"]) for r in said["resources"]] == [("LakeTable", "people")], said
+    assert said["left_alone"] == [{"kind": "LakeWriter", "namespace": "default", "name": "gone"}], said
