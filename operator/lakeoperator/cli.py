@@ -104,6 +104,7 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         done, interrupted = False, stopped[0] if stopped else signal.SIGINT
     finally:
         launcher.close()   # the drivers run in sessions of their own: stopped here, never left behind
+        runner.settle()    # their writers' status says so (Pending: they start again with the next run)
     verdicts = runner.verdicts()
     if as_json:
         emit_json({"done": done, "resources": [r for r in rows(store)

@@ -366,6 +366,17 @@ class Runner:
         self._refresh_tables()
         return over(self.verdicts()), min([1.0, *waits])
 
+    def settle(self) -> None:
+        """After the launcher stopped its drivers (the run is over): reconcile once each writer that had
+        one going, so its status says how it ended — a driver stopped by the end of the run is `Pending`,
+        to start again with the next run — rather than `Running` with no driver. The launcher starts
+        nothing any more (closed)."""
+        now, waits = self.clock(), list[float]()
+        for r in self._ours(self.state.all("LakeWriter")):
+            if (r.body.get("status") or {}).get("phase") in ("Submitted", "Running"):
+                self._reconcile(r, observe(self.state, "LakeWriter", r.body), now, waits)
+        self._refresh_tables()
+
     def verdicts(self) -> list[Verdict]:
         """Where each resource stands (run_verdict.py): the run is over when none is going."""
         return judge_all(r.body for r in self._ours(self.state.all()))

@@ -3,7 +3,8 @@ kubernetes, the default) runs Spark in local mode and says so before it starts, 
 cluster it cannot reach; a stream without availableNow is told that the run stops it once the rest is
 done (`--follow` keeps it); and what the CRD's rules refuse on a cluster (a batch writer with a trigger or
 restarted Always) is refused here too, naming the field, instead of writing the input again and again.
-Stopped by SIGTERM or SIGHUP, as by Ctrl-C, `weir run --follow` stops its drivers before it ends."""
+Stopped by SIGTERM or SIGHUP, as by Ctrl-C, `weir run --follow` stops its drivers before it ends, and
+the writers they ran wait for the next run, which starts them at once (no failure counted)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,11 @@ def driver_pids(work: Path) -> list[int]:
             if (b.get("metadata", {}).get("annotations") or {}).get("weir.dev/local-pid")]
 
 
+def writer_state(work: Path, name: str) -> dict[str, Any]:
+    path = work / ".weir-run" / "resources" / "LakeWriter" / f"default.{name}.json"
+    return dict(json.loads(path.read_text())["body"].get("status") or {}) if path.exists() else {}
+
+
 def written(work: Path) -> int:
     try:
         return Table.open(str(work / "lake" / "people")).read().num_rows
@@ -136,3 +142,25 @@ def test_weir_run_follow_stopped_by_a_signal_stops_its_drivers(tmp_path: Path, s
             os.killpg(pid, signal.SIGKILL)
     assert run.returncode == 0, out[-3000:]
     assert left == [], "the driver was left running"
+    # stopping it was no failure: the writer waits for the next run (not Running with no driver), budgets
+    # untouched, and the next run starts it at once (it used to back off, counting exit 143 a failure)
+    status = writer_state(tmp_path, "ingest")
+    ready = {c["type"]: c for c in status["conditions"]}["Ready"]
+    assert status["phase"] == "Pending" and ready["reason"] == "Stopped", status
+    assert status["attempts"]["total"] == 1 and status["attempts"]["infraFailures"] == 0, status
+    assert status.get("history") in (None, []), status
+    if signum != signal.SIGTERM:
+        return
+    again = weir_popen(tmp_path, "run", "-f", "m", "--follow")
+    try:
+        wait_until(lambda: writer_state(tmp_path, "ingest").get("phase") == "Running", timeout=120)
+        again.send_signal(signal.SIGTERM)
+        out, _ = again.communicate(timeout=120)
+    finally:
+        if again.poll() is None:
+            os.killpg(again.pid, signal.SIGKILL)
+            again.wait()
+        for pid in [pid for pid in driver_pids(tmp_path) if group_alive(pid)]:
+            os.killpg(pid, signal.SIGKILL)
+    assert "BackingOff" not in out and "KilledBySignal" not in out, out
+    assert writer_state(tmp_path, "ingest")["attempts"]["total"] == 2

@@ -25,6 +25,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lakeoperator.plan.writer import STOPPED_BY_RUNNER
+from sparkjobs.contract import (
+    EXIT_BAD_INPUT,
+    EXIT_BUSY,
+    EXIT_CONFLICT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+)
+
 _VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 GRACE_S = 10.0
 
@@ -64,12 +74,14 @@ class LocalLauncher:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.cwd = str(cwd) if cwd else None
         self._procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
+        self._stopped: set[tuple[str, str]] = set()   # the pods close() stopped
+        self._closed = False
 
     # -- the protocol ------------------------------------------------------------------------
 
     def create_pod(self, pod: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        if self._path(ns, name).exists():
+        if self._path(ns, name).exists() or self._closed:   # closed: its runner is ending, starts nothing
             return
         body = json.loads(json.dumps(pod))
         body["metadata"]["creationTimestamp"] = _now()
@@ -131,9 +143,13 @@ class LocalLauncher:
         return out
 
     def close(self) -> None:
-        """Stop every process this launcher started (a runner that exits takes its drivers along)."""
+        """Stop every process this launcher started (a runner that exits takes its drivers along). A
+        driver stopped here ends with the terminated reason STOPPED_BY_RUNNER, not as an error: the
+        writer's planner starts it again with the next run, counting no failure. Creates no pod after."""
+        self._closed = True
         for (ns, name), proc in list(self._procs.items()):
             if proc.poll() is None:
+                self._stopped.add((ns, name))
                 _stop(proc.pid, proc)
             self.get_pod(ns, name)
 
@@ -147,10 +163,13 @@ class LocalLauncher:
             reason = "Completed" if code == 0 else "Error"
             if code < 0:  # killed by a signal: a container runtime reports 128 + the signal
                 code, reason = 128 - code, "Error"
+            if code != 0 and (ns, name) in self._stopped:
+                reason = STOPPED_BY_RUNNER
         elif _alive(_pid_of(body)):
             return
-        else:
-            code, reason = None, "DriverLost"
+        else:   # started by an earlier runner (killed, say) and gone since: its outcome says how it ended
+            code = exit_code_of(self._message_path(ns, name))
+            reason = "DriverLost" if code is None else "Completed" if code == 0 else "Error"
         name_ = body["spec"]["containers"][0]["name"]
         terminated: dict[str, Any] = {"reason": reason, "finishedAt": _now()}
         started = _running_since(body)
@@ -229,6 +248,25 @@ def _alive(pid: int | None) -> bool:
     except OSError:
         return True
     return True
+
+
+# how a job's outcome line (sparkjobs.entry) names the codes it exits with; any other outcome is its done
+_OUTCOME_CODES = {"bad_input": EXIT_BAD_INPUT, "busy": EXIT_BUSY, "unavailable": EXIT_UNAVAILABLE,
+                  "conflict": EXIT_CONFLICT, "failed": EXIT_FAILED}
+
+
+def exit_code_of(message_path: Path) -> int | None:
+    """The exit code of a driver this launcher did not start (an earlier `weir run`'s, left running when
+    that one was killed), from the outcome line the job wrote as its termination message; None when it
+    wrote none (it died before it could: lost). So a write that completed after its runner was killed is
+    known as done, not run again."""
+    try:
+        outcome = json.loads(message_path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(outcome, dict) or not isinstance(outcome.get("outcome"), str):
+        return None
+    return _OUTCOME_CODES.get(outcome["outcome"], EXIT_OK)
 
 
 def _group_alive(pid: int) -> bool:

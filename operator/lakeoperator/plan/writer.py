@@ -74,6 +74,9 @@ WINNER_RECHECK_S = 2.0   # a loser waiting for the winner looks again this often
 INFRA_REASONS = frozenset({"OOMKilled", "Evicted", "NodeLost", "NodeShutdown", "Preempting", "Shutdown",
                            "Terminated",
                            "DriverLost", "StartTimeout", "ReadyTimeout", "UnexpectedAdmissionError"})
+# the terminated reason `weir run`'s launcher gives a driver it stopped because the run ended (Ctrl-C,
+# the end of a run with a stream in it): no failure of the job, nor of the platform
+STOPPED_BY_RUNNER = "Stopped"
 # container waiting reasons that will not resolve by waiting; still bounded by startTimeoutSeconds, since
 # an image may yet be pushed or a Secret created
 STUCK_WAITING_REASONS = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName",
@@ -319,6 +322,11 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
                           "the driver was stopped: its write lost a conflict", delete=False, adopt=adopt)
         return _ended(spec, o, now, Cause.INFRASTRUCTURE, None, None, "DriverLost",
                       "the driver pod disappeared while running", delete=False, adopt=adopt)
+    if d.phase == "Failed" and d.reason == STOPPED_BY_RUNNER and not o.lost_conflict:
+        # the run it belongs to ended: it starts again with the next one, at once, no attempt counted
+        return replace(keep, action=Action.DELETE_DRIVER, phase=WriterPhase.PENDING, reason="Stopped",
+                       message="its driver was stopped when `weir run` ended; it starts again when `weir "
+                       "run` does (no restart counted)", next_retry_at=None)
     if d.phase in ("Succeeded", "Failed"):
         cause = classify_exit(d.exit_code, d.reason)
         if o.lost_conflict and cause != Cause.SUCCESS:

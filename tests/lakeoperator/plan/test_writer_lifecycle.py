@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakeoperator.plan.writer import (
+    STOPPED_BY_RUNNER,
     Action,
     Attempts,
     Cause,
@@ -23,7 +24,7 @@ from lakeoperator.plan.writer import (
 )
 from lakeoperator.run_verdict import Standing, judge
 from lakeoperator.status import writer_status
-from tests.lakeoperator.plan.writer_cases import NOW, REF, SID, ago, running, writer
+from tests.lakeoperator.plan.writer_cases import NOW, REF, SID, ago, ended, running, writer
 
 SUBMITTED = WriterObserved(phase=WriterPhase.SUBMITTED, attempts=Attempts(1), submission_id=SID,
                            submitted_at=ago(60))
@@ -242,3 +243,28 @@ def test_a_failed_writer_restarted_by_a_spec_change_goes_on_while_its_old_driver
             "spec": {"tableRef": {"name": "t"}, "mode": "batch"}, "status": status}
     stalled = {c["type"]: c for c in status["conditions"]}["Stalled"]
     assert stalled["status"] == "False" and judge(body).standing is Standing.GOING
+
+
+@pytest.mark.parametrize("exit_code", [143, 137])
+def test_a_driver_stopped_by_the_end_of_weir_run_starts_again_at_once_counting_nothing(exit_code: int
+                                                                                       ) -> None:
+    """`weir run` stops its drivers when it ends (Ctrl-C, a stream once the rest is done): that is no
+    failure. The writer is Pending (not Running with no driver), its budgets untouched, and the next
+    pass submits at once, with no backoff."""
+    spent = Attempts(3, failures=1, infra_failures=1)
+    stopped = ended(exit_code, STOPPED_BY_RUNNER, attempts=spent)
+    plan = plan_writer(REF, writer(mode="streaming"), stopped, NOW)
+    assert (plan.action, plan.phase, plan.reason) == (Action.DELETE_DRIVER, WriterPhase.PENDING, "Stopped")
+    assert plan.attempts == spent and plan.finished is None and plan.next_retry_at is None
+    assert "starts again when `weir run` does (no restart counted)" in plan.message
+    after = replace(stopped, phase=WriterPhase.PENDING, driver=None)
+    again = plan_writer(REF, writer(mode="streaming"), after, NOW)
+    assert again.action is Action.SUBMIT and again.attempts == replace(spent, total=4)
+    # killed some other way (no reason of the runner's), it is an infrastructure failure as before
+    killed = plan_writer(REF, writer(mode="streaming"), ended(exit_code, attempts=spent), NOW)
+    assert killed.phase is WriterPhase.BACKING_OFF and killed.finished is not None
+    assert killed.finished.cause is Cause.INFRASTRUCTURE
+    # and a driver stopped from outside because its write lost a conflict lost that conflict
+    lost = plan_writer(REF, writer(mode="streaming"), ended(exit_code, STOPPED_BY_RUNNER, attempts=spent,
+                                                           lost_conflict=True), NOW)
+    assert lost.finished is not None and lost.finished.cause is Cause.CONFLICT
