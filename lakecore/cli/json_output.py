@@ -107,6 +107,14 @@ class JsonOutput:
         elif isinstance(result.plan, Savepoint):
             emit_json({"dry_run": True, "savepointed": instant, "files": list(result.plan.files)})
 
+    def savepoints(self, listed: Sequence[Savepoint]) -> None:
+        emit_json([{"savepoint": s.instant_time, "savepointed": s.savepointed, "files": len(s.files),
+                    "comment": s.comment} for s in listed])
+
+    def savepoint_deleted(self, savepoint: str, result: MaintenanceResult) -> None:
+        assert result.instant is not None
+        emit_json({"deleted_savepoint": savepoint, "instant": result.instant.requested_time})
+
     def restore(self, savepoint: str, result: MaintenanceResult) -> None:
         if result.instant is not None:
             emit_json({"restore": result.instant.requested_time})

@@ -162,6 +162,19 @@ class TextOutput:
         elif isinstance(result.plan, Savepoint):
             say(f"would pin instant {instant} and {counted(len(result.plan.files), 'data file')} it reads")
 
+    def savepoints(self, listed: Sequence[Savepoint]) -> None:
+        if not listed:
+            say("no savepoints (`weir table savepoint URI INSTANT` pins a write)")
+        for s in listed:
+            kept = counted(len(s.files), "data file")
+            say(f"savepoint {s.instant_time} pins instant {s.savepointed} ({kept})"
+                + (f": {s.comment}" if s.comment else ""))
+
+    def savepoint_deleted(self, savepoint: str, result: MaintenanceResult) -> None:
+        assert result.instant is not None
+        say(f"deleted savepoint {savepoint} (instant {result.instant.requested_time}); clean may delete the "
+            "files it kept")
+
     def restore(self, savepoint: str, result: MaintenanceResult) -> None:
         if result.instant is not None:
             say(f"restored savepoint {savepoint} (restore instant {result.instant.requested_time})")

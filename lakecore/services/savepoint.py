@@ -88,8 +88,9 @@ def find_savepoint(timeline: Timeline, metadata: Callable[[Instant], CommitMetad
     for s in savepoints(timeline, metadata):
         if time in (s.instant_time, s.savepointed):
             return s
-    raise SavepointNotFound(f"no live savepoint {time} on the table; list them with list_savepoints "
-                            "(a deleted savepoint, or one of an undone instant, is gone)")
+    raise SavepointNotFound(f"no live savepoint {time} on the table; list them with `weir table savepoint "
+                            "URI --list` (Python: table.maintenance.savepoints()); a deleted savepoint, or "
+                            "one of an undone instant, is gone")
 
 
 def drop_abandoned_savepoints(storage: Storage, lock: Lock, timeline: Timeline) -> list[str]:

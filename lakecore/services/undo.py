@@ -279,10 +279,16 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
                 ("clustering", "rollback_clustering")
             raise RollbackBlocked(f"{service} {i.requested_time} is pending and may merge files of "
                                   f"{target.requested_time}; drop it with {drop}, then rerun")
+    mine = set(_stats_files(store, [target]))
     for s in savepoints(timeline, store.metadata):
-        if s.savepointed == target.requested_time:
-            raise RollbackBlocked(f"savepoint {s.instant_time} pins {target.requested_time}; delete it "
-                                  "with delete_savepoint first")
+        pinned = timeline.find(s.savepointed)
+        within = pinned is not None and (target.completion_time or "") <= (pinned.completion_time or "")
+        if s.savepointed == target.requested_time or within or mine & set(s.files):
+            # the savepoint keeps the table as of an instant the target is part of: rolling it back would
+            # delete files the savepoint needs, and a restore to it could no longer bring them back
+            raise RollbackBlocked(f"savepoint {s.instant_time} keeps the table as of {s.savepointed}, "
+                                  f"which {target.requested_time} is part of; delete the savepoint first "
+                                  f"(`weir table savepoint URI --delete {s.instant_time}`)")
     before = Timeline(tuple(i for i in timeline.instants if i != target), timeline.archived)
     _check_not_cleaned(store, timeline, _view_files(storage, before),
                        f"the snapshot before {target.requested_time}", RollbackBlocked)

@@ -33,6 +33,8 @@ from lakecore.services import (
     Savepoint,
     UndoPlan,
     create_savepoint,
+    delete_savepoint,
+    list_savepoints,
     load_clustering_plan,
     pending_clusterings,
     pending_compactions,
@@ -187,6 +189,16 @@ class Maintenance:
         instant_time = requested_time_of(instant_time)
         return _result("savepoint", dry_run, create_savepoint(t.storage, t.lock, instant_time,
                                                               comment=comment, dry_run=dry_run))
+
+    def savepoints(self) -> list[Savepoint]:
+        """The live savepoints, oldest first: each one's instant, the write it pins, the files it keeps."""
+        return list_savepoints(self.table.storage)
+
+    def delete_savepoint(self, savepoint: str | Instant) -> MaintenanceResult:
+        """Let a savepoint go (by its instant, or the write it pins): clean may delete the files it kept,
+        and the writes it pinned can be rolled back. Recorded as a savepoint instant naming it."""
+        t = self.table
+        return _result("savepoint", False, delete_savepoint(t.storage, t.lock, requested_time_of(savepoint)))
 
     def restore(self, savepoint: str | Instant, *, dry_run: bool = True) -> MaintenanceResult:
         """Make the table read as at a savepoint (its instant, or that instant's requested time), undoing

@@ -15,6 +15,7 @@ import typer
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.commands.inspect import HEALTH_CODES
 from lakecore.cli.output import output_for
+from lakecore.errors import InvalidInput
 from lakecore.services import ArchivalPolicy, CleanPolicy, ClusteringStrategy, CompactionStrategy, UndoPlan
 from lakecore.table import MaintenanceResult, Table
 
@@ -80,14 +81,32 @@ def clean(uri: Uri,
 
 @table_app.command("savepoint")
 @friendly
-def savepoint(uri: Uri, instant: Annotated[str, typer.Argument(help="Completed write instant to pin.")],
+def savepoint(uri: Uri,
+              instant: Annotated[str | None, typer.Argument(help="Completed write instant to pin.")] = None,
               comment: Annotated[str, typer.Option(help="Why this savepoint exists.")] = "",
               dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what it would pin, change "
                                                     "nothing.")] = False,
+              list_: Annotated[bool, typer.Option("--list", help="List the live savepoints.")] = False,
+              delete: Annotated[str | None, typer.Option(
+                  "--delete", metavar="SAVEPOINT", help="Let a savepoint go (its instant, or the write it "
+                  "pins): clean may delete its files, the writes it kept may be rolled back.")] = None,
               as_json: JsonFlag = False) -> None:
-    """Pin a completed write instant (clean keeps its files; restore can return to it)."""
-    done = Table.open(uri).maintenance.savepoint(instant, comment=comment, dry_run=dry_run)
-    output_for(as_json).savepoint(instant, done)
+    """Pin a completed write instant (clean keeps its files; restore can return to it); --list the
+    savepoints, --delete one."""
+    asked = [what for what, on in (("INSTANT", instant is not None), ("--list", list_),
+                                    ("--delete", delete is not None)) if on]
+    if len(asked) != 1:
+        raise InvalidInput("give one of INSTANT (to pin it), --list or --delete SAVEPOINT" +
+                           (f", not {' and '.join(asked)}" if asked else ""))
+    m = Table.open(uri).maintenance
+    shown = output_for(as_json)
+    if list_:
+        shown.savepoints(m.savepoints())
+    elif delete is not None:
+        shown.savepoint_deleted(delete, m.delete_savepoint(delete))
+    else:
+        assert instant is not None
+        shown.savepoint(instant, m.savepoint(instant, comment=comment, dry_run=dry_run))
 
 
 @table_app.command("restore")

@@ -173,6 +173,19 @@ def test_savepoint_restore_and_rollback_of_the_latest_write(tmp_path):
     assert ids() == [1]
     code, out = weir("table", "rollback", uri, first)
     assert code == 1 and "savepoint" in out  # pinned by the savepoint
+    assert f"`weir table savepoint URI --delete {sp}`" in " ".join(out.split()), out
+    code, out = weir("table", "savepoint", uri, "--list")
+    assert code == 0 and out == f"savepoint {sp} pins instant {first} (1 data file)\n", out
+    assert json.loads(weir("table", "savepoint", uri, "--list", "--json")[1]) == [
+        {"savepoint": sp, "savepointed": first, "files": 1, "comment": ""}]
+    code, out = weir("table", "savepoint", uri, first, "--list")
+    assert code == 1 and "give one of INSTANT (to pin it), --list or --delete SAVEPOINT, not INSTANT and " \
+        "--list" in out, out
+    code, out = weir("table", "savepoint", uri, "--delete", sp)
+    assert code == 0 and out.startswith(f"deleted savepoint {sp} (instant "), out
+    assert weir("table", "savepoint", uri, "--list")[1].startswith("no savepoints")
+    code, out = weir("table", "rollback", uri, first, "--yes")
+    assert code == 0 and ids() == [], out   # let go: the write it pinned can be rolled back
 
 
 def test_archive_dry_run_then_archive_and_list_archived_instants(tmp_path):

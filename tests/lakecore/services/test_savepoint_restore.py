@@ -147,3 +147,30 @@ def test_a_restore_that_died_before_dropping_the_undone_instants_is_finished(tmp
     assert rs.is_completed and snapshot(t) == now  # recorded, nothing undone yet: reads are unchanged
     assert restore(t.storage, t.config, t.lock, sp, dry_run=False) == rs
     assert snapshot(t) == then
+
+
+def test_a_write_a_savepoint_keeps_cannot_be_rolled_back_until_the_savepoint_goes(tmp_path):
+    """Rolling back the first write under a savepoint of the second deleted files the savepoint keeps:
+    the restore then gave a table without the first write's rows (it was allowed: only the savepointed
+    write itself was refused)."""
+    from lakecore.errors import RollbackBlocked
+
+    t = create(str(tmp_path / "t"), "event_time")
+    first = t.upsert(rows([1, 2], 1)).instant
+    second = t.upsert(rows([3], 1)).instant
+    t.maintenance.savepoint(second)
+    t.upsert(rows([4], 1))
+    for target in (first, second):
+        told = rf"savepoint \d{{17}} keeps the table as of {second.requested_time}, which " \
+            rf"{target.requested_time} is part of; delete the savepoint first \(`weir table savepoint URI " \
+            r"--delete \d{17}`\)"
+        with pytest.raises(RollbackBlocked, match=told):
+            t.maintenance.rollback(target, dry_run=False)
+    [sp] = t.maintenance.savepoints()
+    assert sp.savepointed == second.requested_time
+    t.maintenance.restore(sp.instant_time, dry_run=False)
+    assert sorted(Table.open(t.uri).read().column("id").to_pylist()) == [1, 2, 3], "the savepoint's rows"
+    t.maintenance.delete_savepoint(sp.instant_time)
+    assert t.maintenance.savepoints() == []
+    assert t.maintenance.rollback(second, dry_run=False).instant is not None   # let go: allowed again
+    assert sorted(Table.open(t.uri).read().column("id").to_pylist()) == [1, 2]
