@@ -2,12 +2,16 @@
 `weir run` started (that run killed with kill -9, its driver going on in a session of its own) is known
 by the outcome it wrote as its termination message — a write that completed is done, not run again;
 only a driver that wrote none is lost. A driver the launcher stops because its run ends is `Stopped`,
-not an error, and a closed launcher starts nothing more. Real processes, no Spark."""
+not an error, and a closed launcher starts nothing more; a driver an earlier run left running is
+followed and stopped with the run, never a process that got its pid since. Real processes, no Spark."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +57,38 @@ def test_a_driver_stopped_as_the_run_ends_is_stopped_not_an_error(tmp_path: Path
     assert (done.phase, done.exit_code, done.reason) == ("Succeeded", 0, "Completed")
     launcher.create_pod(pod("late-1", "pass"))
     assert launcher.get_pod("default", "late-1") is None, "a closed launcher starts nothing"
+
+
+def test_a_driver_an_earlier_run_left_running_is_adopted_and_stopped_with_the_run(tmp_path: Path) -> None:
+    """kill -9 of `weir run` leaves its drivers running (each in a session of its own): the next run
+    follows them, and stops them when it ends, as its own; a pid the system gave another process since
+    is neither taken for the driver nor stopped."""
+    earlier = LocalLauncher(tmp_path)
+    earlier.create_pod(pod("stream-1", "import time; time.sleep(120)"))
+    orphan = earlier._procs.pop(("default", "stream-1"))   # its runner is gone; the driver goes on
+    reaper = threading.Thread(target=orphan.wait, daemon=True)   # as init reaps an orphan once it ends
+    reaper.start()
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                                start_new_session=True)
+    reused = pod("reused-1", "pass")
+    earlier.create_pod(reused)
+    earlier._procs.pop(("default", "reused-1")).wait(30)
+    body = json.loads((tmp_path / "pods" / "default" / "reused-1.json").read_text())
+    body["status"] = {"phase": "Running", "containerStatuses": [{"name": "driver", "state": {"running": {}}}]}
+    body["metadata"]["annotations"]["weir.dev/local-pid"] = str(stranger.pid)   # the pid, reused since
+    (tmp_path / "pods" / "default" / "reused-1.json").write_text(json.dumps(body))
+    try:
+        later = LocalLauncher(tmp_path)
+        assert observe_pod(later.get_pod("default", "stream-1") or {}).phase == "Running"
+        assert observe_pod(later.get_pod("default", "reused-1") or {}).reason == "DriverLost"
+        later.close()
+        stopped = observe_pod(later.get_pod("default", "stream-1") or {})
+        assert (stopped.phase, stopped.exit_code, stopped.reason) == ("Failed", 143, STOPPED_BY_RUNNER)
+        reaper.join(30)
+        assert orphan.returncode == -signal.SIGTERM, "the orphan was stopped"
+        assert stranger.poll() is None, "the process that got the pid since was left alone"
+    finally:
+        for p in (orphan, stranger):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

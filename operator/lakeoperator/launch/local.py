@@ -75,6 +75,7 @@ class LocalLauncher:
         self.cwd = str(cwd) if cwd else None
         self._procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
         self._stopped: set[tuple[str, str]] = set()   # the pods close() stopped
+        self._adopted: set[tuple[str, str]] = set()   # running pods an earlier runner started
         self._closed = False
 
     # -- the protocol ------------------------------------------------------------------------
@@ -102,7 +103,7 @@ class LocalLauncher:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         message = self._message_path(ns, name)  # the container's termination message (sparkjobs.entry)
         message.unlink(missing_ok=True)
-        env.setdefault("WEIR_TERMINATION_LOG", str(message))
+        env["WEIR_TERMINATION_LOG"] = str(message)   # read from there; names the pod (_driver_pid)
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(argv, env=env, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
@@ -126,7 +127,7 @@ class LocalLauncher:
     def delete_pod(self, namespace: str, name: str) -> None:
         proc = self._procs.pop((namespace, name), None)
         body = self.get_pod(namespace, name)
-        pid = proc.pid if proc else _pid_of(body)
+        pid = proc.pid if proc else self._driver_pid(namespace, name, body)
         if pid is not None and (proc is None or proc.poll() is None):
             _stop(pid, proc)
         self._path(namespace, name).unlink(missing_ok=True)
@@ -152,6 +153,12 @@ class LocalLauncher:
                 self._stopped.add((ns, name))
                 _stop(proc.pid, proc)
             self.get_pod(ns, name)
+        for ns, name in sorted(self._adopted - set(self._procs)):   # an earlier (killed) run's, still going
+            pid = self._driver_pid(ns, name, self.get_pod(ns, name))
+            if pid is not None:
+                self._stopped.add((ns, name))
+                _stop(pid, None)
+            self.get_pod(ns, name)
 
     def _refresh(self, body: dict[str, Any]) -> None:
         ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
@@ -165,8 +172,11 @@ class LocalLauncher:
                 code, reason = 128 - code, "Error"
             if code != 0 and (ns, name) in self._stopped:
                 reason = STOPPED_BY_RUNNER
-        elif _alive(_pid_of(body)):
+        elif self._driver_pid(ns, name, body) is not None:   # an earlier (killed) run's: adopted
+            self._adopted.add((ns, name))
             return
+        elif (ns, name) in self._stopped:   # adopted, then stopped by close()
+            code, reason = 128 + signal.SIGTERM, STOPPED_BY_RUNNER
         else:   # started by an earlier runner (killed, say) and gone since: its outcome says how it ended
             code = exit_code_of(self._message_path(ns, name))
             reason = "DriverLost" if code is None else "Completed" if code == 0 else "Error"
@@ -188,6 +198,21 @@ class LocalLauncher:
                           "containerStatuses": [{"name": name_, "ready": False,
                                                  "state": {"terminated": terminated}}]}
         self._save(body)
+
+    def _driver_pid(self, namespace: str, name: str, body: Mapping[str, Any] | None) -> int | None:
+        """The pid a pod's body records, if that process is alive and is this pod's driver: its
+        environment names this pod's termination message file (so a pid the system reused since, after
+        a reboot, is never taken for it, nor stopped). Where the environment cannot be read, alive is
+        taken as it."""
+        pid = _pid_of(body)
+        if pid is None or not _alive(pid):
+            return None
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            return pid
+        mine = f"WEIR_TERMINATION_LOG={self._message_path(namespace, name)}".encode()
+        return pid if mine in environ else None
 
     def _message_path(self, namespace: str, name: str) -> Path:
         return self.state / "logs" / namespace / f"{name}.termination-log"
