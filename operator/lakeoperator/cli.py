@@ -32,6 +32,7 @@ from lakeoperator.local import (
     apply,
     left_alone,
     local_settings,
+    manifest_stamp,
     missing_inputs,
     resolve_kind,
     retry_failed_writers,
@@ -81,13 +82,39 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
     settings, substitute, env = local_settings()
     launcher = LocalLauncher(Path(state) / "pods-state", secrets_dir=secrets_dir, substitute=substitute,
                              base_env=env)
-    ours = frozenset(r.key for r in applied)
-    runner = Runner(store, launcher, settings, keys=ours)
+    runner = Runner(store, launcher, settings, keys=frozenset(r.key for r in applied))
     seen: dict[tuple[str, str, str], list[str]] = {}
+    stamp = manifest_stamp(directory)
+
+    def reapply() -> None:
+        """--follow: a manifest edited, added or removed meanwhile is applied, as `kubectl apply` would
+        (a mistake in it is told, and nothing of it applied, until it is fixed). A resource whose
+        manifest went keeps running until the run ends (the next run leaves it alone)."""
+        nonlocal stamp, loaded
+        now_stamp = manifest_stamp(directory)
+        if now_stamp == stamp:
+            return
+        stamp = now_stamp
+        try:
+            again = read_manifests(directory)
+            gaps = missing_inputs(again, Path.cwd())
+            if gaps:
+                raise ManifestError.of(gaps, directory)
+        except ManifestError as exc:
+            err.print(f"the changed manifests are not applied: {exc}", soft_wrap=True, markup=False,
+                      highlight=False)
+            return
+        loaded = again
+        applied_now = apply(store, list(again.resources), datetime.now(UTC))
+        runner.keys = frozenset({*(runner.keys or ()), *(r.key for r in applied_now)})
+        if not as_json:
+            say(f"applied the changed manifests of {directory}")
 
     def progress() -> None:
+        if follow:
+            reapply()
         for r in store.all():
-            if r.key not in ours:
+            if r.key not in (runner.keys or ()):
                 continue
             shown = row(r)
             lines = progress_lines(f"{r.kind}/{r.key[2]}", shown["phase"], shown["detail"], r.body)
@@ -107,6 +134,7 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         runner.settle()    # their writers' status says so (Pending: they start again with the next run)
     verdicts = runner.verdicts()
     if as_json:
+        ours = runner.keys or frozenset()
         emit_json({"done": done, "resources": [r for r in rows(store)
                                                 if (r["kind"], r["namespace"], r["name"]) in ours],
                    "left_alone": [{"kind": k, "namespace": n, "name": m} for k, n, m in

@@ -160,6 +160,21 @@ def apply(state: StateDir, manifests: list[dict[str, Any]], now: datetime) -> li
     return out
 
 
+def manifest_stamp(path: str | Path) -> tuple[tuple[str, int, int], ...]:
+    """What changes when a manifest of `path` (a file, or a directory's *.yaml / *.yml) is edited, added
+    or removed: `weir run --follow` reads them again then."""
+    root = Path(path)
+    files = [root] if root.is_file() else sorted([*root.glob("*.yaml"), *root.glob("*.yml")])
+    out = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        out.append((str(f), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
 def left_alone(state: StateDir, applied: Iterable[Resource]) -> list[str]:
     """A note naming the resources `state` holds from an earlier run that none of the manifests given
     declares (a manifest deleted, another folder's): the run leaves them as they are. Their status stays
