@@ -30,6 +30,7 @@ from lakeoperator.local import (
     Runner,
     StateDir,
     apply,
+    done_before,
     left_alone,
     local_settings,
     manifest_stamp,
@@ -74,7 +75,7 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
     store = StateDir(state)
     applied = apply(store, list(loaded.resources), datetime.now(UTC))
-    for note in left_alone(store, applied):
+    for note in (*left_alone(store, applied), *done_before(applied)):
         err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
     for line in retry_failed_writers(store, applied, datetime.now(UTC)) if retry_failed else ():
         if not as_json:

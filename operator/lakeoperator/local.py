@@ -190,6 +190,25 @@ def left_alone(state: StateDir, applied: Iterable[Resource]) -> list[str]:
             f"{state.path / 'resources'} forgets one; no data is deleted)"]
 
 
+def done_before(applied: Iterable[Resource]) -> list[str]:
+    """A note naming the batch writers of these manifests that succeeded in an earlier run with the spec
+    they have now: a batch writer writes its input once, so they do not run again, also when files were
+    added to their path since."""
+    def done(r: Resource) -> bool:
+        status = r.body.get("status") or {}
+        return r.kind == "LakeWriter" and (r.body.get("spec") or {}).get("mode") == "batch" \
+            and status.get("phase") == "Succeeded" \
+            and status.get("observedGeneration") == r.body["metadata"].get("generation")
+
+    names = [r.key[2] for r in applied if done(r)]
+    if not names:
+        return []
+    they, their = ("they are", "their") if len(names) > 1 else ("it is", "its")
+    return [f"LakeWriter {', '.join(names)} succeeded in an earlier run: a batch writer writes its input "
+            f"once, so {they} not run again (new files in {their} path included); a new "
+            "spec.restartNonce writes it again"]
+
+
 def retry_failed_writers(state: StateDir, resources: Iterable[Resource], now: datetime) -> list[str]:
     """Starting `weir run` again is how a writer that ended Failed or Aborted is asked to run again on this
     machine (after its input was fixed), as a new spec.restartNonce asks on a cluster: each such writer
@@ -294,6 +313,14 @@ def run_notes(manifests: Manifests, *, follow: bool) -> list[str]:
         if runs and spark.mode == "kubernetes":
             cluster.append(label)
     notes = []
+    scheduled = [f"TableService/{ObjectRef.from_body(d).name} ({(d.get('spec') or {}).get('schedule')!r})"
+                 for d in manifests.resources if d.get("kind") == "TableService"
+                 and isinstance(d.get("spec"), dict) and d["spec"].get("schedule")
+                 and not d["spec"].get("suspend")]
+    if scheduled and not follow:
+        notes.append(f"{', '.join(scheduled)} run{'' if len(scheduled) > 1 else 's'} on a schedule: this run "
+                     "ends when the rest is done, before the next slot comes unless it is due now; `weir run "
+                     "--follow` keeps going until then")
     if cluster:
         notes.append(f"{', '.join(cluster)}: spark.mode kubernetes (the default) asks a cluster for executor "
                      "pods; here Spark runs in local mode in the driver's process, with spark.localCores "

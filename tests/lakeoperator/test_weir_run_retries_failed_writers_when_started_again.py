@@ -89,3 +89,15 @@ def test_a_failed_writer_whose_manifest_is_gone_is_left_as_it_is_and_the_run_end
     assert code == 0 and said["done"] and said["waiting"] == [], out + err
     assert [(r["kind"], r["name"]) for r in said["resources"]] == [("LakeTable", "people")], said
     assert said["left_alone"] == [{"kind": "LakeWriter", "namespace": "default", "name": "gone"}], said
+
+
+def test_a_batch_writer_that_succeeded_before_is_said_not_to_run_again(tmp_path: Path) -> None:
+    """New files in a finished batch writer's path are not written by starting `weir run` again: it says
+    so, and how they are (it used to end 0 in silence)."""
+    (tmp_path / "input").mkdir()
+    ended(StateDir(tmp_path / ".weir-run"), "load", "Succeeded")
+    code, out, err = weir_run(tmp_path, {"table.yaml": TABLE, "writer.yaml": yaml.safe_dump(writer("load"))},
+                              "--timeout", "20")
+    assert code == 0, out + err
+    assert "note: LakeWriter load succeeded in an earlier run: a batch writer writes its input once, so it " \
+           "is not run again (new files in its path included); a new spec.restartNonce writes it again" in err

@@ -61,7 +61,10 @@ def test_the_notes_name_the_resources_that_run_otherwise_than_on_a_cluster() -> 
              "spec": writer("p")["spec"]}]
     manifests = Manifests(tuple(docs))
     notes = run_notes(manifests, follow=False)
-    assert len(notes) == 2, notes
+    assert len(notes) == 3, notes
+    assert notes.pop(0) == "TableService/compact ('@hourly') runs on a schedule: this run ends when the " \
+        "rest is done, before the next slot comes unless it is due now; `weir run --follow` keeps going " \
+        "until then"
     assert notes[0].startswith("LakeWriter/cluster, TableService/compact: spark.mode kubernetes (the "
                                "default)") and notes[0].endswith("set `spark: {mode: local}` to say so")
     assert notes[1] == "LakeWriter/stream streams until stopped (no spec.trigger.availableNow): this run " \

@@ -75,7 +75,8 @@ def test_a_savepointed_write_or_a_live_writer_blocks_it(tmp_path):
     t.upsert(rows(list(range(10)), 1))
     last = t.upsert(rows(list(range(5)), 2)).instant.requested_time
     sp = create_savepoint(t.storage, t.lock, last)
-    with pytest.raises(RollbackBlocked, match=f"savepoint {sp.requested_time} pins {last}"):
+    with pytest.raises(RollbackBlocked,
+                       match=f"savepoint {sp.requested_time} keeps the table as of {last}, which {last}"):
         rollback_completed(t.storage, t.config, t.lock, last)
     delete_savepoint(t.storage, t.lock, sp.requested_time)
     live = HeldWrite(t, rows([5], 3))
