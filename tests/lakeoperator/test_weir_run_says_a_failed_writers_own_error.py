@@ -24,7 +24,7 @@ NULL_KEY = "NullKey: 2 row(s) have a null record key 'id'; every row needs one: 
 WRONG_TYPE = "SchemaMismatch: column 'ts' has type string but the table stores int64; cast it to int64 " \
              "before writing"
 REMEDY = "the input or the table's configuration is wrong and retrying does not help: fix it, then change " \
-         "spec.restartNonce"
+         "spec.restartNonce (with `weir run`: or start it again)"
 TABLE = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": {"name": "people"},
          "spec": {"location": "lake/people", "recordKey": ["id"], "orderingField": "ts", "buckets": 2,
                   "schema": [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"},

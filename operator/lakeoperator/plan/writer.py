@@ -77,6 +77,9 @@ INFRA_REASONS = frozenset({"OOMKilled", "Evicted", "NodeLost", "NodeShutdown", "
 # the terminated reason `weir run`'s launcher gives a driver it stopped because the run ended (Ctrl-C,
 # the end of a run with a stream in it): no failure of the job, nor of the platform
 STOPPED_BY_RUNNER = "Stopped"
+# how a writer that ended is run again (told with the reason it ended); `weir run` does it when started
+# again too (local.retry_failed_writers)
+RERUN = "change spec.restartNonce (with `weir run`: or start it again)"
 # container waiting reasons that will not resolve by waiting; still bounded by startTimeoutSeconds, since
 # an image may yet be pushed or a Secret created
 STUCK_WAITING_REASONS = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName",
@@ -474,16 +477,16 @@ def _ended(spec: LakeWriterSpec, o: WriterObserved, now: datetime, cause: Cause,
         return replace(base, phase=WriterPhase.SUCCEEDED)
     if cause == Cause.BAD_INPUT:
         return replace(base, message=f"{message}; the input or the table's configuration is wrong and "
-                       "retrying does not help: fix it, then change spec.restartNonce")
+                       f"retrying does not help: fix it, then {RERUN}")
     if policy.type == "Never":
         if cause == Cause.CONFLICT:
             return replace(base, phase=WriterPhase.ABORTED, message=f"{message}: lost a write conflict "
-                           "(restartPolicy Never); change spec.restartNonce to rerun")
-        return replace(base, message=f"{message} (restartPolicy Never); change spec.restartNonce to rerun")
+                           f"(restartPolicy Never); to rerun, {RERUN}")
+        return replace(base, message=f"{message} (restartPolicy Never); to rerun, {RERUN}")
     if cause == Cause.CONFLICT:
         if policy.on_conflict == "Abort":
             return replace(base, phase=WriterPhase.ABORTED, message=f"{message}: lost a write conflict "
-                           "(onConflict Abort); change spec.restartNonce to rerun")
+                           f"(onConflict Abort); to rerun, {RERUN}")
         return retry(replace(attempts, conflicts=attempts.conflicts + 1), attempts.conflicts)
     if cause == Cause.UNAVAILABLE:   # neither the job's fault nor the cluster's: wait, never give up
         waiting = retry(replace(attempts, unavailable=attempts.unavailable + 1), attempts.unavailable)
@@ -493,11 +496,11 @@ def _ended(spec: LakeWriterSpec, o: WriterObserved, now: datetime, cause: Cause,
         if attempts.infra_failures >= policy.max_infra_restarts:
             return replace(base, attempts=replace(attempts, infra_failures=attempts.infra_failures + 1),
                            message=f"{message}; maxInfraRestarts ({policy.max_infra_restarts}) spent: fix "
-                           "the cluster problem, then change spec.restartNonce")
+                           f"the cluster problem, then {RERUN}")
         return retry(replace(attempts, infra_failures=attempts.infra_failures + 1), attempts.infra_failures)
     # failure, or busy (a writer is never busy; treated as a failure)
     if attempts.failures >= policy.max_restarts:
         return replace(base, attempts=replace(attempts, failures=attempts.failures + 1),
                        message=f"{message}; maxRestarts ({policy.max_restarts}) spent: read the driver's "
-                       "log, fix the cause, then change spec.restartNonce")
+                       f"log, fix the cause, then {RERUN}")
     return retry(replace(attempts, failures=attempts.failures + 1), attempts.failures)

@@ -62,7 +62,7 @@ def test_bad_input_says_the_column_and_the_count(tmp_path: Path, monkeypatch: py
     assert plan.phase == WriterPhase.FAILED and plan.reason == "BadInput"
     assert plan.message == f"the driver ended with exit code 2 (Error): {cause}; the input or the table's " \
                            "configuration is wrong and retrying does not help: fix it, then change " \
-                           "spec.restartNonce"
+                           "spec.restartNonce (with `weir run`: or start it again)"
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["message"] == plan.message and conditions["Stalled"]["message"] == plan.message
 
