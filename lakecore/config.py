@@ -550,6 +550,75 @@ def _validate(c: TableConfig) -> None:
             raise bad(f"default {value!r} does not fit column {col!r} ({exc})") from exc
 
 
+# the LakeTable CRD's type names (spec.schema[].type), and the short ones `weir table create` took first
+TYPE_NAMES: Mapping[str, pa.DataType] = {
+    "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+    "float32": pa.float32(), "float64": pa.float64(), "string": pa.string(), "binary": pa.binary(),
+    "date32": pa.date32(), "timestamp_ms": pa.timestamp("ms", tz="UTC"),
+    "timestamp_us": pa.timestamp("us", tz="UTC")}
+SHORT_TYPE_NAMES = {"double": "float64", "date": "date32", "timestamp": "timestamp_us"}
+TYPES_LISTED = (*TYPE_NAMES, "decimal128(precision,scale)")
+_DECIMAL = re.compile(r"decimal(?:128)?\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+# what other systems call these types: told as the likely one (never taken silently: `float` is 32 bits
+# in Spark SQL and 64 in Python)
+_OTHER_TYPE_NAMES = {
+    "int": "int64", "integer": "int64", "long": "int64", "bigint": "int64", "short": "int16",
+    "smallint": "int16", "byte": "int8", "tinyint": "int8", "float": "float64 or float32", "real": "float32",
+    "boolean": "bool", "str": "string", "text": "string", "varchar": "string", "utf8": "string",
+    "bytes": "binary", "datetime": "timestamp_us", "numeric": "decimal128(precision,scale)"}
+
+
+def type_named(name: str, column: str) -> pa.DataType:
+    """Column `column`'s type by its LakeTable name (TYPE_NAMES, decimal128(p,s), or a short name); an
+    unknown one is InvalidTableConfig naming the likely one (`unknown type 'long' for column 'id' (did you
+    mean int64?)`); callers add the remedy."""
+    decimal = _DECIMAL.fullmatch(name)
+    if decimal is not None:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        if not 1 <= precision <= 38 or scale > precision:
+            raise InvalidTableConfig(f"type {name!r} of column {column!r}: a decimal's precision is 1-38 and "
+                                     "its scale at most its precision; e.g. decimal128(10,2)")
+        return pa.decimal128(precision, scale)
+    found = TYPE_NAMES.get(SHORT_TYPE_NAMES.get(name, name))
+    if found is not None:
+        return found
+    close = likely_type(name)
+    raise InvalidTableConfig(f"unknown type {name!r} for column {column!r}"
+                             + (f" (did you mean {close}?)" if close else ""))
+
+
+def likely_type(name: str) -> str | None:
+    """The LakeTable type name a mistaken one most likely meant (`long` -> int64, `date` -> date32,
+    `strin` -> string), or None."""
+    if name in SHORT_TYPE_NAMES:
+        return SHORT_TYPE_NAMES[name]
+    if name.lower() in _OTHER_TYPE_NAMES:
+        return _OTHER_TYPE_NAMES[name.lower()]
+    close = difflib.get_close_matches(name, [*TYPE_NAMES, *SHORT_TYPE_NAMES], n=1, cutoff=0.6)
+    return SHORT_TYPE_NAMES.get(close[0], close[0]) if close else None
+
+
+def schema_of(value: pa.Schema | Mapping[str, pa.DataType | str]) -> pa.Schema:
+    """A table's schema as given: a pyarrow schema, or a mapping of column names to types (pyarrow's, or
+    their LakeTable names: `{"id": "int64", "at": "timestamp_us"}`)."""
+    if isinstance(value, pa.Schema):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidTableConfig(f"schema is a pyarrow.Schema or a mapping of column names to types "
+                                 f"({{'id': 'int64', 'name': 'string'}}), not {type(value).__name__}")
+    fields = []
+    for name, t in value.items():
+        if isinstance(t, pa.DataType):
+            fields.append(pa.field(str(name), t))
+            continue
+        try:
+            fields.append(pa.field(str(name), type_named(str(t), str(name))))
+        except InvalidTableConfig as exc:
+            raise InvalidTableConfig(f"{exc}; use one of {', '.join(TYPES_LISTED)}, or a pyarrow type") \
+                from None
+    return pa.schema(fields)
+
+
 def did_you_mean(missing: Sequence[str], names: Sequence[str]) -> str:
     """` (did you mean 'id'?)` when each of the `missing` names is close to one of `names` (a
     misspelling), else nothing."""

@@ -103,6 +103,19 @@ def _result(action: MaintenanceAction, dry_run: bool,
 
 
 P = TypeVar("P", CompactionPlan, ClusteringPlan)
+S = TypeVar("S", CompactionStrategy, ClusteringStrategy, CleanPolicy)
+
+
+def _given(value: S | str | None, kind: type[S], name: str) -> S:
+    """A strategy or policy as given, its kind alone (`compact("log_count")`), or the default."""
+    if value is None:
+        return kind()
+    if isinstance(value, str):
+        return kind(value)   # type: ignore[arg-type]  # the kind checks its name, with a did-you-mean
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} is a {kind.__name__} (or the name of its kind), not "
+                        f"{type(value).__name__} {value!r}")
+    return value
 
 
 def _rewrite(action: MaintenanceAction, dry_run: bool, resume: bool, pending: Callable[[], P | None],
@@ -125,12 +138,12 @@ class Maintenance:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def compact(self, strategy: CompactionStrategy | None = None, *, dry_run: bool = False,
+    def compact(self, strategy: CompactionStrategy | str | None = None, *, dry_run: bool = False,
                 resume: bool = False) -> MaintenanceResult:
         """Merge file slices' log files into new base files (merge-on-read); the old files stay until a
         clean. `resume`: finish the compaction a dead process left pending instead (only when no process
         is running it: resuming deletes what it wrote so far)."""
-        t, chosen = self.table, strategy or CompactionStrategy()
+        t, chosen = self.table, _given(strategy, CompactionStrategy, "strategy")
 
         def pending() -> CompactionPlan | None:
             found = pending_compactions(t._store, t.timeline())
@@ -145,12 +158,12 @@ class Maintenance:
                         lambda plan: run_compaction(t.storage, t.config, t.lock, plan,
                                                     heartbeat=t.options.heartbeat))
 
-    def cluster(self, strategy: ClusteringStrategy | None = None, *, dry_run: bool = False,
+    def cluster(self, strategy: ClusteringStrategy | str | None = None, *, dry_run: bool = False,
                 resume: bool = False) -> MaintenanceResult:
         """Rewrite file groups' latest slices into one base file each, sorted by `strategy.sort_columns`
         (copy-on-write and merge-on-read; a replacecommit); the old files stay until a clean. `resume`:
         finish the clustering a dead process left pending instead (only when no process is running it)."""
-        t, chosen = self.table, strategy or ClusteringStrategy()
+        t, chosen = self.table, _given(strategy, ClusteringStrategy, "strategy")
 
         def pending() -> ClusteringPlan | None:
             found = pending_clusterings(t._store, t.timeline())
@@ -165,12 +178,13 @@ class Maintenance:
                         lambda plan: run_clustering(t.storage, t.config, t.lock, plan,
                                                     heartbeat=t.options.heartbeat))
 
-    def clean(self, policy: CleanPolicy | None = None, *, dry_run: bool = True) -> MaintenanceResult:
+    def clean(self, policy: CleanPolicy | str | None = None, *, dry_run: bool = True) -> MaintenanceResult:
         """Delete the files no retained read needs, after rolling back dead writes. Deletes data, so a
         dry run (the plan) unless `dry_run=False`; then `instant` is the completed clean (its commit
         metadata lists what it deleted)."""
         t = self.table
-        return _result("clean", dry_run, run_clean(t.storage, t.config, t.lock, policy or CleanPolicy(),
+        return _result("clean", dry_run, run_clean(t.storage, t.config, t.lock,
+                                                   _given(policy, CleanPolicy, "policy"),
                                                    dry_run=dry_run, heartbeat=t.options.heartbeat))
 
     def archive(self, policy: ArchivalPolicy | None = None, *, dry_run: bool = False) -> MaintenanceResult:

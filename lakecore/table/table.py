@@ -36,12 +36,15 @@ from lakecore.config import (
     TableConfig,
     TableType,
     default_merge_mode,
+    did_you_mean,
     normalize_groups,
     schema_from_json,
+    schema_of,
     settable_codec,
 )
 from lakecore.errors import (
     AlreadyExists,
+    InvalidInput,
     InvalidTableConfig,
     TableAlreadyExists,
     TableNotFound,
@@ -112,8 +115,9 @@ class Table:
     # -- lifecycle ----------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, uri: str, *, schema: pa.Schema, record_key: str | Sequence[str],
-               partition_fields: Sequence[str] = (), table_type: TableType = "merge_on_read",
+    def create(cls, uri: str, *, schema: pa.Schema | Mapping[str, pa.DataType | str],
+               record_key: str | Sequence[str], partition_fields: str | Sequence[str] = (),
+               table_type: TableType = "merge_on_read",
                ordering_field: str | None = None, merge_mode: MergeMode | None = None,
                column_groups: Sequence[ColumnGroup | Mapping[str, Any]] = (),
                column_defaults: Mapping[str, Any] | None = None, buckets: int = 4,
@@ -122,11 +126,16 @@ class Table:
                storage_options: dict[str, Any] | OptionsRef | None = None,
                lock: Lock | LockSpec | None = None,
                options: WriterOptions | None = None) -> Table:
-        """Create a new, empty table at `uri` (fails if one exists there). table.json records the
-        provider of `lock` (a lock or a LockSpec; default: the storage lock) for every writer to take.
-        `compression`: the Parquet codec of its data files, one of lakecore.config.CODECS."""
+        """Create a new, empty table at `uri` (fails if one exists there). `schema`: a pyarrow schema, or
+        a mapping of column names to types (pyarrow's, or a LakeTable's names: "int64", "string",
+        "timestamp_us", "decimal128(10,2)"). table.json records the provider of `lock` (a lock or a
+        LockSpec; default: the storage lock) for every writer to take. `compression`: the Parquet codec
+        of its data files, one of lakecore.config.CODECS."""
         table_name = name or _name_from_uri(uri)
         codec = settable_codec(compression, table_name)   # refused before anything is made
+        schema = schema_of(schema)
+        if isinstance(partition_fields, str):   # one field named, not a sequence of its letters
+            partition_fields = (partition_fields,)
         storage = open_storage(uri, storage_options)
         groups = normalize_groups([g if isinstance(g, ColumnGroup) else ColumnGroup.from_json(g)
                                    for g in column_groups])
@@ -393,15 +402,20 @@ class Table:
                          with_meta=with_meta, query=query).to_arrow()
 
     def scan(self, *, columns: Sequence[str] | None = None, filter: pc.Expression | None = None,
-             partitions: Mapping[str, Any] | None = None, as_of: str | datetime | None = None,
+             partitions: Mapping[str, Any] | None = None, as_of: str | datetime | Instant | None = None,
              with_meta: bool = False, query: QueryType = "snapshot") -> Scan:
         """The rows `read` returns with the same arguments, as a stream: `.to_batches()`,
         `.to_arrow_batch_reader()` (DuckDB, Polars and anything taking an Arrow C stream read the scan
         itself too) or `.to_arrow()`. Planned now (the view as of now or `as_of`; bad arguments raise
         here), read when consumed: file slice by file slice, a few slices in memory at a time."""
+        if query not in ("snapshot", "read_optimized"):
+            raise InvalidInput(f"query {query!r} is not one of snapshot, read_optimized"
+                               f"{did_you_mean([str(query)], ['snapshot', 'read_optimized'])}")
+        if isinstance(columns, str):   # one column named, not a sequence of its letters
+            columns = [columns]
         timeline = full = self.timeline()
         if as_of is not None:
-            point = parse_point_in_time(as_of)
+            point = parse_point_in_time(as_of.requested_time if isinstance(as_of, Instant) else as_of)
             timeline = self._store.as_of(full, point)
         view = view_of(self.storage, timeline)
         if as_of is not None:

@@ -253,3 +253,14 @@ def test_a_misspelt_field_is_named_with_the_likely_one() -> None:
     body["spec"]["sourse"] = body["spec"].pop("source")
     with pytest.raises(SpecError, match=r"^spec\.sourse: unknown field \(did you mean source\?\)"):
         parse_lake_writer(body)
+
+
+@pytest.mark.parametrize(("given", "meant"), [("long", "int64"), ("date", "date32"),
+                                              ("timestamp", "timestamp_us"), ("strin", "string"),
+                                              ("double", "float64")])
+def test_a_column_type_by_another_name_is_told_the_laketables(given: str, meant: str) -> None:
+    body = {"metadata": {"name": "t"}, "spec": {"location": "/l", "recordKey": ["id"],
+                                                "schema": [{"name": "id", "type": given}]}}
+    with pytest.raises(SpecError, match=rf"spec.schema\[0\].type: '{given}' is not a column type \(did you "
+                                        rf"mean {meant}\?\)"):
+        parse_lake_table(body)

@@ -60,7 +60,7 @@ def test_a_folder_with_only_an_invalid_table_ends_1_with_its_reason(tmp_path: Pa
     code, out, err = run(tmp_path, ("table.yaml", TABLE.replace("type: string", "type: strin")))
     assert code == 1, out + err
     assert "LakeTable/people: InvalidSpec\n  InvalidSpec: spec.schema[1].type: 'strin' is not a column " \
-           "type" in out
+           "type (did you mean string?); use one of" in out
     assert "error: 1 resource cannot go on until its manifest changes:\n  LakeTable/people " \
            "(m/table.yaml:1): InvalidSpec: spec.schema[1].type: 'strin'" in err
 

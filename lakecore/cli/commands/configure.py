@@ -3,7 +3,6 @@ lock its writers take or the Parquet codec of the files they write next."""
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Annotated
 
@@ -13,8 +12,8 @@ import typer
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.io import read_schema_file
 from lakecore.cli.output import output_for
-from lakecore.config import CODECS, DEFAULT_CODEC, ColumnGroup, LockSpec
-from lakecore.errors import InvalidInput
+from lakecore.config import CODECS, DEFAULT_CODEC, TYPES_LISTED, ColumnGroup, LockSpec, type_named
+from lakecore.errors import InvalidInput, InvalidTableConfig
 from lakecore.table import Table
 
 LockProviderOpt = Annotated[str | None, typer.Option(
@@ -24,23 +23,9 @@ ZooKeeperOpt = Annotated[str | None, typer.Option(
 ZooKeeperPathOpt = Annotated[str | None, typer.Option(
     "--zookeeper-path", help="The lock's znode (default /weir/locks/<table key>).")]
 
-# the LakeTable CRD's names (spec.schema[].type), and the short ones this command took first
-_TYPES = {"bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(),
-          "int64": pa.int64(), "float32": pa.float32(), "float64": pa.float64(), "string": pa.string(),
-          "binary": pa.binary(), "date32": pa.date32(), "timestamp_ms": pa.timestamp("ms", tz="UTC"),
-          "timestamp_us": pa.timestamp("us", tz="UTC")}
-_SHORT = {"double": "float64", "date": "date32", "timestamp": "timestamp_us"}
-_DECIMAL = re.compile(r"decimal(?:128)?\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 CODECS_HELP = (f"Parquet codec of the data files: {'|'.join(CODECS)} (zstd: smallest; lz4: fastest to "
                "write and read, ~30% more bytes; see docs/operations.md).")
-# what other systems call these types: told as the likely one (never taken silently: `float` is 32 bits
-# in Spark SQL and 64 in Python)
-_OTHER_NAMES = {"int": "int64", "integer": "int64", "long": "int64", "bigint": "int64", "short": "int16",
-                "smallint": "int16", "byte": "int8", "tinyint": "int8", "float": "float64 or float32",
-                "real": "float32", "boolean": "bool", "str": "string", "text": "string", "varchar": "string",
-                "utf8": "string", "bytes": "binary", "datetime": "timestamp_us",
-                "numeric": "decimal128(precision,scale)"}
-_LISTED = ", ".join([*_TYPES, "decimal128(precision,scale)"])
+_LISTED = ", ".join(TYPES_LISTED)
 TYPES_HELP = f"Columns as 'name:type,...' (types: {_LISTED}; date = date32, timestamp = timestamp_us, UTC)."
 _ENTRIES = re.compile(r",(?![^(<]*[)>])")   # commas between entries, not inside decimal(10,2) or map<a,b>
 
@@ -62,21 +47,11 @@ def parse_schema(text: str) -> pa.Schema:
 
 def _type(column: str, name: str) -> pa.DataType:
     """A type by the LakeTable CRD's name (or a short one); InvalidInput naming the likely one."""
-    decimal = _DECIMAL.fullmatch(name)
-    if decimal is not None:
-        precision, scale = int(decimal.group(1)), int(decimal.group(2))
-        if not 1 <= precision <= 38 or scale > precision:
-            raise InvalidInput(f"type {name!r} of column {column!r}: a decimal's precision is 1-38 and its "
-                               "scale at most its precision; e.g. decimal128(10,2)")
-        return pa.decimal128(precision, scale)
-    found = _TYPES.get(_SHORT.get(name, name))
-    if found is not None:
-        return found
-    close = [_OTHER_NAMES[name.lower()]] if name.lower() in _OTHER_NAMES else \
-        difflib.get_close_matches(name, [*_TYPES, *_SHORT], n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    raise InvalidInput(f"unknown type {name!r} for column {column!r}{hint}; use one of {_LISTED} (other "
-                       "types: --schema-from a Parquet file that has them)")
+    try:
+        return type_named(name, column)
+    except InvalidTableConfig as exc:
+        raise InvalidInput(f"{exc}; use one of {_LISTED} (other types: --schema-from a Parquet file that "
+                           "has them)") from None
 
 
 def parse_group(text: str) -> ColumnGroup:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from lakecore.config import ColumnGroup, LockSpec, SettableCodec, column_group_problem
+from lakecore.config import ColumnGroup, LockSpec, SettableCodec, column_group_problem, likely_type
 from lakecore.errors import InvalidTableConfig
 from lakeoperator.specs.common import Fields, SpecError, spec_of
 from sparkjobs.contract import PUBLIC_STORAGE_OPTIONS
@@ -207,7 +207,9 @@ def _parse_schema(raw: Any, path: str) -> tuple[ColumnSpec, ...]:
         type_name, name = c.req_str("type"), c.req_str("name")
         decimal = DECIMAL_TYPE.fullmatch(type_name)
         if type_name not in PRIMITIVE_TYPES and not (decimal and 1 <= int(decimal.group(1)) <= 38):
-            raise SpecError(c.at("type"), f"{type_name!r} is not a column type; use one of "
+            likely = likely_type(type_name)
+            raise SpecError(c.at("type"), f"{type_name!r} is not a column type"
+                            + (f" (did you mean {likely}?)" if likely else "") + f"; use one of "
                             f"{', '.join(PRIMITIVE_TYPES)} or decimal128(precision,scale), precision 1-38")
         if name.startswith("_weir_"):
             raise SpecError(c.at("name"), "names starting with _weir_ are reserved for Weir's own metadata "

@@ -177,3 +177,33 @@ def test_an_instant_is_taken_as_the_instant_or_its_time_alike(tmp_path) -> None:
 
     with pytest.raises(InstantNotFound, match="no instant 20000101000000000 on the timeline"):
         t.commit_metadata("20000101000000000")
+
+
+def test_the_arguments_a_user_would_write_are_taken_or_told(tmp_path) -> None:
+    """A schema as a mapping, one partition field or column as a str, a strategy by its kind's name: taken
+    as meant (they raised AttributeError, or were read letter by letter); a misspelt query is told, not
+    read as the snapshot."""
+    from lakecore.errors import InvalidCompactionStrategy, InvalidInput, InvalidTableConfig
+
+    t = Table.create(str(tmp_path / "m"), schema={"id": "int64", "v": pa.string(), "dt": "date32"},
+                     record_key="id", partition_fields="dt", buckets=1)
+    assert [(f.name, f.type) for f in t.config.schema] == [("id", pa.int64()), ("v", pa.string()),
+                                                           ("dt", pa.date32())]
+    assert t.config.partition_fields == ("dt",)
+    with pytest.raises(InvalidTableConfig, match=r"unknown type 'long' for column 'id' \(did you mean "
+                                                 r"int64\?\)"):
+        Table.create(str(tmp_path / "n"), schema={"id": "long"}, record_key="id")
+    with pytest.raises(InvalidTableConfig, match=r"schema is a pyarrow\.Schema or a mapping"):
+        Table.create(str(tmp_path / "n"), schema="id:int64", record_key="id")  # type: ignore[arg-type]
+    u = table(tmp_path)
+    assert u.read(columns="v").column_names == ["v"]
+    with pytest.raises(InvalidInput, match=r"query 'ro' is not one of snapshot, read_optimized"):
+        u.read(query="ro")  # type: ignore[arg-type]
+    assert u.read(as_of=u.timeline().completed[0]).num_rows == 2
+    assert u.maintenance.compact("log_count", dry_run=True).action == "compaction"
+    assert u.maintenance.clean("keep_latest_commits").action == "clean"
+    assert u.maintenance.cluster("all", dry_run=True).action == "clustering"
+    with pytest.raises(InvalidCompactionStrategy, match="unknown compaction strategy 'al'"):
+        u.maintenance.compact("al")
+    with pytest.raises(TypeError, match="strategy is a CompactionStrategy"):
+        u.maintenance.compact(3)  # type: ignore[arg-type]
