@@ -13,7 +13,7 @@ with `inferSchema` or another `mode`, the options are Spark's own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,8 @@ import pyarrow as pa
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from sparkjobs.stream import Prepared
 
 # enforceSchema false: Spark checks each file's header against the schema it is read with (by position
 # otherwise: a file whose columns come in another order than the first's would be shifted)
@@ -106,3 +108,62 @@ def told_as_bad_input(path: str) -> Iterator[None]:
         from lakecore.errors import InvalidInput
 
         raise InvalidInput(told) from exc
+
+
+SAMPLED_LINES = 1000   # of a micro-batch's JSON files, read for the names of their fields
+
+
+def batch_files(spark: SparkSession, checkpoint: str, batch_id: int) -> list[str]:
+    """The files a file stream's micro-batch reads, from the source log Spark writes into the query's
+    checkpoint before the batch runs (`sources/0/<id>`, or the `<n>.compact` file that holds it once
+    compacted): a micro-batch's DataFrame does not name them (inputFiles() is empty in foreachBatch)."""
+    import json
+
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    logs = f"{checkpoint.rstrip('/')}/sources/0"
+    for name in (str(batch_id), f"{batch_id}.compact"):   # every 10th log holds the ones before it too
+        path = jvm.org.apache.hadoop.fs.Path(f"{logs}/{name}")   # type: ignore[union-attr]
+        if path.getFileSystem(conf).exists(path):
+            entries = [json.loads(r[0]) for r in spark.read.text(str(path.toString())).collect()
+                       if r[0].startswith("{")]
+            return [str(e["path"]) for e in entries if e.get("batchId") == batch_id]
+    return []
+
+
+def unknown_json_fields(spark: SparkSession, fmt: str, options: Mapping[str, str], names: list[str],
+                        checkpoint: str) -> Callable[[DataFrame, int], Prepared] | None:
+    """A streaming writer's check of each micro-batch of JSON lines: Spark reads them with the table's
+    schema and drops, silently, a field the schema does not name (a misspelt `paeg` read as a null
+    `page`), where a batch writer refuses it. The first SAMPLED_LINES lines of the micro-batch's files
+    are read for their fields; one the table lacks is refused as the batch writer refuses it
+    (SchemaMismatch, with the likely column). None for other formats, and for multiLine JSON."""
+    if fmt.lower() != "json" or _on(options, "multiLine") or not checkpoint:
+        return None
+
+    def prepare(batch: DataFrame, batch_id: int) -> Prepared:
+        import json
+
+        from lakecore.config import did_you_mean
+        from lakecore.errors import SchemaMismatch
+        from sparkjobs.stream import Prepared
+
+        files = batch_files(spark, checkpoint, batch_id)
+        fields: set[str] = set()
+        for row in spark.read.text(files).limit(SAMPLED_LINES).collect() if files else ():
+            try:
+                record = json.loads(row[0])
+            except ValueError:
+                continue   # a malformed line: the read itself refuses it (FAILFAST)
+            if isinstance(record, dict):
+                fields.update(str(k) for k in record)
+        unknown = sorted(fields.difference(names))
+        if unknown:
+            lacking = [n for n in names if n not in fields]
+            raise SchemaMismatch(f"input fields {unknown} of {', '.join(sorted(files)[:3])} are not in the "
+                                 f"table schema {names}{did_you_mean(unknown, lacking)}; a streaming writer "
+                                 "would drop them: fix the input, or add them to the table (a LakeTable's "
+                                 "spec.schema)")
+        return Prepared(batch)
+
+    return prepare

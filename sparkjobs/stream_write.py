@@ -25,9 +25,9 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
 
     from sparkjobs.batch_write import table_zookeeper, writer_options
     from sparkjobs.entry import owned_columns
-    from sparkjobs.file_source import options_for, told_as_bad_input, unreadable
+    from sparkjobs.file_source import options_for, told_as_bad_input, unknown_json_fields, unreadable
     from sparkjobs.session import job_session
-    from sparkjobs.stream import BatchWriter, write_stream
+    from sparkjobs.stream import BatchWriter, Prepare, write_stream
 
     table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
@@ -36,12 +36,14 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     if columns is not None:
         schema = pa.schema([schema.field(name) for name in columns])
     kafka = None
+    prepare: Prepare | None   # what a micro-batch goes through before its write
     if args.kafka_bootstrap_servers:
         from sparkjobs.kafka import jobs
 
         kafka = jobs.stream(spark, table, args, list(schema.names), args.writer_id, args.checkpoint,
                             storage_options(args))
         df = kafka.df
+        prepare = kafka.prepare
     else:
         options = options_for(args.source_format, args.source_options)
         reader = spark.readStream.format(args.source_format).options(**options) \
@@ -50,6 +52,8 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
             reader = reader.option("maxFilesPerTrigger", str(args.max_files_per_trigger))
         with told_as_bad_input(args.source):
             df = reader.load(args.source)
+        prepare = unknown_json_fields(spark, args.source_format, options, list(table.config.schema.names),
+                                      args.checkpoint)
     trigger: dict[str, Any] | None = None
     if args.available_now:
         trigger = {"availableNow": True}
@@ -62,7 +66,7 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
                                                 table_zookeeper(table)),
                          trigger=trigger,
                          on_batch=seen.append,
-                         prepare=kafka.prepare if kafka else None,
+                         prepare=prepare,
                          fresh_checkpoint=kafka.fresh_checkpoint if kafka else False)
     failure: BaseException | None
     try:

@@ -118,3 +118,24 @@ def test_a_format_spark_has_no_source_for_is_bad_input_with_the_likely_one(spark
         stream_write.run(StreamWriteArgs(table=t.uri, source=str(tmp_path / "in"), source_format="jsonl",
                                          writer_id="w", checkpoint=str(tmp_path / "w"), available_now=True))
     assert rows(t) == [] and list(Table.open(t.uri).timeline().completed) == []
+
+
+def test_a_stream_refuses_a_json_field_the_table_lacks_instead_of_dropping_it(spark, tmp_path):
+    """Spark reads JSON lines with the table's schema and drops a field it does not name: a misspelt
+    `nmae` was written as a null name. The batch writer refused it; the stream now does too."""
+    t = table(tmp_path / "t", concurrency_mode="non_blocking")
+    incoming = tmp_path / "in"
+    csv(incoming / "a.json", '{"id": 1, "name": "ada", "ts": 10}\n')
+
+    def stream() -> dict[str, object]:
+        return stream_write.run(StreamWriteArgs(table=t.uri, source=str(incoming), source_format="json",
+                                                writer_id="w", checkpoint=str(tmp_path / "w"),
+                                                available_now=True))
+    stream()
+    assert rows(t) == [{"id": 1, "name": "ada", "ts": 10}]
+    csv(incoming / "b.json", '{"id": 2, "nmae": "bo", "ts": 11}\n')
+    with pytest.raises(SchemaMismatch, match=r"input fields \['nmae'\] of .*b.json are not in the table "
+                                             r"schema \['id', 'name', 'ts'\] \(did you mean 'name'\?\); a "
+                                             r"streaming writer would drop them"):
+        stream()
+    assert rows(t) == [{"id": 1, "name": "ada", "ts": 10}], "nothing of it was written"
