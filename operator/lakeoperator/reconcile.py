@@ -106,6 +106,20 @@ def _admit(body: Mapping[str, Any], now: datetime, parse: Callable[[Mapping[str,
     return ref, spec, table
 
 
+def _column_group_problem(group: str | None, table: LakeTableSpec) -> str | None:
+    """Why a writer's columnGroup does not fit its table (None: it does)."""
+    if group is None:
+        return None
+    names = [g.name for g in table.column_groups]
+    if not names:
+        return f"{group!r}: the table has no column groups; remove columnGroup"
+    if group in names:
+        return None
+    close = difflib.get_close_matches(group, names, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{group!r} is not one of the table's column groups ({', '.join(names)}){hint}; fix it"
+
+
 def _invalid(ref: ObjectRef, exc: SpecError, old: Mapping[str, Any] | None, now: datetime,
              applied: Mapping[str, Any] | None = None) -> Outcome:
     return Outcome(invalid_spec_status(ref, exc, old, now), done=True, applied=applied,
@@ -311,6 +325,9 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
     ref, spec, table = admitted
     assert table is not None
     old = body.get("status")
+    group_problem = _column_group_problem(spec.column_group, table)
+    if group_problem is not None:   # known now, not once its driver started
+        return _invalid(ref, SpecError("spec.columnGroup", group_problem), old, now, applied)
     if spec.source.table is not None and source_location is None:   # before anything is stopped
         missing = SpecError("source.table", f"table {spec.source.table.name!r} is not known (yet); create "
                             "that LakeTable in the same namespace")

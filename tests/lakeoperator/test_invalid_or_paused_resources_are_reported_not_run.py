@@ -96,3 +96,24 @@ def test_a_writer_waits_for_its_table_to_be_ready(tmp_path):
         assert not out.status.get("submissionId") and launcher.pods() == [] and out.requeue_after == 10.0
     ready = reconcile_writer(lake_writer(), lake_table(), launcher, NOW, PodSettings())
     assert ready.status["phase"] == "Submitted" and ready.status["submissionId"]
+
+
+def test_a_column_group_the_table_lacks_is_invalid_before_any_driver_starts(tmp_path):
+    """It was found by the job, ten seconds after its driver started, with no likely name."""
+    launcher = LocalLauncher(tmp_path / "state")
+    grouped = lake_table(
+        schema=[{"name": "id", "type": "int64", "nullable": False}, {"name": "price", "type": "int64"},
+                {"name": "price_ts", "type": "int64"}, {"name": "stock", "type": "int64"},
+                {"name": "stock_ts", "type": "int64"}],
+        partitionFields=[],
+        columnGroups=[{"name": "pricing", "orderingField": "price_ts", "columns": ["price"]},
+                      {"name": "stock", "orderingField": "stock_ts", "columns": ["stock"]}])
+    out = reconcile_writer(lake_writer(columnGroup="prices"), grouped, launcher, NOW, PodSettings())
+    ready = condition(out.status, "Ready")
+    assert ready["reason"] == "InvalidSpec" and ready["message"] == (
+        "spec.columnGroup: 'prices' is not one of the table's column groups (pricing, stock) (did you mean "
+        "'pricing'?); fix it"), ready
+    plain = reconcile_writer(lake_writer(columnGroup="prices"), lake_table(), launcher, NOW, PodSettings())
+    assert condition(plain.status, "Ready")["message"] == ("spec.columnGroup: 'prices': the table has no "
+                                                          "column groups; remove columnGroup")
+    assert launcher.pods() == []
