@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import re
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -74,9 +76,31 @@ def _check_readable(path: str) -> None:
         raise InvalidInput(f"input file {path!r} is empty; give a file with a header/schema and rows")
 
 
+_CSV_COLUMN = re.compile(r"In CSV column #(\d+): (?:Row #(\d+): )?")
+
+
+def _csv_column_named(path: str, detail: str) -> str:
+    """pyarrow's `In CSV column #2: Row #3: ...` with the column's name from the header (its count
+    starts at 0) and the row as a line of the file."""
+    found = _CSV_COLUMN.search(detail)
+    if found is None:
+        return detail
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            header = next(csv.reader(fh), [])
+    except OSError:
+        return detail
+    index = int(found.group(1))
+    name = f"column {header[index]!r}" if index < len(header) else f"column {index + 1}"
+    row = f", line {int(found.group(2))}" if found.group(2) else ""   # the header is line 1, row #1 too
+    return detail[:found.start()] + f"{name}{row}: " + detail[found.end():]
+
+
 def _not_valid(path: str, fmt: Format, exc: BaseException) -> InvalidInput:
     label = _LABELS[fmt]
     detail = " ".join(str(exc).split())[:300]
+    if fmt == "csv":
+        detail = _csv_column_named(path, detail)
     one_per_line = " with one JSON object per line" if fmt == "json" else ""
     return InvalidInput(f"input file {path!r} cannot be read as {label} ({detail}); check that it is a "
                         f"{label} file{one_per_line} whose values fit the table's column types, or name "
@@ -136,9 +160,9 @@ def _write(reader: pa.RecordBatchReader, fmt: Format, output: str | None) -> int
                 parquet.write_batch(batch)
                 written += batch.num_rows
     elif fmt == "csv":
-        with pcsv.CSVWriter(output if output else sys.stdout.buffer, reader.schema) as csv:
+        with pcsv.CSVWriter(output if output else sys.stdout.buffer, reader.schema) as writer:
             for batch in reader:
-                csv.write_batch(batch)
+                writer.write_batch(batch)
                 written += batch.num_rows
     else:
         with open(output, "w") if output else nullcontext(sys.stdout) as lines:

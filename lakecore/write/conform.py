@@ -149,7 +149,9 @@ def _split_changes(table: pa.Table, operation: Operation) -> tuple[pa.Table, pa.
 def _require(data: pa.Table, columns: tuple[str, ...], role: str) -> None:
     missing = [c for c in columns if c not in data.column_names]
     if missing:
-        raise MissingColumn(f"input lacks {role} column(s) {missing}; input has {data.column_names}")
+        others = [c for c in data.column_names if c not in columns]
+        raise MissingColumn(f"input lacks {role} column(s) {missing}{did_you_mean(missing, others)}; input "
+                            f"has {data.column_names}: every row needs its {role} value, add the column")
 
 
 def _no_nulls(data: pa.Table, columns: tuple[str, ...], role: str) -> None:

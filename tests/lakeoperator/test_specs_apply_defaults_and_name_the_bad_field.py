@@ -264,3 +264,13 @@ def test_a_column_type_by_another_name_is_told_the_laketables(given: str, meant:
     with pytest.raises(SpecError, match=rf"spec.schema\[0\].type: '{given}' is not a column type \(did you "
                                         rf"mean {meant}\?\)"):
         parse_lake_table(body)
+
+
+def test_a_cron_schedule_with_five_fields_out_of_range_is_told_so() -> None:
+    from lakeoperator.specs import parse_table_service
+
+    with pytest.raises(SpecError, match=r"'61 25 \* \* \*' is not a cron schedule: a field's value is out of "
+                                        r"its range"):
+        parse_table_service(table_service(schedule="61 25 * * *"))
+    with pytest.raises(SpecError, match=r"'every hour' is not a cron schedule; use five fields"):
+        parse_table_service(table_service(schedule="every hour"))

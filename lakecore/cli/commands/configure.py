@@ -24,7 +24,7 @@ ZooKeeperPathOpt = Annotated[str | None, typer.Option(
     "--zookeeper-path", help="The lock's znode (default /weir/locks/<table key>).")]
 
 CODECS_HELP = (f"Parquet codec of the data files: {'|'.join(CODECS)} (zstd: smallest; lz4: fastest to "
-               "write and read, ~30% more bytes; see docs/operations.md).")
+               "write and read, ~16% more bytes; see docs/operations.md).")
 _LISTED = ", ".join(TYPES_LISTED)
 TYPES_HELP = f"Columns as 'name:type,...' (types: {_LISTED}; date = date32, timestamp = timestamp_us, UTC)."
 _ENTRIES = re.compile(r",(?![^(<]*[)>])")   # commas between entries, not inside decimal(10,2) or map<a,b>

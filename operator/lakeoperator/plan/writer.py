@@ -401,7 +401,8 @@ def job_error(message: str | None) -> str | None:
 
 def driver_ended(d: DriverObservation) -> str:
     """How an attempt's driver ended: its exit code and, from its termination message, the job's error."""
-    said = f"the driver ended with exit code {d.exit_code}" + (f" ({d.reason})" if d.reason else "")
+    code = f"exit code {d.exit_code}" if d.exit_code is not None else "no exit code known"
+    said = f"the driver ended with {code}" + (f" ({d.reason})" if d.reason else "")
     error = job_error(d.message)
     return f"{said}: {error}" if error else said
 

@@ -78,6 +78,10 @@ def parse_table_service(body: Mapping[str, Any]) -> TableServiceSpec:
     schedule = f.text("schedule", None)
     if schedule is not None and not ((schedule in CRON_ALIASES or len(schedule.split()) == 5)
                                      and croniter.is_valid(schedule)):
+        if len(schedule.split()) == 5:   # the fields are there: one's value is not
+            raise SpecError(f.at("schedule"), f"{schedule!r} is not a cron schedule: a field's value is out "
+                            "of its range or not cron's (minute 0-59, hour 0-23, day 1-31, month 1-12, "
+                            "weekday 0-6; *, */N, a-b, a,b), e.g. '0 */6 * * *'")
         raise SpecError(f.at("schedule"), f"{schedule!r} is not a cron schedule; use five fields "
                         "(minute hour day month weekday, UTC), e.g. '0 */6 * * *', or @hourly, @daily, "
                         "@weekly, @monthly, @yearly")

@@ -43,7 +43,8 @@ def table(tmp_path) -> Table:
 @pytest.mark.parametrize(("name", "content", "fragments"), [
     ("empty.csv", "", ("is empty",)),
     ("binary.csv", "\x00\x01\x02", ("cannot be read as CSV",)),
-    ("bad-value.csv", "id,ts\n2,x\n", ("cannot be read as CSV", "check that it is a CSV file")),
+    ("bad-value.csv", "id,ts\n2,x\n", ("cannot be read as CSV (column 'ts': CSV conversion error to int64",
+                                        "check that it is a CSV file")),
     ("bad.json", '{"id": 1, "ts": 1}\n{"id": 2, "ts"\n',
      ("cannot be read as JSON lines", "one JSON object per line")),
     ("text.parquet", "this is not parquet\n", ("cannot be read as Parquet", "name it after its real format")),

@@ -38,6 +38,9 @@ def _snapshot(t):
      SchemaMismatch, "not in the table schema"),
     (pa.table({"ts": [1], "name": ["x"], "value": [1.0]}), MissingColumn, "record key"),
     (pa.table({"id": pa.array([3], pa.int64()), "name": ["x"], "value": [1.0]}), MissingColumn, "ts"),
+    (pa.table({"id": pa.array([3], pa.int64()), "name": ["x"], "value": [1.0]}), MissingColumn,
+     r"lacks ordering field column\(s\) \['ts'\]; input has .*: every row needs its ordering field value, "
+     r"add the column"),
     (pa.table({"id": pa.array([3, None], pa.int64()), "ts": [1, 1], "name": ["x", "y"], "value": [1.0, 2.0]}),
      NullKey, "null record key"),
     (pa.table({"id": pa.array([3], pa.int64()), "ts": pa.array([None], pa.int64()), "name": ["x"],
