@@ -117,6 +117,10 @@ def friendly(fn: F) -> F:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own exits and usage errors
             raise
+        except KeyboardInterrupt:   # Ctrl-C: said, not a silent exit
+            print("interrupted: what completed is on the table's timeline (`weir table timeline`); a write "
+                  "that had not committed is rolled back by the next write or clean", file=sys.stderr)
+            raise typer.Exit(130) from None
         except Exception as exc:  # the CLI boundary: every failure becomes one line (--debug: traceback)
             fail(exc, uri=kwargs.get("uri"), as_json=bool(kwargs.get("as_json")))
     return wrapper  # type: ignore[return-value]

@@ -180,7 +180,9 @@ class TextOutput:
             say(f"restored savepoint {savepoint} (restore instant {result.instant.requested_time})")
         elif isinstance(result.plan, UndoPlan):
             undo = result.plan
-            say(f"would undo {counted(len(undo.undone), 'instant file')} and delete "
+            names = [_instant_named(n) for n in undo.undone]
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            say(f"would undo {counted(len(undo.undone), 'instant')} ({shown}) and delete "
                 f"{counted(len(undo.files), 'data file')}; run with --run to do it")
         else:
             say("nothing to undo")
@@ -270,3 +272,10 @@ def _print_activity(now: dict[str, Any]) -> None:
         say(f"  {'pending':<17} {p['instant']} {p['action']} {p['state']}, {doing}")
     for r in now["running"]:
         say(f"  {'running':<17} {r['what']}, pid {r['pid']} on {r['host']} (attempt {r['attempt']})")
+
+
+def _instant_named(file_name: str) -> str:
+    """`20261129010000000 deltacommit` for the instant file
+    `20261129010000000_20261129010000123.deltacommit`."""
+    stem, _, action = file_name.partition(".")
+    return f"{stem.split('_')[0]} {action.split('.')[0]}" if action else file_name

@@ -117,7 +117,9 @@ def create_savepoint(storage: Storage, lock: Lock, instant_time: str, *, comment
         dropped = [] if dry_run else drop_abandoned_savepoints(storage, lock, timeline)
         target = timeline.find(instant_time)
         if target is None or not target.is_completed or target.action not in WRITE_ACTIONS:
-            raise InstantNotFound(f"{instant_time} is not a completed write instant ({target}); savepoint a "
+            what = f"is {target}, not a completed write instant" if target is not None else \
+                "is no instant on the timeline"
+            raise InstantNotFound(f"{instant_time} {what}; savepoint a "
                                   "completed commit, deltacommit or compaction (see `weir table timeline`)")
         for sp in savepoints(timeline, store.metadata):
             if sp.savepointed == instant_time:

@@ -273,7 +273,8 @@ class Delete:
         rows = batch.to_pylist()
         self.feed.send("orders", rows, f"round-{self.rounds:03d}", "order_id")
         self.ingested |= {r["order_id"]: r for r in rows}
-        self.say(f"[cyan]dropped ingestion round {self.rounds}[/cyan] ({batch.num_rows:,} orders)")
+        self.say(f"[cyan]ingestion round {self.rounds} arrived[/cyan] ({batch.num_rows:,} new orders in "
+                 "its source)")
         self.rounds += 1
 
     def _next_round(self) -> None:

@@ -31,3 +31,13 @@ def test_the_line_names_weir_debug_and_it_gives_the_traceback(tmp_path, broken_o
     assert result.exit_code == 1 and "Traceback (most recent call last)" in result.output
     result = runner.invoke(app, ["--debug", "table", "read", uri], env={"WEIR_DEBUG": ""})
     assert result.exit_code == 1 and "Traceback (most recent call last)" in result.output
+
+
+def test_ctrl_c_is_said_and_exits_130(tmp_path, monkeypatch) -> None:
+    """It used to end the command in silence (exit 130, not a word on whether anything was written)."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(Table, "open", interrupted)
+    result = runner.invoke(app, ["table", "read", str(tmp_path / "t")])
+    assert result.exit_code == 130
+    assert "interrupted: what completed is on the table's timeline (`weir table timeline`)" in result.output

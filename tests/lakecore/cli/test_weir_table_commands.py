@@ -169,6 +169,10 @@ def test_savepoint_restore_and_rollback_of_the_latest_write(tmp_path):
     sp = json.loads(weir("table", "savepoint", uri, first, "--json")[1])["savepoint"]
     code, out = weir("table", "restore", uri, sp, "--json")
     assert code == 0 and json.loads(out)["dry_run"] and ids() == [1, 2]  # dry run by default
+    code, out = weir("table", "restore", uri, sp)
+    second = json.loads(weir("table", "timeline", uri, "--json")[1])[1]
+    assert code == 0 and f"would undo 1 instant ({second['instant']} {second['action']}) and delete 1 " \
+        "data file; run with --run to do it" in out, out
     assert weir("table", "restore", uri, sp, "--run")[0] == 0
     assert ids() == [1]
     code, out = weir("table", "rollback", uri, first)
