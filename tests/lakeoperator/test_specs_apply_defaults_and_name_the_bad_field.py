@@ -274,3 +274,21 @@ def test_a_cron_schedule_with_five_fields_out_of_range_is_told_so() -> None:
         parse_table_service(table_service(schedule="61 25 * * *"))
     with pytest.raises(SpecError, match=r"'every hour' is not a cron schedule; use five fields"):
         parse_table_service(table_service(schedule="every hour"))
+
+
+def test_a_tables_mistakes_are_told_at_once_not_one_per_run() -> None:
+    """A misspelt field, two wrong column types and a record key given as a string took four runs to see,
+    one mistake each; they are one message now, the first naming the field."""
+    body = lake_table(orderingFeild="ts", recordKey="id", tabletype="copy_on_write",
+                      schema=[{"name": "id", "type": "long"}, {"name": "ts", "type": "int64"},
+                              {"name": "name", "type": "strin"}])
+    with pytest.raises(SpecError) as told:
+        parse_lake_table(body)
+    said = str(told.value)
+    assert told.value.field_path == "spec"
+    assert said.startswith("spec: unknown fields orderingFeild (did you mean orderingField?), tabletype (did "
+                           "you mean tableType?); the fields here are"), said
+    for part in ("; also spec.schema[0].type: 'long' is not a column type (did you mean int64?)",
+                 "; also spec.schema[2].type: 'strin' is not a column type (did you mean string?)",
+                 "; also spec.recordKey: must be a list of"):
+        assert part in said, said

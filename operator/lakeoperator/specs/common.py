@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
@@ -19,6 +19,7 @@ MANAGED_ANNOTATION = "weir.dev/managed"
 
 SparkMode = Literal["kubernetes", "local"]
 T = TypeVar("T")
+R = TypeVar("R")
 
 # Spark settings the operator owns: a spec's `spark.conf` may not set them (it would break the pod's
 # wiring to its executors, its owner or its Secret).
@@ -103,11 +104,16 @@ class Fields:
             raise SpecError(path, f"must be an object, got {type(obj).__name__}; see the CRD's schema")
         unknown = sorted(set(obj) - set(known))
         if unknown:
-            close = [k for k in known if k.lower() == unknown[0].lower()] or \
-                difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise SpecError(f"{path}.{unknown[0]}", f"unknown field{hint}; the fields here are "
-                            f"{', '.join(known)} (check the spelling: camelCase)")
+            def likely(name: str) -> str:
+                close = [k for k in known if k.lower() == name.lower()] or \
+                    difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                return f" (did you mean {close[0]}?)" if close else ""
+
+            tail = f"; the fields here are {', '.join(known)} (check the spelling: camelCase)"
+            if len(unknown) == 1:
+                raise SpecError(f"{path}.{unknown[0]}", f"unknown field{likely(unknown[0])}{tail}")
+            listed = ", ".join(f"{name}{likely(name)}" for name in unknown)   # every one at once
+            raise SpecError(path, f"unknown fields {listed}{tail}")
         self.obj = obj
         self.path = path
 
@@ -189,6 +195,36 @@ class Fields:
 
     def sub(self, key: str, known: tuple[str, ...]) -> Fields:
         return Fields(self.obj.get(key), self.at(key), known)
+
+
+def told_together(first: SpecError, *others: SpecError | None) -> SpecError:
+    """The mistakes found in one pass as one SpecError (the first names the field; each other is added
+    with its own path), so a manifest with several is fixed in one round, not one per run."""
+    more = [e for e in others if e is not None]
+    if not more:
+        return first
+    return SpecError(first.field_path, "; also ".join([first.message, *map(str, more)]))
+
+
+def parse_spec(body: Mapping[str, Any], known: tuple[str, ...], parse: Callable[[Fields], R]) -> R:
+    """`parse` the spec's fields; unknown fields (misspelt ones) and the first other mistake are told
+    together: the known fields are parsed all the same."""
+    obj = spec_of(body)
+    unknown = None
+    try:
+        f = Fields(obj, "spec", known)
+    except SpecError as exc:
+        if not isinstance(obj, Mapping):
+            raise
+        unknown = exc
+        f = Fields({k: v for k, v in obj.items() if k in known}, "spec", known)
+    try:
+        parsed = parse(f)
+    except SpecError as exc:
+        raise (told_together(unknown, exc) if unknown is not None else exc) from None
+    if unknown is not None:
+        raise unknown
+    return parsed
 
 
 def spec_of(body: Mapping[str, Any]) -> Any:

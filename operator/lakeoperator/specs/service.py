@@ -21,7 +21,7 @@ from lakeoperator.specs.common import (
     SpecError,
     name_ref,
     parse_spark,
-    spec_of,
+    parse_spec,
 )
 from sparkjobs.contract import SERVICES
 
@@ -67,11 +67,17 @@ class TableServiceSpec:
 CRON_ALIASES = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 
 
+SERVICE_FIELDS = ("tableRef", "type", "schedule", "trigger", "policy", "spark", "concurrencyPolicy",
+                  "suspend", "successfulRunsHistoryLimit", "failedRunsHistoryLimit")
+
+
 def parse_table_service(body: Mapping[str, Any]) -> TableServiceSpec:
-    """A TableService body -> TableServiceSpec (defaults applied); SpecError if invalid."""
-    f = Fields(spec_of(body), "spec", (
-        "tableRef", "type", "schedule", "trigger", "policy", "spark", "concurrencyPolicy", "suspend",
-        "successfulRunsHistoryLimit", "failedRunsHistoryLimit"))
+    """A TableService body -> TableServiceSpec (defaults applied); SpecError if invalid (misspelt fields
+    told with the first other mistake)."""
+    return parse_spec(body, SERVICE_FIELDS, _table_service)
+
+
+def _table_service(f: Fields) -> TableServiceSpec:
     if f.has("schedule") == f.has("trigger"):
         raise SpecError(f.at("schedule"), "or trigger: exactly one is required (a cron schedule, or "
                         "trigger.afterDeltaCommits); set one")

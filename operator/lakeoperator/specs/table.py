@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 
 from lakecore.config import ColumnGroup, LockSpec, SettableCodec, column_group_problem, likely_type
 from lakecore.errors import InvalidTableConfig
-from lakeoperator.specs.common import Fields, SpecError, spec_of
+from lakeoperator.specs.common import Fields, SpecError, parse_spec, told_together
 from sparkjobs.contract import PUBLIC_STORAGE_OPTIONS
 
 TableType = Literal["merge_on_read", "copy_on_write"]
@@ -130,17 +130,35 @@ class LakeTableSpec:
     publish: PublishSpec | None = None
 
 
+TABLE_FIELDS = ("location", "storage", "schema", "recordKey", "partitionFields", "tableType", "buckets",
+                "orderingField", "columnGroups", "concurrency", "lock", "heartbeat",
+                "tombstoneRetentionHours", "compression", "deletionPolicy", "publish")
+
+
 def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
-    """A LakeTable body -> LakeTableSpec (defaults applied); SpecError if invalid."""
-    f = Fields(spec_of(body), "spec", (
-        "location", "storage", "schema", "recordKey", "partitionFields", "tableType", "buckets",
-        "orderingField", "columnGroups", "concurrency", "lock", "heartbeat", "tombstoneRetentionHours",
-        "compression", "deletionPolicy", "publish"))
-    schema = _parse_schema(f.required("schema"), f.at("schema"))
-    names = [c.name for c in schema]
+    """A LakeTable body -> LakeTableSpec (defaults applied); SpecError if invalid (misspelt fields, the
+    schema's mistakes and the record key's told at once)."""
+    return parse_spec(body, TABLE_FIELDS, _lake_table)
+
+
+def _record_key(f: Fields) -> tuple[str, ...]:
     record_key = f.strings("recordKey")
     if not record_key:
         raise SpecError(f.at("recordKey"), "is required: list the columns that identify a record")
+    return record_key
+
+
+def _lake_table(f: Fields) -> LakeTableSpec:
+    try:
+        schema = _parse_schema(f.required("schema"), f.at("schema"))
+    except SpecError as bad_schema:
+        try:
+            _record_key(f)
+        except SpecError as bad_key:
+            raise told_together(bad_schema, bad_key) from None
+        raise
+    names = [c.name for c in schema]
+    record_key = _record_key(f)
     partition_fields = f.strings("partitionFields")
     for key, cols in (("recordKey", record_key), ("partitionFields", partition_fields)):
         _columns_exist(cols, names, f.at(key))
@@ -202,23 +220,32 @@ def _parse_schema(raw: Any, path: str) -> tuple[ColumnSpec, ...]:
     if not isinstance(raw, list) or not raw:
         raise SpecError(path, "must be a non-empty list of {name, type, nullable}")
     out: list[ColumnSpec] = []
+    bad: list[SpecError] = []
     for i, item in enumerate(raw):
-        c = Fields(item, f"{path}[{i}]", ("name", "type", "nullable"))
-        type_name, name = c.req_str("type"), c.req_str("name")
-        decimal = DECIMAL_TYPE.fullmatch(type_name)
-        if type_name not in PRIMITIVE_TYPES and not (decimal and 1 <= int(decimal.group(1)) <= 38):
-            likely = likely_type(type_name)
-            raise SpecError(c.at("type"), f"{type_name!r} is not a column type"
-                            + (f" (did you mean {likely}?)" if likely else "") + f"; use one of "
-                            f"{', '.join(PRIMITIVE_TYPES)} or decimal128(precision,scale), precision 1-38")
-        if name.startswith("_weir_"):
-            raise SpecError(c.at("name"), "names starting with _weir_ are reserved for Weir's own metadata "
-                            "columns; rename the column")
-        out.append(ColumnSpec(name=name, type=type_name, nullable=c.flag("nullable", True)))
+        try:
+            out.append(_column(Fields(item, f"{path}[{i}]", ("name", "type", "nullable"))))
+        except SpecError as exc:   # every column's mistake, told at once
+            bad.append(exc)
+    if bad:
+        raise told_together(*bad)
     names = [c.name for c in out]
     if len(set(names)) != len(names):
         raise SpecError(path, "names a column twice; give each column one entry")
     return tuple(out)
+
+
+def _column(c: Fields) -> ColumnSpec:
+    type_name, name = c.req_str("type"), c.req_str("name")
+    decimal = DECIMAL_TYPE.fullmatch(type_name)
+    if type_name not in PRIMITIVE_TYPES and not (decimal and 1 <= int(decimal.group(1)) <= 38):
+        likely = likely_type(type_name)
+        raise SpecError(c.at("type"), f"{type_name!r} is not a column type"
+                        + (f" (did you mean {likely}?)" if likely else "") + f"; use one of "
+                        f"{', '.join(PRIMITIVE_TYPES)} or decimal128(precision,scale), precision 1-38")
+    if name.startswith("_weir_"):
+        raise SpecError(c.at("name"), "names starting with _weir_ are reserved for Weir's own metadata "
+                        "columns; rename the column")
+    return ColumnSpec(name=name, type=type_name, nullable=c.flag("nullable", True))
 
 
 def _parse_groups(raw: Any, path: str, names: list[str]) -> tuple[ColumnGroupSpec, ...]:

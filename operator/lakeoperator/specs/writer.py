@@ -18,7 +18,7 @@ from lakeoperator.specs.common import (
     SpecError,
     name_ref,
     parse_spark,
-    spec_of,
+    parse_spec,
 )
 from lakeoperator.specs.kafka import KAFKA_FIELDS, KafkaSourceSpec, parse_kafka
 from sparkjobs.contract import OPERATIONS
@@ -80,11 +80,17 @@ class LakeWriterSpec:
     restart_nonce: str | None = None
 
 
+WRITER_FIELDS = ("tableRef", "mode", "source", "operation", "columnGroup", "trigger", "spark",
+                 "restartPolicy", "startTimeoutSeconds", "readyTimeoutSeconds", "state", "restartNonce")
+
+
 def parse_lake_writer(body: Mapping[str, Any]) -> LakeWriterSpec:
-    """A LakeWriter body -> LakeWriterSpec (defaults applied); SpecError if invalid."""
-    f = Fields(spec_of(body), "spec", (
-        "tableRef", "mode", "source", "operation", "columnGroup", "trigger", "spark", "restartPolicy",
-        "startTimeoutSeconds", "readyTimeoutSeconds", "state", "restartNonce"))
+    """A LakeWriter body -> LakeWriterSpec (defaults applied); SpecError if invalid (misspelt fields told
+    with the first other mistake)."""
+    return parse_spec(body, WRITER_FIELDS, _lake_writer)
+
+
+def _lake_writer(f: Fields) -> LakeWriterSpec:
     s = f.sub("source", ("format", "path", "options", "table", "kafka"))
     if not f.has("source") or [s.has("path"), s.has("table"), s.has("kafka")].count(True) != 1:
         raise SpecError(f.at("source"), "needs exactly one of path (files), table (a Weir table, read "
