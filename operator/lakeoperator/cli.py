@@ -132,7 +132,12 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         done, interrupted = False, stopped[0] if stopped else signal.SIGINT
     finally:
         launcher.close()   # the drivers run in sessions of their own: stopped here, never left behind
-        runner.settle()    # their writers' status says so (Pending: they start again with the next run)
+        try:
+            runner.settle()    # their writers' status says so (Pending: they start again with the next run)
+        except Exception as exc:   # best effort: never in place of the run's own outcome
+            err.print(f"note: the stopped writers' status is left as it was ({type(exc).__name__}: {exc}); "
+                      "the next `weir run` brings it up to date", soft_wrap=True, markup=False,
+                      highlight=False)
     verdicts = runner.verdicts()
     if as_json:
         ours = runner.keys or frozenset()
