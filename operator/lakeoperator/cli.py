@@ -54,7 +54,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 @friendly
 def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directory (or file) of manifests.")],
         state: StateOpt = DEFAULT_STATE,
-        follow: Annotated[bool, typer.Option(help="Keep going after every batch writer is done.")] = False,
+        follow: Annotated[bool, typer.Option(help="Keep going after every batch writer is done (streams go "
+                                             "on; a manifest edited meanwhile is applied).")] = False,
         timeout: Annotated[float, typer.Option(help="Give up after this many seconds (0: never).")] = 0.0,
         secrets_dir: Annotated[str | None, typer.Option(help="Secrets as DIR/<secret>/<key> files.")] = None,
         retry_failed: Annotated[bool, typer.Option(
