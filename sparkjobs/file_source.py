@@ -158,10 +158,9 @@ def unknown_json_fields(spark: SparkSession, fmt: str, options: Mapping[str, str
             if isinstance(record, dict):
                 fields.update(str(k) for k in record)
         unknown = sorted(fields.difference(names))
-        if unknown:
-            lacking = [n for n in names if n not in fields]
+        if unknown:   # the likely column among all the table's (another line may spell it right)
             raise SchemaMismatch(f"input fields {unknown} of {', '.join(sorted(files)[:3])} are not in the "
-                                 f"table schema {names}{did_you_mean(unknown, lacking)}; a streaming writer "
+                                 f"table schema {names}{did_you_mean(unknown, names)}; a streaming writer "
                                  "would drop them: fix the input, or add them to the table (a LakeTable's "
                                  "spec.schema)")
         return Prepared(batch)

@@ -112,8 +112,8 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         if not as_json:
             say(f"applied the changed manifests of {directory}")
 
-    def progress() -> None:
-        if follow:
+    def progress(applying: bool = True) -> None:
+        if follow and applying:
             reapply()
         for r in store.all():
             if r.key not in (runner.keys or ()):
@@ -135,6 +135,7 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         launcher.close()   # the drivers run in sessions of their own: stopped here, never left behind
         try:
             runner.settle()    # their writers' status says so (Pending: they start again with the next run)
+            progress(applying=False)
         except Exception as exc:   # best effort: never in place of the run's own outcome
             err.print(f"note: the stopped writers' status is left as it was ({type(exc).__name__}: {exc}); "
                       "the next `weir run` brings it up to date", soft_wrap=True, markup=False,

@@ -332,7 +332,8 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
         missing = SpecError("source.table", f"table {spec.source.table.name!r} is not known (yet); create "
                             "that LakeTable in the same namespace")
         return _invalid(ref, missing, old, now, applied)
-    observed = replace(read_writer_status(old), winner_running=winner_running)
+    observed = replace(read_writer_status(old), winner_running=winner_running,
+                       runner_ending=launcher.closed)
     if applied is not None:
         before = parse_lake_writer({**body, "spec": applied})
         observed = replace(observed, change=classify_change(before, spec))

@@ -133,15 +133,17 @@ def over(verdicts: Iterable[Verdict]) -> bool:
 
 def explanation(body: Mapping[str, Any]) -> tuple[str, str] | None:
     """(reason, message) worth a line under a resource's progress: why it is paused, stalled, degraded (a
-    failed attempt, an unreachable table) or waiting for its table; None when it simply goes its way."""
+    failed attempt, an unreachable table), waiting for its table, or stopped with the run that ended; None
+    when it simply goes its way."""
     conditions = _conditions(body)
     for kind in ("ReconciliationPaused", "Stalled", "Degraded"):
         c = conditions.get(kind)
         if _true(c) and c is not None and c.get("message"):
             return str(c.get("reason") or ""), str(c["message"])
     ready = conditions.get("Ready") or {}
-    if ready.get("status") == "False" and ready.get("reason") == "TableNotReady" and ready.get("message"):
-        return "TableNotReady", str(ready["message"])
+    if ready.get("status") == "False" and ready.get("reason") in ("TableNotReady", "Stopped") \
+            and ready.get("message"):   # waiting for its table; stopped with the run that ended
+        return str(ready["reason"]), str(ready["message"])
     return None
 
 

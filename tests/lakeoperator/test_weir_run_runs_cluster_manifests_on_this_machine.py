@@ -167,3 +167,16 @@ def test_weir_run_follow_stopped_by_a_signal_stops_its_drivers(tmp_path: Path, s
             os.killpg(pid, signal.SIGKILL)
     assert "BackingOff" not in out and "KilledBySignal" not in out, out
     assert writer_state(tmp_path, "ingest")["attempts"]["total"] == 2
+
+
+def test_a_stream_the_run_ends_before_it_starts_is_pending_not_submitted(tmp_path: Path) -> None:
+    """Without --follow a run whose only writer streams ends at once: the writer was left Submitted,
+    "creating the driver", with no driver and no run going. (No driver is started.)"""
+    (tmp_path / "input").mkdir()
+    tail = writer("tail", mode="streaming", trigger={"intervalSeconds": 5}, spark={"mode": "local"})
+    code, out, err = weir_run(tmp_path, {"all.yaml": f"{TABLE}---\n{json.dumps(tail)}\n"}, "--timeout", "20")
+    assert code == 0, out + err
+    assert out.rstrip().endswith("LakeWriter/tail: Pending attempts=1\n  Stopped: `weir run` ended before "
+                                 "its driver started; it starts when `weir run` does"), out
+    assert writer_state(tmp_path, "tail")["phase"] == "Pending"
+    assert driver_pids(tmp_path) == []

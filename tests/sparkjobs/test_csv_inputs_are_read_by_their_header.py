@@ -133,7 +133,7 @@ def test_a_stream_refuses_a_json_field_the_table_lacks_instead_of_dropping_it(sp
                                                 available_now=True))
     stream()
     assert rows(t) == [{"id": 1, "name": "ada", "ts": 10}]
-    csv(incoming / "b.json", '{"id": 2, "nmae": "bo", "ts": 11}\n')
+    csv(incoming / "b.json", '{"id": 2, "nmae": "bo", "ts": 11}\n{"id": 3, "name": "cy", "ts": 12}\n')
     with pytest.raises(SchemaMismatch, match=r"input fields \['nmae'\] of .*b.json are not in the table "
                                              r"schema \['id', 'name', 'ts'\] \(did you mean 'name'\?\); a "
                                              r"streaming writer would drop them"):

@@ -11,6 +11,10 @@ from typing import Any, Protocol
 
 
 class Launcher(Protocol):
+    # True once the runner it serves is ending: it has stopped its pods and starts none (`weir run`'s,
+    # after close); the writers' planner then records a submission as left for the next run
+    closed: bool
+
     def create_pod(self, pod: dict[str, Any]) -> None:
         """Run the pod. Idempotent: a pod of that name that exists already is kept as it is."""
         ...

@@ -13,6 +13,8 @@ from lakeoperator.kube import Kube
 
 
 class KubernetesLauncher:
+    closed = False   # the cluster runs pods whatever the operator process does
+
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
 

@@ -76,13 +76,13 @@ class LocalLauncher:
         self._procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
         self._stopped: set[tuple[str, str]] = set()   # the pods close() stopped
         self._adopted: set[tuple[str, str]] = set()   # running pods an earlier runner started
-        self._closed = False
+        self.closed = False
 
     # -- the protocol ------------------------------------------------------------------------
 
     def create_pod(self, pod: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        if self._path(ns, name).exists() or self._closed:   # closed: its runner is ending, starts nothing
+        if self._path(ns, name).exists() or self.closed:   # closed: its runner is ending, starts nothing
             return
         body = json.loads(json.dumps(pod))
         body["metadata"]["creationTimestamp"] = _now()
@@ -147,7 +147,7 @@ class LocalLauncher:
         """Stop every process this launcher started (a runner that exits takes its drivers along). A
         driver stopped here ends with the terminated reason STOPPED_BY_RUNNER, not as an error: the
         writer's planner starts it again with the next run, counting no failure. Creates no pod after."""
-        self._closed = True
+        self.closed = True
         for (ns, name), proc in list(self._procs.items()):
             if proc.poll() is None:
                 self._stopped.add((ns, name))

@@ -198,6 +198,7 @@ class WriterObserved:
     driver: DriverObservation | None = None
     lost_conflict: bool = False   # the supervisor aborted the current submission's write (lastConflict)
     winner_running: bool = False  # ... and the write it lost to still runs: a restart waits for it
+    runner_ending: bool = False   # `weir run` is ending: its launcher starts no driver any more
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,14 @@ def plan_writer(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, 
         return replace(plan, adopt_spec=False, refused_change=(
             "a change to tableRef or mode was refused (they are immutable); revert it, or create a new "
             "LakeWriter"))
-    return _plan(ref, spec, observed, now)
+    plan = _plan(ref, spec, observed, now)
+    if observed.runner_ending and plan.action == Action.SUBMIT:
+        # the run ended before this driver started: nothing is submitted, the next run starts it
+        return replace(plan, action=Action.NONE, phase=WriterPhase.PENDING, reason="Stopped",
+                       message="`weir run` ended before its driver started; it starts when `weir run` does",
+                       attempts=observed.attempts, submission_id=observed.submission_id,
+                       submitted_at=observed.submitted_at, requeue_after=None, adopt_spec=False)
+    return plan
 
 
 def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: datetime) -> WriterPlan:

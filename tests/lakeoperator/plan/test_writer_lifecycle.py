@@ -268,3 +268,15 @@ def test_a_driver_stopped_by_the_end_of_weir_run_starts_again_at_once_counting_n
     lost = plan_writer(REF, writer(mode="streaming"), ended(exit_code, STOPPED_BY_RUNNER, attempts=spent,
                                                            lost_conflict=True), NOW)
     assert lost.finished is not None and lost.finished.cause is Cause.CONFLICT
+
+
+def test_a_submission_the_ending_run_cannot_start_is_left_pending_for_the_next() -> None:
+    """A run that ends right after it recorded a submission (a stream, once the rest is done) left the
+    writer Submitted, "creating the driver", with no driver and no run."""
+    recorded = WriterObserved(phase=WriterPhase.SUBMITTED, attempts=Attempts(1), submission_id=SID,
+                              submitted_at=ago(1), runner_ending=True)
+    plan = plan_writer(REF, writer(mode="streaming"), recorded, NOW)
+    assert (plan.action, plan.phase, plan.reason) == (Action.NONE, WriterPhase.PENDING, "Stopped")
+    assert plan.attempts == Attempts(1) and plan.submission_id == SID
+    assert plan_writer(REF, writer(mode="streaming"), replace(recorded, runner_ending=False), NOW).action \
+        is Action.SUBMIT
