@@ -191,22 +191,22 @@ def left_alone(state: StateDir, applied: Iterable[Resource]) -> list[str]:
 
 
 def done_before(applied: Iterable[Resource]) -> list[str]:
-    """A note naming the batch writers of these manifests that succeeded in an earlier run with the spec
-    they have now: a batch writer writes its input once, so they do not run again, also when files were
-    added to their path since."""
+    """A note naming the writers of these manifests that succeeded in an earlier run with the spec they
+    have now: a batch writer (or a stream with availableNow) writes its input once, so they do not run
+    again, also when files were added to their path since."""
     def done(r: Resource) -> bool:
-        status = r.body.get("status") or {}
-        return r.kind == "LakeWriter" and (r.body.get("spec") or {}).get("mode") == "batch" \
-            and status.get("phase") == "Succeeded" \
+        status, spec = r.body.get("status") or {}, r.body.get("spec") or {}
+        once = spec.get("mode") == "batch" or bool((spec.get("trigger") or {}).get("availableNow"))
+        return r.kind == "LakeWriter" and once and status.get("phase") == "Succeeded" \
             and status.get("observedGeneration") == r.body["metadata"].get("generation")
 
     names = [r.key[2] for r in applied if done(r)]
     if not names:
         return []
     they, their = ("they are", "their") if len(names) > 1 else ("it is", "its")
-    return [f"LakeWriter {', '.join(names)} succeeded in an earlier run: a batch writer writes its input "
-            f"once, so {they} not run again (new files in {their} path included); a new "
-            "spec.restartNonce writes it again"]
+    return [f"LakeWriter {', '.join(names)} succeeded in an earlier run: a batch writer (or a stream with "
+            f"availableNow) writes its input once, so {they} not run again (new files in {their} path "
+            "included); a new spec.restartNonce writes it again (a stream: only the files it has not read)"]
 
 
 def retry_failed_writers(state: StateDir, resources: Iterable[Resource], now: datetime) -> list[str]:

@@ -99,5 +99,6 @@ def test_a_batch_writer_that_succeeded_before_is_said_not_to_run_again(tmp_path:
     code, out, err = weir_run(tmp_path, {"table.yaml": TABLE, "writer.yaml": yaml.safe_dump(writer("load"))},
                               "--timeout", "20")
     assert code == 0, out + err
-    assert "note: LakeWriter load succeeded in an earlier run: a batch writer writes its input once, so it " \
-           "is not run again (new files in its path included); a new spec.restartNonce writes it again" in err
+    assert "note: LakeWriter load succeeded in an earlier run: a batch writer (or a stream with " \
+           "availableNow) writes its input once, so it is not run again (new files in its path included); " \
+           "a new spec.restartNonce writes it again (a stream: only the files it has not read)" in err
