@@ -5,6 +5,7 @@ the test's for the call, so relative paths in the manifests resolve there), or a
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -63,3 +64,10 @@ def weir_popen(work: Path, *args: str) -> subprocess.Popen[str]:
     """`weir ARGS` started as its own process (and session) in `work`; stdout and stderr together."""
     return subprocess.Popen([*WEIR, *args], cwd=work, env=weir_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def killed(proc: subprocess.Popen[str]) -> None:
+    """A `weir_popen` process that is still running killed with its session (a test's clean-up)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -6,12 +6,11 @@ restartNonce, did nothing until the run was started again.) No Spark: tables onl
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 from pathlib import Path
 
-from tests.lakeoperator.local_run import TABLE, weir_popen
+from tests.lakeoperator.local_run import TABLE, killed, weir_popen
 from tests.support.operator import wait_until
 
 
@@ -37,9 +36,7 @@ def test_follow_applies_a_manifest_added_while_it_runs_and_tells_a_bad_one(tmp_p
         run.send_signal(signal.SIGINT)
         out, _ = run.communicate(timeout=60)
     finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
+        killed(run)
     assert run.returncode == 0, out
     assert "the changed manifests are not applied: m/broken.yaml:" in out, out
     assert "applied the changed manifests of m" in out, out

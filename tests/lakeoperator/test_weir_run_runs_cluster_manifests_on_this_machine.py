@@ -21,7 +21,7 @@ import pytest
 from lakecore import Table
 from lakeoperator.local import run_notes
 from lakeoperator.manifests import Manifests
-from tests.lakeoperator.local_run import TABLE, weir_popen, weir_process, weir_run
+from tests.lakeoperator.local_run import TABLE, killed, weir_popen, weir_process, weir_run
 from tests.support.operator import wait_until
 
 
@@ -103,6 +103,14 @@ def writer_state(work: Path, name: str) -> dict[str, Any]:
     return dict(json.loads(path.read_text())["body"].get("status") or {}) if path.exists() else {}
 
 
+def stop_drivers(work: Path) -> list[int]:
+    """The drivers of the run in `work` still running, killed (the test's, not left for the next one)."""
+    left = [pid for pid in driver_pids(work) if group_alive(pid)]
+    for pid in left:
+        os.killpg(pid, signal.SIGKILL)
+    return left
+
+
 def written(work: Path) -> int:
     try:
         return Table.open(str(work / "lake" / "people")).read().num_rows
@@ -137,12 +145,8 @@ def test_weir_run_follow_stopped_by_a_signal_stops_its_drivers(tmp_path: Path, s
         run.send_signal(signum)
         out, _ = run.communicate(timeout=120)
     finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
-        left = [pid for pid in driver_pids(tmp_path) if group_alive(pid)]
-        for pid in left:   # the test's, not left for the next one
-            os.killpg(pid, signal.SIGKILL)
+        killed(run)
+        left = stop_drivers(tmp_path)
     assert run.returncode == 0, out[-3000:]
     assert left == [], "the driver was left running"
     # stopping it was no failure: the writer waits for the next run (not Running with no driver), budgets
@@ -160,11 +164,8 @@ def test_weir_run_follow_stopped_by_a_signal_stops_its_drivers(tmp_path: Path, s
         again.send_signal(signal.SIGTERM)
         out, _ = again.communicate(timeout=120)
     finally:
-        if again.poll() is None:
-            os.killpg(again.pid, signal.SIGKILL)
-            again.wait()
-        for pid in [pid for pid in driver_pids(tmp_path) if group_alive(pid)]:
-            os.killpg(pid, signal.SIGKILL)
+        killed(again)
+        stop_drivers(tmp_path)
     assert "BackingOff" not in out and "KilledBySignal" not in out, out
     assert writer_state(tmp_path, "ingest")["attempts"]["total"] == 2
 
