@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
@@ -41,7 +41,7 @@ from lakeoperator.local import (
     rows,
     run_notes,
 )
-from lakeoperator.manifests import read_manifests
+from lakeoperator.manifests import Manifests, read_manifests
 from lakeoperator.run_verdict import WAITS_FOR_A_CHANGE, RunFailed, Standing, closing_error, progress_lines
 from lakeoperator.views import Fields, Rows, describe_sections, get_sections
 
@@ -125,21 +125,34 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
                     say(line)
             seen[r.key] = lines
 
-    interrupted, stopped = 0, list[int]()   # the signal that stopped the run: SIGINT, SIGTERM or SIGHUP
-    try:
-        with _stopped_by_signals(stopped):
-            done = runner.run(until_done=not follow, timeout_s=timeout or None, on_step=progress)
-    except KeyboardInterrupt:
-        done, interrupted = False, stopped[0] if stopped else signal.SIGINT
-    finally:
-        launcher.close()   # the drivers run in sessions of their own: stopped here, never left behind
+    interrupted, signals = 0, _RunSignals(launcher.hurry)   # the signals that stopped the run
+    with _handled(signals):   # to the end: a late signal ends the run no sooner than this
         try:
-            runner.settle()    # their writers' status says so (Pending: they start again with the next run)
-            progress(applying=False)
-        except Exception as exc:   # best effort: never in place of the run's own outcome
-            err.print(f"note: the stopped writers' status is left as it was ({type(exc).__name__}: {exc}); "
-                      "the next `weir run` brings it up to date", soft_wrap=True, markup=False,
+            done = runner.run(until_done=not follow, timeout_s=timeout or None, on_step=progress)
+        except KeyboardInterrupt:
+            done, interrupted = False, signals.received[0] if signals.received else signal.SIGINT
+        finally:
+            signals.stopping = True
+            launcher.close()   # the drivers run in sessions of their own: stopped here, never left behind
+            try:
+                runner.settle()    # their writers' status says so (Pending: they start with the next run)
+                progress(applying=False)
+            except Exception as exc:   # best effort: never in place of the run's own outcome
+                err.print("note: the stopped writers' status is left as it was "
+                          f"({type(exc).__name__}: {exc}); the next `weir run` brings it up to date",
+                          soft_wrap=True, markup=False, highlight=False)
+        if signals.hurried and launcher.killed:
+            err.print(f"note: a second signal while the drivers were stopping: {launcher.killed} of them "
+                      "killed (SIGKILL) without the rest of their grace period", soft_wrap=True, markup=False,
                       highlight=False)
+        _end_run(runner, store, loaded, done=done, interrupted=interrupted, follow=follow, timeout=timeout,
+                 state=state, as_json=as_json)
+
+
+def _end_run(runner: Runner, store: StateDir, loaded: Manifests, *, done: bool, interrupted: int,
+             follow: bool, timeout: float, state: str, as_json: bool) -> None:
+    """How `weir run` ends, its drivers stopped: the JSON report, and the exit that says whether the run
+    got where its manifests say (a RunFailed naming what cannot go on)."""
     verdicts = runner.verdicts()
     if as_json:
         ours = runner.keys or frozenset()
@@ -167,21 +180,37 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
                 "again (fix its input first), or when its manifest changes."
         raise RunFailed(closing)
 
+class _RunSignals:
+    """What SIGINT (Ctrl-C), SIGTERM (a service manager) and SIGHUP (a closed terminal) do to `weir run`.
+    While it runs, the first ends it as Ctrl-C does: a KeyboardInterrupt, so the launcher stops its
+    drivers before the process ends (SIGTERM's and SIGHUP's default action would end it at once and
+    leave them running). Once it is stopping them (`stopping`), a further signal hurries the stop: the
+    drivers are killed without the rest of their grace period (`hurry`), instead of the process ending
+    half way, which left the drivers not yet stopped running and their writers' status unsettled.
+    `received` lists the signals' numbers."""
+
+    def __init__(self, hurry: Callable[[], None]) -> None:
+        self.hurry = hurry
+        self.received: list[int] = []
+        self.stopping = False
+        self.hurried = False
+
+    def __call__(self, signum: int, _frame: Any) -> None:
+        self.received.append(signum)
+        if not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt
+        self.hurried = True
+        self.hurry()
+
 
 @contextmanager
-def _stopped_by_signals(stopped: list[int]) -> Iterator[None]:
-    """SIGTERM and SIGHUP (a service manager, a closed terminal) end `weir run` as Ctrl-C does: as a
-    KeyboardInterrupt, so the launcher stops its drivers before the process ends (their default action
-    would end it at once and leave them running). The signal's number is appended to `stopped`."""
+def _handled(signals: _RunSignals) -> Iterator[None]:
+    """`signals` handles SIGINT, SIGTERM and SIGHUP within the block (the previous handlers after)."""
     if threading.current_thread() is not threading.main_thread():   # handlers live in the main thread
         yield
         return
-
-    def stop(signum: int, _frame: Any) -> None:
-        stopped.append(signum)
-        raise KeyboardInterrupt
-
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, signals) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:

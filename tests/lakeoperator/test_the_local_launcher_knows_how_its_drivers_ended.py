@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
+from lakeoperator.launch import local
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.plan.writer import STOPPED_BY_RUNNER, observe_pod
+from tests.support.operator import wait_until
 
 WRITE_OUTCOME = "import json, os, sys; open(os.environ['WEIR_TERMINATION_LOG'], 'w').write(sys.argv[1])"
 
@@ -89,6 +91,59 @@ def test_a_driver_an_earlier_run_left_running_is_adopted_and_stopped_with_the_ru
         assert stranger.poll() is None, "the process that got the pid since was left alone"
     finally:
         for p in (orphan, stranger):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+# A driver slow to stop: it notes when SIGTERM came (system-wide monotonic clock) and goes on
+SLOW_TO_STOP = ("import os, signal, time, sys\n"
+                "def noted(*_): open(sys.argv[1], 'w').write(repr(time.monotonic()))\n"
+                "signal.signal(signal.SIGTERM, noted)\n"
+                "open(sys.argv[1] + '.ready', 'w').close()\n"
+                "while True: time.sleep(0.05)\n")
+
+
+def test_the_drivers_are_stopped_together_within_one_grace_period(tmp_path: Path, monkeypatch) -> None:
+    """Each driver is sent SIGTERM at once: stopping three drivers that are slow to end takes one grace
+    period, not three (the next got its SIGTERM only after the one before it had ended or been killed)."""
+    monkeypatch.setattr(local, "GRACE_S", 3.0)
+    launcher = LocalLauncher(tmp_path / "state")
+    names = [f"stream-{i}" for i in range(3)]
+    for name in names:
+        launcher.create_pod(pod(name, SLOW_TO_STOP, str(tmp_path / name)))
+    wait_until(lambda: all((tmp_path / f"{name}.ready").exists() for name in names), timeout=30)
+    launcher.close()
+    told = [float((tmp_path / name).read_text()) for name in names]
+    assert max(told) - min(told) < 1.0, f"SIGTERM reached them {max(told) - min(told):.1f} s apart"
+    assert launcher.killed == 3
+    for name in names:
+        seen = observe_pod(launcher.get_pod("default", name) or {})
+        assert (seen.phase, seen.exit_code, seen.reason) == ("Failed", 137, STOPPED_BY_RUNNER)
+
+
+def test_a_hurried_stop_kills_the_drivers_at_once(tmp_path: Path, monkeypatch) -> None:
+    """A second Ctrl-C while `weir run` stops its drivers hurries the stop: the drivers still going are
+    killed at once, not after the rest of their grace period, and none is left running."""
+    monkeypatch.setattr(local, "GRACE_S", 120.0)
+    launcher = LocalLauncher(tmp_path / "state")
+    for name in ("stream-0", "stream-1"):
+        launcher.create_pod(pod(name, SLOW_TO_STOP, str(tmp_path / name)))
+    procs = dict(launcher._procs)
+    wait_until(lambda: all((tmp_path / f"{name}.ready").exists() for name in ("stream-0", "stream-1")),
+               timeout=30)
+    closing = threading.Thread(target=launcher.close)
+    closing.start()
+    wait_until(lambda: (tmp_path / "stream-0").exists() and (tmp_path / "stream-1").exists(), timeout=30)
+    assert closing.is_alive(), "close() waits for the drivers' grace period"
+    launcher.hurry()
+    closing.join(30)
+    try:
+        assert not closing.is_alive(), "the hurried stop did not wait out the grace period"
+        assert [p.returncode for p in procs.values()] == [-signal.SIGKILL] * 2
+        assert launcher.killed == 2
+    finally:
+        for p in procs.values():
             if p.poll() is None:
                 p.kill()
                 p.wait()

@@ -20,7 +20,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,8 @@ class LocalLauncher:
         self._stopped: set[tuple[str, str]] = set()   # the pods close() stopped
         self._adopted: set[tuple[str, str]] = set()   # running pods an earlier runner started
         self.closed = False
+        self._hurry = False   # hurry(): close() kills at once
+        self.killed = 0   # the drivers close() had to kill (SIGKILL): the grace period ran out, or hurry()
 
     # -- the protocol ------------------------------------------------------------------------
 
@@ -129,7 +131,7 @@ class LocalLauncher:
         body = self.get_pod(namespace, name)
         pid = proc.pid if proc else self._driver_pid(namespace, name, body)
         if pid is not None and (proc is None or proc.poll() is None):
-            _stop(pid, proc)
+            _stop([(pid, proc)])
         self._path(namespace, name).unlink(missing_ok=True)
 
     # -- helpers -------------------------------------------------------------------------------
@@ -144,21 +146,32 @@ class LocalLauncher:
         return out
 
     def close(self) -> None:
-        """Stop every process this launcher started (a runner that exits takes its drivers along). A
+        """Stop every process this launcher started (a runner that exits takes its drivers along), and
+        every driver an earlier (killed) run left running that it follows: all are sent SIGTERM at once
+        and given one grace period together, so stopping N drivers takes one grace period, not N. A
         driver stopped here ends with the terminated reason STOPPED_BY_RUNNER, not as an error: the
-        writer's planner starts it again with the next run, counting no failure. Creates no pod after."""
+        writer's planner starts it again with the next run, counting no failure. Creates no pod after.
+        `hurry()` (a second Ctrl-C) cuts the grace period short: what is left is killed at once."""
         self.closed = True
-        for (ns, name), proc in list(self._procs.items()):
+        stopping: list[tuple[int, subprocess.Popen[bytes] | None]] = []
+        for key, proc in list(self._procs.items()):
             if proc.poll() is None:
-                self._stopped.add((ns, name))
-                _stop(proc.pid, proc)
-            self.get_pod(ns, name)
-        for ns, name in sorted(self._adopted - set(self._procs)):   # an earlier (killed) run's, still going
+                self._stopped.add(key)
+                stopping.append((proc.pid, proc))
+        adopted = sorted(self._adopted - set(self._procs))   # an earlier (killed) run's, still going
+        for ns, name in adopted:
             pid = self._driver_pid(ns, name, self.get_pod(ns, name))
             if pid is not None:
                 self._stopped.add((ns, name))
-                _stop(pid, None)
+                stopping.append((pid, None))
+        self.killed = _stop(stopping, hurried=lambda: self._hurry)
+        for ns, name in [*self._procs, *adopted]:
             self.get_pod(ns, name)
+
+    def hurry(self) -> None:
+        """Kill the drivers `close()` is stopping now, without the rest of their grace period. Safe to
+        call from a signal handler (it only sets a flag `close()` reads)."""
+        self._hurry = True
 
     def _refresh(self, body: dict[str, Any]) -> None:
         ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
@@ -304,24 +317,35 @@ def _group_alive(pid: int) -> bool:
     return True
 
 
-def _stop(pid: int, proc: subprocess.Popen[bytes] | None) -> None:
-    """SIGTERM the process group, SIGKILL it after the grace period. Done when every process of the
-    group is gone, not only its leader (spark-submit's JVM): the Python driver it started, a worker,
-    are stopped too, never left behind."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
+def _stop(groups: list[tuple[int, subprocess.Popen[bytes] | None]],
+          hurried: Callable[[], bool] = lambda: False) -> int:
+    """SIGTERM each process group (a leader's pid, its Popen when this process started it), SIGKILL
+    those still there after the grace period, or as soon as `hurried()` says so; returns how many
+    groups were killed. A group is done when
+    every process of it is gone, not only its leader (spark-submit's JVM): the Python driver it
+    started, a worker, are stopped too, never left behind."""
+    going = []
+    for pid, proc in groups:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        going.append((pid, proc))
     deadline = time.monotonic() + GRACE_S
-    while time.monotonic() < deadline:
+    while going and time.monotonic() < deadline and not hurried():
+        for _, proc in going:
+            if proc is not None:
+                proc.poll()   # reaps the leader: until then it keeps its group in being
+        going = [(pid, proc) for pid, proc in going if _group_alive(pid)]
+        if going:
+            time.sleep(0.05)
+    killed = 0
+    for pid, proc in going:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        killed += 1
         if proc is not None:
-            proc.poll()   # reaps the leader: until then it keeps its group in being
-        if not _group_alive(pid):
-            return
-        time.sleep(0.05)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    if proc is not None:
-        proc.wait(5)
+            proc.wait(5)
+    return killed
