@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from functools import wraps
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar, get_args
 
 import typer
 from typer.core import TyperGroup
@@ -44,9 +44,20 @@ class _Summarized(TyperGroup):
 
 
 def _untyped_flags(params: list[Any]) -> list[Any]:
+    """Help as click writes it: `--buckets INTEGER`, `--record-key TEXT` (repeatable ones say so in
+    their help), an argument by its name (`URI`), a flag bare. Typer would show each parameter's Python
+    type (`<list[str]>`, `<bool>`) and an argument as `{uri}`."""
     for param in params:
-        if getattr(param, "is_flag", False) and param.metavar is None:
+        if param.metavar is not None or param.name is None:
+            continue
+        if getattr(param, "is_flag", False):
             param.metavar = ""   # typer shows the metavar in place of the type: none
+        elif getattr(param, "param_type_name", "") == "argument":
+            param.metavar = param.name.upper()
+        elif getattr(param, "param_type_name", "") == "option":
+            annotation = getattr(getattr(param, "type_descriptor", None), "annotation", str)
+            element = (get_args(annotation) or (annotation,))[0]   # list[str]: str
+            param.metavar = {int: "INTEGER", float: "FLOAT"}.get(element, "TEXT")
     return params
 
 

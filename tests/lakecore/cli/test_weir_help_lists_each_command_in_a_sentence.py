@@ -77,3 +77,15 @@ def test_flags_show_no_value_type_and_rollbacks_dry_run_no_false_default() -> No
     rollback = " ".join(weir("table", "rollback", "--help", columns=120).replace("│", " ").split())
     assert "--yes Do it" in rollback and "<str> Table location" in rollback, rollback
     assert "no-dry-run" not in rollback and "--no-force" not in rollback, rollback
+
+
+def test_options_show_click_type_names_and_arguments_their_name() -> None:
+    """typer 0.29 labels an option by its Python annotation (`--record-key <list[str]>`) and writes a
+    required argument as `{uri}` in the usage line."""
+    create = " ".join(weir("table", "create", "--help", columns=120).replace("│", " ").split())
+    assert "table create [OPTIONS] {URI}" in create, create
+    assert "--record-key TEXT Key column" in create and "--buckets INTEGER Buckets" in create, create
+    assert "--tombstone-retention-hours FLOAT" in create and "list[" not in create, create
+    for args in (("table", "read"), ("table", "upsert"), ("run",), ("get",)):
+        text = weir(*args, "--help", columns=120)
+        assert "list[" not in text and "{uri}" not in text and "<int>" not in text, (args, text)
