@@ -587,6 +587,17 @@ def type_named(name: str, column: str) -> pa.DataType:
                              + (f" (did you mean {close}?)" if close else ""))
 
 
+def type_name(kind: pa.DataType) -> str:
+    """`kind` by its LakeTable name (`timestamp_us`, `decimal128(10,2)`; `type_named` read backwards), or
+    Arrow's own for a type the CRD has no name for (`timestamp[ns]`, a timestamp without a time zone)."""
+    if pa.types.is_decimal128(kind):
+        return f"decimal128({kind.precision},{kind.scale})"
+    for name, known in TYPE_NAMES.items():
+        if kind == known:
+            return name
+    return str(kind)
+
+
 def likely_type(name: str) -> str | None:
     """The LakeTable type name a mistaken one most likely meant (`long` -> int64, `date` -> date32,
     `strin` -> string), or None."""

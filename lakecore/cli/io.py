@@ -43,8 +43,7 @@ def read_input(path: str, schema: pa.Schema | None = None) -> pa.Table:
         if fmt == "parquet":
             return pq.read_table(path)
         if fmt == "csv":
-            types = {f.name: f.type for f in schema} if schema is not None else None
-            return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types))
+            return _read_csv(path, schema)
         table = pjson.read_json(path)
     except PermissionError:
         raise InvalidInput(f"cannot read input file {path!r}: permission denied; make it readable by "
@@ -52,6 +51,35 @@ def read_input(path: str, schema: pa.Schema | None = None) -> pa.Table:
     except (pa.ArrowException, OSError) as exc:
         raise _not_valid(path, fmt, exc) from exc
     return _typed(table, schema) if schema is not None else table
+
+
+def _read_csv(path: str, schema: pa.Schema | None) -> pa.Table:
+    """A CSV file read as the table's types. A timestamp without a zone offset is read as UTC, as in a
+    JSON file (and in a Spark job whose session time zone is UTC): pyarrow refuses it for a column with a
+    time zone, so such a file is read again with those columns naive and then given UTC. A column that
+    mixes values with and without an offset is refused, naming it."""
+    types = {f.name: f.type for f in schema} if schema is not None else None
+    try:
+        return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types))
+    except pa.ArrowInvalid as exc:
+        if types is None or "expected a zone offset" not in str(exc):
+            raise
+    zoned = {n: t for n, t in types.items() if pa.types.is_timestamp(t) and t.tz is not None}
+    naive = {**types, **{n: pa.timestamp(t.unit) for n, t in zoned.items()}}
+    try:
+        table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=naive))
+    except pa.ArrowInvalid as exc:
+        if "expected no zone offset" not in str(exc):
+            raise
+        where = _csv_column_named(path, " ".join(str(exc).split())[:300])
+        raise InvalidInput(f"input file {path!r} mixes timestamps with and without a zone offset ({where}); "
+                           "give every value of the column an offset (such as 'Z' or '+02:00') or none "
+                           "(read as UTC)") from None
+    for name, kind in zoned.items():
+        if name in table.column_names:
+            i = table.column_names.index(name)
+            table = table.set_column(i, name, table.column(i).cast(kind))   # the naive values, as UTC
+    return table
 
 
 def read_schema_file(path: str) -> pa.Schema:

@@ -18,7 +18,7 @@ from lakecore.cli.consoles import err, out, say
 from lakecore.cli.errors import CliError
 from lakecore.cli.io import head_and_count
 from lakecore.cli.tables import Col, show_table
-from lakecore.config import LockSpec, schema_to_json
+from lakecore.config import LockSpec, type_name
 from lakecore.services import ArchivalPlan, ClusteringPlan, CompactionPlan, Savepoint, UndoPlan
 from lakecore.services.clean_plan import CleanPlan
 from lakecore.services.repair import Problem, RepairReport
@@ -112,8 +112,8 @@ class TextOutput:
             say(f"  group {g['name']:<11} {', '.join(g['columns'])} (ordered by {g['ordering_field']})")
         _print_activity(info["activity"])
         say("  schema")
-        for f in schema_to_json(table.schema):
-            say(f"    {f['name']:<20} {f['type']}{'' if f['nullable'] else ' not null'}")
+        for f in table.schema:   # the LakeTable's type names
+            say(f"    {f.name:<20} {type_name(f.type)}{'' if f.nullable else ' not null'}")
 
     # -- maintenance --------------------------------------------------------------------------
 

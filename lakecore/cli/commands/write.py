@@ -32,8 +32,10 @@ def _write(uri: str, files: tuple[str | None, str | None], operation: str, as_js
 
 
 InputArg = Annotated[str | None, typer.Argument(
-    metavar="FILE", help="Parquet, CSV or JSON-lines file (or --input FILE).", show_default=False)]
-InputFile = Annotated[str | None, typer.Option("--input", "-i", help="Parquet, CSV or JSON-lines file.")]
+    metavar="FILE", help="Parquet, CSV or JSON-lines file (or --input FILE); CSV and JSON timestamps "
+    "without a zone offset are read as UTC.", show_default=False)]
+InputFile = Annotated[str | None, typer.Option("--input", "-i", help="Parquet, CSV or JSON-lines file (CSV "
+                                               "and JSON timestamps without a zone offset: UTC).")]
 EvolveFlag = Annotated[bool, typer.Option(
     "--evolve-schema", help="Add the input's columns the table lacks to the table (nullable: the rows "
     "written before read them as null); without it such an input is refused.")]

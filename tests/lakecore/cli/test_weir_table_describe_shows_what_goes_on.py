@@ -115,3 +115,14 @@ def test_a_zookeeper_tables_describe_says_where_its_lock_lives(tmp_path: Path) -
     now, text = describe(uri)  # reads storage only: no ZooKeeper needed, none answers here
     assert now["lock"] == {"provider": "zookeeper", "connect": "127.0.0.1:1", "path": "/weir/locks/z"}
     assert "lock zookeeper at 127.0.0.1:1/weir/locks/z" in text
+
+
+def test_describe_names_the_column_types_as_a_laketable_does(tmp_path: Path) -> None:
+    """The schema read `timestamp` and `decimal`, leaving out the unit, the zone and the precision that
+    `--schema` and a LakeTable's spec.schema are written with."""
+    uri = str(tmp_path / "t")
+    schema = "id:int64,at:timestamp,ms:timestamp_ms,amt:decimal128(10,2),d:date"
+    made = CliRunner().invoke(app, ["table", "create", uri, "--schema", schema, "--record-key", "id"])
+    assert made.exit_code == 0, made.output
+    _, text = describe(uri)
+    assert "schema id int64 at timestamp_us ms timestamp_ms amt decimal128(10,2) d date32" in text, text
