@@ -519,8 +519,9 @@ def row(r: Resource) -> dict[str, str]:
 
 def _service_phase(s: Mapping[str, Any]) -> tuple[str | None, str]:
     """A TableService's phase and detail in `weir run`'s progress: `Running <run>` while a run is active,
-    `Scheduled runs=N last=<outcome> <instant>` between runs (each start and end is a line); None before
-    its first reconcile or when it cannot start (its reason shows instead)."""
+    `Scheduled runs=N last=<outcome> <instant>` between runs (`WaitingForCommits ...` for a service run
+    by spec.trigger; each start and end is a line); None before its first reconcile or when it cannot
+    start (its reason shows instead)."""
     active = s.get("activeRun") or {}
     runs = s.get("history") or []
     last = s.get("lastRun") or {}
@@ -531,7 +532,10 @@ def _service_phase(s: Mapping[str, Any]) -> tuple[str | None, str]:
     ready: Mapping[str, Any] = next((c for c in s.get("conditions") or () if c.get("type") == "Ready"), {})
     if ready.get("reason") == "Suspended":
         return "Suspended", done
-    return ("Scheduled" if ready.get("status") == "True" else None), done
+    if ready.get("status") != "True":
+        return None, done
+    # waiting for its cron slot, or (spec.trigger) for enough commits since its last run
+    return ("WaitingForCommits" if ready.get("reason") == "WaitingForCommits" else "Scheduled"), done
 
 
 def resolve_kind(text: str | None) -> str | None:

@@ -143,3 +143,29 @@ def test_get_where_nothing_ran_says_how_something_does(tmp_path: Path) -> None:
     (tmp_path / "state").mkdir()
     said = weir("get", "lw", "--state", "state", cwd=tmp_path)
     assert said.strip() == "no resources in state of kind LakeWriter", said
+
+
+def test_a_service_run_by_commits_is_shown_waiting_for_them(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TableService with spec.trigger (run after N delta commits) was shown `Scheduled`, as if it had a
+    cron slot to wait for."""
+    from lakeoperator.local import row
+
+    monkeypatch.chdir(tmp_path)
+    lake = Path("lake") / "orders"
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64())])
+    Table.create(str(lake), schema=schema, record_key="id", ordering_field="ts", buckets=2).upsert(
+        pa.table({"id": [1], "ts": [1]}))
+    service = {"apiVersion": "weir.dev/v1alpha1", "kind": "TableService",
+               "metadata": {"namespace": "lake", "name": "orders-compaction"},
+               "spec": {"tableRef": {"name": "orders"}, "type": "compaction",
+                        "trigger": {"afterDeltaCommits": 5}}}
+    state = StateDir(tmp_path / "state")
+    apply(state, [manifests(lake)[0], service], datetime.now(UTC))
+    launcher = LocalLauncher(tmp_path / "state" / "pods-state")
+    try:
+        Runner(state, launcher, PodSettings(), supervise=False).run(timeout_s=30)
+    finally:
+        launcher.close()
+    shown = row(next(iter(state.all("TableService"))))
+    assert (shown["phase"], shown["detail"]) == ("WaitingForCommits", "runs=0"), shown

@@ -40,12 +40,16 @@ def timeline(uri: Uri,
     for i in listed:
         meta = t.commit_metadata(i) if i.is_completed else None
         counts = meta.counts if meta else None
+        # a savepoint instant pins a write or lets an earlier savepoint go: which, and whose
+        pinned = {k: meta.extra[k] for k in ("savepointed", "deleted_savepoint")
+                  if meta and i.action == "savepoint" and k in meta.extra}
+        operation = "delete_savepoint" if "deleted_savepoint" in pinned else meta.operation if meta else None
         rows.append({"instant": i.requested_time, "action": i.action, "state": i.state.name.lower(),
-                     "completed": i.completion_time, "operation": meta.operation if meta else None,
+                     "completed": i.completion_time, "operation": operation,
                      "records": meta.records if meta else None,
                      "rows_written": counts.written if counts else None,
                      "delete_keys": counts.delete_keys if counts else None,
-                     "file_groups": len(meta.file_groups) if meta else None})
+                     "file_groups": len(meta.file_groups) if meta else None, **pinned})
     shown.timeline(t, rows, tl.archived.count, archived)
 
 

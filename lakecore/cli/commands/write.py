@@ -10,8 +10,10 @@ from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.io import read_input
 from lakecore.cli.output import output_for
 from lakecore.errors import InvalidInput
-from lakecore.table import FileOptions, Table, WriterOptions
+from lakecore.table import FileOptions, RegistrationOptions, Table, WriterOptions
 from lakecore.write import OPERATIONS, check_operation
+
+CLI_WRITER = "weir CLI"   # who wrote, in the commit and in an aborted write's record: one timeline lane
 
 
 def _write(uri: str, files: tuple[str | None, str | None], operation: str, as_json: bool,
@@ -24,10 +26,11 @@ def _write(uri: str, files: tuple[str | None, str | None], operation: str, as_js
                            "reads one: give it once")
     input_file = given.pop()
     operation = check_operation(operation)  # a wrong name fails before the table is even opened
-    t = Table.open(uri, options=WriterOptions(files=FileOptions(evolve_schema=True)) if evolve else None)
+    t = Table.open(uri, options=WriterOptions(files=FileOptions(evolve_schema=evolve),
+                                              registration=RegistrationOptions(writer_name=CLI_WRITER)))
     before = set(t.schema.names)
     data = read_input(input_file, t.schema)
-    result = t.write(data, operation)
+    result = t.write(data, operation, extra={"writer": CLI_WRITER})
     output_for(as_json).written(operation, result, [f for f in t.schema if f.name not in before])
 
 

@@ -59,3 +59,26 @@ def test_a_delete_names_its_keys_and_the_timeline_keeps_instants_whole(tmp_path:
 
     read = weir("table", "read", "t", "--with-meta", cwd=tmp_path)
     assert "…" not in read and upsert in read, read
+
+
+def test_cli_writes_name_their_writer_and_a_savepoints_deletion_is_told_apart(tmp_path: Path) -> None:
+    """A write of `weir table` named no writer: the picture drew its writes on a lane "(unnamed writer)".
+    A savepoint's deletion listed as OPERATION `savepoint`, like the savepoint it let go."""
+    from lakecore.cli.timeline_spans import read_facts
+    from lakecore.timeline.metadata import writer_of
+
+    weir("table", "create", "t", "--schema", "id:int64,name:string", "--record-key", "id", cwd=tmp_path)
+    (tmp_path / "people.csv").write_text("id,name\n1,ada\n2,grace\n")
+    weir("table", "upsert", "t", "people.csv", cwd=tmp_path)
+    weir("table", "delete", "t", "-i", "people.csv", cwd=tmp_path)
+    table = Table.open(str(tmp_path / "t"))
+    upsert, delete = table.timeline().completed
+    assert [writer_of(table.commit_metadata(i).extra) for i in (upsert, delete)] == ["weir CLI"] * 2
+    assert {s.lane for s in read_facts(table).spans} == {"weir CLI"}
+    weir("table", "savepoint", "t", upsert.requested_time, cwd=tmp_path)
+    weir("table", "savepoint", "t", "--delete", upsert.requested_time, cwd=tmp_path)
+    listed = json.loads(weir("table", "timeline", "t", "--json", cwd=tmp_path))
+    made, deleted = listed[2:]
+    assert (made["operation"], made["savepointed"]) == ("savepoint", upsert.requested_time)
+    assert (deleted["operation"], deleted["deleted_savepoint"]) == ("delete_savepoint", made["instant"])
+    assert " delete_savepoint" in weir("table", "timeline", "t", cwd=tmp_path, columns=120)
