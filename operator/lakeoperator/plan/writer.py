@@ -342,9 +342,12 @@ def _plan(ref: ObjectRef, spec: LakeWriterSpec, observed: WriterObserved, now: d
         cause = classify_exit(d.exit_code, d.reason)
         if o.lost_conflict and cause != Cause.SUCCESS:
             cause = Cause.CONFLICT   # stopped from outside: however it ended, it lost a conflict
-        ended = _ended(spec, o, now, cause, d.exit_code, d.started_at, _exit_reason(cause, d),
-                       driver_ended(d), delete=False, adopt=adopt)
         found = reported_conflict(d.message) if cause == Cause.CONFLICT and not o.lost_conflict else None
+        said = driver_ended(d)
+        if found is not None and job_error(d.message) is None:
+            said += f": {lost_to(found)}"
+        ended = _ended(spec, o, now, cause, d.exit_code, d.started_at, _exit_reason(cause, d), said,
+                       delete=False, adopt=adopt)
         return replace(ended, conflict=found) if found is not None else ended
     if d.phase == "Unknown":    # the kubelet stopped reporting: the node is gone or cut off
         return _ended(spec, o, now, Cause.INFRASTRUCTURE, None, d.started_at, "NodeLost",
@@ -428,6 +431,16 @@ def reported_conflict(message: str | None) -> dict[str, Any] | None:
              "decidedBy": outcome.get("aborted_by") or SELF_DETECTED, "fileGroups": groups[:100],
              "bytesWritten": outcome.get("bytes_written")}
     return {k: v for k, v in entry.items() if v not in (None, "")}
+
+
+def lost_to(conflict: Mapping[str, Any]) -> str:
+    """A lost conflict (a lastConflict entry) in words: whose write it lost to, on which file groups."""
+    groups = conflict.get("fileGroups") or []
+    where = f" on file group {groups[0]}" if len(groups) == 1 else \
+        f" on {len(groups)} file groups ({', '.join(groups[:3])}{', ...' if len(groups) > 3 else ''})" \
+        if groups else ""
+    other = f" to write {conflict['other']}" if conflict.get("other") else ""
+    return f"its write {conflict.get('instant')} lost a conflict{other}{where}"
 
 
 # lastConflict.decidedBy of a conflict the writer's job found itself

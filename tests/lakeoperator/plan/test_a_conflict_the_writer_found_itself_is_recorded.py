@@ -44,6 +44,10 @@ def test_the_jobs_own_conflict_becomes_last_conflict(tmp_path) -> None:
     observed = replace(ended(EXIT_CONFLICT), driver=replace(ended(EXIT_CONFLICT).driver, message=line))
     plan = plan_writer(REF, writer(), observed, NOW)
     assert plan.phase == WriterPhase.BACKING_OFF and plan.finished is not None
+    # what `weir run` prints and `kubectl describe` shows names the winner (it said only "exit code 3")
+    [(_, group)] = {g for c in exc.conflicts for g in c.file_groups}
+    assert f"the driver ended with exit code 3: its write {ours} lost a conflict to write {theirs} on file " \
+           f"group {group}; restarting at " in plan.message, plan.message
     status = writer_status(REF, plan, {"submissionId": SID}, NOW)
     conflict = status["lastConflict"]
     assert conflict["role"] == "Lost" and conflict["instant"] == ours and conflict["other"] == theirs
