@@ -225,18 +225,21 @@ KindArg = Annotated[str | None, typer.Argument(help="laketable|lt, lakewriter|lw
 @friendly
 def get(kind: KindArg = None,
         name: Annotated[str | None, typer.Argument()] = None, state: StateOpt = DEFAULT_STATE,
+        namespace: Annotated[str | None, typer.Option(
+            "--namespace", "-n", help="Only this namespace's resources (default: every namespace).")] = None,
         as_json: JsonOpt = False) -> None:
     """List the resources `weir run` manages, with their phase (one table per kind, as kubectl)."""
     from datetime import UTC, datetime
 
     resolved = resolve_kind(kind)
     if as_json:
-        emit_json(list(rows(StateDir(state), resolved, name)))
+        emit_json([r for r in rows(StateDir(state), resolved, name) if namespace in (None, r["namespace"])])
         return
-    found = [r.body for r in StateDir(state).all(resolved) if not name or r.key[2] == name]
+    found = [r.body for r in StateDir(state).all(resolved) if (not name or r.key[2] == name)
+             and namespace in (None, r.key[1])]
     if not found:
         said = f"no resources in {state}" + (f" of kind {resolved}" if resolved else "") \
-            + (f" named {name}" if name else "")
+            + (f" named {name}" if name else "") + (f" in namespace {namespace}" if namespace else "")
         if not Path(state).is_dir():   # nothing ran here: say how something does
             said += f" (no {state} here: `weir run -f DIR` runs a directory of manifests and keeps their " \
                     "status there; --state names another)"

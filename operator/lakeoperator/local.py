@@ -36,7 +36,13 @@ from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.run_verdict import Verdict, explanation, judge_all, over, unphased_reason
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_writer, parse_table_service
 from lakeoperator.status import ended_attempts, retried_writer_status
-from lakeoperator.supervision import StoreSink, Supervisor, watched_table, zookeeper_abort_flag
+from lakeoperator.supervision import (
+    StoreSink,
+    Supervisor,
+    watched_table,
+    with_current_instant,
+    zookeeper_abort_flag,
+)
 from sparkjobs.driver_jvm import submit_options
 from sparkjobs.jars import classpath
 
@@ -411,12 +417,20 @@ class Runner:
     def settle(self) -> None:
         """After the launcher stopped its drivers (the run is over): reconcile once each writer that had
         one going, so its status says how it ended — a driver stopped by the end of the run is `Pending`,
-        to start again with the next run — rather than `Running` with no driver. The launcher starts
-        nothing any more (closed)."""
+        to start again with the next run — rather than `Running` with no driver — and no writer without
+        a driver keeps showing a current instant (the scan that would clear it runs no more). The
+        launcher starts nothing any more (closed)."""
         now, waits = self.clock(), list[float]()
         for r in self._ours(self.state.all("LakeWriter")):
             if (r.body.get("status") or {}).get("phase") in ("Submitted", "Running"):
                 self._reconcile(r, observe(self.state, "LakeWriter", r.body), now, waits)
+        for r in self._ours(self.state.all("LakeWriter")):   # no driver: no write going (no scan will say so)
+            status = r.body.get("status") or {}
+            if status.get("phase") not in ("Submitted", "Running"):
+                cleared = with_current_instant(status, None)
+                if cleared is not None:
+                    r.body["status"] = cleared
+                    self.state.save(r)
         self._refresh_tables()
 
     def verdicts(self) -> list[Verdict]:

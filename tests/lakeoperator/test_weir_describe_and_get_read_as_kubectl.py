@@ -169,3 +169,37 @@ def test_a_service_run_by_commits_is_shown_waiting_for_them(tmp_path: Path,
         launcher.close()
     shown = row(next(iter(state.all("TableService"))))
     assert (shown["phase"], shown["detail"]) == ("WaitingForCommits", "runs=0"), shown
+
+
+def test_a_writer_the_run_stopped_shows_no_current_instant(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream stopped as `weir run` ends, mid-write: `weir get` kept showing its CURRENT INSTANT (the
+    supervision scan that clears it runs no more), as if it were still writing."""
+    monkeypatch.chdir(tmp_path)
+    lake = Path("lake") / "orders"
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64())])
+    Table.create(str(lake), schema=schema, record_key="id", ordering_field="ts", buckets=2)
+    stand_in = tmp_path / "spark-submit"
+    stand_in.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(300)\n")
+    stand_in.chmod(0o755)
+    table, writer = manifests(lake)
+    writer["spec"].update(mode="streaming", trigger={"intervalSeconds": 5})
+    state = StateDir(tmp_path / "state")
+    apply(state, [table, writer], datetime.now(UTC))
+    launcher = LocalLauncher(tmp_path / "state" / "pods-state", substitute={"spark-submit": str(stand_in)})
+    runner = Runner(state, launcher, PodSettings(), supervise=False)
+    try:
+        runner.run(until_done=False, timeout_s=3)
+        r = state.load("LakeWriter", "lake", "orders-erase")
+        assert r is not None and r.body["status"]["phase"] == "Running", r
+        r.body["status"]["currentInstant"] = "20261129050000000"   # as the scan records a live write
+        state.save(r)
+    finally:
+        launcher.close()
+    runner.settle()
+    status = state.load("LakeWriter", "lake", "orders-erase").body["status"]
+    assert status["phase"] == "Pending" and "currentInstant" not in status, status
+    listed = weir("get", "lw", "--namespace", "lake", "--state", str(tmp_path / "state"), cwd=tmp_path)
+    assert "20261129050000000" not in listed, listed
+    assert "lw/orders-erase" not in weir("get", "--state", str(tmp_path / "state"), "-n", "default", cwd=tmp_path)
+    assert "lw/orders-erase" in weir("get", "--state", str(tmp_path / "state"), "-n", "lake", cwd=tmp_path)
