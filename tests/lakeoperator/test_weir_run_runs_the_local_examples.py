@@ -66,7 +66,7 @@ def test_the_local_examples_run_as_the_readmes_write_them(tmp_path):
     assert {r["name"]: r["detail"] for r in listed}["customers-compaction"] == done, listed
     # the run shows in the progress as it starts and as it ends
     assert "\nTableService/customers-compaction: Running customers-compaction-" in ran.stdout, ran.stdout
-    assert f"\nTableService/customers-compaction: Scheduled {done}\n" in ran.stdout, ran.stdout
+    assert f"\nTableService/customers-compaction: WaitingForCommits {done}\n" in ran.stdout, ran.stdout
     service = json.loads(weir("describe", "lts", "customers-compaction", "--json", cwd=tmp_path).stdout)
     assert service["resource"]["status"]["lastRun"]["instant"] == compaction.requested_time  # its message
     described = json.loads(weir("describe", "lw", "customers-profile", "--json", cwd=tmp_path).stdout)
