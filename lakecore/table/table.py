@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +51,7 @@ from lakecore.errors import (
 )
 from lakecore.publish import CatalogRef, PublishResult, publish
 from lakecore.read.changes import read_changes
+from lakecore.read.conditions import conditions_filter
 from lakecore.read.scan import Scan, plan_scan
 from lakecore.services import (
     ArchivalPlan,
@@ -91,6 +92,8 @@ from lakecore.write import (
 )
 
 QueryType = Literal["snapshot", "read_optimized"]
+# a pyarrow.compute expression, or conditions as text: "amount > 100", ["a = 1", "b is null"]
+Filter: TypeAlias = "pc.Expression | str | Sequence[str]"
 
 
 class Table:
@@ -394,25 +397,31 @@ class Table:
         return self._store.metadata(instant)
 
     def read(self, *, as_of: str | datetime | None = None, columns: Sequence[str] | None = None,
-             partitions: Mapping[str, Any] | None = None, filter: pc.Expression | None = None,
+             partitions: Mapping[str, Any] | None = None, filter: Filter | None = None,
              with_meta: bool = False, query: QueryType = "snapshot") -> pa.Table:
         """The table's rows: latest (snapshot), as of a past instant or time, or base files only. All of
         them in memory: `scan` streams them instead."""
         return self.scan(as_of=as_of, columns=columns, partitions=partitions, filter=filter,
                          with_meta=with_meta, query=query).to_arrow()
 
-    def scan(self, *, columns: Sequence[str] | None = None, filter: pc.Expression | None = None,
+    def scan(self, *, columns: Sequence[str] | None = None, filter: Filter | None = None,
              partitions: Mapping[str, Any] | None = None, as_of: str | datetime | Instant | None = None,
              with_meta: bool = False, query: QueryType = "snapshot") -> Scan:
         """The rows `read` returns with the same arguments, as a stream: `.to_batches()`,
         `.to_arrow_batch_reader()` (DuckDB, Polars and anything taking an Arrow C stream read the scan
         itself too) or `.to_arrow()`. Planned now (the view as of now or `as_of`; bad arguments raise
-        here), read when consumed: file slice by file slice, a few slices in memory at a time."""
+        here), read when consumed: file slice by file slice, a few slices in memory at a time. `filter`:
+        a pyarrow.compute expression, or conditions as `weir table read --where` takes them ("amount >
+        100", or a list of them that must all hold)."""
         if query not in ("snapshot", "read_optimized"):
             raise InvalidInput(f"query {query!r} is not one of snapshot, read_optimized"
                                f"{did_you_mean([str(query)], ['snapshot', 'read_optimized'])}")
         if isinstance(columns, str):   # one column named, not a sequence of its letters
             columns = [columns]
+        if isinstance(filter, str) or (isinstance(filter, (list, tuple)) and filter
+                                       and all(isinstance(c, str) for c in filter)):
+            filter = conditions_filter([filter] if isinstance(filter, str) else list(filter), self.schema,
+                                       meta=with_meta)
         timeline = full = self.timeline()
         if as_of is not None:
             point = parse_point_in_time(as_of.requested_time if isinstance(as_of, Instant) else as_of)

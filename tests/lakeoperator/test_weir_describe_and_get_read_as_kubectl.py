@@ -201,5 +201,6 @@ def test_a_writer_the_run_stopped_shows_no_current_instant(tmp_path: Path,
     assert status["phase"] == "Pending" and "currentInstant" not in status, status
     listed = weir("get", "lw", "--namespace", "lake", "--state", str(tmp_path / "state"), cwd=tmp_path)
     assert "20261129050000000" not in listed, listed
-    assert "lw/orders-erase" not in weir("get", "--state", str(tmp_path / "state"), "-n", "default", cwd=tmp_path)
-    assert "lw/orders-erase" in weir("get", "--state", str(tmp_path / "state"), "-n", "lake", cwd=tmp_path)
+    where = ("--state", str(tmp_path / "state"))
+    assert "lw/orders-erase" not in weir("get", *where, "-n", "default", cwd=tmp_path)
+    assert "lw/orders-erase" in weir("get", *where, "-n", "lake", cwd=tmp_path)

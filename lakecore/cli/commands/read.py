@@ -10,8 +10,8 @@ import typer
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
 from lakecore.cli.io import check_output, guess_format, write_output
 from lakecore.cli.output import output_for
-from lakecore.cli.where import where_filter
 from lakecore.errors import InvalidInput
+from lakecore.read.conditions import CLI, conditions_filter
 from lakecore.table import Table
 
 
@@ -38,7 +38,7 @@ def read(uri: Uri,
         raise InvalidInput(f"--format {fmt!r}: use parquet, csv or json")
     check_output(output)   # a folder that is not there is told before the table is read
     # streamed: a table larger than memory is written out slice by slice
-    condition = where_filter(where or [], t.schema, meta=with_meta)
+    condition = conditions_filter(where or [], t.schema, meta=with_meta, wording=CLI)
     rows = t.scan(as_of=as_of, columns=cols, filter=condition, with_meta=with_meta).to_arrow_batch_reader()
     if fmt is not None:
         write_output(rows, fmt, output)  # type: ignore[arg-type]

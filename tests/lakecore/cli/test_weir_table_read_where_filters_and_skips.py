@@ -101,3 +101,24 @@ def test_a_python_filter_it_cannot_apply_is_answered_before_reading(orders, expr
     with pytest.raises(InvalidInput) as raised:
         t.scan(filter=expr, columns=["id"])
     assert says in str(raised.value)
+
+
+def test_python_takes_the_conditions_as_text_too(orders) -> None:
+    """`t.read(filter="amount > 99.5")` was refused with pyarrow's "Filter should be array-like": the
+    conditions `--where` takes are a filter from Python too (one, or a list that must all hold), and
+    skip files as an expression does."""
+    t = Table.open(orders)
+    ids = lambda table: sorted(table.column("id").to_pylist())   # noqa: E731
+    assert ids(t.read(filter="amount > 99.5")) == ids(t.read(filter=pc.field("amount") > 99.5)) == [2, 4]
+    assert ids(t.read(filter=["amount >= 99.5", "paid = true"])) == [3]
+    assert ids(t.scan(filter=("note is null",), columns=["id"]).to_arrow()) == [2]
+    (damaged,) = glob.glob(os.path.join(orders, "day=2026-11-01", "*.parquet"))
+    with open(damaged, "wb") as f:
+        f.write(b"not parquet")
+    assert ids(t.read(filter="day = '2026-11-02'")) == [3, 4]   # the other day's file is not opened
+    with pytest.raises(InvalidInput) as raised:
+        t.read(filter="amout > 1")
+    assert "filter 'amout > 1': no column 'amout' (did you mean 'amount'?)" in str(raised.value)
+    with pytest.raises(InvalidInput) as raised:
+        t.read(filter="_weir_file_name = 'x'")
+    assert "is a meta column; pass with_meta=True to filter on it" in str(raised.value)
