@@ -48,12 +48,50 @@ API = Wording("filter", "pass with_meta=True",
 def conditions_filter(conditions: Sequence[str], schema: pa.Schema, *, meta: bool,
                       wording: Wording = API) -> pc.Expression | None:
     """All of `conditions` as one filter over `schema`'s columns (and with `meta`, the meta columns);
-    None when there are none."""
+    None when there are none. One condition may join several with `and` and `or` (`and` binds first;
+    no parentheses): `"v = 'a' or v = 'b' and id > 1"`."""
     result: pc.Expression | None = None
     for text in conditions:
-        one = _condition(text, schema, meta, wording)
-        result = one if result is None else result & one
+        either: pc.Expression | None = None
+        for alternative in _joined(text, "or"):
+            every: pc.Expression | None = None
+            for part in _joined(alternative, "and"):
+                if not part.strip():
+                    raise InvalidInput(f"{wording.label} {text!r}: a condition is missing beside 'and' or "
+                                       f"'or'; {wording.example}")
+                one = _condition(part, schema, meta, wording)
+                every = one if every is None else every & one
+            assert every is not None
+            either = every if either is None else either | every
+        assert either is not None
+        result = either if result is None else result & either
     return result
+
+
+_JOIN = {word: re.compile(rf"\s+{word}(?:\s+|\s*$)", re.IGNORECASE) for word in ("and", "or")}
+
+
+def _joined(text: str, word: str) -> list[str]:
+    """`text` split at each `word` (and, or) outside quotes and parentheses: a quoted value may hold
+    the word; `in (...)`'s list is one part."""
+    parts, start, depth, quote, i = [], 0, 0, "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            quote = "" if c == quote else quote   # a doubled quote closes and opens again: the same
+        elif c in "'\"`":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and c.isspace() and (m := _JOIN[word].match(text, i)):
+            parts.append(text[start:i])
+            start = i = m.end()
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
 
 
 def _condition(text: str, schema: pa.Schema, meta: bool, w: Wording) -> pc.Expression:
@@ -93,8 +131,15 @@ def _value(raw: str, field: pa.Field, text: str, w: Wording) -> pa.Scalar:
     value = raw[1:-1].replace(raw[0] * 2, raw[0]) if quoted else raw
     if pa.types.is_boolean(field.type) and not quoted:
         value = value.lower()
+    kind = field.type
     try:
-        return pa.scalar(value, pa.string()).cast(field.type)
+        try:
+            return pa.scalar(value, pa.string()).cast(kind)
+        except pa.ArrowInvalid as exc:   # a time without an offset is UTC, as CSV and JSON inputs read it
+            if not (pa.types.is_timestamp(kind) and kind.tz and "expected a zone offset" in str(exc)):
+                raise
+            return pa.scalar(value, pa.string()).cast(pa.timestamp(kind.unit)).cast(kind)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InvalidInput(f"{w.label} {text!r}: {raw} is not a value of column {field.name!r} "
                            f"({field.type}): {exc}") from None
+

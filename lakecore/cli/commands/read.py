@@ -25,7 +25,8 @@ def read(uri: Uri,
          limit: Annotated[int, typer.Option(help="Rows shown in the human view.")] = 20,
          where: Annotated[list[str] | None, typer.Option(
              help="Only rows where this holds: 'COL OP VALUE' (= != < <= > >=), \"COL in ('a', 'b')\", "
-                  "'COL is null', 'COL is not null'; repeat it for several (all must hold). "
+                  "'COL is null', 'COL is not null', joined with and / or (and first); repeat it for "
+                  "several (all must hold). "
                   "Skips files and row groups whose statistics rule it out.")] = None,
          with_meta: Annotated[bool, typer.Option(help="Include _weir_ meta columns.")] = False,
          as_json: JsonFlag = False) -> None:

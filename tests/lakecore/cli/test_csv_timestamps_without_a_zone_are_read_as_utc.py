@@ -51,3 +51,8 @@ def test_weir_table_upsert_takes_them(tmp_path) -> None:
     done = weir("table", "upsert", uri, str(tmp_path / "in.csv"))
     assert done.returncode == 0, done.stderr
     assert Table.open(uri).read().column("ts").to_pylist() == [datetime(2026, 11, 29, 10, tzinfo=UTC)]
+    # a condition's time without an offset is UTC too (it was refused with pyarrow's assume_timezone advice)
+    table = Table.open(uri)
+    assert table.read(filter="ts >= '2026-11-29T10:00:00'").num_rows == 1
+    assert table.read(filter="ts > '2026-11-29 10:00:00'").num_rows == 0
+    assert table.read(filter="ts > '2026-11-29T10:00:00+01:00'").num_rows == 1

@@ -122,3 +122,18 @@ def test_python_takes_the_conditions_as_text_too(orders) -> None:
     with pytest.raises(InvalidInput) as raised:
         t.read(filter="_weir_file_name = 'x'")
     assert "is a meta column; pass with_meta=True to filter on it" in str(raised.value)
+
+
+def test_and_and_or_join_conditions(orders) -> None:
+    """`--where "v = 'A' or v = 'b'"` read as v = "'A' or v = 'b'": 0 rows, exit 0 (and on an integer
+    column a baffling "1 and id < 3 is not a value"). `and` binds before `or`; a quoted value, or an
+    `in` list, may hold the words."""
+    assert [r["id"] for r in rows(orders, "id = 1 or id = 4")] == [1, 4]
+    assert [r["id"] for r in rows(orders, "amount > 50 and amount < 500")] == [2, 3]
+    assert [r["id"] for r in rows(orders, "id = 1 OR id = 3 AND paid = false")] == [1]
+    assert [r["id"] for r in rows(orders, "note = 'x and y' or note = 'it''s'")] == [1]
+    assert [r["id"] for r in rows(orders, "day in ('2026-11-02') and id < 4", "note is not null")] == [3]
+    t = Table.open(orders)
+    assert sorted(t.read(filter="id = 2 or note is null").column("id").to_pylist()) == [2]
+    code, out = read(orders, "--where", "id = 1 or")
+    assert code == 1 and "a condition is missing beside 'and' or 'or'" in " ".join(out.split()), out
