@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
@@ -50,7 +51,7 @@ def read_input(path: str, schema: pa.Schema | None = None) -> pa.Table:
                            "this user") from None
     except (pa.ArrowException, OSError) as exc:
         raise _not_valid(path, fmt, exc) from exc
-    return _typed(table, schema) if schema is not None else table
+    return _typed(table, schema, path) if schema is not None else table
 
 
 def _read_csv(path: str, schema: pa.Schema | None) -> pa.Table:
@@ -60,14 +61,14 @@ def _read_csv(path: str, schema: pa.Schema | None) -> pa.Table:
     mixes values with and without an offset is refused, naming it."""
     types = {f.name: f.type for f in schema} if schema is not None else None
     try:
-        return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types))
+        return pcsv.read_csv(path, convert_options=_csv_options(types))
     except pa.ArrowInvalid as exc:
         if types is None or "expected a zone offset" not in str(exc):
             raise
     zoned = {n: t for n, t in types.items() if pa.types.is_timestamp(t) and t.tz is not None}
     naive = {**types, **{n: pa.timestamp(t.unit) for n, t in zoned.items()}}
     try:
-        table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=naive))
+        table = pcsv.read_csv(path, convert_options=_csv_options(naive))
     except pa.ArrowInvalid as exc:
         if "expected no zone offset" not in str(exc):
             raise
@@ -80,6 +81,15 @@ def _read_csv(path: str, schema: pa.Schema | None) -> pa.Table:
             i = table.column_names.index(name)
             table = table.set_column(i, name, table.column(i).cast(kind))   # the naive values, as UTC
     return table
+
+
+def _csv_options(types: dict[str, pa.DataType] | None) -> pcsv.ConvertOptions:
+    """An empty field is null, in every column (a string column too), and nothing else is: as a
+    LakeWriter's Spark reads CSV (its nullValue ""), so one file gives the same rows either way. (pyarrow
+    by default keeps an empty string, a key "" included, and reads "NA" or "NULL" as null in a number
+    column but not in a string column.)"""
+    return pcsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
+                               quoted_strings_can_be_null=False)
 
 
 def read_schema_file(path: str) -> pa.Schema:
@@ -135,15 +145,28 @@ def _not_valid(path: str, fmt: Format, exc: BaseException) -> InvalidInput:
                         "it after its real format (.parquet, .csv, .json)")
 
 
-def _typed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def _typed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
     """JSON infers types (int64, double, string, timestamp); cast the columns the file has to the
-    table's types where that is lossless, and leave the rest for the table's own checks."""
+    table's types where that is lossless, and leave the rest for the table's own checks. A value the
+    cast would change (1.999 into a decimal(10,2): 2.00) is refused, naming it: never stored rounded."""
     for i, name in enumerate(table.column_names):
-        if name in schema.names and table.column(i).type != schema.field(name).type:
-            try:
-                table = table.set_column(i, name, table.column(i).cast(schema.field(name).type))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                pass
+        if name not in schema.names or table.column(i).type == schema.field(name).type:
+            continue
+        given, kind = table.column(i), schema.field(name).type
+        try:
+            cast = given.cast(kind)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            continue
+        try:
+            changed = pc.fill_null(pc.not_equal(cast.cast(given.type), given), False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            continue   # no way back to compare (e.g. an integer into a string): nothing can be lost
+        if pc.any(changed).as_py():
+            row = pc.index(changed, True).as_py()
+            raise InvalidInput(f"input file {path!r}, column {name!r}: {given[row].as_py()!r} (line "
+                               f"{row + 1}) does not fit the table's {kind} exactly (it would be stored "
+                               f"as {cast[row].as_py()!r}); write the value as the column holds it")
+        table = table.set_column(i, name, cast)
     return table
 
 
