@@ -754,7 +754,9 @@ def _type_to_json(t: pa.DataType) -> dict[str, Any]:
                 "item": _field_to_json(t.value_field)}
     if pa.types.is_struct(t):
         return {"type": "struct", "fields": [_field_to_json(t.field(i)) for i in range(t.num_fields)]}
-    hint = " (decode it first: table.cast() to the value type)" if pa.types.is_dictionary(t) else ""
+    hint = " (decode it first: table.cast() to the value type)" if pa.types.is_dictionary(t) else \
+        " (Polars' layout of strings and bytes: declare the column string or binary)" \
+        if t in (pa.string_view(), pa.binary_view()) else ""
     raise UnsupportedType(f"type {t} cannot be stored{hint}; use bool, integers, floats, string, binary, "
                           "date32, time, timestamp, decimal128, list or struct")
 

@@ -70,7 +70,7 @@ def as_table(data: object) -> pa.Table:
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
     if hasattr(data, "__arrow_c_stream__") or hasattr(data, "to_arrow"):
-        return pa.table(data)
+        return without_views(pa.table(data))
     try:
         import pandas as pd
         if isinstance(data, pd.DataFrame):
@@ -79,6 +79,18 @@ def as_table(data: object) -> pa.Table:
         pass
     raise InvalidInput(f"cannot write a {type(data).__name__}; pass a pyarrow.Table, RecordBatch or "
                        "pandas.DataFrame")
+
+
+_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def without_views(table: pa.Table) -> pa.Table:
+    """`table` with its string_view and binary_view columns (what Polars exports) as string and binary,
+    the types a table stores: the same values, in the layout Parquet writes."""
+    for i, f in enumerate(table.schema):
+        if f.type in _VIEWS:
+            table = table.set_column(i, f.with_type(_VIEWS[f.type]), table.column(i).cast(_VIEWS[f.type]))
+    return table
 
 
 def _widening_ok(src: pa.DataType, dst: pa.DataType) -> bool:
