@@ -116,6 +116,8 @@ def _refuse_cleaned(point: str, gone: set[str], by: str, since: object) -> None:
 
 
 def iso(instant_time: str) -> str:
-    """An instant time as an ISO-8601 UTC timestamp with milliseconds."""
+    """An instant time as an ISO-8601 UTC timestamp with milliseconds ("before every instant" for zeros)."""
+    if set(instant_time) == {"0"}:
+        return "before every instant"
     dt = datetime.fromtimestamp(to_epoch_ms(instant_time) / 1000, tz=UTC)
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")

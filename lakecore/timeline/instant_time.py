@@ -38,13 +38,20 @@ def now_ms() -> int:
 
 
 def parse_point_in_time(value: str | datetime) -> str:
-    """Accept an instant time, an ISO-8601 timestamp (UTC if naive) or a datetime; return 17 digits."""
+    """Accept an instant time, an ISO-8601 timestamp (UTC if naive) or a datetime; return 17 digits.
+    Zeros ("000", as Hudi's incremental reads start) are the point before every instant."""
     if isinstance(value, datetime):
         dt = value if value.tzinfo else value.replace(tzinfo=UTC)
         return format_ms(int(dt.timestamp() * 1000))
     s = str(value).strip()
+    if s and set(s) == {"0"}:   # "0", "000", 17 zeros: before every instant (the start of incremental reads)
+        return "0" * 17
     if len(s) == 17 and s.isdigit():
-        to_epoch_ms(s)
+        try:
+            to_epoch_ms(s)
+        except ValueError:
+            raise InstantNotFound(f"{value!r} is 17 digits but no time (yyyyMMddHHmmssSSS); pass e.g. "
+                                  "20261122101500123, or 000 for before the first instant") from None
         return s
     try:
         dt = datetime.fromisoformat(s)

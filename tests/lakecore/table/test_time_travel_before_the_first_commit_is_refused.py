@@ -84,3 +84,18 @@ def test_a_clean_moves_the_earliest_readable_time_later(tmp_path):
     assert earliest is not None and earliest > t.timeline().completed[0].completion_time
     assert f"a clean keeps time travel from {earliest}" in str(caught.value)
     t.read(as_of=earliest)  # readable: its files were kept
+
+
+def test_zeros_are_the_point_before_every_instant(tmp_path):
+    """"000" (where Hudi's incremental reads start) failed as an "unexpected ValueError", and so did 17
+    digits that are no time: zeros are before every instant (an incremental read from them returns
+    every row; a read as of them is refused as before the first commit), other digits are told."""
+    t = table(str(tmp_path / "t"), 2)
+    assert sorted(t.read_changes("000").column("id").to_pylist()) == [0, 1]
+    assert t.read_changes("0" * 17).num_rows == 2
+    with pytest.raises(BeforeFirstCommit, match="before every instant"):
+        t.read(as_of="000")
+    with pytest.raises(InstantNotFound, match="is 17 digits but no time"):
+        t.read(as_of="20261399000000000")
+    result = CliRunner().invoke(app, ["table", "read", str(tmp_path / "t"), "--as-of", "00000000000000000"])
+    assert result.exit_code == 1 and "unexpected" not in result.output, result.output
