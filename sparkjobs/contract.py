@@ -20,6 +20,9 @@ import re
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
+# Spark's own file formats (Avro with the connector the image carries); a package may add others
+FILE_FORMATS = ("parquet", "json", "csv", "orc", "avro", "text", "xml", "binaryFile")
+
 # lakecore.write.OPERATIONS (this module imports nothing of lakecore; a test keeps the two equal)
 OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
 EARLY_DETECTION = ("direct", "direct_zk", "marker_service")

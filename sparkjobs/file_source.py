@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from sparkjobs.contract import FILE_FORMATS
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -60,12 +62,12 @@ def read_batch(spark: SparkSession, fmt: str, path: str, options: Mapping[str, s
 _RECORD = re.compile(r"Malformed records are detected in record parsing: (\[[^\n]*?\])\.")
 _HEADER = re.compile(r"CSV header does not conform to the schema\.\s*Header: (?P<header>[^\n]*)\n\s*"
                      r"Schema: (?P<schema>[^\n]*)\n(?:[^\n]*\n)?CSV file: (?P<file>\S+)")
+_COUNT = re.compile(r"Number of column in CSV header is not equal to number of fields in the schema:\s*"
+                    r"Header length: (?P<header>\d+), schema size: (?P<schema>\d+)\s*CSV file: (?P<file>\S+)")
 _CAUSE = re.compile(r"Caused by: java\.[\w.]+?(?:NumberFormat|DateTime|DateTimeParse|Arithmetic)Exception: "
                     r"([^\n]+)")
 
 
-# Spark's own file formats (Avro with the connector the image carries); a package may add others
-FILE_FORMATS = ("parquet", "json", "csv", "orc", "avro", "text", "xml", "binaryFile")
 _NO_SOURCE = re.compile(r"\[DATA_SOURCE_NOT_FOUND\] Failed to find the data source: ([^\s]+?)\.?\s")
 
 
@@ -86,6 +88,10 @@ def unreadable(exc: BaseException, path: str) -> str | None:
     if header is not None:
         return f"the CSV file {header['file']} has the header {header['header']!r}, but this writer reads " \
                f"the columns {header['schema']!r} in that order; write its columns in that order"
+    count = _COUNT.search(text)
+    if count is not None:   # files of one source with different headers
+        return f"the CSV file {count['file']} has {count['header']} columns in its header, but this writer " \
+               f"reads {count['schema']}: give every file of the source the same header"
     record = _RECORD.search(text)
     if record is None:
         return None

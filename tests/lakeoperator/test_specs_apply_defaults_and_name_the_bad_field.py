@@ -155,6 +155,8 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("table", lake_table(storage={"options": {"key": "AKIA..."}}), "spec.storage.options.key"),
     ("table", lake_table(deletionPolicy="Purge"), "spec.deletionPolicy"),
     ("table", lake_table(bukets=3), "spec.bukets"),
+    ("table", lake_table(location="gs://bucket/orders"), "spec.location"),   # retried forever, as an outage
+    ("table", lake_table(location="s3:/bucket/orders"), "spec.location"),
     ("writer", lake_writer(source={"path": "a", "table": {"name": "b"}}), "spec.source"),
     ("writer", lake_writer(source={"format": "json"}), "spec.source"),
     ("writer", lake_writer(source={"path": "a", "kafka": {"bootstrapServers": "k:9092", "topics": ["t"]}}),
@@ -168,6 +170,7 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("writer", lake_writer(source={"kafka": {"bootstrapServers": "k:9092", "topics": ["t"],
                                              "badRecords": {"policy": "deadLetter"}}}), "spec.source.kafka"),
     ("writer", lake_writer(mode="micro"), "spec.mode"),
+    ("writer", lake_writer(source={"format": "cvs", "path": "in"}), "spec.source.format"),  # (in the driver)
     ("writer", lake_writer(operation="merge"), "spec.operation"),
     ("writer", lake_writer(trigger={"intervalSeconds": 5, "availableNow": True}), "spec.trigger"),
     ("writer", lake_writer(restartPolicy={"maxRestarts": -1}), "spec.restartPolicy.maxRestarts"),

@@ -139,3 +139,18 @@ def test_a_stream_refuses_a_json_field_the_table_lacks_instead_of_dropping_it(sp
                                              r"streaming writer would drop them"):
         stream()
     assert rows(t) == [{"id": 1, "name": "ada", "ts": 10}], "nothing of it was written"
+
+
+def test_a_second_file_with_fewer_columns_is_bad_input_naming_it(spark, tmp_path):
+    """Files of one source with different headers (a column the second lacks): the job failed with
+    Spark's FAILED_READ_FILE stack trace and was retried, six attempts over six minutes; the cause
+    ("Number of column in CSV header is not equal...") was only in the driver's log."""
+    t = table(tmp_path / "t")
+    csv(tmp_path / "in" / "a.csv", "id,name,ts\n1,ada,10\n")
+    second = csv(tmp_path / "in" / "b.csv", "id,ts\n2,11\n")
+    with pytest.raises(InvalidInput) as told:
+        batch_write.run(BatchWriteArgs(table=t.uri, source=str(tmp_path / "in"), source_format="csv"))
+    message = str(told.value)
+    assert f"{second} has 2 columns in its header, but this writer reads 3: give every file of the source " \
+           "the same header" in message, message
+    assert rows(t) == []

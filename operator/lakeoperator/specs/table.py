@@ -15,6 +15,7 @@ from typing import Any, Literal, get_args
 
 from lakecore.config import ColumnGroup, LockSpec, SettableCodec, column_group_problem, likely_type
 from lakecore.errors import InvalidTableConfig
+from lakecore.storage.open import location_problem
 from lakeoperator.specs.common import Fields, SpecError, parse_spec, told_together
 from sparkjobs.contract import PUBLIC_STORAGE_OPTIONS
 
@@ -196,8 +197,12 @@ def _lake_table(f: Fields) -> LakeTableSpec:
     if publish is not None and groups and publish.view == "snapshot":
         raise SpecError(f.at("publish.view"), "a table with columnGroups publishes its last compacted state "
                         "only: set read_optimized or leave it unset")
+    location = f.req_str("location")
+    problem = location_problem(location)
+    if problem is not None:   # a scheme no table can live on is no outage to retry
+        raise SpecError(f.at("location"), problem)
     return LakeTableSpec(
-        location=f.req_str("location"), schema=schema, record_key=record_key,
+        location=location, schema=schema, record_key=record_key,
         storage=_parse_storage(f.sub("storage", ("secretRef", "options"))),
         partition_fields=partition_fields, table_type=table_type,
         buckets=f.integer("buckets", 4, minimum=1), ordering_field=ordering_field, column_groups=groups,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from lakecore.config import did_you_mean
 from lakeoperator.specs.common import (
     SPARK_FIELDS,
     Fields,
@@ -21,7 +22,7 @@ from lakeoperator.specs.common import (
     parse_spec,
 )
 from lakeoperator.specs.kafka import KAFKA_FIELDS, KafkaSourceSpec, parse_kafka
-from sparkjobs.contract import OPERATIONS
+from sparkjobs.contract import FILE_FORMATS, OPERATIONS
 
 WriterMode = Literal["streaming", "batch"]
 Operation = Literal["upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table"]
@@ -95,7 +96,12 @@ def _lake_writer(f: Fields) -> LakeWriterSpec:
     if not f.has("source") or [s.has("path"), s.has("table"), s.has("kafka")].count(True) != 1:
         raise SpecError(f.at("source"), "needs exactly one of path (files), table (a Weir table, read "
                         "incrementally) or kafka (topics); set one")
-    source = SourceSpec(format=str(s.text("format", "parquet")), path=s.text("path", None),
+    source_format = str(s.text("format", "parquet"))
+    meant = did_you_mean([source_format], FILE_FORMATS) if source_format not in FILE_FORMATS else ""
+    if meant:   # a format a package adds stays allowed; one close to Spark's own is a typo
+        raise SpecError(s.at("format"), f"{source_format!r} is not a file format Spark reads{meant}; use one "
+                        f"of {', '.join(FILE_FORMATS)} (or a package's, named in spark.conf)")
+    source = SourceSpec(format=source_format, path=s.text("path", None),
                         options=s.string_map("options"),
                         table=name_ref(s, "table") if s.has("table") else None,
                         kafka=parse_kafka(s.sub("kafka", KAFKA_FIELDS)) if s.has("kafka") else None)
