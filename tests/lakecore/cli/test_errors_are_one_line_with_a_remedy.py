@@ -191,3 +191,19 @@ def test_s3_without_credentials_says_which_to_set(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # nor an instance's role to wait for
     one_line_error(weir("table", "read", "s3://weir-no-such-bucket/t"), "no usable S3 credentials",
                    "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+
+
+@pytest.mark.parametrize(("uri", "fragments"), [
+    ("gs://bucket/t", ("a table cannot live on gs:// storage; use a local path, file://, s3://",)),
+    ("hdfs://nn/t", ("a table cannot live on hdfs:// storage",)),
+    ("s3:/bucket/t", ("names no bucket; use s3://BUCKET/PATH (did you mean s3://bucket/t?)",)),
+])
+def test_a_location_no_table_can_live_at_is_told(uri, fragments):
+    """gs:// was "unexpected ImportError: Please install gcsfs", hdfs:// a raw libhdfs line, s3:/b/x
+    "storage 'file' cannot create files atomically"."""
+    one_line_error(weir("table", "create", uri, "--schema", "id:int64", "--record-key", "id"), *fragments)
+
+
+def test_a_schemes_case_does_not_matter():
+    done = weir("table", "create", "MEMORY://b/t", "--schema", "id:int64", "--record-key", "id")
+    assert done.returncode == 0 and "at memory://b/t" in done.stdout, done.stderr
