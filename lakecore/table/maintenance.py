@@ -208,17 +208,19 @@ class Maintenance:
         """The live savepoints, oldest first: each one's instant, the write it pins, the files it keeps."""
         return list_savepoints(self.table.storage)
 
-    def delete_savepoint(self, savepoint: str | Instant) -> MaintenanceResult:
-        """Let a savepoint go (by its instant, or the write it pins): clean may delete the files it kept,
-        and the writes it pinned can be rolled back. Recorded as a savepoint instant naming it."""
+    def delete_savepoint(self, savepoint: str | Instant | Savepoint) -> MaintenanceResult:
+        """Let a savepoint go (as `savepoints()` lists it, by its instant, or the write it pins): clean
+        may delete the files it kept, and the writes it pinned can be rolled back. Recorded as a
+        savepoint instant naming it."""
         t = self.table
-        return _result("savepoint", False, delete_savepoint(t.storage, t.lock, requested_time_of(savepoint)))
+        return _result("savepoint", False, delete_savepoint(t.storage, t.lock, _savepoint_time(savepoint)))
 
-    def restore(self, savepoint: str | Instant, *, dry_run: bool = True) -> MaintenanceResult:
-        """Make the table read as at a savepoint (its instant, or that instant's requested time), undoing
-        everything completed after it. Deletes data, so a dry run (the plan) unless `dry_run=False`."""
+    def restore(self, savepoint: str | Instant | Savepoint, *, dry_run: bool = True) -> MaintenanceResult:
+        """Make the table read as at a savepoint (as `savepoints()` lists it, its instant, or that
+        instant's requested time), undoing everything completed after it. Deletes data, so a dry run (the
+        plan) unless `dry_run=False`."""
         t = self.table
-        savepoint = requested_time_of(savepoint)
+        savepoint = _savepoint_time(savepoint)
         return _result("restore", dry_run, restore(t.storage, t.config, t.lock, savepoint, dry_run=dry_run,
                                                    heartbeat=t.options.heartbeat))
 
@@ -258,3 +260,7 @@ class Maintenance:
         if done is None:
             raise InvalidInstantState(f"instant {instant_time} is already being rolled back")
         return MaintenanceResult("rollback", False, instant=done)
+
+
+def _savepoint_time(savepoint: str | Instant | Savepoint) -> str:
+    return savepoint.instant_time if isinstance(savepoint, Savepoint) else requested_time_of(savepoint)

@@ -168,9 +168,9 @@ def test_a_write_a_savepoint_keeps_cannot_be_rolled_back_until_the_savepoint_goe
             t.maintenance.rollback(target, dry_run=False)
     [sp] = t.maintenance.savepoints()
     assert sp.savepointed == second.requested_time
-    t.maintenance.restore(sp.instant_time, dry_run=False)
+    t.maintenance.restore(sp, dry_run=False)   # as savepoints() lists it (a TypeError before)
     assert sorted(Table.open(t.uri).read().column("id").to_pylist()) == [1, 2, 3], "the savepoint's rows"
-    t.maintenance.delete_savepoint(sp.instant_time)
+    t.maintenance.delete_savepoint(sp)
     assert t.maintenance.savepoints() == []
     assert t.maintenance.rollback(second, dry_run=False).instant is not None   # let go: allowed again
     assert sorted(Table.open(t.uri).read().column("id").to_pylist()) == [1, 2]
