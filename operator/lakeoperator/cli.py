@@ -39,6 +39,7 @@ from lakeoperator.local import (
     retry_failed_writers,
     row,
     rows,
+    run_alone,
     run_notes,
 )
 from lakeoperator.manifests import Manifests, read_manifests
@@ -66,14 +67,20 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
     is going any more: exit 0 when every resource got where its spec says, 1 naming each one that cannot
     go on until its manifest changes (an invalid spec, a missing table, a failed writer). A writer that
     ended Failed or Aborted in an earlier run runs again (--no-retry-failed: it stays as it ended)."""
-    from datetime import UTC, datetime
-
     loaded = read_manifests(directory)   # every mistake refused before anything is applied
     missing = missing_inputs(loaded, Path.cwd())
     if missing:
         raise ManifestError.of(missing, directory)
-    for note in (*loaded.notes, *run_notes(loaded, follow=follow)):
-        err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
+    with run_alone(state):   # one run per state directory
+        for note in (*loaded.notes, *run_notes(loaded, follow=follow)):
+            err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
+        _run(loaded, directory, state, follow, timeout, secrets_dir, retry_failed, as_json)
+
+
+def _run(loaded: Manifests, directory: str, state: str, follow: bool, timeout: float, secrets_dir: str | None,
+         retry_failed: bool, as_json: bool) -> None:
+    from datetime import UTC, datetime
+
     store = StateDir(state)
     applied = apply(store, list(loaded.resources), datetime.now(UTC))
     for note in (*left_alone(store, applied), *done_before(applied)):

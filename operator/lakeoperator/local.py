@@ -23,11 +23,13 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lakecore.cli.errors import CommandError
 from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError, Manifests
@@ -368,6 +370,38 @@ def local_settings(*, fast_start: bool = False) -> tuple[PodSettings, dict[str, 
     if not env.get("SPARK_SUBMIT_OPTS") and (options := submit_options(fast_start=fast_start)):
         env["SPARK_SUBMIT_OPTS"] = options   # spark-submit's launcher passes them to the driver JVM
     return settings, {"spark-submit": submit, f"{IMAGE_JOBS_DIR}/": f"{jobs}/"}, env
+
+
+class StateInUse(CommandError):
+    """Another `weir run` uses the state directory: two runs would drive the same writers and services."""
+
+
+@contextmanager
+def run_alone(state: str | Path) -> Iterator[None]:
+    """Hold `state`'s run lock (an exclusive flock of `<state>/run.lock`, which the system lets go when
+    the process ends, also by kill -9) while the block runs; StateInUse, naming the holder, when another
+    `weir run` holds it. Two runs on one directory both submitted writers and started service runs for the
+    same resources (a compaction ran twice; one run's status overwrote the other's)."""
+    import fcntl
+
+    path = Path(state)
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / "run.lock", "a+", encoding="utf-8") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise StateInUse(f"another `weir run` ({holder}) uses the state directory {state}: stop it first "
+                             "(Ctrl-C), or give this run its own --state") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"pid {os.getpid()}, started {datetime.now(UTC).isoformat(timespec='seconds')}")
+        lock.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass

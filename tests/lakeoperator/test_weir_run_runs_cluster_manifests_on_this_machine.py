@@ -188,3 +188,26 @@ def test_a_stream_the_run_ends_before_it_starts_is_pending_not_submitted(tmp_pat
                                  "its driver started; it starts when `weir run` does"), out
     assert writer_state(tmp_path, "tail")["phase"] == "Pending"
     assert driver_pids(tmp_path) == []
+
+
+def test_a_second_run_on_the_same_state_directory_is_refused(tmp_path: Path) -> None:
+    """Two `weir run` on one state directory both drove its resources (a service ran twice, one run's
+    status overwrote the other's): the second is refused, naming the first; another --state runs, and
+    once the first is gone (even killed -9) the directory is free."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "table.yaml").write_text(TABLE)
+    first = weir_popen(tmp_path, "run", "-f", "m", "--follow")
+    try:
+        wait_until(lambda: (tmp_path / ".weir-run" / "resources").is_dir(), timeout=60)
+        second = weir_process(tmp_path, "run", "-f", "m", timeout=60)
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert f"another `weir run` (pid {first.pid}, started " in second.stderr, second.stderr
+        assert "uses the state directory .weir-run: stop it first (Ctrl-C), or give this run its own " \
+            "--state" in " ".join(second.stderr.split()), second.stderr
+        elsewhere = weir_process(tmp_path, "run", "-f", "m", "--state", "other", timeout=120)
+        assert elsewhere.returncode == 0, elsewhere.stdout + elsewhere.stderr
+    finally:
+        killed(first)
+        first.communicate()
+    again = weir_process(tmp_path, "run", "-f", "m", timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
