@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import shutil
@@ -75,6 +76,8 @@ from lakeoperator.dev.zookeeper import ZooKeeperServer, zookeeper_missing_reason
 from lakeoperator.local import LocalLauncher, Runner, StateDir, apply, local_settings
 from lakeoperator.manifests import load_manifests
 from sparkjobs.contract import PAUSE_ENV
+
+log = logging.getLogger(__name__)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "demo"
 SCENARIOS = ("stitch", "delete")
@@ -526,6 +529,11 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
         if zookeeper is not None:
             from lakecore.concurrency.zookeeper import close_shared_clients
 
+            unlocked = to_storage_lock(list(progress.tables.values()))
+            if unlocked:
+                console.print(f"{', '.join(unlocked)}: now on the storage lock, as ZooKeeper stops with the "
+                              "demo (`weir table` commands write them after it)", markup=False,
+                              highlight=False)
             close_shared_clients()   # the demo's own clients (tables opened, abort flags) go first
             zookeeper.stop()
             console.print(f"ZooKeeper (pid {zookeeper.pid}) stopped")
@@ -544,6 +552,25 @@ def run(work: Path, size: Size, console: Console, *, timeout_s: float = 900.0,
     console.print(f"logs of the Spark drivers: {state.path / 'pods-state' / 'logs'}")
     console.print(f"[bold]{'All checks passed' if ok else 'Some checks FAILED'}[/bold]")
     return ok
+
+
+def to_storage_lock(locations: list[str]) -> list[str]:
+    """Switch the demo's tables from its ZooKeeper, which stops with the demo, to the storage lock: a
+    table whose lock is gone cannot be written (a later `weir table compact` waited for it, then failed).
+    Returns the tables switched; one that cannot be is left as it is, said in the log."""
+    from lakecore import Table
+    from lakecore.config import LockSpec
+
+    switched = []
+    for location in locations:
+        try:
+            table = Table.open(location)
+            if table.config.lock.provider == "zookeeper":
+                table.set_lock_provider(LockSpec("storage"), timeout=30)
+                switched.append(table.config.name)
+        except Exception as exc:   # best effort: the demo's outcome stands
+            log.warning("%s keeps the ZooKeeper lock: %s", location, exc)
+    return switched
 
 
 def weir_command(cwd: Path | None = None) -> str:
