@@ -633,7 +633,9 @@ def schema_of(value: pa.Schema | Mapping[str, pa.DataType | str]) -> pa.Schema:
 def did_you_mean(missing: Sequence[str], names: Sequence[str]) -> str:
     """` (did you mean 'id'?)` when each of the `missing` names is close to one of `names` (a
     misspelling), else nothing."""
-    close = [m for n in missing for m in difflib.get_close_matches(n, names, n=1, cutoff=0.6)]
+    folded = {n.casefold(): n for n in names}   # `ID` for `id`: no spelling is closer, difflib sees none
+    close = [m for n in missing for m in ([folded[n.casefold()]] if n.casefold() in folded else
+                                          difflib.get_close_matches(n, names, n=1, cutoff=0.6))]
     return f" (did you mean {', '.join(map(repr, close))}?)" if close and len(close) == len(missing) else ""
 
 

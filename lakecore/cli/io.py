@@ -60,15 +60,16 @@ def _read_csv(path: str, schema: pa.Schema | None) -> pa.Table:
     time zone, so such a file is read again with those columns naive and then given UTC. A column that
     mixes values with and without an offset is refused, naming it."""
     types = {f.name: f.type for f in schema} if schema is not None else None
+    parse = pcsv.ParseOptions(delimiter=_delimiter(path))
     try:
-        return pcsv.read_csv(path, convert_options=_csv_options(types))
+        return pcsv.read_csv(path, parse_options=parse, convert_options=_csv_options(types))
     except pa.ArrowInvalid as exc:
         if types is None or "expected a zone offset" not in str(exc):
             raise
     zoned = {n: t for n, t in types.items() if pa.types.is_timestamp(t) and t.tz is not None}
     naive = {**types, **{n: pa.timestamp(t.unit) for n, t in zoned.items()}}
     try:
-        table = pcsv.read_csv(path, convert_options=_csv_options(naive))
+        table = pcsv.read_csv(path, parse_options=parse, convert_options=_csv_options(naive))
     except pa.ArrowInvalid as exc:
         if "expected no zone offset" not in str(exc):
             raise
@@ -81,6 +82,20 @@ def _read_csv(path: str, schema: pa.Schema | None) -> pa.Table:
             i = table.column_names.index(name)
             table = table.set_column(i, name, table.column(i).cast(kind))   # the naive values, as UTC
     return table
+
+
+def _delimiter(path: str) -> str:
+    """The file's field separator: a comma, unless its header holds none and one of ; (what spreadsheets
+    in many locales export), tab or | separates its names."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            header = fh.readline()
+    except OSError:
+        return ","
+    if "," in header:
+        return ","
+    found = [d for d in (";", "\t", "|") if d in header]
+    return found[0] if len(found) == 1 else ","
 
 
 def _csv_options(types: dict[str, pa.DataType] | None) -> pcsv.ConvertOptions:
@@ -125,7 +140,7 @@ def _csv_column_named(path: str, detail: str) -> str:
         return detail
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            header = next(csv.reader(fh), [])
+            header = next(csv.reader(fh, delimiter=_delimiter(path)), [])
     except OSError:
         return detail
     index = int(found.group(1))

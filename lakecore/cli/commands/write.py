@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from lakecore.cli.app import JsonFlag, Uri, friendly, table_app
+from lakecore.cli.consoles import emit_json, say
 from lakecore.cli.io import read_input
 from lakecore.cli.output import output_for
 from lakecore.errors import InvalidInput
@@ -30,6 +31,13 @@ def _write(uri: str, files: tuple[str | None, str | None], operation: str, as_js
                                               registration=RegistrationOptions(writer_name=CLI_WRITER)))
     before = set(t.schema.names)
     data = read_input(input_file, t.schema)
+    if data.num_rows == 0 and operation != "insert_overwrite_table":   # (which empties the table)
+        if as_json:
+            emit_json({"instant": None, "completed": None, "records": 0, "rows_written": 0, "delete_keys": 0,
+                       "file_groups": 0, "added_columns": []})
+        else:
+            say(f"{operation}: {input_file} has no rows; nothing written (no instant)")
+        return
     result = t.write(data, operation, extra={"writer": CLI_WRITER})
     output_for(as_json).written(operation, result, [f for f in t.schema if f.name not in before])
 

@@ -37,3 +37,37 @@ def test_a_json_number_a_decimal_cannot_hold_exactly_is_refused(tmp_path) -> Non
     read = read_input(str(path), SCHEMA)
     assert read.column("d").to_pylist() == [Decimal("1.25"), Decimal("0.10")]
     assert read.column("n").to_pylist() == [3, 4]
+
+
+def test_a_csv_separated_by_semicolons_or_tabs_is_read_by_its_header(tmp_path) -> None:
+    """A spreadsheet's export with ; (or a tab-separated file) read as one column `id;n;s;d`, refused as a
+    column the table lacks."""
+    for sep in (";", "\t", "|"):
+        path = tmp_path / "in.csv"
+        path.write_text(sep.join(["k", "n", "s", "d"]) + "\n" + sep.join(["a", "1", "x, y", "0.50"]) + "\n")
+        expected = [{"k": "a", "n": 1, "s": "x, y", "d": Decimal("0.50")}]
+        assert read_input(str(path), SCHEMA).to_pylist() == expected
+        path.write_text(sep.join(["k", "n", "s", "d"]) + "\n" + sep.join(["a", "x", "", ""]) + "\n")
+        with pytest.raises(InvalidInput, match="column 'n'"):
+            read_input(str(path), SCHEMA)
+
+
+def test_a_header_in_other_case_is_told_the_tables_names() -> None:
+    from lakecore.config import did_you_mean
+
+    assert did_you_mean(["ID", "Name"], ["id", "name"]) == " (did you mean 'id', 'name'?)"
+
+
+def test_a_file_of_no_rows_writes_nothing(tmp_path) -> None:
+    """A CSV of its header only made an empty deltacommit (a blank row in the timeline)."""
+    from typer.testing import CliRunner
+
+    from lakecore import Table
+    from lakecore.cli.main import app
+
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=SCHEMA, record_key="k")
+    (tmp_path / "in.csv").write_text("k,n,s,d\n")
+    done = CliRunner().invoke(app, ["table", "upsert", uri, str(tmp_path / "in.csv")])
+    assert done.exit_code == 0 and "has no rows; nothing written (no instant)" in done.output, done.output
+    assert not Table.open(uri).timeline().instants
