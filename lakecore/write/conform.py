@@ -102,7 +102,8 @@ def _widening_ok(src: pa.DataType, dst: pa.DataType) -> bool:
     binaries = (pa.types.is_binary, pa.types.is_large_binary)
     return (any(f(src) for f in strings) and any(f(dst) for f in strings)) or \
         (any(f(src) for f in binaries) and any(f(dst) for f in binaries)) or \
-        (pa.types.is_integer(src) and pa.types.is_floating(dst))
+        (pa.types.is_integer(src) and pa.types.is_floating(dst)) or \
+        (pa.types.is_floating(src) and pa.types.is_decimal(dst))   # where exact (`_exactly`)
 
 
 def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field,
@@ -116,10 +117,13 @@ def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field,
             raise SchemaMismatch(f"column {name!r} has type {col.type} but the table stores {field.type}; "
                                  f"cast it to {field.type} before writing")
         try:
-            col = col.cast(field.type, safe=True)
+            cast = col.cast(field.type, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaMismatch(f"column {name!r} cannot be converted from {col.type} to {field.type} "
                                  f"without loss ({exc}); fix the values or the type") from None
+        if pa.types.is_floating(col.type):
+            _exactly(name, col, cast)
+        col = cast
     nulls = col.null_count if upserts is None else _nulls_among(col, upserts)
     if not field.nullable and nulls:
         raise SchemaMismatch(f"column {name!r} is declared non-nullable but has {nulls} nulls; "
@@ -127,6 +131,17 @@ def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field,
     if not field.nullable and col.null_count:  # delete rows of a change stream: never read, only stored
         col = pc.fill_null(col, _zero(field.type))
     return col
+
+
+def _exactly(name: str, given: pa.ChunkedArray, cast: pa.ChunkedArray) -> None:
+    """A float column written into a decimal one (JSON numbers as Spark and pyarrow read them): each value
+    must be the decimal's exactly (1.25 into decimal(10,2); 1.999 would be stored as 2.00: refused)."""
+    changed = pc.fill_null(pc.not_equal(cast.cast(given.type), given), False)
+    if pc.any(changed).as_py():
+        row = pc.index(changed, True).as_py()
+        raise SchemaMismatch(f"column {name!r}: {given[row].as_py()!r} does not fit {cast.type} exactly (it "
+                             f"would be stored as {cast[row].as_py()}); round it in the input, or give the "
+                             "column a larger scale")
 
 
 def _zero(type_: pa.DataType) -> pa.Scalar:

@@ -154,3 +154,21 @@ def test_a_second_file_with_fewer_columns_is_bad_input_naming_it(spark, tmp_path
     assert f"{second} has 2 columns in its header, but this writer reads 3: give every file of the source " \
            "the same header" in message, message
     assert rows(t) == []
+
+
+def test_json_numbers_go_into_a_decimal_column_exactly(spark, tmp_path):
+    """A batch writer of JSON lines into a decimal column failed "column 'd' has type double ... cast it",
+    which a LakeWriter's user cannot do: each number is written where the decimal holds it exactly, and
+    one it would round is BadInput (SchemaMismatch, an InvalidInput), nothing written."""
+    from decimal import Decimal
+
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64()), ("d", pa.decimal128(10, 2))]),
+                     record_key="id", buckets=1)
+    source = csv(tmp_path / "in" / "a.json", '{"id": 1, "d": 1.25}\n{"id": 2, "d": 7}\n')
+    batch_write.run(BatchWriteArgs(table=t.uri, source=source, source_format="json"))
+    assert sorted(Table.open(t.uri).read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "d": Decimal("1.25")}, {"id": 2, "d": Decimal("7.00")}]
+    source = csv(tmp_path / "in2" / "a.json", '{"id": 3, "d": 1.999}\n')
+    with pytest.raises(SchemaMismatch, match=r"1.999 does not fit decimal128\(10, 2\) exactly"):
+        batch_write.run(BatchWriteArgs(table=t.uri, source=source, source_format="json"))
+    assert Table.open(t.uri).read().num_rows == 2

@@ -110,3 +110,22 @@ def test_truncated_completed_instant(table):
     clear_cache()  # this process cached the file when it wrote it
     with pytest.raises(CorruptMetadata, match=inst.file_name):
         Table.open(table.uri).read()
+
+
+def test_floats_go_into_a_decimal_column_only_exactly(tmp_path):
+    """JSON numbers come as doubles (pyarrow's and Spark's readers alike): into a decimal column they were
+    refused ("cast it"), which a LakeWriter cannot do. Each is written where the decimal holds it exactly;
+    one it would round is refused, naming it, and nothing is written."""
+    from decimal import Decimal
+
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64()), ("d", pa.decimal128(10, 2))]),
+                     record_key="id")
+    t.upsert(pa.table({"id": [1, 2, 3], "d": [1.25, 0.1, None]}))
+    assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "d": Decimal("1.25")}, {"id": 2, "d": Decimal("0.10")}, {"id": 3, "d": None}]
+    before = _snapshot(t)
+    told = r"column 'd': 1.999 does not fit decimal128\(10, 2\) exactly \(it would be stored as 2.00\)"
+    with pytest.raises(SchemaMismatch, match=told):
+        t.upsert(pa.table({"id": [4, 5], "d": [1.5, 1.999]}))
+    after = _snapshot(t)
+    assert before[0] == after[0] and before[1].equals(after[1])
