@@ -17,6 +17,7 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
+from lakecore.config import type_name
 from lakecore.errors import InvalidInput
 
 Format = Literal["parquet", "csv", "json"]
@@ -171,6 +172,8 @@ def _typed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
         try:
             cast = given.cast(kind)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            if pa.types.is_string(given.type) and given.null_count < len(given):   # text of another type
+                _refuse_text(path, name, given, kind)
             continue
         try:
             changed = pc.fill_null(pc.not_equal(cast.cast(given.type), given), False)
@@ -179,10 +182,33 @@ def _typed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
         if pc.any(changed).as_py():
             row = pc.index(changed, True).as_py()
             raise InvalidInput(f"input file {path!r}, column {name!r}: {given[row].as_py()!r} (line "
-                               f"{row + 1}) does not fit the table's {kind} exactly (it would be stored "
-                               f"as {cast[row].as_py()!r}); write the value as the column holds it")
+                               f"{row + 1}) does not fit the table's {type_name(kind)} exactly (it would be "
+                               f"stored as {cast[row].as_py()!r}); write the value as the column holds it")
         table = table.set_column(i, name, cast)
     return table
+
+
+def _refuse_text(path: str, name: str, given: pa.ChunkedArray, kind: pa.DataType) -> None:
+    """InvalidInput naming the first value of a JSON string column that is no value of `kind`, its line
+    and the form expected (found by halving the column: one vectorized cast per step)."""
+    lo, hi = 0, len(given)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            given.slice(lo, mid - lo).cast(kind)
+            lo = mid
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            hi = mid
+    try:
+        given.slice(lo, 1).cast(kind)
+        return   # (each part casts alone: no one value to name)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass
+    form = " (dates as 2026-03-01)" if pa.types.is_date(kind) else \
+        " (times as 2026-03-01T10:00:00, with an offset or read as UTC)" if pa.types.is_timestamp(kind) \
+        else ""
+    raise InvalidInput(f"input file {path!r}, column {name!r}: {given[lo].as_py()!r} (line {lo + 1}) is no "
+                       f"{type_name(kind)} value{form}; fix the value")
 
 
 def check_output(output: str | None) -> None:

@@ -31,7 +31,7 @@ def test_a_json_number_a_decimal_cannot_hold_exactly_is_refused(tmp_path) -> Non
     path.write_text('{"k": "a", "d": 1.25}\n{"k": "b", "d": 1.999}\n')
     with pytest.raises(InvalidInput) as told:
         read_input(str(path), SCHEMA)
-    assert "column 'd': 1.999 (line 2) does not fit the table's decimal128(10, 2) exactly (it would be " \
+    assert "column 'd': 1.999 (line 2) does not fit the table's decimal128(10,2) exactly (it would be " \
            "stored as Decimal('2.00'))" in str(told.value)
     path.write_text('{"k": "a", "d": 1.25, "n": 3.0}\n{"k": "b", "d": 0.1, "n": 4}\n')
     read = read_input(str(path), SCHEMA)
@@ -71,3 +71,18 @@ def test_a_file_of_no_rows_writes_nothing(tmp_path) -> None:
     done = CliRunner().invoke(app, ["table", "upsert", uri, str(tmp_path / "in.csv")])
     assert done.exit_code == 0 and "has no rows; nothing written (no instant)" in done.output, done.output
     assert not Table.open(uri).timeline().instants
+
+
+def test_a_json_string_of_another_type_is_named_with_its_line(tmp_path) -> None:
+    """"amount": "abc" was told as "column 'amount' has type string but the table stores double; cast
+    it", naming neither the file nor the value; a date 03/01/2026 the same way."""
+    path = tmp_path / "in.json"
+    path.write_text('{"k": "a", "d": "1.50"}\n{"k": "b", "d": "lots"}\n{"k": "c", "d": "2"}\n')
+    with pytest.raises(InvalidInput, match=r"input file '.*in.json', column 'd': 'lots' \(line 2\) is no "
+                                           r"decimal128\(10,2\) value; fix the value"):
+        read_input(str(path), SCHEMA)
+    dated = pa.schema([("k", pa.string()), ("day", pa.date32())])
+    path.write_text('{"k": "a", "day": "2026-03-01"}\n{"k": "b", "day": "03/01/2026"}\n')
+    told = r"'03/01/2026' \(line 2\) is no date32 value \(dates as 2026-03-01\)"
+    with pytest.raises(InvalidInput, match=told):
+        read_input(str(path), dated)
