@@ -289,7 +289,8 @@ def missing_inputs(manifests: Manifests, cwd: Path) -> list[str]:
             if found is not None:
                 near = os.path.relpath(found, cwd)
                 hint = f"; it is at {near!r} from here: write that (or an absolute path)"
-        lines.append(f"{where}: LakeWriter {key[2]}: spec.source.path {path!r} does not exist (relative "
+        what = "matches no file" if glob.has_magic(local) else "does not exist"
+        lines.append(f"{where}: LakeWriter {key[2]}: spec.source.path {path!r} {what} (relative "
                      f"paths are taken from where `weir run` runs: {cwd}){hint}")
     return lines
 
