@@ -198,8 +198,10 @@ class TextOutput:
         done, plan = result.archived, result.plan
         if done is not None:
             levels = ", ".join(f"L{k}: {v}" for k, v in done.levels.items())
+            stopped = done.stopped_by
             say(f"archived {counted(done.archived, 'instant')} up to {done.boundary} (history version "
-                f"{done.version}; files per level {levels}; {done.live_files} live files)")
+                f"{done.version}; files per level {levels}; {done.live_files} live files)"
+                + (f"; stopped by {stopped}" if stopped else ""))
         elif isinstance(plan, ArchivalPlan) and plan.instants:
             say(f"would archive {counted(len(plan.instants), 'instant')}, {plan.instants[0].requested_time} "
                 f"to {plan.instants[-1].requested_time}"

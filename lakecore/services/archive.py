@@ -101,10 +101,12 @@ class ArchivalResult:
     boundary: str                   # newest archived completion time
     levels: dict[int, int]          # history files per level after merging
     live_files: int
+    stopped_by: str | None = None   # why fewer than the policy allows (a savepoint, a pending instant, ...)
 
     def to_json(self) -> dict[str, Any]:
         return {"archived": self.archived, "version": self.version, "boundary": self.boundary,
-                "levels": {str(k): v for k, v in self.levels.items()}, "live_files": self.live_files}
+                "levels": {str(k): v for k, v in self.levels.items()}, "live_files": self.live_files,
+                "stopped_by": self.stopped_by}
 
 
 def plan_archival(timeline: Timeline, metadata: Callable[[Instant], CommitMetadata],
@@ -191,7 +193,7 @@ def _run_claimed(storage: Storage, store: TimelineStore, lock: Lock, policy: Arc
     for f in manifest.files:
         levels[f.level] = levels.get(f.level, 0) + 1
     return ArchivalResult(len(plan.instants), manifest.version, manifest.boundary,
-                          dict(sorted(levels.items())), latest_slices(live).num_rows)
+                          dict(sorted(levels.items())), latest_slices(live).num_rows, plan.stopped_by)
 
 
 def _discard(history: HistoryStore, written: Manifest, previous: Manifest) -> None:
