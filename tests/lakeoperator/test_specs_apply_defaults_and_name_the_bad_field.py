@@ -295,3 +295,22 @@ def test_a_tables_mistakes_are_told_at_once_not_one_per_run() -> None:
                  "; also spec.schema[2].type: 'strin' is not a column type (did you mean string?)",
                  "; also spec.recordKey: must be a list of"):
         assert part in said, said
+
+
+def test_a_writers_mistakes_are_told_at_once_the_misspelt_fields_content_too() -> None:
+    """`tabelRef`, `format: cvs` and `spark.mode: locl` took three rounds: the unknown field, then (once
+    renamed) the Spark mode, and the format only inside the driver. A misspelt field is parsed under the
+    name it likely meant (a mistake inside it is told too), and each other mistake after it."""
+    body = lake_writer(source={"format": "cvs", "path": "in"}, spark={"mode": "locl"},
+                       restartPolicy={"maxRestarts": -1})
+    body["spec"]["tabelRef"] = {"name": "orders", "namespace": "x"}
+    del body["spec"]["tableRef"]
+    with pytest.raises(SpecError) as told:
+        parse_lake_writer(body)
+    said = str(told.value)
+    assert told.value.field_path == "spec.tabelRef" and said.startswith("spec.tabelRef: unknown field (did "
+                                                                        "you mean tableRef?)"), said
+    for part in ("; also spec.tableRef.namespace: unknown field", "; also spec.source.format: 'cvs' is not a file "
+                 "format Spark reads (did you mean 'csv'?)", "; also spec.spark.mode: 'locl' is not one of",
+                 "; also spec.restartPolicy.maxRestarts"):
+        assert part in said, said

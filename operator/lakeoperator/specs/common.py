@@ -8,6 +8,7 @@ Must not: talk to Kubernetes, import kopf, read storage, or decide anything (pla
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 from collections.abc import Callable, Mapping
@@ -206,9 +207,14 @@ def told_together(first: SpecError, *others: SpecError | None) -> SpecError:
     return SpecError(first.field_path, "; also ".join([first.message, *map(str, more)]))
 
 
+MAX_TOLD = 10   # mistakes told at once
+
+
 def parse_spec(body: Mapping[str, Any], known: tuple[str, ...], parse: Callable[[Fields], R]) -> R:
-    """`parse` the spec's fields; unknown fields (misspelt ones) and the first other mistake are told
-    together: the known fields are parsed all the same."""
+    """`parse` the spec's fields; every mistake is told at once (up to MAX_TOLD): unknown fields (a
+    misspelt one is parsed under the name it likely meant, so what it holds is checked too), then each
+    other mistake, found by parsing again without the field it was in (its default standing in) until
+    none is left or one cannot be stepped over (a required field missing)."""
     obj = spec_of(body)
     unknown = None
     try:
@@ -217,14 +223,45 @@ def parse_spec(body: Mapping[str, Any], known: tuple[str, ...], parse: Callable[
         if not isinstance(obj, Mapping):
             raise
         unknown = exc
-        f = Fields({k: v for k, v in obj.items() if k in known}, "spec", known)
-    try:
-        parsed = parse(f)
-    except SpecError as exc:
-        raise (told_together(unknown, exc) if unknown is not None else exc) from None
-    if unknown is not None:
-        raise unknown
-    return parsed
+        meant = {k: close[0] for k in obj if k not in known
+                 and (close := difflib.get_close_matches(k, known, n=1, cutoff=0.6)) and close[0] not in obj}
+        obj = {meant.get(k, k): v for k, v in obj.items() if k in known or k in meant}
+        f = Fields(obj, "spec", known)
+    told: list[SpecError] = []
+    rest = copy.deepcopy(dict(obj))
+    while True:
+        try:
+            parsed = parse(f)
+        except SpecError as exc:
+            if any(t.field_path == exc.field_path for t in told) or len(told) >= MAX_TOLD:
+                break
+            told.append(exc)
+            if not _drop(rest, exc.field_path):
+                break
+            f = Fields(rest, "spec", known)
+            continue
+        if not told:
+            if unknown is not None:
+                raise unknown
+            return parsed
+        break
+    first, *more = [*([unknown] if unknown is not None else []), *told]
+    raise told_together(first, *more) from None
+
+
+def _drop(spec: dict[str, Any], path: str) -> bool:
+    """Remove the field at `path` (`spec.a.b`; a list element's field stays) from `spec`: False when it
+    is not there to remove (a required one missing) or is the whole spec."""
+    keys = path.split(".")[1:]
+    if not keys or any("[" in k for k in keys):
+        return False
+    node: Any = spec
+    for k in keys[:-1]:
+        node = node.get(k) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or keys[-1] not in node:
+        return False
+    del node[keys[-1]]
+    return True
 
 
 def spec_of(body: Mapping[str, Any]) -> Any:
