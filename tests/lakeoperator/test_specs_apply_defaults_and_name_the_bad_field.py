@@ -310,7 +310,7 @@ def test_a_writers_mistakes_are_told_at_once_the_misspelt_fields_content_too() -
     said = str(told.value)
     assert told.value.field_path == "spec.tabelRef" and said.startswith("spec.tabelRef: unknown field (did "
                                                                         "you mean tableRef?)"), said
-    for part in ("; also spec.tableRef.namespace: unknown field", "; also spec.source.format: 'cvs' is not a file "
-                 "format Spark reads (did you mean 'csv'?)", "; also spec.spark.mode: 'locl' is not one of",
-                 "; also spec.restartPolicy.maxRestarts"):
+    for part in ("; also spec.tableRef.namespace: unknown field",
+                 "; also spec.source.format: 'cvs' is not a file format Spark reads (did you mean 'csv'?)",
+                 "; also spec.spark.mode: 'locl' is not one of", "; also spec.restartPolicy.maxRestarts"):
         assert part in said, said
