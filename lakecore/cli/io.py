@@ -150,11 +150,19 @@ def _csv_column_named(path: str, detail: str) -> str:
     return detail[:found.start()] + f"{name}{row}: " + detail[found.end():]
 
 
+_JSON_MIXED = re.compile(r"Column\(/(?P<column>[^)]+)\) changed from (?P<was>\w+) to (?P<now>\w+)")
+
+
 def _not_valid(path: str, fmt: Format, exc: BaseException) -> InvalidInput:
     label = _LABELS[fmt]
     detail = " ".join(str(exc).split())[:300]
     if fmt == "csv":
         detail = _csv_column_named(path, detail)
+    mixed = _JSON_MIXED.search(detail) if fmt == "json" else None
+    if mixed is not None:   # pyarrow's "in row N" counts within a block of the file, not its lines
+        return InvalidInput(f"input file {path!r}: column {mixed['column']!r} holds a {mixed['now']} where "
+                            f"its earlier values are a {mixed['was']}; give each column one JSON type (a "
+                            "number quoted on some lines only is a string there)")
     one_per_line = " with one JSON object per line" if fmt == "json" else ""
     return InvalidInput(f"input file {path!r} cannot be read as {label} ({detail}); check that it is a "
                         f"{label} file{one_per_line} whose values fit the table's column types, or name "

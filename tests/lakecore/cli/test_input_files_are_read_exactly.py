@@ -86,3 +86,13 @@ def test_a_json_string_of_another_type_is_named_with_its_line(tmp_path) -> None:
     told = r"'03/01/2026' \(line 2\) is no date32 value \(dates as 2026-03-01\)"
     with pytest.raises(InvalidInput, match=told):
         read_input(str(path), dated)
+
+
+def test_a_json_column_of_two_types_is_named(tmp_path) -> None:
+    """pyarrow said "Column(/d) changed from number to string in row 1", a row counted within a block of
+    the file, not its line."""
+    path = tmp_path / "in.json"
+    path.write_text('{"k": "a", "d": 1.5}\n{"k": "b", "d": "2.5"}\n')
+    told = r"column 'd' holds a string where its earlier values are a number; give each column one JSON type"
+    with pytest.raises(InvalidInput, match=told):
+        read_input(str(path), SCHEMA)
