@@ -187,6 +187,7 @@ def _end_run(runner: Runner, store: StateDir, loaded: Manifests, *, done: bool, 
                 "again (fix its input first), or when its manifest changes."
         raise RunFailed(closing)
 
+
 class _RunSignals:
     """What SIGINT (Ctrl-C), SIGTERM (a service manager) and SIGHUP (a closed terminal) do to `weir run`.
     While it runs, the first ends it as Ctrl-C does: a KeyboardInterrupt, so the launcher stops its
