@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
 from lakecore.config import type_name
 from lakecore.errors import InvalidInput
+from lakecore.write.conform import first_changed
 
 Format = Literal["parquet", "csv", "json"]
 
@@ -184,11 +184,10 @@ def _typed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
                 _refuse_text(path, name, given, kind)
             continue
         try:
-            changed = pc.fill_null(pc.not_equal(cast.cast(given.type), given), False)
+            row = first_changed(given, cast)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             continue   # no way back to compare (e.g. an integer into a string): nothing can be lost
-        if pc.any(changed).as_py():
-            row = pc.index(changed, True).as_py()
+        if row is not None:
             raise InvalidInput(f"input file {path!r}, column {name!r}: {given[row].as_py()!r} (line "
                                f"{row + 1}) does not fit the table's {type_name(kind)} exactly (it would be "
                                f"stored as {cast[row].as_py()!r}); write the value as the column holds it")

@@ -133,12 +133,18 @@ def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field,
     return col
 
 
+def first_changed(given: pa.ChunkedArray, cast: pa.ChunkedArray) -> int | None:
+    """The first row whose value `cast` (of `given`) does not hold exactly, read back into `given`'s
+    type (None: every one is the same). Raises what pyarrow does when there is no cast back."""
+    changed = pc.fill_null(pc.not_equal(cast.cast(given.type), given), False)
+    return pc.index(changed, True).as_py() if pc.any(changed).as_py() else None
+
+
 def _exactly(name: str, given: pa.ChunkedArray, cast: pa.ChunkedArray) -> None:
     """A float column written into a decimal one (JSON numbers as Spark and pyarrow read them): each value
     must be the decimal's exactly (1.25 into decimal(10,2); 1.999 would be stored as 2.00: refused)."""
-    changed = pc.fill_null(pc.not_equal(cast.cast(given.type), given), False)
-    if pc.any(changed).as_py():
-        row = pc.index(changed, True).as_py()
+    row = first_changed(given, cast)
+    if row is not None:
         raise SchemaMismatch(f"column {name!r}: {given[row].as_py()!r} does not fit {cast.type} exactly (it "
                              f"would be stored as {cast[row].as_py()}); round it in the input, or give the "
                              "column a larger scale")
