@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from lakecore.concurrency.liveness.heartbeat import (
     HeartbeatConfig,
@@ -69,6 +70,28 @@ def claimed_by_rollbacks(store: TimelineStore, timeline: Timeline) -> set[str]:
             except (FileNotFoundError, ValueError, UnicodeDecodeError):
                 continue
     return claimed
+
+
+def abort_pending(storage: Storage, lock: Lock, instant_time: str, by: str,
+                  details: Mapping[str, Any] | None = None, *, now: int | None = None,
+                  lock_timeout: float | None = None) -> bool:
+    """Record a pending instant's proof of death under the table lock (`heartbeat.mark_aborted`): it can
+    never complete from then on, `weir table describe` shows it aborted, and the next writer (or the
+    supervisor) rolls it back at once instead of after its heartbeat expires. For an instant that must
+    stop (a conflict's loser) or whose process is known to be gone (a driver `weir run` stopped).
+    False when it completed, or left the timeline, first; a proof recorded before stays as it was
+    (True). `lock_timeout`: seconds to wait for the lock (LockTimeout after; None: the lock's own)."""
+    store = TimelineStore(storage)
+    lock.acquire(lock_timeout)
+    try:
+        target = store.load().find(instant_time)
+        if target is None or target.is_completed:
+            return False
+        ensure_held(lock, f"aborting write {instant_time}")
+        mark_aborted(storage, instant_time, by, now_ms() if now is None else now, details)
+    finally:
+        lock.release()
+    return True
 
 
 def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clock = now_ms,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lakecore.cli.errors import CommandError
-from lakeoperator.builders.driver_pod import PodSettings
+from lakeoperator.builders.driver_pod import PodSettings, child_name
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.manifests import KINDS, ManifestError, Manifests
 from lakeoperator.observe import Inputs, TableInputs, observe
@@ -456,9 +456,17 @@ class Runner:
         a driver keeps showing a current instant (the scan that would clear it runs no more). The
         launcher starts nothing any more (closed)."""
         now, waits = self.clock(), list[float]()
+        stopped: dict[str, str] = {}   # "namespace/name" -> the submission of a driver now gone
         for r in self._ours(self.state.all("LakeWriter")):
-            if (r.body.get("status") or {}).get("phase") in ("Submitted", "Running"):
+            status = r.body.get("status") or {}
+            if status.get("phase") in ("Submitted", "Running"):
+                submission = status.get("submissionId")
+                if submission and self._gone(r.key[1], str(submission)):
+                    stopped[f"{r.key[1]}/{r.key[2]}"] = str(submission)
                 self._reconcile(r, observe(self.state, "LakeWriter", r.body), now, waits)
+        if self.supervisor is not None:   # their writes end now, not a heartbeat timeout later
+            for (namespace, table), instant in self.supervisor.abort_stopped(stopped, "weir run"):
+                log.info("the write %s to LakeTable %s/%s ended with its driver", instant, namespace, table)
         for r in self._ours(self.state.all("LakeWriter")):   # no driver: no write going (no scan will say so)
             status = r.body.get("status") or {}
             if status.get("phase") not in ("Submitted", "Running"):
@@ -467,6 +475,12 @@ class Runner:
                     r.body["status"] = cleared
                     self.state.save(r)
         self._refresh_tables()
+
+    def _gone(self, namespace: str, submission: str) -> bool:
+        """Whether the driver pod of `submission` is known to have ended (the launcher saw it exit or
+        stopped it), so no write of it can go on."""
+        pod = self.launcher.get_pod(namespace, child_name(submission))
+        return pod is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
     def verdicts(self) -> list[Verdict]:
         """Where each resource stands (run_verdict.py): the run is over when none is going."""

@@ -35,10 +35,9 @@ from lakecore.concurrency.liveness.heartbeat import (
     HeartbeatConfig,
     is_aborted,
     last_sign_of_life,
-    mark_aborted,
 )
-from lakecore.concurrency.locks.protocol import Lock, ensure_held
-from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
+from lakecore.concurrency.locks.protocol import Lock
+from lakecore.concurrency.rollback import abort_pending, claimed_by_rollbacks, is_pending_write
 from lakecore.config import ConcurrencyMode
 from lakecore.layout import parse_data_file_name
 from lakecore.storage import Storage, join
@@ -204,16 +203,8 @@ def abort_loser(storage: Storage, lock: Lock, conflict: OutsideConflict, decided
     """Record the loser's proof of death (with the decision's details) under the table lock, if it is
     still pending; False when it completed or left the timeline first. Idempotent: a loser aborted
     already stays aborted with its first record (True)."""
-    store = TimelineStore(storage)
-    with lock:
-        timeline = store.load()
-        target = timeline.find(conflict.loser)
-        if target is None or target.is_completed:
-            return False
-        ensure_held(lock, f"aborting write {conflict.loser}")
-        mark_aborted(storage, conflict.loser, f"{decided_by}: {conflict.describe()}",
-                     now_ms() if now is None else now, conflict.details(decided_by))
-    return True
+    return abort_pending(storage, lock, conflict.loser, f"{decided_by}: {conflict.describe()}",
+                         conflict.details(decided_by), now=now)
 
 
 def pending_times(timeline: Timeline, actions: Iterable[str] = CHECKED_ACTIONS) -> set[str]:

@@ -239,6 +239,44 @@ class Supervisor:
         self.scans += 1
         return decided
 
+    def abort_stopped(self, drivers: Mapping[str, str], by: str, *, lock_timeout_s: float = 5.0
+                      ) -> list[tuple[TableKey, str]]:
+        """Record the proof of death of every pending write of a driver known to be gone (`drivers`: the
+        LakeWriter "namespace/name" -> the submission its stopped driver ran), on every watched table:
+        the registry's info names both, so a write of another run of a writer of the same name is
+        never taken for one. `weir table describe` then says aborted, not alive, and the next write
+        rolls it back at once rather than after its heartbeat timeout. A table whose lock is not had
+        within `lock_timeout_s` (a lock the stopped driver held, say) is left to that timeout, as
+        before. Returns (table, instant) of each write aborted."""
+        from lakecore.concurrency.rollback import abort_pending, is_pending_write
+
+        aborted: list[tuple[TableKey, str]] = []
+        if not drivers:
+            return aborted
+        with self._guard:
+            tables = list(self._tables.values())
+        for table in tables:
+            try:
+                opened = self._opened(table)
+                store = TimelineStore(opened.storage)
+                pending = {i.requested_time for i in store.load().pending if is_pending_write(store, i)}
+                infos = {t: dict(i) for t, i in opened.infos.items() if t in pending}
+                if pending:
+                    infos.update(opened.registry.live_writers(opened.storage.uri))
+                for t in sorted(pending & set(infos)):
+                    writer, submission = infos[t].get("writer"), infos[t].get("submission")
+                    if submission is None or drivers.get(str(writer)) != str(submission):
+                        continue
+                    details = {"reason": "stopped", "decided_by": by, "writer": writer,
+                               "submission": submission}
+                    if abort_pending(opened.storage, opened.lock, t, f"{by}: its driver was stopped", details,
+                                     lock_timeout=lock_timeout_s):
+                        aborted.append((table.key, t))
+            except Exception as exc:   # advisory: its heartbeat expires all the same
+                log.warning("could not record that the stopped writers' writes to %s/%s are over: %s: %s",
+                            table.namespace, table.name, type(exc).__name__, exc)
+        return aborted
+
     # -- one table -----------------------------------------------------------------------------
 
     def scan(self, table: WatchedTable) -> list[Decision]:

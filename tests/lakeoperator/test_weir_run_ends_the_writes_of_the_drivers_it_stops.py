@@ -1,0 +1,105 @@
+"""A driver that `weir run` stops as it ends (Ctrl-C, a timeout) mid-write leaves a pending instant. Its
+process is gone, but its heartbeat is fresh: `weir table describe` called the write "alive" for up to a
+heartbeat timeout (~30 s), and a writer starting right after the run waited as long before rolling it
+back. Now the run records the write's proof of death as it settles: described "aborted", rolled back by
+the next write at once. A pending write of the same writer name from another submission (another run,
+another state directory) is left alone.
+
+The real reconcile loop (lakeoperator.local.Runner) with its local launcher and the supervisor; the
+driver's `spark-submit` is a stand-in program that starts a real lakecore write (registered in the
+table's writer registry with its LakeWriter and submission, as sparkjobs' writers do) and waits."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lakecore import RegistrationOptions, Table, WriterOptions
+from lakecore.concurrency.liveness.writers import StorageWriterRegistry
+from lakecore.table.writer import WriteJob
+from lakeoperator.builders.driver_pod import PodSettings
+from lakeoperator.launch.local import LocalLauncher
+from lakeoperator.local import Runner, StateDir, apply
+
+STAND_IN = """\
+#!{python}
+import os, pathlib, time
+from lakecore import RegistrationOptions, Table, WriterOptions
+from lakecore.concurrency.liveness.writers import StorageWriterRegistry
+from lakecore.table.writer import WriteJob
+t = Table.open({lake!r})
+options = WriterOptions(registration=RegistrationOptions(StorageWriterRegistry(t.storage)))
+job = WriteJob.start(t.storage, t.config, t.lock, "upsert", options)
+pathlib.Path({started!r}).write_text(job.instant.requested_time)
+time.sleep(300)
+"""
+
+
+def _manifests(lake: Path) -> list[dict[str, object]]:
+    meta = {"namespace": "lake"}
+    table = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": {**meta, "name": "orders"},
+             "spec": {"location": str(lake), "recordKey": ["id"], "orderingField": "ts", "buckets": 2,
+                      "schema": [{"name": "id", "type": "int64", "nullable": False},
+                                 {"name": "ts", "type": "int64"}]}}
+    writer = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeWriter",
+              "metadata": {**meta, "name": "orders-in"},
+              "spec": {"tableRef": {"name": "orders"}, "mode": "streaming", "operation": "upsert",
+                       "trigger": {"intervalSeconds": 5},
+                       "source": {"format": "parquet", "path": str(lake.parent / "incoming")}}}
+    return [table, writer]
+
+
+def _pending(lake: Path) -> dict[str, dict[str, object]]:
+    return {p["instant"]: p for p in Table.open(str(lake)).activity()["pending"]}
+
+
+def test_the_write_of_a_driver_the_run_stopped_is_aborted_not_alive(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    lake = tmp_path / "lake" / "orders"
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64())])
+    Table.create(str(lake), schema=schema, record_key="id", ordering_field="ts", buckets=2)
+    started = tmp_path / "started"
+    stand_in = tmp_path / "spark-submit"
+    stand_in.write_text(STAND_IN.format(python=sys.executable, lake=str(lake), started=str(started)))
+    stand_in.chmod(0o755)
+    state = StateDir(tmp_path / "state")
+    apply(state, _manifests(lake), datetime.now(UTC))
+    launcher = LocalLauncher(tmp_path / "state" / "pods-state", substitute={"spark-submit": str(stand_in)})
+    runner = Runner(state, launcher, PodSettings())
+
+    # another run's driver of a writer of the same name, writing now (its heartbeat beats here)
+    monkeypatch.setenv("WEIR_WRITER", "lake/orders-in")
+    monkeypatch.setenv("WEIR_SUBMISSION_ID", "orders-in-elsewhere-1")
+    t = Table.open(str(lake))
+    elsewhere = WriteJob.start(t.storage, t.config, t.lock, "upsert",
+                               WriterOptions(registration=RegistrationOptions(StorageWriterRegistry(t.storage))))
+    try:
+        try:
+            deadline = time.monotonic() + 60
+            while not started.exists() and time.monotonic() < deadline:
+                runner.step()
+                time.sleep(0.2)
+            assert started.exists(), [p.read_text() for p in (tmp_path / "state" / "logs").rglob("*.log")]
+            runner.step()   # the supervisor's scan reads the registry with the write in it
+            stopped = started.read_text()
+            assert _pending(lake)[stopped]["alive"] is True
+        finally:
+            launcher.close()
+        runner.settle()
+        pending = _pending(lake)
+        assert pending[stopped]["aborted"] is True and pending[stopped]["alive"] is False, pending
+        other = elsewhere.instant.requested_time
+        assert pending[other]["aborted"] is False and pending[other]["alive"] is True, pending
+    finally:
+        elsewhere.abort()
+    monkeypatch.delenv("WEIR_WRITER")
+    monkeypatch.delenv("WEIR_SUBMISSION_ID")
+    # the next write rolls the stopped one back at once, not a heartbeat timeout later
+    Table.open(str(lake)).upsert(pa.table({"id": [1], "ts": [1]}, schema=schema))
+    assert stopped not in _pending(lake), _pending(lake)
