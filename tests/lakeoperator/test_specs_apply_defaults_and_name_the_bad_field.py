@@ -314,3 +314,61 @@ def test_a_writers_mistakes_are_told_at_once_the_misspelt_fields_content_too() -
                  "; also spec.source.format: 'cvs' is not a file format Spark reads (did you mean 'csv'?)",
                  "; also spec.spark.mode: 'locl' is not one of", "; also spec.restartPolicy.maxRestarts"):
         assert part in said, said
+
+
+@pytest.mark.parametrize(("missing", "first"), [
+    ("tableRef", "spec.tableRef: is required; set it"),
+    ("tableRef.name", "spec.tableRef.name: is required; set it"),
+    ("mode", "spec.mode: is required; use one of streaming, batch"),
+    ("source", "spec.source: needs exactly one of path"),
+    ("source.path", "spec.source: needs exactly one of path"),
+])
+def test_a_missing_required_field_does_not_hide_the_mistakes_after_it(missing: str, first: str) -> None:
+    """A writer without `tableRef` (or its name, its mode, a source's path) and with `spark.mode: locl`
+    was told only of the missing field; the Spark mode took another round. The missing field gets a
+    stand-in value while the rest is checked (of the kind it takes: a whole missing object is told
+    once, not as the fields it lacks)."""
+    body = lake_writer(source={"format": "csv", "path": "in"}, spark={"mode": "locl"},
+                       restartPolicy={"maxRestarts": -1})
+    node = body["spec"]
+    *parents, last = missing.split(".")
+    for key in parents:
+        node = node[key]
+    del node[last]
+    with pytest.raises(SpecError) as told:
+        parse_lake_writer(body)
+    said = str(told.value)
+    assert said.startswith(first), said
+    for part in ("; also spec.spark.mode: 'locl' is not one of", "; also spec.restartPolicy.maxRestarts"):
+        assert part in said, said
+    assert said.count("; also") == 2, said
+
+
+def test_a_table_services_missing_type_is_told_with_its_other_mistakes() -> None:
+    """A service with a schedule that is no cron schedule, no type and a bad policy was told of the
+    schedule alone: without it, "schedule or trigger is required" stopped the search. The dropped
+    schedule gets a stand-in, so the type and the policy are told too."""
+    body = table_service(schedule="every hour", policy={"archiveMinInstants": 0})
+    del body["spec"]["type"]
+    with pytest.raises(SpecError) as told:
+        parse_table_service(body)
+    said = str(told.value)
+    assert said.startswith("spec.schedule: 'every hour' is not a cron schedule"), said
+    for part in ("; also spec.policy.archiveMinInstants: must be an integer >= 1",
+                 "; also spec.type: is required; use one of compaction"):
+        assert part in said, said
+
+
+def test_a_table_without_its_record_key_is_told_its_other_mistakes_too() -> None:
+    """A missing recordKey stopped the search; a column of the schema (not a partition field) now stands
+    in for it while the rest is checked."""
+    body = lake_table(tableType="cow", buckets=-1)
+    del body["spec"]["recordKey"]
+    with pytest.raises(SpecError) as told:
+        parse_lake_table(body)
+    said = str(told.value)
+    assert said.startswith("spec.recordKey: is required"), said
+    for part in ("; also spec.tableType: 'cow' is not one of",
+                 "; also spec.buckets: must be an integer >= 1"):
+        assert part in said, said
+    assert "partitionFields" not in said, said

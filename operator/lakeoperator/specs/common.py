@@ -36,10 +36,13 @@ _MEMORY = re.compile(r"^(\d+)([kmgt]?)b?$", re.IGNORECASE)
 class SpecError(ValueError):
     """A resource's spec is invalid: `field_path` names the field, the message ends with the fix."""
 
-    def __init__(self, field_path: str, message: str) -> None:
+    def __init__(self, field_path: str, message: str, *, stand_in: Mapping[str, Any] | None = None) -> None:
         super().__init__(f"{field_path}: {message}")
         self.field_path = field_path
         self.message = message
+        # values (by field path) that would let parsing go on past this mistake, to find the ones after
+        # it (parse_spec): what a missing field would hold, of the kind it takes
+        self.stand_in = dict(stand_in or {})
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,8 @@ class Fields:
         allowed = get_args(choices)
         value = self.obj.get(key, default)
         if value is None:
-            raise SpecError(self.at(key), f"is required; use one of {', '.join(allowed)}")
+            raise SpecError(self.at(key), f"is required; use one of {', '.join(allowed)}",
+                            stand_in={self.at(key): allowed[0]})
         if value not in allowed:
             raise SpecError(self.at(key), f"{value!r} is not one of {', '.join(allowed)}; use one of them")
         return value
@@ -213,8 +217,9 @@ MAX_TOLD = 10   # mistakes told at once
 def parse_spec(body: Mapping[str, Any], known: tuple[str, ...], parse: Callable[[Fields], R]) -> R:
     """`parse` the spec's fields; every mistake is told at once (up to MAX_TOLD): unknown fields (a
     misspelt one is parsed under the name it likely meant, so what it holds is checked too), then each
-    other mistake, found by parsing again without the field it was in (its default standing in) until
-    none is left or one cannot be stepped over (a required field missing)."""
+    other mistake, found by parsing again without the field it was in (its default standing in), or
+    with a stand-in value for a required field that is missing (`_stand_in`), until none is left or one
+    cannot be stepped over."""
     obj = spec_of(body)
     unknown = None
     try:
@@ -228,16 +233,26 @@ def parse_spec(body: Mapping[str, Any], known: tuple[str, ...], parse: Callable[
         obj = {meant.get(k, k): v for k, v in obj.items() if k in known or k in meant}
         f = Fields(obj, "spec", known)
     told: list[SpecError] = []
+    stood_in: list[str] = []   # paths given stand-in values: a mistake there is not the user's
     rest = copy.deepcopy(dict(obj))
     while True:
         try:
             parsed = parse(f)
         except SpecError as exc:
-            if any(t.field_path == exc.field_path for t in told) or len(told) >= MAX_TOLD:
+            if len(told) >= MAX_TOLD or any(_within(exc.field_path, p) for p in stood_in):
                 break
-            told.append(exc)
-            if not _drop(rest, exc.field_path):
-                break
+            if any(t.field_path == exc.field_path for t in told):
+                # told already (a field dropped for its mistake was required): its stand-in, if any
+                if not exc.stand_in or set(exc.stand_in) <= set(stood_in):
+                    break
+            else:
+                told.append(exc)
+            if _put_all(rest, exc.stand_in):
+                stood_in.extend(exc.stand_in)
+            elif not _drop(rest, exc.field_path):
+                if not _stand_in(rest, exc.field_path, parse, known):
+                    break
+                stood_in.append(exc.field_path)
             f = Fields(rest, "spec", known)
             continue
         if not told:
@@ -262,6 +277,63 @@ def _drop(spec: dict[str, Any], path: str) -> bool:
         return False
     del node[keys[-1]]
     return True
+
+
+def _put_all(spec: dict[str, Any], values: Mapping[str, Any]) -> bool:
+    """Set each field path of `values` (`spec.a.b`, objects made on the way) in `spec`: False when
+    there is none, or one cannot be set (a list element's, or under a field that is no object)."""
+    if not values:
+        return False
+    for path, value in values.items():
+        keys = path.split(".")[1:]
+        if not keys or any("[" in k for k in keys):
+            return False
+        node: Any = spec
+        for k in keys[:-1]:
+            if node.get(k) is None:
+                node[k] = {}
+            node = node[k]
+            if not isinstance(node, dict):
+                return False
+        node[keys[-1]] = copy.deepcopy(value)
+    return True
+
+
+_STAND_INS: tuple[Any, ...] = ("missing", {}, [], 1)
+
+
+def _stand_in(spec: dict[str, Any], path: str, parse: Callable[[Fields], Any],
+              known: tuple[str, ...]) -> bool:
+    """Put a stand-in value at `path`, a required field that is missing, so that parsing goes on to the
+    mistakes after it: the first of a string, an object, a list and a number that the parse takes (its
+    next mistake, if any, is neither at `path` nor inside it; an object's own missing fields get stand-ins
+    in turn). False when none does, or `path` is not a field of an object there."""
+    keys = path.split(".")[1:]
+    if not keys or any("[" in k for k in keys):
+        return False
+    node: Any = spec
+    for k in keys[:-1]:
+        node = node.get(k) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or node.get(keys[-1]) is not None:
+        return False
+    for value in _STAND_INS:
+        node[keys[-1]] = copy.deepcopy(value)
+        try:
+            parse(Fields(spec, "spec", known))
+        except SpecError as exc:
+            if exc.field_path == path or exc.field_path.startswith(f"{path}["):
+                continue
+            if _within(exc.field_path, path) and not (
+                    isinstance(value, dict) and _stand_in(spec, exc.field_path, parse, known)):
+                continue
+        return True
+    del node[keys[-1]]
+    return False
+
+
+def _within(path: str, field: str) -> bool:
+    """Whether `path` is the field `field` or lies inside it."""
+    return path == field or path.startswith((f"{field}.", f"{field}["))
 
 
 def spec_of(body: Mapping[str, Any]) -> Any:

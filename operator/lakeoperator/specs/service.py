@@ -80,7 +80,8 @@ def parse_table_service(body: Mapping[str, Any]) -> TableServiceSpec:
 def _table_service(f: Fields) -> TableServiceSpec:
     if f.has("schedule") == f.has("trigger"):
         raise SpecError(f.at("schedule"), "or trigger: exactly one is required (a cron schedule, or "
-                        "trigger.afterDeltaCommits); set one")
+                        "trigger.afterDeltaCommits); set one",
+                        stand_in=None if f.has("schedule") else {f.at("schedule"): "@daily"})
     schedule = f.text("schedule", None)
     if schedule is not None and not ((schedule in CRON_ALIASES or len(schedule.split()) == 5)
                                      and croniter.is_valid(schedule)):

@@ -9,7 +9,7 @@ A body is parsed once, at the handler edge; everything after works on these valu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -142,10 +142,15 @@ def parse_lake_table(body: Mapping[str, Any]) -> LakeTableSpec:
     return parse_spec(body, TABLE_FIELDS, _lake_table)
 
 
-def _record_key(f: Fields) -> tuple[str, ...]:
+def _record_key(f: Fields, names: Sequence[str] = ()) -> tuple[str, ...]:
+    """spec.recordKey; `names`: the schema's columns, when known (one of them, not a partition field,
+    stands in for a missing key while the rest of the spec is checked)."""
     record_key = f.strings("recordKey")
     if not record_key:
-        raise SpecError(f.at("recordKey"), "is required: list the columns that identify a record")
+        partitions = f.raw("partitionFields")
+        free = [n for n in names if not isinstance(partitions, list) or n not in partitions]
+        raise SpecError(f.at("recordKey"), "is required: list the columns that identify a record",
+                        stand_in={f.at("recordKey"): free[:1]} if free else None)
     return record_key
 
 
@@ -159,7 +164,7 @@ def _lake_table(f: Fields) -> LakeTableSpec:
             raise told_together(bad_schema, bad_key) from None
         raise
     names = [c.name for c in schema]
-    record_key = _record_key(f)
+    record_key = _record_key(f, names)
     partition_fields = f.strings("partitionFields")
     for key, cols in (("recordKey", record_key), ("partitionFields", partition_fields)):
         _columns_exist(cols, names, f.at(key))

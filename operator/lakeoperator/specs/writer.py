@@ -93,9 +93,11 @@ def parse_lake_writer(body: Mapping[str, Any]) -> LakeWriterSpec:
 
 def _lake_writer(f: Fields) -> LakeWriterSpec:
     s = f.sub("source", ("format", "path", "options", "table", "kafka"))
-    if not f.has("source") or [s.has("path"), s.has("table"), s.has("kafka")].count(True) != 1:
+    given = [s.has("path"), s.has("table"), s.has("kafka")].count(True)
+    if given != 1:
         raise SpecError(f.at("source"), "needs exactly one of path (files), table (a Weir table, read "
-                        "incrementally) or kafka (topics); set one")
+                        "incrementally) or kafka (topics); set one",
+                        stand_in={s.at("path"): "missing"} if given == 0 else None)
     source_format = str(s.text("format", "parquet"))
     meant = did_you_mean([source_format], FILE_FORMATS) if source_format not in FILE_FORMATS else ""
     if meant:   # a format a package adds stays allowed; one close to Spark's own is a typo
