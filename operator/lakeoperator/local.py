@@ -570,6 +570,8 @@ def row(r: Resource) -> dict[str, str]:
     phase = s.get("phase")
     if r.kind == "LakeTable":
         detail = str(s.get("latestInstant") or "")
+        if detail and s.get("latestAction"):   # a rollback is no write: say which it is
+            detail += f" ({s['latestAction']})"
     elif r.kind == "LakeWriter":
         detail = f"attempts={(s.get('attempts') or {}).get('total', 0)}"
     else:   # a service has no phase: running a run, or waiting for its next one

@@ -291,6 +291,7 @@ def _table_info(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> T
     at = datetime.fromtimestamp(to_epoch_ms(last.completion_time) / 1000, UTC) \
         if last is not None and last.completion_time else None
     return TableInfo(latest_instant=last.requested_time if last else None, latest_instant_time=at,
+                     latest_action=last.action if last else None,
                      pending_compactions=sum(1 for i in timeline.pending if i.action == "compaction"),
                      active_writers=sum(1 for i in timeline.pending if i.action in ("commit", "deltacommit")))
 

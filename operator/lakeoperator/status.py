@@ -252,6 +252,7 @@ class TableInfo:
 
     latest_instant: str | None = None
     latest_instant_time: datetime | None = None
+    latest_action: str | None = None      # the action of latest_instant (commit, rollback, ...)
     pending_compactions: int = 0
     active_writers: int = 0
 
@@ -285,6 +286,7 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
     return _with(old, ref, now, conditions, {
         "phase": phase,
         "latestInstant": i.latest_instant,
+        "latestAction": i.latest_action,
         "latestInstantTime": timestamp(i.latest_instant_time) if i.latest_instant_time else None,
         "pendingCompactions": i.pending_compactions, "activeWriters": i.active_writers,
         "lastError": message if phase == "Failed" else None,
@@ -294,8 +296,8 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
 
 # the LakeTable status fields derived from its timeline (TableInfo, and what publishing shows): a commit
 # changes them, nothing else
-TIMELINE_FIELDS = ("latestInstant", "latestInstantTime", "pendingCompactions", "activeWriters", "published",
-                   "publishedInstant")
+TIMELINE_FIELDS = ("latestInstant", "latestAction", "latestInstantTime", "pendingCompactions",
+                   "activeWriters", "published", "publishedInstant")
 
 
 def location_changed_status(ref: ObjectRef, old: Mapping[str, Any], location: str, now: datetime

@@ -152,6 +152,13 @@ def _when(at: str | None, now: datetime) -> str | None:
     return f"{at} ({age(at, now)} ago)" if at else None
 
 
+def _latest(instant: str | None, s: Mapping[str, Any]) -> str | None:
+    """The latest instant, with its action and when it completed."""
+    said = [str(x) for x in (s.get("latestAction"), s.get("latestInstantTime") and
+                             f"completed {s['latestInstantTime']}") if x]
+    return f"{instant} ({', '.join(said)})" if instant and said else instant
+
+
 def _table_fields(spec: Mapping[str, Any], s: Mapping[str, Any], now: datetime) -> list[tuple[str, Any]]:
     lock = spec.get("lock") or {}
     zk = (lock.get("zookeeper") or {}).get("connect")
@@ -162,8 +169,7 @@ def _table_fields(spec: Mapping[str, Any], s: Mapping[str, Any], now: datetime) 
             ("Concurrency", (spec.get("concurrency") or {}).get("mode")),
             ("Lock", f"{lock.get('provider')}{f' at {zk}' if zk else ''}" if lock.get("provider") else None),
             ("Phase", shown_phase({"status": s})),
-            ("Latest instant", f"{instant} (completed {s['latestInstantTime']})"
-             if instant and s.get("latestInstantTime") else instant),
+            ("Latest instant", _latest(instant, s)),
             ("Pending compactions", s.get("pendingCompactions") or None),
             ("Active writers", s.get("activeWriters") or None),
             *((f"Published ({e.get('format')})", _published(e)) for e in s.get("published") or ()),

@@ -166,7 +166,7 @@ def test_table_status_golden() -> None:
     creating = table_status(ref, plan, None, T0)
     assert (creating["phase"], creating["conditions"][1]["status"]) == ("Pending", "True")
     info = TableInfo(latest_instant="20261123120000000", latest_instant_time=T1, pending_compactions=1,
-                     active_writers=2)
+                     active_writers=2, latest_action="deltacommit")
     ready = table_status(ref, replace(plan, action=TableAction.ADOPT), creating, T1, info=info)
     assert ready == {
         "phase": "Ready",
@@ -176,7 +176,7 @@ def test_table_status_golden() -> None:
                        cond("ReconciliationPaused", "False", "Reconciling", "", T0, 2),
                        cond("Reconciling", "False", "AsExpected", "", T1, 2),
                        cond("Stalled", "False", "AsExpected", "", T0, 2)],
-        "observedGeneration": 2, "latestInstant": "20261123120000000",
+        "observedGeneration": 2, "latestInstant": "20261123120000000", "latestAction": "deltacommit",
         "latestInstantTime": "2026-11-23T12:05:00Z", "pendingCompactions": 1, "activeWriters": 2,
         "lastError": None,
     }

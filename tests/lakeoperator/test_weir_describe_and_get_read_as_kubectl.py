@@ -204,3 +204,39 @@ def test_a_writer_the_run_stopped_shows_no_current_instant(tmp_path: Path,
     where = ("--state", str(tmp_path / "state"))
     assert "lw/orders-erase" not in weir("get", *where, "-n", "default", cwd=tmp_path)
     assert "lw/orders-erase" in weir("get", *where, "-n", "lake", cwd=tmp_path)
+
+
+def test_a_tables_latest_instant_says_its_action(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that failed leaves a rollback as the table's latest completed instant: `weir run`'s
+    progress and `weir describe` showed its instant alone, read as the write that landed. The action
+    is shown beside it (status.latestAction)."""
+    from lakecore.table.writer import WriteJob
+    from lakeoperator.local import row
+
+    monkeypatch.chdir(tmp_path)
+    lake = Path("lake") / "orders"
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64())])
+    t = Table.create(str(lake), schema=schema, record_key="id", ordering_field="ts", buckets=2)
+    t.upsert(pa.table({"id": [1], "ts": [1]}))
+    WriteJob.start(t.storage, t.config, t.lock, "upsert").abort(ValueError("a null key"))
+    rollback = Table.open(str(lake)).timeline().last_completed()
+    assert rollback is not None and rollback.action == "rollback"
+    state = StateDir(tmp_path / "state")
+    apply(state, manifests(lake)[:1], datetime.now(UTC))
+    launcher = LocalLauncher(tmp_path / "state" / "pods-state")
+    try:
+        runner = Runner(state, launcher, PodSettings(), supervise=False)
+        runner.step()
+        r = state.load("LakeTable", "lake", "orders")
+        assert r is not None and r.body["status"]["latestAction"] == "rollback", r.body["status"]
+        assert row(r)["detail"] == f"{rollback.requested_time} (rollback)"
+        described = weir("describe", "lt", "orders", "-n", "lake", "--state", str(tmp_path / "state"),
+                         cwd=tmp_path, columns=200)
+        assert f"{rollback.requested_time} (rollback, completed " in described, described
+        latest = Table.open(str(lake)).upsert(pa.table({"id": [2], "ts": [1]})).instant
+        runner.step()
+        r = state.load("LakeTable", "lake", "orders")
+        assert r is not None, state
+        assert row(r)["detail"] == f"{latest.requested_time} (deltacommit)", r.body["status"]
+    finally:
+        launcher.close()
