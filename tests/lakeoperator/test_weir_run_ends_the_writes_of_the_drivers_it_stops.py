@@ -15,6 +15,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -25,6 +26,7 @@ from lakecore.table.writer import WriteJob
 from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Runner, StateDir, apply
+from tests.lakeoperator.test_weir_describe_and_get_read_as_kubectl import manifests
 
 STAND_IN = """\
 #!{python}
@@ -40,17 +42,9 @@ time.sleep(300)
 """
 
 
-def _manifests(lake: Path) -> list[dict[str, object]]:
-    meta = {"namespace": "lake"}
-    table = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable", "metadata": {**meta, "name": "orders"},
-             "spec": {"location": str(lake), "recordKey": ["id"], "orderingField": "ts", "buckets": 2,
-                      "schema": [{"name": "id", "type": "int64", "nullable": False},
-                                 {"name": "ts", "type": "int64"}]}}
-    writer = {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeWriter",
-              "metadata": {**meta, "name": "orders-in"},
-              "spec": {"tableRef": {"name": "orders"}, "mode": "streaming", "operation": "upsert",
-                       "trigger": {"intervalSeconds": 5},
-                       "source": {"format": "parquet", "path": str(lake.parent / "incoming")}}}
+def _manifests(lake: Path) -> list[dict[str, Any]]:
+    table, writer = manifests(lake)
+    writer["spec"].update(mode="streaming", operation="upsert", trigger={"intervalSeconds": 5})
     return [table, writer]
 
 
@@ -74,8 +68,8 @@ def test_the_write_of_a_driver_the_run_stopped_is_aborted_not_alive(tmp_path: Pa
     runner = Runner(state, launcher, PodSettings())
 
     # another run's driver of a writer of the same name, writing now (its heartbeat beats here)
-    monkeypatch.setenv("WEIR_WRITER", "lake/orders-in")
-    monkeypatch.setenv("WEIR_SUBMISSION_ID", "orders-in-elsewhere-1")
+    monkeypatch.setenv("WEIR_WRITER", "lake/orders-erase")
+    monkeypatch.setenv("WEIR_SUBMISSION_ID", "orders-erase-elsewhere-1")
     t = Table.open(str(lake))
     elsewhere = WriteJob.start(t.storage, t.config, t.lock, "upsert",
                                WriterOptions(registration=RegistrationOptions(StorageWriterRegistry(t.storage))))

@@ -267,16 +267,23 @@ def parse_spec(body: Mapping[str, Any], known: tuple[str, ...], parse: Callable[
 def _drop(spec: dict[str, Any], path: str) -> bool:
     """Remove the field at `path` (`spec.a.b`; a list element's field stays) from `spec`: False when it
     is not there to remove (a required one missing) or is the whole spec."""
+    found = _holder(spec, path)
+    if found is None or found[1] not in found[0]:
+        return False
+    del found[0][found[1]]
+    return True
+
+
+def _holder(spec: dict[str, Any], path: str) -> tuple[dict[str, Any], str] | None:
+    """The object in `spec` that holds the field at `path` (`spec.a.b`), and the field's key; None for
+    the whole spec, a list element's field, or a path through a field that is no object."""
     keys = path.split(".")[1:]
     if not keys or any("[" in k for k in keys):
-        return False
+        return None
     node: Any = spec
     for k in keys[:-1]:
         node = node.get(k) if isinstance(node, dict) else None
-    if not isinstance(node, dict) or keys[-1] not in node:
-        return False
-    del node[keys[-1]]
-    return True
+    return (node, keys[-1]) if isinstance(node, dict) else None
 
 
 def _put_all(spec: dict[str, Any], values: Mapping[str, Any]) -> bool:
@@ -308,16 +315,12 @@ def _stand_in(spec: dict[str, Any], path: str, parse: Callable[[Fields], Any],
     mistakes after it: the first of a string, an object, a list and a number that the parse takes (its
     next mistake, if any, is neither at `path` nor inside it; an object's own missing fields get stand-ins
     in turn). False when none does, or `path` is not a field of an object there."""
-    keys = path.split(".")[1:]
-    if not keys or any("[" in k for k in keys):
+    found = _holder(spec, path)
+    if found is None or found[0].get(found[1]) is not None:
         return False
-    node: Any = spec
-    for k in keys[:-1]:
-        node = node.get(k) if isinstance(node, dict) else None
-    if not isinstance(node, dict) or node.get(keys[-1]) is not None:
-        return False
+    node, key = found
     for value in _STAND_INS:
-        node[keys[-1]] = copy.deepcopy(value)
+        node[key] = copy.deepcopy(value)
         try:
             parse(Fields(spec, "spec", known))
         except SpecError as exc:
@@ -327,7 +330,7 @@ def _stand_in(spec: dict[str, Any], path: str, parse: Callable[[Fields], Any],
                     isinstance(value, dict) and _stand_in(spec, exc.field_path, parse, known)):
                 continue
         return True
-    del node[keys[-1]]
+    del node[key]
     return False
 
 
