@@ -424,7 +424,7 @@ class Table:
                                        meta=with_meta)
         timeline = full = self.timeline()
         if as_of is not None:
-            point = parse_point_in_time(as_of.requested_time if isinstance(as_of, Instant) else as_of)
+            point = parse_point_in_time(as_of)
             timeline = self._store.as_of(full, point)
         view = view_of(self.storage, timeline)
         if as_of is not None:
@@ -433,13 +433,16 @@ class Table:
                          with_meta=with_meta, base_only=query == "read_optimized")
         return Scan(self.storage, self.config, plan)
 
-    def read_changes(self, start: str | datetime, end: str | datetime | None = None, *,
+    def read_changes(self, start: str | datetime | Instant, end: str | datetime | Instant | None = None, *,
                      columns: Sequence[str] | None = None) -> pa.Table:
         """Records changed by instants completed in (start, end]: their latest version as of `end`,
-        with `_weir_op` = 'upsert' or 'delete' and the meta columns."""
-        timeline = self.timeline()
-        return read_changes(self.storage, self.config, timeline, parse_point_in_time(start),
-                            None if end is None else parse_point_in_time(end), columns=columns)
+        with `_weir_op` = 'upsert' or 'delete' and the meta columns. `start` and `end`: instant times,
+        times, or Instants (a write's `result.instant`)."""
+        first, last = parse_point_in_time(start), None if end is None else parse_point_in_time(end)
+        if last is not None and last < first:
+            raise InvalidInput(f"the end {last} is before the start {first}: changes are read from the start "
+                               "(exclusive) to the end (inclusive); swap them")
+        return read_changes(self.storage, self.config, self.timeline(), first, last, columns=columns)
 
     # -- other engines ------------------------------------------------------------------------
 

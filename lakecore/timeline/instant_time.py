@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from lakecore.errors import InstantNotFound
 
@@ -37,9 +38,13 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def parse_point_in_time(value: str | datetime) -> str:
-    """Accept an instant time, an ISO-8601 timestamp (UTC if naive) or a datetime; return 17 digits.
-    Zeros ("000", as Hudi's incremental reads start) are the point before every instant."""
+def parse_point_in_time(value: Any) -> str:
+    """Accept an instant time, an ISO-8601 timestamp (UTC if naive), a datetime or an Instant (a write's
+    `result.instant`: its requested time); return 17 digits. Zeros ("000", as Hudi's incremental reads
+    start) are the point before every instant."""
+    requested = getattr(value, "requested_time", None)
+    if isinstance(requested, str):
+        value = requested
     if isinstance(value, datetime):
         dt = value if value.tzinfo else value.replace(tzinfo=UTC)
         return format_ms(int(dt.timestamp() * 1000))

@@ -4,7 +4,9 @@
                 is rolled back: a rollback instant says so), naming the first bad message's topic,
                 partition and offset, why it does not decode, and how many there are: BadMessages, bad
                 input (exit 2): the writer stops until its producer or policy is fixed
-    skip        the good messages are written; the commit records how many were skipped (SKIPPED_KEY)
+    skip        the good messages are written; the commit records how many were skipped (SKIPPED_KEY) and
+                the first of them (FIRST_BAD_KEY: where, and why it does not decode), and the driver's
+                log says so (a warning per batch)
     deadLetter  the bad messages go first to a topic (the raw key and value, with headers saying where they
                 came from and why: at least once, a batch run again sends them again) or to a Weir table
                 keyed by topic, partition and offset (exactly once: a batch run again upserts the same
@@ -18,6 +20,7 @@ aggregation over the decoded batch (`summarize`). `judge` is the pure decision.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,7 +38,10 @@ SIDE_COLUMNS = ("topic", "partition", "offset", ERROR, TOMBSTONE)
 SKIPPED_KEY = "weir.kafka.skipped"
 DEAD_LETTERED_KEY = "weir.kafka.dead_lettered"
 TOMBSTONES_KEY = "weir.kafka.tombstones"
+FIRST_BAD_KEY = "weir.kafka.first_bad"   # topic/partition@offset: why, of the batch's first bad message
 Policy = Literal["fail", "skip", "deadLetter"]
+
+log = logging.getLogger(__name__)
 
 # a dead-letter table: one row per bad message, keyed by where it was (a batch run again upserts them)
 DEAD_LETTER_SCHEMA = pa.schema([
@@ -137,12 +143,17 @@ def judge(summary: Summary, policy: Policy) -> dict[str, str]:
         return extra
     first = summary.first_bad
     assert first is not None
+    are = "is" if summary.bad == 1 else "are"
     if policy == "fail":
         raise BadMessages(f"Kafka message {first} does not decode ({first.error}); {summary.bad} of the "
-                          f"batch's {summary.messages} messages are bad and nothing of the batch was "
+                          f"batch's {summary.messages} messages {are} bad and nothing of the batch was "
                           "committed: fix the producer, or set source.kafka.badRecords.policy to skip or "
                           "deadLetter")
-    return {**extra, (SKIPPED_KEY if policy == "skip" else DEAD_LETTERED_KEY): str(summary.bad)}
+    gone = "skipped" if policy == "skip" else "sent to the dead letter"
+    log.warning("%d of the batch's %d Kafka messages %s bad (%s): the first, %s, does not decode (%s)",
+                summary.bad, summary.messages, are, gone, first, first.error)
+    return {**extra, (SKIPPED_KEY if policy == "skip" else DEAD_LETTERED_KEY): str(summary.bad),
+            FIRST_BAD_KEY: f"{first}: {first.error}"}
 
 
 def dead_letter_rows(decoded: DataFrame, writer: str) -> DataFrame:

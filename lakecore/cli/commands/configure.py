@@ -81,8 +81,11 @@ def create(
     uri: Uri,
     schema: Annotated[str, typer.Option(help=TYPES_HELP)] = "",
     schema_from: Annotated[str | None, typer.Option(help="Take the schema from a Parquet file.")] = None,
-    record_key: Annotated[list[str] | None, typer.Option(help="Key column (repeat: composite).")] = None,
-    partition_field: Annotated[list[str] | None, typer.Option(help="Partition column (repeatable).")] = None,
+    record_key: Annotated[list[str] | None, typer.Option(help="Key column (repeat: composite); a key is "
+                                                         "unique within its partition.")] = None,
+    partition_field: Annotated[list[str] | None, typer.Option(help="Partition column (repeatable). A row "
+                                                              "whose partition value changes is a new "
+                                                              "row in its new partition.")] = None,
     table_type: Annotated[str, typer.Option("--type", help="merge_on_read|copy_on_write")] = "merge_on_read",
     ordering_field: Annotated[str | None, typer.Option(help="Event-time ordering column.")] = None,
     group: Annotated[list[str] | None, typer.Option(

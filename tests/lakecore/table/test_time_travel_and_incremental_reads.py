@@ -2,7 +2,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
-from lakecore.errors import BeforeFirstCommit
+from lakecore.errors import BeforeFirstCommit, InvalidInput
 from tests.lakecore.table.conftest import SCHEMA, as_dict, rows
 
 
@@ -33,6 +33,20 @@ def test_read_changes_returns_latest_version_of_changed_keys_with_deletes(table_
     everything = t.read_changes("19700101000000000", a.requested_time)
     assert sorted(everything.column("id").to_pylist()) == [1, 2, 3]
     assert t.read_changes(c.requested_time).num_rows == 0
+
+
+def test_read_changes_takes_the_instants_writes_return_and_refuses_an_end_before_its_start(table_uri):
+    """`read(as_of=result.instant)` worked, `read_changes(result.instant)` said an Instant was "neither an
+    instant time nor an ISO-8601 timestamp"; an end before the start gave 0 rows and no word."""
+    t = Table.create(table_uri, schema=SCHEMA, record_key="id", ordering_field="ts")
+    a = t.upsert(rows([1, 2], 1)).instant
+    b = t.upsert(rows([2], 2, names=["b2"])).instant
+    assert t.read_changes(a).column("id").to_pylist() == [2]
+    assert t.read_changes("000", a).num_rows == 2
+    assert t.read_changes(a, b).column("id").to_pylist() == [2]
+    with pytest.raises(InvalidInput, match=f"the end {a.requested_time} is before the start "
+                                           f"{b.requested_time}.*swap them"):
+        t.read_changes(b, a)
 
 
 def test_pending_instants_are_invisible(table_uri):

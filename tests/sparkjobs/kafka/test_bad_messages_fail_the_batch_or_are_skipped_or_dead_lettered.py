@@ -6,13 +6,14 @@ table keyed by topic, partition and offset, then writes the good ones."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pyarrow as pa
 import pytest
 from confluent_kafka import Consumer
 
 from lakecore import Table
-from sparkjobs.kafka.bad_records import DEAD_LETTERED_KEY, SKIPPED_KEY, BadMessages
+from sparkjobs.kafka.bad_records import DEAD_LETTERED_KEY, FIRST_BAD_KEY, SKIPPED_KEY, BadMessages
 from sparkjobs.kafka.offsets import OFFSETS_KEY, decode
 from tests.sparkjobs.kafka.support import (
     commits_extra,
@@ -55,14 +56,21 @@ def test_by_default_the_batch_fails_naming_the_first_bad_message(spark, kafka_br
     assert nothing_committed(table.uri)
 
 
-def test_skip_writes_the_good_ones_and_counts_the_bad_in_the_commit(spark, kafka_broker, tmp_path):
+def test_skip_writes_the_good_ones_and_counts_the_bad_in_the_commit(spark, kafka_broker, tmp_path, caplog):
+    """The count alone was in the commit: no log line said messages were skipped, nor which. The first
+    one is named in the commit and in a warning of the driver's log."""
     topic = new_topic(kafka_broker, "bad-skip", partitions=1)
     mixed(kafka_broker, topic)
     table = table_at(tmp_path)
-    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), bad_records="skip"))
+    with caplog.at_level(logging.WARNING, logger="sparkjobs.kafka.bad_records"):
+        run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), bad_records="skip"))
     assert sorted(rows_by_key(table.uri)) == list(range(5))
     extra = commits_extra(table.uri)[-1]
     assert extra[SKIPPED_KEY] == "2" and decode(extra[OFFSETS_KEY]) == {topic: {0: 7}}
+    assert extra[FIRST_BAD_KEY].startswith(f"{topic}/0@5: not a JSON object"), extra
+    said = [r.getMessage() for r in caplog.records if r.name == "sparkjobs.kafka.bad_records"]
+    assert any(f"2 of the batch's 7 Kafka messages are bad (skipped): the first, {topic}/0@5" in s
+               for s in said), said
 
 
 def test_dead_letters_go_to_a_topic_with_where_they_came_from(spark, kafka_broker, tmp_path):
