@@ -1,7 +1,9 @@
 """Kafka messages -> rows of the table, as Spark SQL expressions (no Python per message).
 
     json      the value is a JSON object of the writer's columns (the table's, or its column group's: the
-              key, partition fields, the group's columns and ordering field); other fields are ignored
+              key, partition fields, the group's columns and ordering field); other fields are ignored,
+              but a field close to the name of a column the message lacks is a bad message (a misspelling
+              would otherwise be written as a null column: `_misspelt`)
     avro      the value is Avro binary of an inline writer schema (from_avro) whose record has fields named
               like the columns; or, with a schema registry, in the Confluent wire format (registry.py): each
               message decodes with the writer schema of its id (fetched by the caller: `writer_schemas`), and
@@ -21,7 +23,7 @@ else why not (not JSON, no record key, an unknown op, ...). Must not decide what
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import reduce
 from typing import Any
 
@@ -50,8 +52,10 @@ def decode(messages: DataFrame, config: TableConfig, columns: list[str], value_f
     `avro_schema`, or `writer_schemas` (every schema id of the batch: registry.batch_schema_ids)."""
     types = from_arrow_schema(pa.schema([config.schema.field(c) for c in columns]))
     if value_format == "json":
-        parsed = from_json(col("value").cast("string"), _with_corrupt(types), _PERMISSIVE)
-        problem = when(parsed[_CORRUPT].isNotNull(), lit("not a JSON object of the columns' types"))
+        text = col("value").cast("string")
+        parsed = from_json(text, _with_corrupt(types), _PERMISSIVE)
+        problem = coalesce(when(parsed[_CORRUPT].isNotNull(), lit("not a JSON object of the columns' types")),
+                           _misspelt(text, parsed, columns))
         row = parsed
         rows = messages.select(*SOURCE, row.alias("_r"), problem.alias("_p"))
         out = rows.select(*SOURCE, *[col("_r")[c].alias(c) for c in columns], col("_p"))
@@ -66,6 +70,30 @@ def decode(messages: DataFrame, config: TableConfig, columns: list[str], value_f
 
 
 _PERMISSIVE = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
+
+
+def _misspelt(text: Column, parsed: Column, columns: list[str]) -> Column:
+    """Why a JSON message is bad where a column it lacks (null) is likely misspelt among its fields: a
+    field that is no column, within an edit or two of the column's name (case aside), e.g. `itm` for
+    `item`, which would be written as a null `item` with no word. Other fields the table lacks are
+    ignored (producers add fields). The message's keys are read again only for a row with a null
+    column (Spark evaluates a `when` branch only where it holds)."""
+    from pyspark.sql import functions as F
+
+    known = F.array(*[lit(c) for c in columns])
+
+    def near(c: str) -> Callable[[Column], Column]:   # one argument: Spark's lambda over the keys
+        edits = 1 if len(c) < 4 else 2
+        return lambda k: ~F.array_contains(known, k) & (F.levenshtein(F.lower(k), lit(c.lower())) <= edits)
+
+    found: Column | None = None
+    for c in columns:
+        close = F.filter(F.json_object_keys(text), near(c))
+        said = when(parsed[c].isNull() & (F.size(close) > 0),
+                    F.concat(lit("field '"), F.element_at(close, 1),
+                             lit(f"' is no column; did you mean '{c}'? (else {c} would be written as null)")))
+        found = said if found is None else coalesce(found, said)
+    return found if found is not None else lit(None).cast(StringType())
 
 
 def _with_corrupt(types: StructType) -> StructType:

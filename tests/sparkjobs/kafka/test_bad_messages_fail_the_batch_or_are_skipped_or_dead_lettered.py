@@ -151,3 +151,22 @@ def test_a_failed_batch_names_its_lowest_bad_message_and_leaves_no_file(spark, k
     assert nothing_committed(table.uri)
     written = [p for p in (tmp_path / "t").rglob("*") if p.is_file() and ".weir" not in p.parts]
     assert not written, written     # what the write's tasks wrote was rolled back
+
+
+def test_a_misspelt_field_is_a_bad_message_not_a_null_column(spark, kafka_broker, tmp_path):
+    """`{"id": 9, "ts": 2, "vv": "x"}` was written as id 9 with a null `v` and no word (the file writers
+    refuse such a field). A field that is no column but within an edit or two of a column the message
+    lacks is now a bad message naming both; a field far from every column is ignored as before."""
+    topic = new_topic(kafka_broker, "bad-misspelt", partitions=1)
+    produce(kafka_broker.bootstrap_servers, topic,
+            [("8", json.dumps({"id": 8, "ts": 1, "v": "ok", "vv": "both"})),
+             ("9", json.dumps({"id": 9, "ts": 1, "V ": "x"})),
+             ("10", json.dumps({"id": 10, "ts": 1, "producer": "y"}))], partition=0)
+    table = table_at(tmp_path)
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), bad_records="skip"))
+    rows = rows_by_key(table.uri)
+    assert sorted(rows) == [8, 10] and rows[8]["v"] == "ok" and rows[10]["v"] is None, rows
+    extra = commits_extra(table.uri)[-1]
+    assert extra[SKIPPED_KEY] == "1", extra
+    assert extra[FIRST_BAD_KEY] == (f"{topic}/0@1: field 'V ' is no column; did you mean 'v'? (else v would "
+                                    "be written as null)"), extra
