@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from lakecore.concurrency import Lock, ensure_held, view_of
 from lakecore.concurrency.rollback import claimed_by_rollbacks
-from lakecore.errors import CleanPending, FilesCleaned, InstantNotFound, SavepointNotFound
+from lakecore.errors import CleanPending, FilesCleaned, InstantNotFound, InvalidInput, SavepointNotFound
 from lakecore.storage import Storage
 from lakecore.timeline import (
     TIMELINE_DIR,
@@ -109,8 +109,8 @@ def drop_abandoned_savepoints(storage: Storage, lock: Lock, timeline: Timeline) 
 def create_savepoint(storage: Storage, lock: Lock, instant_time: str, *, comment: str = "",
                      dry_run: bool = False, clock: Clock = now_ms) -> Instant | Savepoint:
     """Pin the completed write instant `instant_time`; returns the completed savepoint instant (the
-    existing one when the instant is savepointed already). `dry_run`: only the Savepoint it would
-    record (the files it pins), nothing written."""
+    existing one when the instant is savepointed already, unless `comment` differs from its:
+    InvalidInput). `dry_run`: only the Savepoint it would record (the files it pins), nothing written."""
     store = TimelineStore(storage)
     with lock:
         timeline = store.load()  # its newest time bounds new instants, also above dropped ones
@@ -123,6 +123,10 @@ def create_savepoint(storage: Storage, lock: Lock, instant_time: str, *, comment
                                   "completed commit, deltacommit or compaction (see `weir table timeline`)")
         for sp in savepoints(timeline, store.metadata):
             if sp.savepointed == instant_time:
+                if comment and comment != sp.comment:   # the same call again is fine; a new comment is lost
+                    raise InvalidInput(f"{instant_time} is savepointed already (savepoint {sp.instant_time}, "
+                                       f"comment {sp.comment!r}), so the comment {comment!r} would be lost: "
+                                       "delete that savepoint first to savepoint it again with this comment")
                 return timeline.get(sp.instant_time)
         claimed = claimed_by_rollbacks(store, timeline)
         cleans = [i for i in timeline.pending if i.action == "clean" and i.requested_time not in claimed]

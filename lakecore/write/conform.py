@@ -203,11 +203,16 @@ def conform(data: Any, config: TableConfig, operation: Operation) -> Conformed:
     unknown = [c for c in table.column_names if c not in schema.names]
     if unknown:
         lacking = [n for n in schema.names if n not in table.column_names]
+        remedy = "drop them, or add them to the table: a LakeTable's spec.schema, `weir table upsert " \
+            "--evolve-schema` (and insert, overwrite), in Python Table.add_columns or " \
+            "FileOptions(evolve_schema=True)"
+        if operation == "delete":   # a delete names keys: a column it does not know is a mistake
+            fields = list(config.partition_fields)
+            parts = f" and the partition fields {fields}" if fields else ""
+            remedy = f"a delete takes the record key {list(config.record_key)}{parts} (and the ordering " \
+                "field, for event-time deletes); rename or drop the others"
         raise SchemaMismatch(f"input columns {unknown} are not in the table schema {schema.names}"
-                             f"{did_you_mean(unknown, lacking)}; "
-                             "drop them, or add them to the table: a LakeTable's spec.schema, "
-                             "`weir table upsert --evolve-schema` (and insert, overwrite), in Python "
-                             "Table.add_columns or FileOptions(evolve_schema=True)")
+                             f"{did_you_mean(unknown, lacking)}; {remedy}")
     if len(set(table.column_names)) != table.num_columns:
         raise SchemaMismatch(f"input has duplicate column names {table.column_names}")
     for f in table.schema:

@@ -3,7 +3,7 @@ is deleted; savepoints are listed, created idempotently, and refused while a cle
 
 import pytest
 
-from lakecore.errors import CleanPending, InstantNotFound, SavepointNotFound
+from lakecore.errors import CleanPending, InstantNotFound, InvalidInput, SavepointNotFound
 from lakecore.services import CleanPolicy, create_savepoint, delete_savepoint, list_savepoints, run_clean
 from lakecore.services.clean import ACTION as CLEAN
 from lakecore.timeline import Instant, TimelineStore, now_ms
@@ -63,8 +63,13 @@ def test_clean_keeps_every_savepointed_file_under_every_policy(tmp_path, policy,
 def test_savepoint_is_idempotent_and_checks_its_target(tmp_path):
     t = create(str(tmp_path / "t"), "event_time")
     first = t.upsert(rows([1, 2], 1)).instant.requested_time
-    a = create_savepoint(t.storage, t.lock, first)
+    a = create_savepoint(t.storage, t.lock, first, comment="before the backfill")
     assert create_savepoint(t.storage, t.lock, first) == a
+    assert create_savepoint(t.storage, t.lock, first, comment="before the backfill") == a
+    # another comment was dropped with no word: the savepoint kept its first
+    with pytest.raises(InvalidInput, match=r"savepointed already .*comment 'before the backfill'.*'v2' "
+                                           "would be lost: delete that savepoint first"):
+        create_savepoint(t.storage, t.lock, first, comment="v2")
     with pytest.raises(InstantNotFound, match="completed write instant"):
         create_savepoint(t.storage, t.lock, a.requested_time)  # a savepoint is no write
     with pytest.raises(SavepointNotFound,

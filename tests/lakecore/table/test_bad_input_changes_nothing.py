@@ -129,3 +129,15 @@ def test_floats_go_into_a_decimal_column_only_exactly(tmp_path):
         t.upsert(pa.table({"id": [4, 5], "d": [1.5, 1.999]}))
     after = _snapshot(t)
     assert before[0] == after[0] and before[1].equals(after[1])
+
+
+def test_a_delete_naming_a_column_the_table_lacks_is_told_what_a_delete_takes(table):
+    """`t.delete(pa.table({"idd": [1]}))` was told to add `idd` to the table (`--evolve-schema`,
+    `Table.add_columns`): advice for an upsert, wrong for a delete, which names existing keys."""
+    before = _snapshot(table)
+    said = r"\['idd'\] are not in the table schema .*did you mean 'id'.*; a delete takes the record key " \
+        r"\['id'\] \(and the ordering field"
+    with pytest.raises(SchemaMismatch, match=said):
+        table.delete(pa.table({"idd": pa.array([1], pa.int64())}))
+    files, rows_ = _snapshot(table)
+    assert files == before[0] and rows_.equals(before[1])
