@@ -306,6 +306,15 @@ def demo(directory: Annotated[str | None, typer.Argument(help="Work directory (d
                                 *(["--storage-lock"] if storage_lock else [])]))
 
 
+def _kafka() -> None:
+    from lakeoperator.dev.kafka_cli import kafka_app
+
+    app.add_typer(kafka_app, name="kafka")
+
+
+_kafka()
+
+
 def _operator() -> None:
     from lakeoperator.main import operator_command
 

@@ -49,7 +49,11 @@ def timeline(uri: Uri,
                      "records": meta.records if meta else None,
                      "rows_written": counts.written if counts else None,
                      "delete_keys": counts.delete_keys if counts else None,
-                     "file_groups": len(meta.file_groups) if meta else None, **pinned})
+                     "file_groups": len(meta.file_groups) if meta else None, **pinned,
+                     # what the writer recorded with its commit (a Kafka writer's offsets and the bad
+                     # messages it skipped, a batch id, ...): --json shows it
+                     "extra": {k: v for k, v in meta.extra.items() if isinstance(v, str | int | float | bool)}
+                     if meta else None})
     shown.timeline(t, rows, tl.archived.count, archived)
 
 

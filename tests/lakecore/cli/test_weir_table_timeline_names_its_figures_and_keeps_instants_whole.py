@@ -82,3 +82,18 @@ def test_cli_writes_name_their_writer_and_a_savepoints_deletion_is_told_apart(tm
     assert (made["operation"], made["savepointed"]) == ("savepoint", upsert.requested_time)
     assert (deleted["operation"], deleted["deleted_savepoint"]) == ("delete_savepoint", made["instant"])
     assert " delete_savepoint" in weir("table", "timeline", "t", cwd=tmp_path, columns=120)
+
+
+def test_the_timelines_json_shows_what_each_writer_recorded_with_its_commit(tmp_path: Path) -> None:
+    """A Kafka writer's skipped messages (`weir.kafka.skipped`, `weir.kafka.first_bad`) were in its
+    commits only, which no command showed: `--json` now lists each commit's extra values."""
+    import pyarrow as pa
+
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([pa.field("id", pa.int64(), nullable=False),
+                                                            ("ts", pa.int64())]),
+                     record_key="id", ordering_field="ts")
+    t.write(pa.table({"id": [1], "ts": [1]}), "upsert",
+            extra={"weir.kafka.skipped": "2", "weir.kafka.first_bad": "orders/0@5: not a JSON object"})
+    listed = json.loads(weir("table", "timeline", "t", "--json", cwd=tmp_path))
+    assert listed[-1]["extra"]["weir.kafka.skipped"] == "2", listed
+    assert listed[-1]["extra"]["weir.kafka.first_bad"] == "orders/0@5: not a JSON object", listed
