@@ -6,6 +6,7 @@ that short of the developer modules."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from lakeoperator.dev.kafka import kafka_missing_reason
 from lakeoperator.dev.zookeeper import free_port
+from tests.lakeoperator.test_weir_run_runs_cluster_manifests_on_this_machine import stop_drivers
 from tests.support.fixtures import require
 
 pytestmark = pytest.mark.kafka
@@ -104,3 +106,58 @@ def test_the_broker_runs_until_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_kafka_example_runs_as_its_readme_says(kafka_broker, tmp_path: Path) -> None:
+    """examples/kafka on the session's broker (its address in place of 127.0.0.1:9092): orders 1 and 2
+    land (1 at its second amount), the misspelt and the non-JSON message are skipped, counted and the
+    first named in the commit and the driver's log."""
+    from lakecore import Table
+
+    example = ROOT / "examples" / "kafka"
+    readme = (example / "README.md").read_text()
+    for command in ("weir kafka broker", "weir kafka produce orders orders.jsonl --key order_id",
+                    "weir run -f . --state /tmp/kafka-state --follow"):
+        assert command in readme, command
+    work = tmp_path / "kafka"
+    shutil.copytree(example, work)
+    writer = work / "writer.yaml"
+    writer.write_text(writer.read_text().replace("127.0.0.1:9092", kafka_broker.bootstrap_servers))
+    topic = f"orders-{free_port()}"   # a topic of this test's own
+    writer.write_text(writer.read_text().replace("topics: [orders]", f"topics: [{topic}]"))
+    sent = _weir(work, "kafka", "produce", topic, "orders.jsonl", "--key", "order_id",
+                 "--bootstrap", kafka_broker.bootstrap_servers)
+    assert sent.returncode == 0 and "sent 5 message(s)" in sent.stdout, sent
+    env = {**_env(tmp_path), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    state = work / ".weir-run"   # where stop_drivers looks
+    said = tmp_path / "run.out"
+    with said.open("w") as out:
+        run = subprocess.Popen([*WEIR, "run", "-f", ".", "--state", str(state), "--follow"], cwd=work,
+                               env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    lake = work / "lake" / "orders"
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and run.poll() is None:
+            if lake.exists() and Table.open(str(lake)).timeline().completed:
+                break
+            time.sleep(1)
+        assert run.poll() is None, said.read_text()[-3000:]
+        run.send_signal(signal.SIGINT)
+        run.wait(120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        assert stop_drivers(work) == []   # `weir run` stopped its driver itself
+    table = Table.open(str(lake))
+    rows = {r["order_id"]: r for r in table.read().to_pylist()}
+    assert sorted(rows) == [1, 2] and str(rows[1]["amount"]) == "15.00", (rows, said.read_text()[-3000:])
+    extra = table.commit_metadata(table.timeline().completed[-1]).extra
+    assert extra["weir.kafka.skipped"] == "2", extra
+    first = f"{topic}/0@3: field 'custmer' is no column; did you mean 'customer'?"
+    assert extra["weir.kafka.first_bad"].startswith(first), extra
+    logs = "".join(p.read_text() for p in (state / "pods-state" / "logs").rglob("*.log"))
+    assert "2 of the batch's 5 Kafka messages are bad (skipped)" in logs, logs[-3000:]
