@@ -73,7 +73,7 @@ def test_produce_to_no_broker_says_to_start_one(tmp_path: Path) -> None:
     (tmp_path / "one.jsonl").write_text('{"id": 1}\n')
     done = _weir(tmp_path, "kafka", "produce", "t", "one.jsonl", "--bootstrap", f"127.0.0.1:{free_port()}")
     said = " ".join(done.stderr.split())
-    assert done.returncode != 0 and "is a broker running there (`weir kafka broker`)?" in said, done
+    assert done.returncode != 0 and "is one running there (`weir kafka broker`)?" in said, done
     assert "Traceback" not in said, said
 
 

@@ -95,6 +95,8 @@ def produce(topic: Annotated[str, typer.Argument(help="Topic (created with --par
         raise CommandError(f"cannot read {file}: {exc.strerror or exc}") from None
     lines = [line for line in text.splitlines() if line.strip()]
     messages = [(_key(line, key, n), line) for n, line in enumerate(lines, 1)]
+    if not any(_answers(server) for server in bootstrap.split(",")):   # at once, not after the client's wait
+        raise CommandError(f"no broker answers at {bootstrap}; is one running there (`weir kafka broker`)?")
     try:
         _ensure_topic(bootstrap, topic, partitions)
         sent = send(bootstrap, topic, messages)
@@ -125,6 +127,16 @@ def _ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
     listed = AdminClient(config).list_topics(timeout=10)
     if topic not in listed.topics:
         create_topic(bootstrap, topic, partitions=partitions)
+
+
+def _answers(server: str) -> bool:
+    """Whether host:port takes a TCP connection within 3 s."""
+    host, _, port = server.strip().rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _in_use(port: int) -> bool:
