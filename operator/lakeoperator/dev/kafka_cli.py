@@ -57,7 +57,11 @@ def broker(port: Annotated[int, typer.Option(help="Its port on 127.0.0.1.")] = 9
     server = KafkaBroker(work)
     server.port = port
     try:
-        server.start()
+        try:
+            server.start()
+        except (RuntimeError, OSError) as exc:   # it did not come up in time, or Java could not start
+            raise CommandError(f"the broker did not start: {exc}; its log ends:\n"
+                               f"{server.log_tail()}") from None
         say(f"Kafka broker at {server.bootstrap_servers} (log: {server.log_path}); Ctrl-C stops it.\n"
             f"A LakeWriter reads it with source.kafka.bootstrapServers: {server.bootstrap_servers} "
             "(examples/kafka); send it JSON lines with `weir kafka produce TOPIC FILE`.")
