@@ -274,14 +274,17 @@ def _drop(spec: dict[str, Any], path: str) -> bool:
     return True
 
 
-def _holder(spec: dict[str, Any], path: str) -> tuple[dict[str, Any], str] | None:
-    """The object in `spec` that holds the field at `path` (`spec.a.b`), and the field's key; None for
-    the whole spec, a list element's field, or a path through a field that is no object."""
+def _holder(spec: dict[str, Any], path: str, *, make: bool = False) -> tuple[dict[str, Any], str] | None:
+    """The object in `spec` that holds the field at `path` (`spec.a.b`), and the field's key (`make`:
+    absent objects on the way made empty ones); None for the whole spec, a list element's field, or a
+    path through a field that is no object."""
     keys = path.split(".")[1:]
     if not keys or any("[" in k for k in keys):
         return None
     node: Any = spec
     for k in keys[:-1]:
+        if make and isinstance(node, dict) and node.get(k) is None:
+            node[k] = {}
         node = node.get(k) if isinstance(node, dict) else None
     return (node, keys[-1]) if isinstance(node, dict) else None
 
@@ -292,17 +295,10 @@ def _put_all(spec: dict[str, Any], values: Mapping[str, Any]) -> bool:
     if not values:
         return False
     for path, value in values.items():
-        keys = path.split(".")[1:]
-        if not keys or any("[" in k for k in keys):
+        found = _holder(spec, path, make=True)
+        if found is None:
             return False
-        node: Any = spec
-        for k in keys[:-1]:
-            if node.get(k) is None:
-                node[k] = {}
-            node = node[k]
-            if not isinstance(node, dict):
-                return False
-        node[keys[-1]] = copy.deepcopy(value)
+        found[0][found[1]] = copy.deepcopy(value)
     return True
 
 
@@ -323,9 +319,7 @@ def _stand_in(spec: dict[str, Any], path: str, parse: Callable[[Fields], Any],
         node[key] = copy.deepcopy(value)
         try:
             parse(Fields(spec, "spec", known))
-        except SpecError as exc:
-            if exc.field_path == path or exc.field_path.startswith(f"{path}["):
-                continue
+        except SpecError as exc:   # at the stand-in or inside it: not taken, unless its own fields can be
             if _within(exc.field_path, path) and not (
                     isinstance(value, dict) and _stand_in(spec, exc.field_path, parse, known)):
                 continue

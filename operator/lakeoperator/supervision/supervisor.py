@@ -260,9 +260,10 @@ class Supervisor:
                 opened = self._opened(table)
                 store = TimelineStore(opened.storage)
                 pending = {i.requested_time for i in store.load().pending if is_pending_write(store, i)}
+                if not pending:
+                    continue
                 infos = {t: dict(i) for t, i in opened.infos.items() if t in pending}
-                if pending:
-                    infos.update(opened.registry.live_writers(opened.storage.uri))
+                infos.update(opened.registry.live_writers(opened.storage.uri))
                 for t in sorted(pending & set(infos)):
                     writer, submission = infos[t].get("writer"), infos[t].get("submission")
                     if submission is None or drivers.get(str(writer)) != str(submission):
