@@ -7,18 +7,25 @@ the table's ZooKeeper lock with test timeouts; with LOCK "recorded", whatever lo
 (storage options for URI in WEIR_TEST_STORAGE_OPTIONS, JSON). The outcome (committed
 instant, or the conflict it lost) is appended to LOG as one JSON line. Lost batches are not retried:
 the history checker must find each of them absent from the table.
+
+Flag "resume-after=PATH" (with "tolerate-outages"): once PATH holds an instant time (written by the test
+when ZooKeeper is back), the writer goes on past COMMITS with further batches until one it began after that
+time commits, so each writer shows it survived the outage however slow the machine. It gives up (exit 1,
+saying so) after RESUME_DEADLINE_S.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 KEYS = 3000
 BATCH = 25
+RESUME_DEADLINE_S = 180.0
 
 
 def batch(writer: int, n: int, seed: int) -> pa.Table:
@@ -42,8 +49,9 @@ def main() -> None:
     from lakecore.timeline import now_ms
 
     uri, connect, writer, commits, seed, log = sys.argv[1:7]
-    flags = sys.argv[7:]  # "tolerate-outages", "early=<strategy>"
+    flags = sys.argv[7:]  # "tolerate-outages", "early=<strategy>", "resume-after=<path>"
     tolerate = "tolerate-outages" in flags
+    resume = next((f.split("=", 1)[1] for f in flags if f.startswith("resume-after=")), None)
     strategy = next((f.split("=", 1)[1] for f in flags if f.startswith("early=")), None)
     zk = connect if strategy == "direct_zk" else None
     early = EarlyDetection(strategy, zookeeper=zk, period_s=0.05) if strategy else None  # type: ignore[arg-type]
@@ -57,28 +65,49 @@ def main() -> None:
         lock = zookeeper_lock(connect, table_lock_key(probe.uri), session_timeout_s=4 if tolerate else 10,
                               connection_timeout_s=2, acquire_timeout_s=5)
         table = Table.open(uri, lock=lock, options=options)
+    def attempt(n: int) -> dict:
+        tag = f"w{writer}-{n}"
+        try:
+            res = table.upsert(batch(int(writer), n, int(seed)), extra={"batch": tag})
+            return {"batch": tag, "outcome": "committed", "instant": res.instant.requested_time}
+        except EarlyConflict as exc:
+            return {"batch": tag, "outcome": "early", "instant": exc.instant, "other": exc.other,
+                    "file_groups": sorted(map(list, exc.file_groups)),
+                    "at": getattr(exc, "detected_at", None) or now_ms()}
+        except WriteConflict as exc:
+            return {"batch": tag, "outcome": "conflict", "instant": exc.instant,
+                    "conflicts": [{"theirs": c.theirs, "file_groups": sorted(map(list, c.file_groups))}
+                                  for c in exc.conflicts]}
+        except LakecoreError as exc:  # ZooKeeper outage: a clear error, nothing committed
+            if not tolerate:
+                raise
+            time.sleep(0.2)
+            return {"batch": tag, "outcome": "failed", "error": type(exc).__name__, "message": str(exc)}
+
+    def resumed(entries: list[dict]) -> bool:
+        """Whether a write begun after the time in `resume` committed (False while the file is empty)."""
+        assert resume is not None
+        back = Path(resume).read_text().strip() if os.path.exists(resume) else ""
+        return bool(back) and any(e["outcome"] == "committed" and e["instant"] >= back for e in entries)
+
     with open(log, "a") as out:
-        for n in range(int(commits)):
-            tag = f"w{writer}-{n}"
-            try:
-                res = table.upsert(batch(int(writer), n, int(seed)), extra={"batch": tag})
-                entry = {"batch": tag, "outcome": "committed", "instant": res.instant.requested_time}
-            except EarlyConflict as exc:
-                entry = {"batch": tag, "outcome": "early", "instant": exc.instant, "other": exc.other,
-                         "file_groups": sorted(map(list, exc.file_groups)),
-                         "at": getattr(exc, "detected_at", None) or now_ms()}
-            except WriteConflict as exc:
-                entry = {"batch": tag, "outcome": "conflict", "instant": exc.instant,
-                         "conflicts": [{"theirs": c.theirs, "file_groups": sorted(map(list, c.file_groups))}
-                                       for c in exc.conflicts]}
-            except LakecoreError as exc:  # ZooKeeper outage: a clear error, nothing committed
-                if not tolerate:
-                    raise
-                entry = {"batch": tag, "outcome": "failed", "error": type(exc).__name__, "message": str(exc)}
-                time.sleep(0.2)
+        entries: list[dict] = []
+        n = 0
+        deadline = None
+        while n < int(commits) or (resume is not None and not resumed(entries)):
+            if n >= int(commits):
+                deadline = deadline or time.monotonic() + RESUME_DEADLINE_S
+                if time.monotonic() > deadline:
+                    sys.exit(f"writer {writer}: no write begun after {resume} committed in "
+                             f"{RESUME_DEADLINE_S:.0f} s past its {commits} batches")
+                if not os.path.exists(resume or ""):
+                    time.sleep(0.1)
+                    continue
+            entry = attempt(n)
+            entries.append(entry)
             out.write(json.dumps(entry) + "\n")
             out.flush()
-
+            n += 1
 
 if __name__ == "__main__":
     import faulthandler
