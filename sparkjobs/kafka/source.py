@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from typing import Any
 
 from lakecore.errors import InvalidInput, LakecoreError
@@ -19,6 +20,7 @@ from sparkjobs.contract import KafkaArgs
 from sparkjobs.kafka import offsets as kafka_offsets
 
 PROBE_TIMEOUT_S = 30   # how long the driver waits for the brokers' metadata, unless default.api.timeout.ms
+CONNECT_TIMEOUT_S = 3  # how long a TCP connection to one bootstrap address may take before the probe
 
 
 class InvalidKafkaOptions(InvalidInput):
@@ -68,9 +70,36 @@ def reader_options(args: KafkaArgs, starting: str, *, streaming: bool) -> dict[s
     return opts
 
 
+def refused(bootstrap_servers: str, timeout_s: float = CONNECT_TIMEOUT_S) -> str | None:
+    """Why no bootstrap address can be connected to, when that is certain at once (every address refuses
+    the connection or names no known host), else None: one accepts, or one does not answer within
+    `timeout_s` (a slow or filtered network the Kafka client's own wait decides). A TCP connection only:
+    TLS and SASL are the client's."""
+    reasons = []
+    for address in (a.strip() for a in bootstrap_servers.split(",")):
+        host, _, port = address.split("://", 1)[-1].rpartition(":")
+        if not host or not port.isdigit():
+            return None   # not host:port: the Kafka client tells what is wrong with it
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+            return None
+        except ConnectionRefusedError:
+            reasons.append(f"{address}: connection refused")
+        except socket.gaierror:
+            reasons.append(f"{address}: no such host")
+        except OSError:   # a timeout, no route: not certain
+            return None
+    return "; ".join(reasons) or None
+
+
 def partitions(spark: Any, args: KafkaArgs) -> dict[str, list[int]]:
-    """The source's topics and their partitions now, from the brokers (SourceUnavailable if none answers
-    within PROBE_TIMEOUT_S)."""
+    """The source's topics and their partitions now, from the brokers (SourceUnavailable at once if every
+    bootstrap address refuses connections, or if none answers within PROBE_TIMEOUT_S)."""
+    servers = str(args.kafka_bootstrap_servers)
+    why = refused(servers)
+    if why:
+        raise SourceUnavailable(f"no Kafka broker at {servers} answered ({why}); the writer retries with "
+                                "backoff — check that the brokers run and the address")
     jvm = spark._jvm
     props = jvm.java.util.Properties()
     for key, value in consumer_properties(args).items():
