@@ -38,6 +38,7 @@ from lakeoperator.kube import Conflict, Kube, KubeError, with_applied
 from lakeoperator.launch.kubernetes import KubernetesLauncher
 from lakeoperator.metrics import OperatorMetrics
 from lakeoperator.observe import TableInputs, observe_service, observe_table, observe_writer, storage_options
+from lakeoperator.plan.writer import SUBMISSION_LABEL
 from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
 from lakeoperator.status import TIMELINE_FIELDS, ended_attempts, parse_timestamp
@@ -189,13 +190,21 @@ class Controller:
             if table == key[2] and dependent[1] == key[1]:
                 self._add(dependent)
 
-    def notify_pod(self, pod: Mapping[str, Any]) -> None:
-        """A driver pod changed: reconcile the writer or service that owns it."""
+    def notify_pod(self, pod: Mapping[str, Any], *, deleted: bool = False) -> None:
+        """A driver pod changed: reconcile the writer or service that owns it. A writer's driver that ended
+        (the pod Succeeded or Failed, or was deleted: its containers stopped) has its pending writes
+        aborted by the supervisor at once, not after their heartbeat timeout."""
         meta = pod.get("metadata") or {}
         labels = meta.get("labels") or {}
         namespace = str(meta.get("namespace") or "default")
         if labels.get("weir.dev/writer"):
-            self._add(("LakeWriter", namespace, str(labels["weir.dev/writer"])))
+            writer = str(labels["weir.dev/writer"])
+            submission, table = labels.get(SUBMISSION_LABEL), labels.get("weir.dev/table")
+            ended = deleted or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if ended and submission and table and self.supervisor is not None:
+                self.supervisor.driver_ended(f"{namespace}/{writer}", str(submission),
+                                             (namespace, str(table)))
+            self._add(("LakeWriter", namespace, writer))
         elif labels.get("weir.dev/service"):
             self._add(("TableService", namespace, str(labels["weir.dev/service"])))
 

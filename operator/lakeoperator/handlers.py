@@ -65,8 +65,8 @@ def build_registry(controller: Controller, *, login: Any = None,
         _watch_kind(registry, controller, plural, kind)
 
     @kopf.on.event("", "v1", "pods", labels={SUBMISSION_LABEL: kopf.PRESENT}, registry=registry)
-    def _pod(body: kopf.Body, **_: Any) -> None:
-        controller.notify_pod(body)
+    def _pod(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
+        controller.notify_pod(body, deleted=event.get("type") == "DELETED")
 
     return registry
 

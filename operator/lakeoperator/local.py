@@ -438,6 +438,7 @@ class Runner:
         until the next step)."""
         now = self.clock()
         waits: list[float] = []
+        going = self._drivers_going() if self.supervisor is not None else {}
         for kind in KINDS:
             for r in self._ours(self.state.all(kind)):
                 inputs = observe(self.state, kind, r.body)
@@ -445,6 +446,8 @@ class Runner:
                 if isinstance(inputs, TableInputs):
                     self._watch(r, inputs)
         if self.supervisor is not None:
+            # a driver that died mid-write (kill -9, out of memory), seen by this step's reconcile or after
+            self._abort_writes_of(self._gone_of(going))
             self.supervisor.run_once()
         self._refresh_tables()
         return over(self.verdicts()), min([1.0, *waits])
@@ -456,17 +459,11 @@ class Runner:
         a driver keeps showing a current instant (the scan that would clear it runs no more). The
         launcher starts nothing any more (closed)."""
         now, waits = self.clock(), list[float]()
-        stopped: dict[str, str] = {}   # "namespace/name" -> the submission of a driver now gone
+        stopped = self._gone_of(self._drivers_going())
         for r in self._ours(self.state.all("LakeWriter")):
-            status = r.body.get("status") or {}
-            if status.get("phase") in ("Submitted", "Running"):
-                submission = status.get("submissionId")
-                if submission and self._gone(r.key[1], str(submission)):
-                    stopped[f"{r.key[1]}/{r.key[2]}"] = str(submission)
+            if (r.body.get("status") or {}).get("phase") in ("Submitted", "Running"):
                 self._reconcile(r, observe(self.state, "LakeWriter", r.body), now, waits)
-        if self.supervisor is not None:   # their writes end now, not a heartbeat timeout later
-            for (namespace, table), instant in self.supervisor.abort_stopped(stopped, "weir run"):
-                log.info("the write %s to LakeTable %s/%s ended with its driver", instant, namespace, table)
+        self._abort_writes_of(stopped)   # their writes end now, not a heartbeat timeout later
         for r in self._ours(self.state.all("LakeWriter")):   # no driver: no write going (no scan will say so)
             status = r.body.get("status") or {}
             if status.get("phase") not in ("Submitted", "Running"):
@@ -475,6 +472,26 @@ class Runner:
                     r.body["status"] = cleared
                     self.state.save(r)
         self._refresh_tables()
+
+    def _drivers_going(self) -> dict[str, str]:
+        """The writers whose status shows a driver going: "namespace/name" -> the submission it runs."""
+        going: dict[str, str] = {}
+        for r in self._ours(self.state.all("LakeWriter")):
+            status = r.body.get("status") or {}
+            if status.get("phase") in ("Submitted", "Running") and status.get("submissionId"):
+                going[f"{r.key[1]}/{r.key[2]}"] = str(status["submissionId"])
+        return going
+
+    def _gone_of(self, drivers: dict[str, str]) -> dict[str, str]:
+        """Those of `drivers` whose driver is known gone."""
+        return {w: s for w, s in drivers.items() if self._gone(w.split("/", 1)[0], s)}
+
+    def _abort_writes_of(self, drivers: dict[str, str]) -> None:
+        """Record that the pending writes of these gone drivers are over (Supervisor.abort_stopped)."""
+        if self.supervisor is None or not drivers:
+            return
+        for (namespace, table), instant in self.supervisor.abort_stopped(drivers, "weir run"):
+            log.info("the write %s to LakeTable %s/%s ended with its driver", instant, namespace, table)
 
     def _gone(self, namespace: str, submission: str) -> bool:
         """Whether the driver pod of `submission` is known to have ended (the launcher saw it exit or

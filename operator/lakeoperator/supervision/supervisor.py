@@ -22,6 +22,10 @@ supervisor's thread (lakecore reads are blocking):
 4. dead writes (heartbeat expired, or aborted and stopped for longer than a heartbeat timeout) are
    rolled back under the table lock, each re-checked there (lakecore.concurrency.rollback).
 
+Before each pass, the pending writes of drivers known gone (`driver_ended`: the operator saw the pod end
+or be deleted; `weir run` calls `abort_stopped` as it settles) get their proof of death at once, so they
+read aborted, and the next write rolls them back, without waiting for their heartbeat timeout.
+
 Non-blocking and single-writer tables are scanned for dead writes only: their writers never conflict
 on what the supervisor could see. Must not: plan restarts (the writer's planner does, from the decision
 in its status and its driver's exit), or talk to Kubernetes (the sink does).
@@ -32,7 +36,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
@@ -168,6 +173,9 @@ class Supervisor:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # drivers known gone whose writes the next pass aborts: (writer, submission) -> table
+        self._ended: dict[tuple[str, str], TableKey] = {}
+        self._told: OrderedDict[tuple[str, str], None] = OrderedDict()   # those already seen to
         self.scans = 0
 
     # -- what to watch -------------------------------------------------------------------------
@@ -218,9 +226,35 @@ class Supervisor:
         for o in opened:
             o.close()
 
+    def driver_ended(self, writer: str, submission: str, table: TableKey) -> None:
+        """The driver of `submission` of the LakeWriter `writer` ("namespace/name") writing to `table` is
+        known gone (its pod ended, or was deleted once its containers stopped): the next pass of this
+        supervisor aborts its pending writes (abort_stopped), rather than leave them to their heartbeat
+        timeout. Ignored while the supervisor is stopped (a standby replica's) and for a driver already
+        told of (a pod's several events)."""
+        if self._thread is None:
+            return
+        with self._guard:
+            if (writer, submission) in self._told:
+                return
+            self._told[(writer, submission)] = None
+            if len(self._told) > 4096:
+                self._told.popitem(last=False)
+            self._ended[(writer, submission)] = table
+        self._wake.set()
+
+    def _abort_ended(self) -> None:
+        with self._guard:
+            ended, self._ended = self._ended, {}
+        for table in set(ended.values()):
+            drivers = {writer: submission for (writer, submission), t in ended.items() if t == table}
+            for (namespace, name), instant in self.abort_stopped(drivers, "weir operator", tables={table}):
+                log.info("the write %s to LakeTable %s/%s ended with its driver", instant, namespace, name)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
+            self._abort_ended()
             self.run_once()
             self._wake.wait(max(0.0, self.period_s - (time.monotonic() - started)))
             self._wake.clear()
@@ -239,23 +273,24 @@ class Supervisor:
         self.scans += 1
         return decided
 
-    def abort_stopped(self, drivers: Mapping[str, str], by: str, *, lock_timeout_s: float = 5.0
-                      ) -> list[tuple[TableKey, str]]:
+    def abort_stopped(self, drivers: Mapping[str, str], by: str, *, lock_timeout_s: float = 5.0,
+                      tables: Collection[TableKey] | None = None) -> list[tuple[TableKey, str]]:
         """Record the proof of death of every pending write of a driver known to be gone (`drivers`: the
         LakeWriter "namespace/name" -> the submission its stopped driver ran), on every watched table:
         the registry's info names both, so a write of another run of a writer of the same name is
         never taken for one. `weir table describe` then says aborted, not alive, and the next write
         rolls it back at once rather than after its heartbeat timeout. A table whose lock is not had
         within `lock_timeout_s` (a lock the stopped driver held, say) is left to that timeout, as
-        before. Returns (table, instant) of each write aborted."""
+        before. `tables`: only those of the watched tables. Returns (table, instant) of each write
+        aborted."""
         from lakecore.concurrency.rollback import abort_pending, is_pending_write
 
         aborted: list[tuple[TableKey, str]] = []
         if not drivers:
             return aborted
         with self._guard:
-            tables = list(self._tables.values())
-        for table in tables:
+            watched = [t for t in self._tables.values() if tables is None or t.key in tables]
+        for table in watched:
             try:
                 opened = self._opened(table)
                 store = TimelineStore(opened.storage)

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from lakecore import State, Table
+from lakecore.concurrency.rollback import abort_pending
 from lakecore.errors import WriterLive
 from lakecore.services import UndoPlan, create_savepoint, list_savepoints, restore, schedule_compaction
 from tests.lakecore.services.conftest import HeldWrite, compact, create, rows, snapshot
@@ -94,6 +95,20 @@ def test_restore_rolls_back_dead_pending_writes_and_refuses_live_ones(tmp_path):
     done = restore(t.storage, t.config, t.lock, sp, dry_run=False)
     assert done is not None and not isinstance(done, UndoPlan)
     assert t.commit_metadata(done).extra["rolled_back_pending"] == [pending.instant_time]
+    assert not t.timeline().pending
+    assert snapshot(t) == snapshot(t, as_of=second)
+
+
+def test_restore_rolls_back_an_aborted_write_without_waiting_for_its_heartbeat(tmp_path):
+    """A write whose driver is known gone (the operator recorded its proof of death: a suspended writer's
+    pod deleted) can never commit: restore rolls it back at once, though its heartbeat is still fresh."""
+    t = create(str(tmp_path / "t"), "event_time")
+    sp, second = _history(t, "merge_on_read")
+    cut = HeldWrite(t, rows([5, 6], 7)).txn.instant.requested_time
+    assert abort_pending(t.storage, t.lock, cut, "weir operator: its driver was stopped")
+    done = restore(t.storage, t.config, t.lock, sp, dry_run=False)
+    assert done is not None and not isinstance(done, UndoPlan)
+    assert t.commit_metadata(done).extra["rolled_back_pending"] == [cut]
     assert not t.timeline().pending
     assert snapshot(t) == snapshot(t, as_of=second)
 
