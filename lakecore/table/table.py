@@ -389,6 +389,13 @@ class Table:
         archived = self.timeline().archived
         return self._store.archived_instants(archived.manifest, start, end) if archived.count else []
 
+    def writes_after(self, after: str = "") -> tuple[int, str | None]:
+        """How many writes (commit, deltacommit) completed after the timeline time `after` (an instant
+        time, "yyyyMMddHHmmssSSS"; "": ever), archived ones included; and a completion time no write
+        completed after (None: nothing completed yet): count from it next time to miss none and count
+        none twice."""
+        return self._store.writes_after(self.timeline(), after)
+
     def commit_metadata(self, instant: Instant | str) -> CommitMetadata:
         """What a completed instant wrote (files per file group, operation, schema); the instant, or its
         requested time (InstantNotFound: no such instant; InstantArchived: use archived_instants)."""

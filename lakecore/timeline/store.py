@@ -70,6 +70,24 @@ class TimelineStore:
                                  groups=lambda g: g.min_requested <= point <= g.max_requested)
         return completion_of(rows, point) or point
 
+    def writes_after(self, timeline: Timeline, after: str = "") -> tuple[int, str | None]:
+        """How many writes (commit, deltacommit) completed after the timeline time `after`, archived ones
+        included (only history files completed after it are read, two columns), and a completion time no
+        write completed after: the newest active write's, else the archived boundary (None: the table
+        has completed nothing). What a TableService trigger counts from its last run on."""
+        times = [i.completion_time for i in timeline.completed
+                 if i.action in ("commit", "deltacommit") and i.completion_time]
+        count = sum(1 for t in times if t > after)
+        boundary = timeline.archived.boundary
+        if timeline.archived.count and boundary > after:
+            rows = self.history.rows(timeline.archived.manifest, ["completion_time", "action"],
+                                     keep=lambda f: f.max_completion > after,
+                                     groups=lambda g: g.max_completion > after)
+            mask = pc.and_(pc.greater(rows.column("completion_time"), after),
+                           pc.is_in(rows.column("action"), pa.array(["commit", "deltacommit"])))
+            count += int(pc.sum(mask.cast(pa.int64())).as_py() or 0)
+        return count, max(times, default=None) or boundary or None
+
     def as_of(self, timeline: Timeline, point: str) -> Timeline:
         """The timeline as of a point: Timeline.as_of, or for a point inside the archived range, a
         timeline whose archived files are the latest slices as of that point, from the history."""

@@ -296,16 +296,17 @@ def _table_info(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> T
                      active_writers=sum(1 for i in timeline.pending if i.action in ("commit", "deltacommit")))
 
 
-def delta_commits_since(location: str, since: datetime | None,
-                        storage_options: dict[str, Any] | None = None) -> int:
-    """Writes completed on the table since `since` (for TableService triggers)."""
+def delta_commits_since(location: str, after: str | datetime | None,
+                        storage_options: dict[str, Any] | None = None) -> tuple[int, str | None]:
+    """Writes completed on the table after `after` (a timeline time, or a moment: a run recorded before
+    runs kept the timeline time they counted through), archived ones included, and the timeline time
+    no write counted completed after (for TableService triggers: Table.writes_after)."""
     from lakecore import Table
-    from lakecore.timeline import to_epoch_ms
+    from lakecore.timeline import format_ms
 
-    cutoff = since.timestamp() * 1000 if since else 0
-    timeline = Table.open(location, storage_options=storage_options).timeline()
-    return sum(1 for i in timeline.completed if i.action in ("commit", "deltacommit")
-               and i.completion_time and to_epoch_ms(i.completion_time) > cutoff)
+    if isinstance(after, datetime):   # the end of its second: the status keeps seconds
+        after = format_ms(int(after.timestamp()) * 1000 + 999)
+    return Table.open(location, storage_options=storage_options).writes_after(after or "")
 
 
 # -- LakeWriter --------------------------------------------------------------------------------
@@ -381,8 +382,8 @@ def reconcile_writer(body: Mapping[str, Any], table_body: Mapping[str, Any] | No
 
 
 def _table_not_ready(table_body: Mapping[str, Any] | None) -> str | None:
-    """Why a writer's LakeTable cannot take a new submission yet (None: it can). A table the operator
-    does not manage (`weir.dev/managed: "false"`) is taken as it is."""
+    """Why a writer's (or a service's) LakeTable cannot take a new submission (or run) yet (None: it
+    can). A table the operator does not manage (`weir.dev/managed: "false"`) is taken as it is."""
     if table_body is None:
         return None
     table = ObjectRef.from_body(table_body)
@@ -425,13 +426,21 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
         pod = launcher.get_pod(ref.namespace, child_name(observed.active_run.id))
         observed = replace(observed, run_pod=observe_pod(pod) if pod is not None else None)
     if spec.trigger is not None:
-        last = observed.last_run.started_at if observed.last_run else None
+        last = observed.last_run
+        after = (last.counted_through or last.started_at) if last else None
         try:
-            commits = delta_commits_since(table.location, last, _options(table, storage_options))
-            observed = replace(observed, delta_commits_since_last_run=commits)
+            commits, through = delta_commits_since(table.location, after, _options(table, storage_options))
+            observed = replace(observed, delta_commits_since_last_run=commits, counted_through=through)
         except Exception:  # the table is not there yet: nothing to trigger on
             observed = replace(observed, delta_commits_since_last_run=0)
     plan = plan_service(ref, spec, observed, now)
+    waiting = _table_not_ready(table_body)
+    if plan.action == ServiceAction.START and plan.active_run is not None and waiting \
+            and ((old or {}).get("activeRun") or {}).get("id") != plan.active_run.id:
+        # a new run waits for its table, as a writer's new submission does: a refused table (its files do
+        # not match its spec) is not touched (a run already recorded goes on: it was decided)
+        plan = replace(plan, action=ServiceAction.WAIT, active_run=None, next_run_at=None,
+                       reason="TableNotReady", message=waiting, requeue_after=10.0)
     driver = child_name(plan.active_run.id) if plan.active_run else None
     status = service_status(ref, plan, old, now, driver_pod=driver)
     events: list[tuple[str, str, str]] = []

@@ -202,7 +202,8 @@ def writer_status(ref: ObjectRef, plan: WriterPlan, old: Mapping[str, Any] | Non
 # slot is computed from the run's start, which lies in the slot it ran for
 def run_json(r: RunRecord) -> dict[str, Any]:
     return {"id": r.id, "startedAt": timestamp(r.started_at), "finishedAt": timestamp(r.finished_at),
-            "outcome": r.outcome.value, "instant": r.instant, **({"message": r.error} if r.error else {})}
+            "outcome": r.outcome.value, "instant": r.instant, **({"message": r.error} if r.error else {}),
+            **({"countedThrough": r.counted_through} if r.counted_through else {})}
 
 
 def run_ended(r: RunRecord) -> str:
@@ -212,14 +213,15 @@ def run_ended(r: RunRecord) -> str:
 
 
 def active_run_json(r: ActiveRun, driver_pod: str | None = None) -> dict[str, Any]:
-    return {"id": r.id, "submissionId": r.id, "driverPod": driver_pod, "startedAt": timestamp(r.started_at)}
+    return {"id": r.id, "submissionId": r.id, "driverPod": driver_pod, "startedAt": timestamp(r.started_at),
+            **({"countedThrough": r.counted_through} if r.counted_through else {})}
 
 
 def service_conditions(ref: ObjectRef, plan: ServicePlan) -> tuple[Condition, ...]:
     last = plan.history[-1] if plan.history else None
     bad = last is not None and failed(last)
-    suspended = plan.reason == "Suspended"
-    return (Condition("Ready", _flag(not suspended), plan.reason, plan.message),
+    idle = plan.reason in ("Suspended", "TableNotReady")   # no run starts
+    return (Condition("Ready", _flag(not idle), plan.reason, plan.message),
             Condition("Progressing", _flag(plan.active_run is not None), plan.reason,
                       plan.message if plan.active_run is not None else ""),
             Condition("Degraded", _flag(bad), "LastRunFailed" if bad else "AsExpected",
@@ -365,10 +367,12 @@ def read_service_status(status: Mapping[str, Any] | None, created_at: datetime) 
     active = s.get("activeRun")
     return ServiceObserved(
         created_at=created_at,
-        active_run=ActiveRun(id=active["id"], started_at=_time(active["startedAt"])) if active else None,
+        active_run=ActiveRun(id=active["id"], started_at=_time(active["startedAt"]),
+                             counted_through=active.get("countedThrough")) if active else None,
         history=tuple(RunRecord(id=r["id"], started_at=_time(r["startedAt"]),
                                 finished_at=_time(r["finishedAt"]), outcome=Cause(r["outcome"]),
-                                instant=r.get("instant"), error=r.get("message"))
+                                instant=r.get("instant"), error=r.get("message"),
+                                counted_through=r.get("countedThrough"))
                       for r in s.get("history") or ()))
 
 

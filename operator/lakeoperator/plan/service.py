@@ -37,6 +37,7 @@ class ActiveRun:
     id: str
     started_at: datetime
     scheduled_at: datetime | None = None   # the cron slot it runs for (None: triggered)
+    counted_through: str | None = None     # triggered: no write the trigger counted completed after it
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class RunRecord:
     scheduled_at: datetime | None = None
     instant: str | None = None
     error: str | None = None        # the job's own error from its termination message, when it failed
+    counted_through: str | None = None   # ActiveRun.counted_through: the trigger counts writes after it
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class ServiceObserved:
     run_pod: DriverObservation | None = None     # the active run's pod (submission_id = run id), if seen
     history: tuple[RunRecord, ...] = ()          # newest last
     delta_commits_since_last_run: int = 0
+    # the timeline time no write counted in delta_commits_since_last_run completed after (a triggered run
+    # started now records it: the next count starts there, on the table's own clock)
+    counted_through: str | None = None
 
     @property
     def last_run(self) -> RunRecord | None:
@@ -153,7 +158,8 @@ def plan_service(ref: ObjectRef, spec: TableServiceSpec, observed: ServiceObserv
         finished = RunRecord(id=active.id, started_at=active.started_at, finished_at=now,
                              outcome=cause, exit_code=pod.exit_code,
                              scheduled_at=active.scheduled_at, instant=reported_instant(pod.message),
-                             error=None if cause in (Cause.SUCCESS, Cause.BUSY) else job_error(pod.message))
+                             error=None if cause in (Cause.SUCCESS, Cause.BUSY) else job_error(pod.message),
+                             counted_through=active.counted_through)
         history, active = (*history, finished), None
     history, dropped = trim_history(history, spec.successful_runs_history_limit,
                                     spec.failed_runs_history_limit)
@@ -182,6 +188,6 @@ def plan_service(ref: ObjectRef, spec: TableServiceSpec, observed: ServiceObserv
             return replace(done, action=ServiceAction.WAIT, reason="WaitingForCommits",
                            message=f"{delta} of {spec.trigger.after_delta_commits} delta commits since the "
                            "last run", requeue_after=TRIGGER_RECHECK_SECONDS)
-        run = ActiveRun(id=run_id(ref, now), started_at=now)
+        run = ActiveRun(id=run_id(ref, now), started_at=now, counted_through=o.counted_through)
     return replace(done, action=ServiceAction.START, reason="Starting", active_run=run,
                    message=f"starting run {run.id}")
