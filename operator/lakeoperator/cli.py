@@ -81,7 +81,7 @@ def _run(loaded: Manifests, directory: str, state: str, follow: bool, timeout: f
          retry_failed: bool, as_json: bool) -> None:
     from datetime import UTC, datetime
 
-    store = StateDir(state)
+    store = StateDir(state, secrets_dir=secrets_dir)
     applied = apply(store, list(loaded.resources), datetime.now(UTC))
     for note in (*left_alone(store, applied), *done_before(applied)):
         err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)

@@ -66,6 +66,7 @@ class Kube:
     """Typed-as-dicts access to the objects the operator reads and writes."""
 
     holds_secrets = True   # store.Store: the Secrets a LakeTable names are read from the API
+    inherits_environment = False   # store.Store: drivers get only what their pod spec gives them
 
     def __init__(self, api_client: k8s.ApiClient, *, timeout_s: float = 15.0) -> None:
         self.api_client = api_client

@@ -74,13 +74,21 @@ class Resource:
 
 class StateDir:
     """Resources and their status on disk: `<dir>/<kind>/<namespace>.<name>.json`; `weir run`'s
-    `store.Store` (the Secrets a spec names are not here: the operator uses its own environment's)."""
+    `store.Store`. The Secrets a spec names are read from `secrets_dir` (`--secrets-dir`:
+    `<dir>/<secret>/<key>`), as its drivers' are; without one the run opens tables with its own
+    environment's credentials."""
 
-    holds_secrets = False
+    inherits_environment = True   # its drivers run with this process's environment
 
-    def __init__(self, path: str | Path, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(self, path: str | Path, clock: Callable[[], datetime] = lambda: datetime.now(UTC), *,
+                 secrets_dir: str | Path | None = None) -> None:
         self.path = Path(path)
         self.clock = clock   # when Events posted through the store happen
+        self.secrets_dir = Path(secrets_dir) if secrets_dir else None
+
+    @property
+    def holds_secrets(self) -> bool:
+        return self.secrets_dir is not None
 
     def file(self, kind: str, namespace: str, name: str) -> Path:
         return self.path / "resources" / kind / f"{namespace}.{name}.json"
@@ -122,7 +130,13 @@ class StateDir:
         return dict(r.applied) if r is not None and r.applied is not None else None
 
     def secret_value(self, namespace: str, name: str, key: str) -> str | None:
-        return None   # holds_secrets: never asked
+        """`<secrets_dir>/<name>/<key>` (every namespace's, as the local launcher reads them)."""
+        if self.secrets_dir is None or any("/" in part or part.startswith(".") for part in (name, key)):
+            return None   # a name that would leave the directory is no Secret
+        try:
+            return (self.secrets_dir / name / key).read_text()
+        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+            return None
 
     def replace_status(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
         r = self._of(body)

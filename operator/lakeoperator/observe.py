@@ -184,15 +184,14 @@ def _json_secret(store: Store, namespace: str, ref: SecretKeyRef, field: str, wh
 
 def zookeeper_credentials(store: Store, namespace: str, table: LakeTableSpec) -> Any:
     """The tenant's ZooKeeper credentials from the Secret lock.zookeeper.credentialsSecret names (None
-    without one); where the store holds no Secrets, this process's own (WEIR_ZOOKEEPER_USERNAME/PASSWORD).
+    without one); where the store holds no Secrets or the table names none and the drivers share this
+    process's environment (`weir run`), this process's own (WEIR_ZOOKEEPER_USERNAME/PASSWORD).
     SpecError when the Secret or a key is missing."""
     from lakecore.concurrency.zookeeper import Credentials, process_credentials
 
-    if not store.holds_secrets:
-        return process_credentials()
     ref = table.lock_credentials
-    if ref is None:
-        return None
+    if ref is None or not store.holds_secrets:
+        return process_credentials() if store.inherits_environment else None
     values = [store.secret_value(namespace, ref.name, k) for k in (ref.username_key, ref.password_key)]
     if any(v is None for v in values):
         raise SpecError("lock.zookeeper.credentialsSecret", f"no Secret {ref.name!r} with keys "

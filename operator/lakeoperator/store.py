@@ -16,8 +16,14 @@ from typing import Any, Protocol
 class Store(Protocol):
     @property
     def holds_secrets(self) -> bool:
-        """Whether the Secrets a spec names are read here (the API). False under `weir run`: the operator
-        opens tables with its own environment's credentials; drivers read theirs from --secrets-dir."""
+        """Whether the Secrets a spec names are read here (the API; `weir run --secrets-dir`). False under a
+        `weir run` without one: the operator opens tables with its own environment's credentials."""
+        ...
+
+    @property
+    def inherits_environment(self) -> bool:
+        """Whether the drivers it launches run with this process's environment (`weir run`): a table that
+        names no credentials Secret is then reached with this process's, as its drivers reach it."""
         ...
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:

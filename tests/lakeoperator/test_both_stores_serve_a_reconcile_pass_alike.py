@@ -42,8 +42,10 @@ class Harness:
     namespace: str = NAMESPACE
 
 
-def local_harness(tmp_path: Path) -> Harness:
-    state = StateDir(tmp_path / "state")
+def local_harness(tmp_path: Path, *, secrets: bool = False) -> Harness:
+    """`weir run`'s store; with `secrets`, given a --secrets-dir (Secrets as <dir>/<name>/<key> files)."""
+    secrets_dir = tmp_path / "secrets"
+    state = StateDir(tmp_path / "state", secrets_dir=secrets_dir if secrets else None)
 
     def put(body: dict[str, Any]) -> dict[str, Any]:
         state.save(Resource(json.loads(json.dumps(body)), None, []))
@@ -59,7 +61,11 @@ def local_harness(tmp_path: Path) -> Harness:
         r.applied = applied
         state.save(r)
 
-    return Harness(state, put, events, record_applied, None)
+    def put_secret(name: str, key: str, value: str) -> None:
+        (secrets_dir / name).mkdir(parents=True, exist_ok=True)
+        (secrets_dir / name / key).write_text(value)
+
+    return Harness(state, put, events, record_applied, put_secret if secrets else None)
 
 
 def kube_harness(tmp_path: Path, server: ControlPlane, namespace: str) -> Harness:
@@ -94,10 +100,10 @@ def kube_harness(tmp_path: Path, server: ControlPlane, namespace: str) -> Harnes
     return Harness(kube, put, events, record_applied, put_secret, namespace)
 
 
-@pytest.fixture(params=["local", pytest.param("kube", marks=pytest.mark.k8s)])
+@pytest.fixture(params=["local", "local-secrets-dir", pytest.param("kube", marks=pytest.mark.k8s)])
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
-    if request.param == "local":
-        yield local_harness(tmp_path)
+    if request.param.startswith("local"):
+        yield local_harness(tmp_path, secrets=request.param == "local-secrets-dir")
     else:
         yield kube_harness(tmp_path, request.getfixturevalue("kube_server"),
                            request.getfixturevalue("kube_namespace"))
