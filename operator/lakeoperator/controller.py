@@ -148,6 +148,7 @@ class Controller:
         self._threads: ThreadPoolExecutor | None = None   # one thread per worker, the passes' own
         self._table_of: dict[Key, str] = {}      # writer/service key -> the LakeTable it refers to
         self._phase_of: dict[Key, str] = {}
+        self._phases_shown: dict[str, set[str]] = {kind: set() for kind in PHASES}
         self._table_seen: dict[Key, Any] = {}    # LakeTable key -> its last event, timeline fields left out
         self._errors: Tally[Key] = Tally()
         self._last_event: dict[Key, tuple[str, str, str]] = {}
@@ -169,7 +170,7 @@ class Controller:
         key: Key = (kind, str(meta.get("namespace") or "default"), str(meta.get("name")))
         if deleted:
             self._table_of.pop(key, None)
-            self._phase_of.pop(key, None)
+            self._forget_phase(key)
             self._last_event.pop(key, None)
             self._table_seen.pop(key, None)
             if self.queue is not None:
@@ -312,7 +313,7 @@ class Controller:
             body = self.kube.get(kind, namespace, name)
             if body is None:
                 self._table_of.pop(key, None)
-                self._phase_of.pop(key, None)
+                self._forget_phase(key)
                 return None
             if kind == "LakeTable":
                 delay = self._table(key, body)
@@ -476,8 +477,17 @@ class Controller:
         if self._phase_of.get(key) == phase:
             return
         self._phase_of[key] = str(phase)
+        self._publish_phases(kind)
+
+    def _forget_phase(self, key: Key) -> None:
+        """A resource gone: it counts in no phase any more."""
+        if self._phase_of.pop(key, None) is not None:
+            self._publish_phases(key[0])
+
+    def _publish_phases(self, kind: str) -> None:
         counts = Tally(p for k, p in self._phase_of.items() if k[0] == kind)
-        self.metrics.set_phases(kind, counts, PHASES[kind])
+        self.metrics.set_phases(kind, counts, {*PHASES[kind], *self._phases_shown[kind]})
+        self._phases_shown[kind] |= set(counts)   # a phase outside PHASES reads 0 once it has none
 
 
 def _apart_from_timeline(table: Mapping[str, Any]) -> Any:

@@ -105,6 +105,17 @@ def test_several_replicas_without_leader_election_are_refused(chart: Chart) -> N
     assert result.returncode != 0 and "leaderElection.enabled" in result.stderr
 
 
+def test_a_lease_renewed_less_than_three_times_per_duration_is_refused(chart: Chart) -> None:
+    """The operator would exit at start (LeaseTerms), a crash loop on a cluster: helm says so first."""
+    result = chart.template({"leaderElection": {"renewSeconds": 10}})
+    assert result.returncode != 0
+    said = ("leaderElection.renewSeconds (10) must be at most a third of "
+            "leaderElection.leaseDurationSeconds (15)")
+    assert said in result.stderr, result.stderr
+    assert chart.template({"leaderElection": {"renewSeconds": 5}}).returncode == 0   # a third: renewed 3x
+    assert chart.template({"leaderElection": {"enabled": False, "renewSeconds": 10}}).returncode == 0
+
+
 @pytest.mark.parametrize("values_name", ["json-logs", "several-namespaces"])
 def test_weir_operator_parses_the_variables_into_the_values(chart: Chart, values_name: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
