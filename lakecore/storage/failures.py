@@ -33,6 +33,9 @@ def storage_error(exc: OSError, what: str, where: str) -> StorageError:
         return StorageAccessDenied(f"permission denied: {what} {where} ({reason}); give this user access to "
                                    "it (read for reads, write for writes and table services) or run as a "
                                    "user that has it")
+    if code is None and ("NoSuchBucket" in reason or "bucket does not exist" in reason.lower()):
+        return StorageError(f"{what} {where} failed: its bucket does not exist; create the bucket, or fix "
+                            "the location (the bucket's name is its first part)")
     return StorageError(f"{what} {where} failed: {reason}; check the disk or the connection to the storage, "
                         "then retry")
 

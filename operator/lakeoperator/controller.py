@@ -511,8 +511,9 @@ def _plain(value: Any) -> Any:
 
 def delete_table_data(location: str, storage_options: dict[str, Any] | None = None) -> None:
     """Every file of the table at `location`; its config first, so an interrupted delete leaves no
-    half-table that could be adopted (the finalizer stays, so the delete runs again)."""
-    from lakecore.storage import open_storage
+    half-table that could be adopted (the finalizer stays, so the delete runs again). Then, on storage
+    with directories (local disk), the empty directories below the location."""
+    from lakecore.storage import open_storage, remove_empty_dirs
     from lakecore.table.table import CONFIG_PATH
 
     storage = open_storage(location, storage_options)
@@ -520,6 +521,7 @@ def delete_table_data(location: str, storage_options: dict[str, Any] | None = No
         storage.delete(CONFIG_PATH)
     for info in storage.list_tree(""):
         storage.delete(info.path)
+    remove_empty_dirs(storage, "")
 
 
 __all__ = ["FINALIZER", "Controller", "ControllerSettings", "WorkQueue", "delete_table_data"]

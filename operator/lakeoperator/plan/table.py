@@ -103,7 +103,7 @@ def compare_config(desired: TableConfig, observed: TableConfig) -> tuple[Mismatc
     out: list[Mismatch] = []
     for key in COMPARED_KEYS:
         if key == "schema":
-            out += _compare_schema(want["schema"], have["schema"], want["column_groups"])
+            out += _compare_schema(want["schema"], have["schema"], want["column_groups"], desired.record_key)
         elif key == "column_groups" and desired.column_groups and observed.column_groups:
             out += _compare_groups(want[key], have[key], have["schema"])
         elif key == "lock":
@@ -150,7 +150,10 @@ def _compare_groups(desired: list[Mapping[str, Any]], observed: list[Mapping[str
 
 
 def _compare_schema(desired: list[Mapping[str, Any]], observed: list[Mapping[str, Any]],
-                    groups: list[Mapping[str, Any]]) -> list[Mismatch]:
+                    groups: list[Mapping[str, Any]], keys: tuple[str, ...] = ()) -> list[Mismatch]:
+    """A record key column's nullable is no mismatch: a write refuses a null key whatever the column says
+    (a table made by `weir table create`, whose --schema marks no column non-null, is adopted by a spec
+    that says `nullable: false`)."""
     out = []
     group_of = {c: g["name"] for g in groups for c in g["columns"]}
     have = {c["name"]: c for c in observed}
@@ -175,7 +178,7 @@ def _compare_schema(desired: list[Mapping[str, Any]], observed: list[Mapping[str
             out.append(Mismatch(f"schema.{name}", col, old, "refused", f"column {name!r} is {_type(old)} in "
                                 f"the table, {_type(col)} in the spec, and columns are never retyped; put "
                                 "the table's type back in spec.schema"))
-        elif bool(col.get("nullable", True)) != bool(old.get("nullable", True)):
+        elif bool(col.get("nullable", True)) != bool(old.get("nullable", True)) and name not in keys:
             out.append(Mismatch(f"schema.{name}", col, old, "refused", f"column {name!r} differs in "
                                 f"nullable (table: {old.get('nullable')}); put the table's value in the "
                                 "spec"))

@@ -119,6 +119,7 @@ def test_create_adopt_refuse_and_delete_by_policy(tables: Tables, tmp_path: Path
     client.delete(path("orders-load", "LakeWriter"))
     wait_until(lambda: tables.gone("orders"))
     assert not (location / "table.json").exists() and not any(location.rglob("*.json"))
+    assert not any(location.iterdir()), list(location.rglob("*"))   # no empty directory left either
     assert "Deleted" in tables.reasons("orders")
 
 

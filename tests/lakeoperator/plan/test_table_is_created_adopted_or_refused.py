@@ -121,8 +121,8 @@ def _observed(**changes: Any) -> dict[str, Any]:
      "schema.gone"),
     (_observed(schema=[{"name": "id", "nullable": False, "type": "int32"}, *GOLDEN["schema"][1:]]),
      "schema.id"),
-    (_observed(schema=[{"name": "id", "nullable": True, "type": "int64"}, *GOLDEN["schema"][1:]]),
-     "schema.id"),
+    (_observed(schema=[*GOLDEN["schema"][:3], {"name": "day", "nullable": False, "type": "string"}]),
+     "schema.day"),
 ])
 def test_differences_that_cannot_change_are_refused(observed: dict[str, Any], field: str) -> None:
     refused = plan(table(), observed)
@@ -193,3 +193,17 @@ def test_a_column_never_leaves_its_group_nor_joins_another() -> None:
         "its group; put it back in that group's columns",
         "column 'note' of the table is in column group 'gb' in the spec but not in the table, and a column "
         "never joins another group; take it out of that group")
+
+
+def test_a_key_columns_nullable_is_no_mismatch_but_another_columns_is() -> None:
+    """`weir table create --schema id:int64,...` marks no column non-null; a spec saying `nullable: false`
+    for its record key adopts that table (a write refuses a null key whatever the column says)."""
+    made_by_the_cli = copy.deepcopy(GOLDEN)
+    made_by_the_cli["schema"][0]["nullable"] = True
+    assert plan(table(), made_by_the_cli).action == TableAction.ADOPT
+    other = copy.deepcopy(GOLDEN)
+    other["schema"][3]["nullable"] = False
+    refused = plan(table(), other)
+    assert refused.action == TableAction.REFUSE
+    assert [m.message for m in refused.refused] == [
+        "column 'day' differs in nullable (table: False); put the table's value in the spec"]
