@@ -446,9 +446,6 @@ class Table:
         with `_weir_op` = 'upsert' or 'delete' and the meta columns. `start` and `end`: instant times,
         times, or Instants (a write's `result.instant`)."""
         first, last = parse_point_in_time(start), None if end is None else parse_point_in_time(end)
-        if last is not None and last < first:
-            raise InvalidInput(f"the end {last} is before the start {first}: changes are read from the start "
-                               "(exclusive) to the end (inclusive); swap them")
         return read_changes(self.storage, self.config, self.timeline(), first, last, columns=columns)
 
     # -- other engines ------------------------------------------------------------------------
