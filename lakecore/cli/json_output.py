@@ -129,7 +129,7 @@ class JsonOutput:
             emit_json({"rollback": done.requested_time, "completed": done.completion_time})
         elif isinstance(result.plan, UndoPlan):
             emit_json({"dry_run": True, "state": state, "undo": list(result.plan.undone),
-                       "files": list(result.plan.files)})
+                       "files": list(result.plan.files), "live": result.plan.live})
 
     def archival(self, result: MaintenanceResult) -> None:
         plan = result.plan

@@ -190,6 +190,11 @@ class TextOutput:
     def rollback(self, instant: str, result: MaintenanceResult, state: str, what: str) -> None:
         if result.instant is not None:
             say(f"rolled back {instant} (rollback instant {result.instant.requested_time})")
+        elif isinstance(result.plan, UndoPlan) and result.plan.live:
+            files = counted(len(result.plan.files), "data file")
+            say(f"would roll back {what} and delete {files}, but it is alive ({result.plan.live}): --yes is "
+                "refused until its heartbeat expires (or it commits); add --force only if you know its "
+                "process is gone")
         elif isinstance(result.plan, UndoPlan):
             say(f"would roll back {what} and delete {counted(len(result.plan.files), 'data file')}; "
                 "rerun with --yes to do it")

@@ -133,6 +133,12 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
     return _execute(storage, lock, store, rb, t, instant.action, clock)
 
 
+def live_runner(storage: Storage, target: Instant, now: int, config: HeartbeatConfig) -> str | None:
+    """Who runs the pending instant `target`, if alive (what a rollback without force refuses); None when
+    it is dead or aborted."""
+    return _alive(storage, target, now, config)
+
+
 def _alive(storage: Storage, target: Instant, now: int, config: HeartbeatConfig) -> str | None:
     """Who runs the pending instant, if alive: a table service run holds a run claim (liveness/runs.py), a
     write beats its heartbeat."""

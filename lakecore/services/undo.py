@@ -72,6 +72,7 @@ class UndoPlan:
     rolled_back_pending: tuple[str, ...] = ()   # pending instants rolled back before (restore)
     savepoint: str | None = None       # restore: the savepoint instant and the instant it pins
     restored_to: str | None = None
+    live: str | None = None            # a dry run's pending instant: who runs it, if alive (not persisted)
 
     def to_json(self) -> dict[str, Any]:
         return {"action": self.action, "undone": list(self.undone), "files": list(self.files),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from lakecore.concurrency import rollback_write, view_for_services
+from lakecore.concurrency.rollback import live_runner
 from lakecore.errors import InstantArchived, InstantNotFound, InvalidInstantState
 from lakecore.services import (
     ArchivalPlan,
@@ -50,7 +51,7 @@ from lakecore.services import (
     schedule_compaction,
 )
 from lakecore.services.compaction import load_plan
-from lakecore.timeline import Instant, requested_time_of
+from lakecore.timeline import Instant, now_ms, requested_time_of
 from lakecore.write import list_markers
 
 if TYPE_CHECKING:
@@ -253,7 +254,9 @@ class Maintenance:
                 t.storage, t.config, t.lock, instant_time, heartbeat=t.options.heartbeat, dry_run=dry_run))
         if dry_run:
             written = tuple(sorted(m.data_path for m in list_markers(t.storage, instant_time)))
-            return MaintenanceResult("rollback", True, UndoPlan("rollback", (instant.file_name,), written))
+            live = None if force else live_runner(t.storage, instant, now_ms(), t.options.heartbeat)
+            return MaintenanceResult("rollback", True, UndoPlan("rollback", (instant.file_name,), written,
+                                                                live=live))
         refuse = None if force else t.options.heartbeat
         done = rollback_write(t.storage, t.lock, instant, refuse_live=refuse,
                               by="Table.rollback (forced)" if force else "Table.rollback")

@@ -259,6 +259,33 @@ def test_rollback_and_savepoint_dry_runs_change_nothing(tmp_path):
     assert code == 0 and not any(os.path.exists(os.path.join(uri, f)) for f in planned["files"])
 
 
+def test_a_rollback_dry_run_says_when_the_write_is_alive(tmp_path):
+    """The dry run of a live writer's pending write said "rerun with --yes to do it", and --yes was then
+    refused (WriterLive). It now says the write is alive and that --yes is refused until its heartbeat
+    expires; with --force the plan is the plain one."""
+    from lakecore import Table
+    from lakecore.concurrency import begin_write
+    from lakecore.write import conform, route, write_file_group
+
+    uri = str(tmp_path / "t")
+    event_table(uri)
+    t = Table.open(uri)
+    txn = begin_write(t.storage, t.config, t.lock, "upsert")   # a writer in flight: its heartbeat is fresh
+    for g in route(conform(pa.table({"id": [1], "ts": [1]}), t.config, "upsert").rows, t.config):
+        write_file_group(txn.context(), g)
+    pending = txn.instant.requested_time
+    code, out = weir("table", "rollback", uri, pending)
+    assert code == 0, out
+    assert "but it is alive (its writer's heartbeat is fresh): --yes is refused until its heartbeat " \
+        "expires" in " ".join(out.split()), out
+    assert json.loads(weir("table", "rollback", uri, pending, "--json")[1])["live"] == \
+        "its writer's heartbeat is fresh"
+    code, out = weir("table", "rollback", uri, pending, "--yes")
+    assert code != 0 and "is alive" in out
+    code, out = weir("table", "rollback", uri, pending, "--force")
+    assert code == 0 and "rerun with --yes to do it" in out and "alive" not in out
+
+
 def test_the_input_file_is_an_argument_or_input_once(tmp_path):
     uri = str(tmp_path / "t")
     event_table(uri)
