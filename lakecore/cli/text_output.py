@@ -87,6 +87,10 @@ class TextOutput:
                  "rows_written": Col("ROWS WRITTEN", "number"), "delete_keys": Col("DELETE KEYS", "number"),
                  "file_groups": Col("FILE GROUPS", "number", drop=2)}
         show_table(out, list(shown.values()), [_timeline_cells(r, shown) for r in rows], title=title)
+        for r in rows:   # which write each rollback undid (several may follow a crash)
+            undone = (r.get("extra") or {}).get("rolled_back")
+            if r["action"] == "rollback" and undone:
+                out.print(f"rollback {r['instant']} undid {undone}", style="dim", highlight=False)
         if any(r["delete_keys"] for r in rows):
             out.print("DELETE KEYS: the record keys a write deletes; a key whose row the table does not hold "
                       "deletes nothing", style="dim", highlight=False)

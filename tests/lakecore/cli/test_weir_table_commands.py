@@ -284,6 +284,10 @@ def test_a_rollback_dry_run_says_when_the_write_is_alive(tmp_path):
     assert code != 0 and "is alive" in out
     code, out = weir("table", "rollback", uri, pending, "--force")
     assert code == 0 and "rerun with --yes to do it" in out and "alive" not in out
+    code, out = weir("table", "rollback", uri, pending, "--force", "--yes")
+    assert code == 0, out
+    rollback = json.loads(weir("table", "timeline", uri, "--json")[1])[-1]["instant"]
+    assert f"rollback {rollback} undid {pending}" in weir("table", "timeline", uri)[1]   # the write undone
 
 
 def test_the_input_file_is_an_argument_or_input_once(tmp_path):
