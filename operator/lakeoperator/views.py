@@ -275,7 +275,7 @@ def _conflict(c: Mapping[str, Any], namespace: str, name: str) -> Fields:
     return _fields("Last conflict", [
         ("Outcome", ("won" if won else "lost") + (": void, the loser committed before it could be aborted"
                                                   if c.get("void") else "")),
-        ("Loser", theirs if won else mine + (f"; {written:,} bytes written when stopped"
+        ("Loser", theirs if won else mine + (f"; {written:,} bytes written when the conflict was decided"
                                             if isinstance(written, int) and written else "")),
         ("Winner", mine if won else theirs),
         ("File groups", ", ".join(str(g) for g in c.get("fileGroups") or ())),
