@@ -54,26 +54,27 @@ def test_refused_tells_only_what_is_certain(closed_port, silent_port):
     assert refused("not an address") is None    # the Kafka client's own error tells what is wrong
 
 
+def told_unavailable(tmp_path, port: int, said: str, **options: str) -> None:
+    """A writer of a new table from 127.0.0.1:`port` ends SourceUnavailable saying `said` (a regex with
+    {bootstrap} for the address), having written nothing."""
+    require_spark_connectors()
+    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id")
+    bootstrap = f"127.0.0.1:{port}"
+    with pytest.raises(SourceUnavailable, match=said.format(bootstrap=bootstrap)):
+        run_stream(args(table, bootstrap, tmp_path, **options))
+    assert nothing_committed(table.uri)
+
+
 @pytest.mark.spark
 @pytest.mark.kafka
 def test_a_broker_that_refuses_is_told_at_once(spark, tmp_path, closed_port):
-    require_spark_connectors()
-    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id")
-    bootstrap = f"127.0.0.1:{closed_port}"
     # no default.api.timeout.ms: the client's metadata wait would be the full 30 s
-    with pytest.raises(SourceUnavailable, match=rf"no Kafka broker at {bootstrap} answered "
-                                                rf"\({bootstrap}: connection refused\); the writer retries"):
-        run_stream(args(table, bootstrap, tmp_path))
-    assert nothing_committed(table.uri)
+    told_unavailable(tmp_path, closed_port, r"no Kafka broker at {bootstrap} answered "
+                                            r"\({bootstrap}: connection refused\); the writer retries")
 
 
 @pytest.mark.spark
 @pytest.mark.kafka
 def test_an_address_that_accepts_but_never_answers_gets_the_clients_wait(spark, tmp_path, silent_port):
-    require_spark_connectors()
-    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id")
-    bootstrap = f"127.0.0.1:{silent_port}"
-    with pytest.raises(SourceUnavailable, match=rf"no Kafka broker at {bootstrap} answered within 2 s"):
-        run_stream(args(table, bootstrap, tmp_path, **{"default.api.timeout.ms": "2000",
-                                                       "request.timeout.ms": "2000"}))
-    assert nothing_committed(table.uri)
+    told_unavailable(tmp_path, silent_port, r"no Kafka broker at {bootstrap} answered within 2 s",
+                     **{"default.api.timeout.ms": "2000", "request.timeout.ms": "2000"})
