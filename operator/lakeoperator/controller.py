@@ -41,7 +41,7 @@ from lakeoperator.observe import TableInputs, observe_service, observe_table, ob
 from lakeoperator.plan.writer import SUBMISSION_LABEL
 from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
-from lakeoperator.status import TIMELINE_FIELDS, ended_attempts, parse_timestamp
+from lakeoperator.status import TIMELINE_FIELDS, deleting_status, ended_attempts, parse_timestamp
 from lakeoperator.supervision import Supervisor, watched_table, zookeeper_abort_flag
 from lakeoperator.supervision.kubernetes import KubeSink
 
@@ -411,7 +411,7 @@ class Controller:
             if users:
                 message = (f"the table's data is deleted once nothing writes to it; still referring to it: "
                            f"{', '.join(sorted(users))} (delete them, or set deletionPolicy: Retain)")
-                status = {**(body.get("status") or {}), "lastError": message}
+                status = deleting_status(ref, body.get("status"), message, self.clock())
                 if status != body.get("status"):
                     self.kube.replace_status(body, status)
                     self.kube.post_event(body, "Warning", "DeletionWaiting", message)

@@ -296,6 +296,18 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
     })
 
 
+def deleting_status(ref: ObjectRef, old: Mapping[str, Any] | None, message: str, now: datetime
+                    ) -> dict[str, Any]:
+    """The LakeTable status while its deletion (deletionPolicy Delete) waits for the LakeWriters and
+    TableServices that still refer to it: phase Deleting, not Ready (no new submission starts on it),
+    Progressing towards its deletion; the message names them and what to do."""
+    reason = "DeletionWaiting"
+    conditions = (Condition("Ready", "False", reason, message), Condition("Progressing", "True", reason, ""),
+                  Condition("Degraded", "False", "AsExpected", ""), _paused(ref),
+                  *kstatus_conditions(reconciling=True, stalled=False, reason=reason, message=message))
+    return _with(old, ref, now, conditions, {"phase": "Deleting", "lastError": message})
+
+
 # the LakeTable status fields derived from its timeline (TableInfo, and what publishing shows): a commit
 # changes them, nothing else
 TIMELINE_FIELDS = ("latestInstant", "latestAction", "latestInstantTime", "pendingCompactions",

@@ -94,8 +94,15 @@ def printer_column_problems(columns: list[Mapping[str, Any]], schema: Mapping[st
         if path.startswith(".metadata."):
             continue
         node: Mapping[str, Any] | None = schema
-        for part in path.lstrip(".").split("."):
+        # a field per step; `name[?(@.type=="Ready")]` steps into a list and picks items of it
+        steps = re.findall(r"\.([A-Za-z0-9_]+)(\[\?\(@\.[A-Za-z]+==\"[A-Za-z]+\"\)\])?", path)
+        if "".join(f".{name}{pick}" for name, pick in steps) != path:
+            out.append(f"{where}: {path} is not a plain field path (a list filter [?(@.f==\"v\")] at most)")
+            continue
+        for part, pick in steps:
             node = node.get("properties", {}).get(part) if node is not None else None
+            if pick and node is not None:
+                node = node.get("items") if node.get("type") == "array" else None
         if node is None:
             out.append(f"{where}: {path} is not a field of the schema")
         elif c.get("type") == "date" and node.get("format") != "date-time":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import io
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -94,3 +95,15 @@ class Kubectl:
 
     def apply(self, path: Path | str) -> subprocess.CompletedProcess[str]:
         return self.run("apply", "-f", str(path))
+
+    def get_rows(self, *args: str) -> dict[str, dict[str, str]]:
+        """`kubectl get ARGS` as {NAME: {COLUMN: value}}, cut at the header's column starts, so an empty
+        cell (a resource with no phase yet) stays empty instead of shifting the cells after it."""
+        lines = self.run("get", *args).stdout.splitlines()
+        header = lines[0]
+        starts = [m.start() for m in re.finditer(r"\S+(?: \S+)*", header)]
+        names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        rows = [{n: line[a:b].strip() for n, a, b in zip(names, starts, [*starts[1:], None], strict=True)}
+                for line in lines[1:]]
+        return {r["NAME"]: r for r in rows}
+

@@ -1,8 +1,8 @@
 """LakeTable details the create/adopt/delete test leaves out, against the real operator (no Spark):
 the table's status follows writes made outside the operator (latestInstant); a paused LakeWriter and a
 paused TableService that refer to a table with deletionPolicy Delete start no pod, and both hold its
-deletion (DeletionWaiting, status.lastError names them) until they are deleted, then the data goes;
-changing the policy from Delete to Retain removes the finalizer."""
+deletion (phase Deleting, Ready False DeletionWaiting, status.lastError names them) until they are
+deleted, then the data goes; changing the policy from Delete to Retain removes the finalizer."""
 
 from __future__ import annotations
 
@@ -72,6 +72,11 @@ def test_a_delete_policy_table_waits_for_its_writers_and_services(cluster: Clust
     assert "LakeWriter gone-load" in waiting["status"]["lastError"]
     assert "TableService gone-clean" in waiting["status"]["lastError"]
     wait_event(cluster, "gone", "DeletionWaiting")
+    # no longer shown Ready: it is on its way out, and no new run starts on it
+    assert waiting["status"]["phase"] == "Deleting", waiting["status"]
+    ready = condition(waiting["status"], "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "DeletionWaiting"), waiting["status"]
+    assert "LakeWriter gone-load" in ready["message"], ready
     cluster.delete("LakeWriter", "gone-load")
     assert Table.open(str(location)).read().num_rows == 1    # the service still holds it
     cluster.delete("TableService", "gone-clean")

@@ -74,14 +74,34 @@ def test_kubectl_apply_of_the_examples_is_reconciled(kube_server: ControlPlane, 
         for name in ("events", "orders", "orders-stream", "events-backfill", "orders-clustering",
                      "events-compaction"):
             assert name in listed, listed
-        writers_listed = [line.split() for line in kubectl.run("get", "lw").stdout.splitlines()]
-        assert writers_listed[0] == ["NAME", "TABLE", "MODE", "PHASE", "ATTEMPTS", "AGE"], writers_listed
-        assert writers_listed[1][:5] == ["events-backfill", "events", "batch", "Submitted", "1"]
-        tables_listed = {words[0]: words for words in (line.split() for line in
-                                                       kubectl.run("get", "lt").stdout.splitlines())}
+        writers_listed = kubectl.get_rows("lw")
+        assert list(writers_listed["events-backfill"]) == [
+            "NAME", "TABLE", "MODE", "PHASE", "READY", "REASON", "ATTEMPTS", "AGE"], writers_listed
+        backfill = writers_listed["events-backfill"]
+        assert [backfill[c] for c in ("TABLE", "MODE", "PHASE", "READY", "ATTEMPTS")] == [
+            "events", "batch", "Submitted", "False", "1"], writers_listed
+        for name in ("orders-stream", "orders-from-kafka"):   # their table is refused
+            row = writers_listed[name]
+            assert (row["PHASE"], row["READY"], row["REASON"]) == ("Pending", "False", "TableNotReady"), row
+        # a writer whose spec the operator refuses never gets a phase; kubectl get still says why
+        kubectl.run("apply", "-f", "-", input_text=(
+            "apiVersion: weir.dev/v1alpha1\nkind: LakeWriter\nmetadata: {name: from-nowhere}\n"
+            "spec: {tableRef: {name: events}, mode: batch, source: {table: {name: nowhere}}}\n"))
+        wait_until(lambda: statuses(client, "LakeWriter", ns)["from-nowhere"].get("lastError"),
+                   show=lambda: statuses(client, "LakeWriter", ns))
+        refused = kubectl.get_rows("lw")["from-nowhere"]
+        assert (refused["PHASE"], refused["READY"], refused["REASON"]) == ("", "False", "InvalidSpec"), \
+            refused
+        tables_listed = kubectl.get_rows("lt")
         # the server filled in the CRD's defaults (tableType), so every column has a value
         location = "s3://example-bucket/lake/events"
-        assert tables_listed["events"][1:4] == [location, "merge_on_read", "Ready"], tables_listed
+        events = tables_listed["events"]
+        assert [events[c] for c in ("LOCATION", "TYPE", "PHASE", "READY", "REASON")] == [
+            location, "merge_on_read", "Ready", "True", "TableReady"], tables_listed
+        orders = tables_listed["orders"]   # names a missing Secret: refused before it got a phase
+        assert (orders["PHASE"], orders["READY"], orders["REASON"]) == ("", "False", "InvalidSpec"), orders
+        services_listed = kubectl.get_rows("lts")
+        assert all(row["READY"] and row["REASON"] for row in services_listed.values()), services_listed
         assert "unchanged" in kubectl.apply(ROOT / "crds" / "examples").stdout   # idempotent apply
     finally:
         operator.stop()
