@@ -21,6 +21,7 @@ from lakecore.concurrency.liveness.heartbeat import (
     is_aborted,
     is_expired,
     last_sign_of_life,
+    writer_gone,
 )
 from lakecore.concurrency.liveness.runs import ARCHIVAL, Claim, live_run
 from lakecore.concurrency.locks.storage import newest_generation
@@ -43,7 +44,8 @@ def activity(storage: Storage, lock: LockSpec, timeline: Timeline, now: int, *,
             aborted = is_aborted(storage, t)
             entry.update({"kind": "write", "last_sign_of_life_s_ago": round(max(0, now - last) / 1000, 1),
                           "aborted": aborted,
-                          "alive": not aborted and not is_expired(last, now, heartbeat)})
+                          "alive": not aborted and not is_expired(last, now, heartbeat)
+                          and not writer_gone(storage, t)})
         else:
             run = live_run(storage, t, now, heartbeat)
             entry.update({"kind": "service", "run": _run(run), "alive": run is not None})

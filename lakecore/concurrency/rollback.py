@@ -21,8 +21,9 @@ from typing import Any
 from lakecore.concurrency.liveness.heartbeat import (
     HeartbeatConfig,
     delete_heartbeat,
+    delete_writer_record,
     is_aborted,
-    is_alive,
+    is_alive_here,
     is_expired,
     last_sign_of_life,
     mark_aborted,
@@ -148,7 +149,7 @@ def _alive(storage: Storage, target: Instant, now: int, config: HeartbeatConfig)
 
         run = live_run(storage, t, now, config)
         return None if run is None else f"run by {run.describe()}"
-    return "its writer's heartbeat is fresh" if is_alive(storage, t, now, config) else None
+    return "its writer's heartbeat is fresh" if is_alive_here(storage, t, now, config) else None
 
 
 def _execute(storage: Storage, lock: Lock, store: TimelineStore, rb: Instant, target: str, action: str,
@@ -171,6 +172,7 @@ def _execute(storage: Storage, lock: Lock, store: TimelineStore, rb: Instant, ta
         done = store.complete(rb, next_instant_time(clock(), timeline.newest_time()), meta)
     delete_markers(storage, target)
     delete_heartbeat(storage, target)
+    delete_writer_record(storage, target)
     return done
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
-from lakecore.concurrency.liveness.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_alive
+from lakecore.concurrency.liveness.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_alive_here
 from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
 from lakecore.config import TableConfig
 from lakecore.errors import (
@@ -118,7 +118,7 @@ def _pending_writes(store: TimelineStore, timeline: Timeline) -> list[Instant]:
 def _refuse_live(storage: Storage, store: TimelineStore, timeline: Timeline, heartbeat: HeartbeatConfig,
                  now: int, what: str) -> None:
     for i in _pending_writes(store, timeline):   # an aborted write can never commit: not live
-        if is_alive(storage, i.requested_time, now, heartbeat):
+        if is_alive_here(storage, i.requested_time, now, heartbeat):
             raise WriterLive(f"writer {i.requested_time} ({i.action}) is live on the table; {what} needs a "
                              "quiet table: rerun after it commits or dies")
 

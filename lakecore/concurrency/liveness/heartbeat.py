@@ -12,6 +12,11 @@ could still be pending) by a writer that aborts and by every rollback that claim
 one is dead at once, whatever its heartbeat says, and can never complete (the commit checks it under
 the table lock) — a heartbeat file alone cannot say that: a deleted one reads as "not beaten yet".
 
+And the writer's record `<base>/.weir/writers/<T>` (JSON: host, pid, process space), written by the
+heartbeat's thread after its first beat and deleted with the heartbeat: a reader on the same machine and
+in the same PID namespace can tell from it that the writer's process is gone (killed, crashed) before its
+heartbeat expires (`writer_gone`). Without a record, or from elsewhere, the heartbeat decides.
+
 Expiry compares the reader's clock with the writer's, so writers' clocks must agree to well within
 `interval x tolerable misses` (they must for instant times anyway).
 """
@@ -21,7 +26,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from lakecore.concurrency.processes import process_gone, process_space
 from lakecore.errors import (
     AlreadyExists,
     HeartbeatExpired,
@@ -41,6 +49,7 @@ from lakecore.timeline import now_ms
 
 HEARTBEATS_DIR = ".weir/heartbeats"
 ABORTED_DIR = ".weir/aborted"
+WRITERS_DIR = ".weir/writers"
 _BEAT = re.compile(rb"\d{1,19}")
 
 log = logging.getLogger(__name__)
@@ -130,6 +139,37 @@ def list_heartbeats(storage: Storage) -> dict[str, int | None]:
     return found
 
 
+# -- the writer's process ---------------------------------------------------------------------------
+
+
+def writer_path(instant_time: str) -> str:
+    return join(WRITERS_DIR, instant_time)
+
+
+def record_writer(storage: Storage, instant_time: str) -> None:
+    """Record which process writes `instant_time` (this one)."""
+    record = {"instant": instant_time, "host": socket.gethostname(), "pid": os.getpid(),
+              "process": process_space()}
+    storage.write(writer_path(instant_time), json.dumps(record).encode("utf-8"), durable=False)
+
+
+def writer_gone(storage: Storage, instant_time: str) -> bool:
+    """The process writing `instant_time` surely ended: its record names this machine's process space
+    and no process has its pid now. False without a (readable) record, or for a process elsewhere: the
+    heartbeat decides then."""
+    try:
+        record = json.loads(storage.read(writer_path(instant_time)).decode("utf-8"))
+    except (FileNotFoundError, UnicodeDecodeError, ValueError):
+        return False
+    if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
+        return False
+    return process_gone(str(record.get("host", "")), str(record.get("process", "")), record["pid"])
+
+
+def delete_writer_record(storage: Storage, instant_time: str) -> None:
+    storage.delete(writer_path(instant_time))
+
+
 # -- proof of death ------------------------------------------------------------------------------
 
 
@@ -202,6 +242,12 @@ def is_alive(storage: Storage, instant_time: str, now_ms: int, config: Heartbeat
         and not is_aborted(storage, instant_time)
 
 
+def is_alive_here(storage: Storage, instant_time: str, now_ms: int, config: HeartbeatConfig) -> bool:
+    """`is_alive`, and not known gone on this machine (`writer_gone`): what people are told, and what a
+    rollback refuses. One more read than `is_alive`, for a live writer only."""
+    return is_alive(storage, instant_time, now_ms, config) and not writer_gone(storage, instant_time)
+
+
 def expired_instants(storage: Storage, instant_times: Iterable[str], now_ms: int,
                      config: HeartbeatConfig) -> list[str]:
     """Those of `instant_times` whose writer is dead, in the order given."""
@@ -227,6 +273,8 @@ class Heartbeat:
         self.storage = storage
         self.instant_time = instant_time
         self.path = path if path is not None else heartbeat_path(instant_time)  # e.g. a service run's
+        self._record = path is None   # a write's: its process is recorded (a service run's claim has it)
+        self._recorded = False
         self.config = config if config is not None else HeartbeatConfig()
         self._clock = clock
         self._guard = threading.Lock()  # a beat and stop() never interleave
@@ -263,6 +311,12 @@ class Heartbeat:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=1.0)
+        if delete and self._recorded:
+            try:
+                delete_writer_record(self.storage, self.instant_time)
+            except Exception as exc:
+                log.warning("could not delete the writer record of %s (%s); it is harmless once the "
+                            "instant is no longer in flight", self.instant_time, exc)
         if delete and self._started:
             try:
                 self.storage.delete(self.path)
@@ -327,10 +381,24 @@ class Heartbeat:
     def _run(self) -> None:
         interval = self.config.interval_s
         due = time.monotonic() + interval
+        if self._record:
+            self._record_writer()
         while not self._wake.wait(max(0.0, due - time.monotonic())):
             due = max(due + interval, time.monotonic())  # fell behind (a slow beat): no burst of beats
             if not self._beat_once():
                 return
+
+    def _record_writer(self) -> None:
+        """Record this process as the writer (off the write's path: until it is there, and if it
+        cannot be written, readers go by the heartbeat alone)."""
+        with self._guard:
+            if self._stopped:
+                return
+            try:
+                record_writer(self.storage, self.instant_time)
+                self._recorded = True
+            except Exception as exc:
+                log.debug("could not record the writer of %s: %s", self.instant_time, exc)
 
     def _beat_once(self) -> bool:
         """One scheduled beat; False when the thread must stop."""

@@ -1,13 +1,15 @@
 """An overwrite killed (SIGKILL) before its replacecommit completes leaves the table reading exactly as
 before; it is a pending write like any other: rolled back lazily once its heartbeat expired (or by
-hand), its files deleted, and it never passes for a pending clustering."""
+hand: at once on the machine it ran on, where its process is known gone), its files deleted, and it
+never passes for a pending clustering."""
 
+import json
 import subprocess
 
 import pytest
 
 from lakecore.concurrency import rollback_failed_writes
-from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig, writer_path
 from lakecore.errors import WriterLive
 from lakecore.services import pending_clusterings
 from lakecore.timeline import TimelineStore, now_ms
@@ -54,8 +56,15 @@ def test_a_killed_overwrite_is_not_rolled_back_while_its_heartbeat_is_fresh_and_
     fresh_enough = HeartbeatConfig(interval_s=60, tolerable_misses=10)
     assert rollback_failed_writes(t.storage, t.lock, fresh_enough) == []
     assert t.timeline().pending == (pending,)
-    with pytest.raises(WriterLive):  # an overwrite is a write: its fresh heartbeat protects it
+    # seen from another machine (the writer's record names another host), an overwrite is a write like
+    # any other: its fresh heartbeat protects it
+    record = writer_path(pending.requested_time)
+    here = json.loads(t.storage.read(record))
+    t.storage.write(record, json.dumps({**here, "host": "elsewhere"}).encode())
+    with pytest.raises(WriterLive):
         t.maintenance.rollback(pending.requested_time, dry_run=False)
-    t.maintenance.rollback(pending.requested_time, dry_run=False, force=True)  # its writer was killed
+    t.storage.write(record, json.dumps(here).encode())
+    # on this machine its process is known gone: no need to force it
+    t.maintenance.rollback(pending.requested_time, dry_run=False)
     assert t.timeline().pending == ()
     assert data_files(t.uri) == files and actual(t) == before
