@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
@@ -178,10 +179,13 @@ def _typed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
             continue
         given, kind = table.column(i), schema.field(name).type
         try:
-            cast = given.cast(kind)
+            cast = _whole_to_decimal(given, kind) if pa.types.is_integer(given.type) and \
+                pa.types.is_decimal(kind) else given.cast(kind)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             if pa.types.is_string(given.type) and given.null_count < len(given):   # text of another type
                 _refuse_text(path, name, given, kind)
+            if pa.types.is_integer(given.type) and pa.types.is_decimal(kind):
+                _refuse_too_large(path, name, given, kind)
             continue
         try:
             row = first_changed(given, cast)
@@ -193,6 +197,33 @@ def _typed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
                                f"stored as {cast[row].as_py()!r}); write the value as the column holds it")
         table = table.set_column(i, name, cast)
     return table
+
+
+def _whole_to_decimal(given: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
+    """Whole numbers (a JSON column of amounts like 12) into a decimal column: Arrow casts an int64 only
+    into a decimal of precision 19 + scale or more, so through the widest decimal of the column's scale,
+    then checked into the column's precision (a value too large for it fails the cast)."""
+    wide = pa.decimal256(76, kind.scale) if isinstance(kind, pa.Decimal256Type) else \
+        pa.decimal128(38, kind.scale)
+    return given.cast(wide).cast(kind)
+
+
+def _refuse_too_large(path: str, name: str, given: pa.ChunkedArray, kind: pa.DataType) -> None:
+    """InvalidInput naming the first whole number too large for the decimal column `kind`."""
+    digits = kind.precision - kind.scale
+    if digits >= 19:   # every int64 fits
+        return
+    try:
+        whole = given.cast(pa.int64())
+    except pa.ArrowInvalid:   # an unsigned value beyond int64: the general refusal names the column
+        return
+    bound = 10 ** digits
+    over = pc.fill_null(pc.or_(pc.greater_equal(whole, bound), pc.less_equal(whole, -bound)), False)
+    if pc.any(over).as_py():
+        row = pc.index(over, True).as_py()
+        raise InvalidInput(f"input file {path!r}, column {name!r}: {given[row].as_py()!r} (line {row + 1}) "
+                           f"is too large for the table's {type_name(kind)} (at most {digits} digits before "
+                           "the point)")
 
 
 def _refuse_text(path: str, name: str, given: pa.ChunkedArray, kind: pa.DataType) -> None:

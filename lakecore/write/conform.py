@@ -135,8 +135,22 @@ def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field,
 
 def first_changed(given: pa.ChunkedArray, cast: pa.ChunkedArray) -> int | None:
     """The first row whose value `cast` (of `given`) does not hold exactly, read back into `given`'s
-    type (None: every one is the same). Raises what pyarrow does when there is no cast back."""
-    changed = pc.fill_null(pc.not_equal(cast.cast(given.type), given), False)
+    type (None: every one is the same). Raises what pyarrow does when there is no cast back.
+
+    Into a decimal: text parsed by a safe cast is exact already (a digit it would drop fails the cast),
+    and a float is read back through the decimal's digits, which the float parser rounds correctly:
+    Arrow's decimal-to-float cast is not correctly rounded (19.99 reads back as 19.990000000000002), so
+    comparing with it refused exact values."""
+    if pa.types.is_decimal(cast.type):
+        if pa.types.is_string(given.type) or pa.types.is_large_string(given.type):
+            return None
+        if pa.types.is_floating(given.type):
+            back = cast.cast(pa.string()).cast(given.type)
+        else:
+            back = cast.cast(given.type)
+    else:
+        back = cast.cast(given.type)
+    changed = pc.fill_null(pc.not_equal(back, given), False)
     return pc.index(changed, True).as_py() if pc.any(changed).as_py() else None
 
 

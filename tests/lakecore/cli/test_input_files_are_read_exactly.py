@@ -1,7 +1,8 @@
 """What `weir table upsert FILE` reads is what the file says, and what a LakeWriter's Spark reads from the
 same file: an empty CSV field is null in every column (a key "" was stored as a key, and a string ""
 where Spark reads null), a quoted "" stays an empty string, and "NA" is a string's value, not a null. A
-JSON number a decimal column cannot hold exactly is refused, naming it (1.999 was stored as 2.00)."""
+JSON number a decimal column cannot hold exactly is refused, naming it (1.999 was stored as 2.00); one it
+holds exactly is taken, as a number, as text or as a whole number."""
 
 from __future__ import annotations
 
@@ -37,6 +38,28 @@ def test_a_json_number_a_decimal_cannot_hold_exactly_is_refused(tmp_path) -> Non
     read = read_input(str(path), SCHEMA)
     assert read.column("d").to_pylist() == [Decimal("1.25"), Decimal("0.10")]
     assert read.column("n").to_pylist() == [3, 4]
+
+
+def test_every_exact_decimal_is_taken_from_json_numbers_text_and_whole_numbers(tmp_path) -> None:
+    """Prices a float reads back inexactly through Arrow's decimal cast (19.99 came back as
+    19.990000000000002) were refused as not fitting; text like "6.6" was refused as stored "6.60";
+    a file of whole amounts was refused as int64. Every 2-digit price from 0.00 to 99.99 is taken."""
+    cents = range(0, 10000)
+    path = tmp_path / "in.json"
+    path.write_text("".join(f'{{"k": "{c}", "d": {c // 100}.{c % 100:02d}}}\n' for c in cents))
+    assert read_input(str(path), SCHEMA).column("d").to_pylist() == [Decimal(c) / 100 for c in cents]
+    path.write_text('{"k": "a", "d": "6.6"}\n{"k": "b", "d": "19.99"}\n')
+    assert read_input(str(path), SCHEMA).column("d").to_pylist() == [Decimal("6.60"), Decimal("19.99")]
+    path.write_text('{"k": "a", "d": 1}\n{"k": "b", "d": -99999999}\n')
+    assert read_input(str(path), SCHEMA).column("d").to_pylist() == [Decimal("1.00"), Decimal("-99999999.00")]
+    path.write_text('{"k": "a", "d": 1}\n{"k": "b", "d": 123456789012}\n')
+    too_large = r"column 'd': 123456789012 \(line 2\) is too large for the table's decimal128\(10,2\) " \
+        r"\(at most 8 digits before the point\)"
+    with pytest.raises(InvalidInput, match=too_large):
+        read_input(str(path), SCHEMA)
+    path.write_text('{"k": "a", "d": "6.666"}\n')   # text with a digit the column drops: still refused
+    with pytest.raises(InvalidInput, match=r"'6.666' \(line 1\) is no decimal128\(10,2\) value"):
+        read_input(str(path), SCHEMA)
 
 
 def test_a_csv_separated_by_semicolons_or_tabs_is_read_by_its_header(tmp_path) -> None:
