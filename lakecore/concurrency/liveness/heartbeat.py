@@ -12,7 +12,7 @@ could still be pending) by a writer that aborts and by every rollback that claim
 one is dead at once, whatever its heartbeat says, and can never complete (the commit checks it under
 the table lock) — a heartbeat file alone cannot say that: a deleted one reads as "not beaten yet".
 
-And the writer's record `<base>/.weir/writers/<T>` (JSON: host, pid, process space), written by the
+And the writer's record `<base>/.weir/processes/<T>` (JSON: host, pid, process space), written by the
 heartbeat's thread after its first beat and deleted with the heartbeat: a reader on the same machine and
 in the same PID namespace can tell from it that the writer's process is gone (killed, crashed) before its
 heartbeat expires (`writer_gone`). Without a record, or from elsewhere, the heartbeat decides.
@@ -49,7 +49,7 @@ from lakecore.timeline import now_ms
 
 HEARTBEATS_DIR = ".weir/heartbeats"
 ABORTED_DIR = ".weir/aborted"
-WRITERS_DIR = ".weir/writers"
+PROCESSES_DIR = ".weir/processes"
 _BEAT = re.compile(rb"\d{1,19}")
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ def list_heartbeats(storage: Storage) -> dict[str, int | None]:
 
 
 def writer_path(instant_time: str) -> str:
-    return join(WRITERS_DIR, instant_time)
+    return join(PROCESSES_DIR, instant_time)
 
 
 def record_writer(storage: Storage, instant_time: str) -> None:

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from lakecore import Table
 from lakecore.cli.main import app
-from lakecore.concurrency.liveness.heartbeat import WRITERS_DIR, writer_gone, writer_path
+from lakecore.concurrency.liveness.heartbeat import PROCESSES_DIR, writer_gone, writer_path
 from lakecore.concurrency.processes import process_space
 from lakecore.table import AfterCommitOptions, WriterOptions
 from tests.lakecore.concurrency.locks.test_lock_contract import REPO_ROOT
@@ -116,4 +116,4 @@ def test_a_write_that_ends_leaves_no_record(tmp_path: Path) -> None:
     table = Table.open(uri, options=WriterOptions(after_commit=AfterCommitOptions(clean_failed_writes=False)))
     for i in range(3):
         table.upsert(rows([i]))
-    assert [info.path for info in table.storage.list_dir(WRITERS_DIR)] == []
+    assert [info.path for info in table.storage.list_dir(PROCESSES_DIR)] == []
