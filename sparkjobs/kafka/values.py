@@ -31,7 +31,15 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.functions import coalesce, col, from_json, lit, struct, timestamp_millis, when
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import ByteType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    ByteType,
+    DecimalType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from lakecore.config import OP, OP_DELETE, OP_UPSERT, TableConfig
 from lakecore.errors import InvalidInput
@@ -53,12 +61,17 @@ def decode(messages: DataFrame, config: TableConfig, columns: list[str], value_f
     types = from_arrow_schema(pa.schema([config.schema.field(c) for c in columns]))
     if value_format == "json":
         text = col("value").cast("string")
-        parsed = from_json(text, _with_corrupt(types), _PERMISSIVE)
+        parsed = from_json(text, _with_corrupt(_wide_decimals(types)), _PERMISSIVE)
+        decimals = {f.name: f.dataType for f in types.fields if isinstance(f.dataType, DecimalType)}
+        narrow = {c: parsed[c].try_cast(kind) for c, kind in decimals.items()}
         problem = coalesce(when(parsed[_CORRUPT].isNotNull(), lit("not a JSON object of the columns' types")),
+                           _trailing(text),
+                           *[_inexact(c, parsed[c], narrow[c], kind) for c, kind in decimals.items()],
                            _misspelt(text, parsed, columns))
-        row = parsed
-        rows = messages.select(*SOURCE, row.alias("_r"), problem.alias("_p"))
-        out = rows.select(*SOURCE, *[col("_r")[c].alias(c) for c in columns], col("_p"))
+        rows = messages.select(*SOURCE, parsed.alias("_r"), problem.alias("_p"),
+                               *[v.alias(f"_n{i}") for i, v in enumerate(narrow.values())])
+        taken = {c: col(f"_n{i}") for i, c in enumerate(narrow)}
+        out = rows.select(*SOURCE, *[taken.get(c, col("_r")[c]).alias(c) for c in columns], col("_p"))
         return _finish(out, config, columns, changes=False)
     if value_format == "avro" and writer_schemas is not None and not avro_schema:
         return _registry_avro(messages, config, columns, types, writer_schemas)
@@ -94,6 +107,39 @@ def _misspelt(text: Column, parsed: Column, columns: list[str]) -> Column:
                              lit(f"' is no column; did you mean '{c}'? (else {c} would be written as null)")))
         found = said if found is None else coalesce(found, said)
     return found if found is not None else lit(None).cast(StringType())
+
+
+def _trailing(text: Column) -> Column:
+    """Why a JSON message is bad where text follows its object (`{...} xyz`, `{...}{...}`): Spark's parser
+    reads the first object and ignores the rest, so the rest would be lost without a word. A message is
+    parsed again (as the one element of an array, which refuses anything after it) only where it does not
+    end with its object's `}` or holds `}` then `{` with only blanks between, which no valid object does
+    outside its strings."""
+    from pyspark.sql import functions as F
+
+    suspect = ~text.rlike(r"\}\s*$") | text.rlike(r"\}\s*\{")
+    return when(suspect & F.json_array_length(F.concat(lit("["), text, lit("]"))).isNull(),
+                lit("not one JSON object: text follows the object"))
+
+
+def _wide_decimals(types: StructType) -> StructType:
+    """`types` with each decimal column read at the most fractional digits its integer digits leave
+    (decimal(10,2) as decimal(38,30)): Spark's JSON parser rounds a number into a decimal's scale
+    without a word (1.234 into decimal(10,2) was stored as 1.23); read wide, a rounding is seen."""
+    return StructType([StructField(f.name, DecimalType(38, 38 - (f.dataType.precision - f.dataType.scale)),
+                                   f.nullable) if isinstance(f.dataType, DecimalType) else f
+                       for f in types.fields])
+
+
+def _inexact(name: str, wide: Column, narrow: Column, kind: DecimalType) -> Column:
+    """Why a JSON number is a bad message where the column's decimal cannot hold it exactly (None when
+    it can): as the file path refuses it, never stored rounded."""
+    from pyspark.sql import functions as F
+
+    return when(wide.isNotNull() & ~wide.eqNullSafe(narrow),
+                F.concat(lit(f"column '{name}': "), F.regexp_replace(wide.cast(StringType()), r"\.?0+$", ""),
+                         lit(f" does not fit decimal({kind.precision},{kind.scale}) exactly; round it in the "
+                             "message, or give the column a larger scale")))
 
 
 def _with_corrupt(types: StructType) -> StructType:
