@@ -56,7 +56,12 @@ def reader_options(args: KafkaArgs, starting: str, *, streaming: bool) -> dict[s
     """The options of spark.read(Stream).format("kafka") for this source, starting at `starting`
     (earliest, latest or Spark's offsets JSON)."""
     assert args.kafka_bootstrap_servers is not None
-    opts = {f"kafka.{k}": v for k, v in consumer_properties(args).items()}
+    props = consumer_properties(args)
+    opts = {f"kafka.{k}": v for k, v in props.items()}
+    if "default.api.timeout.ms" not in props:
+        # the wait of each of Spark's offset fetches (3 tries) when the brokers go away mid-run: the same
+        # as the start's probe, not the Kafka client's 60 s (a stopped broker went unreported for 3m20s)
+        opts["kafka.default.api.timeout.ms"] = str(PROBE_TIMEOUT_S * 1000)
     opts["kafka.bootstrap.servers"] = args.kafka_bootstrap_servers
     if args.kafka_topics:
         opts["subscribe"] = ",".join(args.kafka_topics)
