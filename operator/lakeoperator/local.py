@@ -222,13 +222,22 @@ def done_before(applied: Iterable[Resource]) -> list[str]:
         return r.kind == "LakeWriter" and once and status.get("phase") == "Succeeded" \
             and status.get("observedGeneration") == r.body["metadata"].get("generation")
 
-    names = [r.key[2] for r in applied if done(r)]
-    if not names:
-        return []
-    they, their = ("they are", "their") if len(names) > 1 else ("it is", "its")
-    return [f"LakeWriter {', '.join(names)} succeeded in an earlier run: a batch writer (or a stream with "
-            f"availableNow) writes its input once, so {they} not run again (new files in {their} path "
-            "included); a new spec.restartNonce writes it again (a stream: only the files it has not read)"]
+    def kafka(r: Resource) -> bool:
+        return bool(((r.body.get("spec") or {}).get("source") or {}).get("kafka"))
+
+    said = []
+    for of_kafka in (False, True):
+        names = [r.key[2] for r in applied if done(r) and kafka(r) == of_kafka]
+        if not names:
+            continue
+        they, their = ("they are", "their") if len(names) > 1 else ("it is", "its")
+        new, again = (f"new messages in {their} topics", f"reads on from the offsets {their} last commit "
+                      "recorded") if of_kafka else (f"new files in {their} path", "writes it again (a "
+                                                    "stream: only the files it has not read)")
+        said.append(f"LakeWriter {', '.join(names)} succeeded in an earlier run: a batch writer (or a stream "
+                    f"with availableNow) writes its input once, so {they} not run again ({new} included); "
+                    f"a new spec.restartNonce {again}")
+    return said
 
 
 def retry_failed_writers(state: StateDir, resources: Iterable[Resource], now: datetime) -> list[str]:
