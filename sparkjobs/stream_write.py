@@ -81,8 +81,11 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
         if writer is not None and writer.failure is not None:  # e.g. bad input: its own class and message
             raise writer.failure from None
         if kafka is not None:   # the brokers went away mid-run: SourceUnavailable (retried, no budget spent)
-            from sparkjobs.kafka.source import partitions
+            from sparkjobs.kafka.source import data_lost, partitions
 
+            lost = data_lost(failure)
+            if lost is not None:   # offsets no longer in the topic: bad input, not retried
+                raise lost from None
             partitions(spark, args)
         told = unreadable(failure, args.source)
         if told is not None:   # a file the stream cannot read as the table's: its writer's input is bad

@@ -44,10 +44,16 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
 
     recorded = recorded_offsets(table, writer)
     df = source.read(spark, args, source.starting_offsets(spark, args, recorded), streaming=False)
-    prepared = KafkaBatches(table, args, columns, writer, recorded, storage_options)(df)
     try:
-        return write_dataframe(prepared.df, table, args.operation,  # type: ignore[arg-type]
-                               options=options, extra={**args.extra, **prepared.extra, WRITER_KEY: writer},
-                               sidecar=prepared.sidecar)
-    finally:
-        prepared.release()
+        prepared = KafkaBatches(table, args, columns, writer, recorded, storage_options)(df)
+        try:
+            extra = {**args.extra, **prepared.extra, WRITER_KEY: writer}
+            return write_dataframe(prepared.df, table, args.operation,  # type: ignore[arg-type]
+                                   options=options, extra=extra, sidecar=prepared.sidecar)
+        finally:
+            prepared.release()
+    except Exception as exc:
+        lost = source.data_lost(exc)
+        if lost is not None:   # offsets no longer in the topic: bad input, not retried
+            raise lost from None
+        raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from typing import Any
 
@@ -147,6 +148,39 @@ def probe_timeout_ms(consumer_timeout: str | None) -> int:
     if consumer_timeout and consumer_timeout.isdigit():
         return int(consumer_timeout)
     return PROBE_TIMEOUT_S * 1000
+
+
+class KafkaDataLost(InvalidInput):
+    """Messages the writer has not read are gone from Kafka: retrying cannot read them."""
+
+
+_LOST = re.compile(r"KAFKA_DATA_LOSS|some data may have been (lost|missed)|resolved start offset \d+ is "
+                   r"greater than the resolved end offset", re.IGNORECASE)
+_CHANGED = re.compile(r"Partition (?P<p>\S+?)(?:'s)? offset was changed from (?P<start>\d+) to (?P<end>\d+)|"
+                      r"resolved start offset (?P<start2>\d+) is greater than the resolved end offset "
+                      r"(?P<end2>\d+) for topic (?P<topic>\S+) partition (?P<n>\d+)")
+
+
+def data_lost(failure: BaseException) -> KafkaDataLost | None:
+    """What Spark's Kafka source says when offsets the writer would read from are no longer in the topic
+    (it was deleted and created again, or retention deleted messages not yet read), as bad input: a
+    retry fails the same way, for ever. None for any other failure."""
+    text = str(failure)
+    if not _LOST.search(text):
+        return None
+    changed = _CHANGED.search(text)
+    if changed:
+        partition = changed["p"] or f"{changed['topic']}-{changed['n']}"
+        end, start = changed["end"] or changed["end2"], changed["start"] or changed["start2"]
+        what = (f"partition {partition} now ends at offset {end}, before offset {start}, from which this "
+                "writer would read on")
+    else:
+        what = next((line.strip() for line in text.splitlines() if _LOST.search(line)), "")[:300]
+    return KafkaDataLost(
+        f"Kafka no longer holds messages this writer has not read ({what}): the topic was deleted and "
+        "created again, or its retention deleted them before they were read. Retrying cannot read them, so "
+        "nothing was written. Send them again if you still have them elsewhere; to read a topic created "
+        "anew from its start, write it into a new LakeTable (this one's recorded offsets stay)")
 
 
 def starting_offsets(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None) -> str:
