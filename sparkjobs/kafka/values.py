@@ -64,7 +64,7 @@ def decode(messages: DataFrame, config: TableConfig, columns: list[str], value_f
         parsed = from_json(text, _with_corrupt(_wide_decimals(types)), _PERMISSIVE)
         decimals = {f.name: f.dataType for f in types.fields if isinstance(f.dataType, DecimalType)}
         narrow = {c: parsed[c].try_cast(kind) for c, kind in decimals.items()}
-        problem = coalesce(when(parsed[_CORRUPT].isNotNull(), lit("not a JSON object of the columns' types")),
+        problem = coalesce(when(parsed[_CORRUPT].isNotNull(), _mistyped(text, parsed, types)),
                            _trailing(text),
                            *[_inexact(c, parsed[c], narrow[c], kind) for c, kind in decimals.items()],
                            _misspelt(text, parsed, columns))
@@ -107,6 +107,22 @@ def _misspelt(text: Column, parsed: Column, columns: list[str]) -> Column:
                              lit(f"' is no column; did you mean '{c}'? (else {c} would be written as null)")))
         found = said if found is None else coalesce(found, said)
     return found if found is not None else lit(None).cast(StringType())
+
+
+def _mistyped(text: Column, parsed: Column, types: StructType) -> Column:
+    """Why a JSON message Spark could not parse into the columns' types is bad: the first column whose
+    field has a value (not JSON null) that did not convert, named with the value and the type (Spark
+    keeps the fields that did convert), else that it is no JSON object of the columns' types. Evaluated
+    for such messages only."""
+    from pyspark.sql import functions as F
+
+    named = []
+    for f in types.fields:
+        raw = F.get_json_object(text, "$['" + f.name.replace("'", "") + "']")
+        named.append(when(parsed[f.name].isNull() & raw.isNotNull(),
+                          F.concat(lit(f"column '{f.name}': "), F.substring(raw, 1, 80),
+                                   lit(f" is no {f.dataType.simpleString()} value"))))
+    return coalesce(*named, lit("not a JSON object of the columns' types"))
 
 
 def _trailing(text: Column) -> Column:

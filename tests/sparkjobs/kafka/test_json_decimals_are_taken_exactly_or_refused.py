@@ -51,3 +51,18 @@ def test_text_after_the_object_makes_a_bad_message(spark) -> None:
     got = {r["id"]: r[ERROR] for r in decode(messages, config, ["id", "ts", "amount"], "json").collect()}
     bad = "not one JSON object: text follows the object"
     assert got == {1: bad, 2: bad, 4: bad, 6: None, 7: None, 8: None}, got
+
+
+def test_a_value_of_the_wrong_type_is_named(spark) -> None:
+    """The reason said only "not a JSON object of the columns' types", naming neither column nor value."""
+    config = TableConfig(name="t", schema=SCHEMA, record_key=("id",), ordering_field="ts",
+                         merge_mode="event_time")
+    values = ['{"id": 1, "ts": "soon"}', '{"id": 2, "ts": 1, "amount": [1, 2]}', '{not json',
+              '{"id": 4, "ts": null, "amount": 1.5}']
+    messages = spark.createDataFrame(
+        [("t", 0, i, b"k", v.encode()) for i, v in enumerate(values)], MESSAGES)
+    got = {r["offset"]: r[ERROR] for r in decode(messages, config, ["id", "ts", "amount"], "json").collect()}
+    assert got == {0: "column 'ts': soon is no bigint value",
+                   1: "column 'amount': [1,2] is no decimal(10,2) value",
+                   2: "not a JSON object of the columns' types",
+                   3: "no value for 'ts', which every upsert needs"}, got
