@@ -141,16 +141,11 @@ def first_changed(given: pa.ChunkedArray, cast: pa.ChunkedArray) -> int | None:
     and a float is read back through the decimal's digits, which the float parser rounds correctly:
     Arrow's decimal-to-float cast is not correctly rounded (19.99 reads back as 19.990000000000002), so
     comparing with it refused exact values."""
-    if pa.types.is_decimal(cast.type):
-        if pa.types.is_string(given.type) or pa.types.is_large_string(given.type):
-            return None
-        if pa.types.is_floating(given.type):
-            back = cast.cast(pa.string()).cast(given.type)
-        else:
-            back = cast.cast(given.type)
-    else:
-        back = cast.cast(given.type)
-    changed = pc.fill_null(pc.not_equal(back, given), False)
+    decimal = pa.types.is_decimal(cast.type)
+    if decimal and (pa.types.is_string(given.type) or pa.types.is_large_string(given.type)):
+        return None
+    via = cast.cast(pa.string()) if decimal and pa.types.is_floating(given.type) else cast
+    changed = pc.fill_null(pc.not_equal(via.cast(given.type), given), False)
     return pc.index(changed, True).as_py() if pc.any(changed).as_py() else None
 
 

@@ -68,10 +68,9 @@ def decode(messages: DataFrame, config: TableConfig, columns: list[str], value_f
                            _trailing(text),
                            *[_inexact(c, parsed[c], narrow[c], kind) for c, kind in decimals.items()],
                            _misspelt(text, parsed, columns))
-        rows = messages.select(*SOURCE, parsed.alias("_r"), problem.alias("_p"),
-                               *[v.alias(f"_n{i}") for i, v in enumerate(narrow.values())])
-        taken = {c: col(f"_n{i}") for i, c in enumerate(narrow)}
-        out = rows.select(*SOURCE, *[taken.get(c, col("_r")[c]).alias(c) for c in columns], col("_p"))
+        rows = messages.select(*SOURCE, parsed.alias("_r"), problem.alias("_p"))
+        out = rows.select(*SOURCE, *[(col("_r")[c].try_cast(decimals[c]) if c in decimals else col("_r")[c])
+                                     .alias(c) for c in columns], col("_p"))
         return _finish(out, config, columns, changes=False)
     if value_format == "avro" and writer_schemas is not None and not avro_schema:
         return _registry_avro(messages, config, columns, types, writer_schemas)
