@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import csv
+import datetime
 import json
+import math
 import os
 import re
 import sys
@@ -290,16 +293,76 @@ def _write(reader: pa.RecordBatchReader, fmt: Format, output: str | None) -> int
                 parquet.write_batch(batch)
                 written += batch.num_rows
     elif fmt == "csv":
-        with pcsv.CSVWriter(output if output else sys.stdout.buffer, reader.schema) as writer:
+        schema = csv_schema(reader.schema)   # refuses what CSV cannot hold before a line is written
+        with pcsv.CSVWriter(output if output else sys.stdout.buffer, schema) as writer:
             for batch in reader:
-                writer.write_batch(batch)
+                writer.write_batch(_csv_batch(batch, schema))
                 written += batch.num_rows
     else:
         with open(output, "w") if output else nullcontext(sys.stdout) as lines:
             for batch in reader:
-                lines.write("".join(json.dumps(r, default=str) + "\n" for r in batch.to_pylist()))
+                lines.write(json_lines(batch))
                 written += batch.num_rows
     return written
+
+
+def _binary(kind: pa.DataType) -> bool:
+    return pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
+
+
+def csv_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema of a CSV export of `schema`: binary columns as base64 text; InvalidInput naming the
+    columns CSV cannot hold (lists, structs, maps)."""
+    nested = [f"{f.name} ({type_name(f.type)})" for f in schema if pa.types.is_nested(f.type)]
+    if nested:
+        raise InvalidInput(f"CSV cannot hold the nested column(s) {', '.join(nested)}; export as JSON lines "
+                           "or Parquet (--format json, --format parquet), or leave them out (--columns)")
+    return pa.schema([f.with_type(pa.string()) if _binary(f.type) else f for f in schema])
+
+
+def _csv_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    columns = [_base64(c) if _binary(c.type) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _base64(values: pa.Array) -> pa.Array:
+    """Binary values as base64 text (what Spark's JSON and CSV writers write), nulls kept."""
+    return pa.array([None if v is None else base64.b64encode(v).decode("ascii") for v in values.to_pylist()],
+                    pa.string())
+
+
+def json_lines(batch: pa.RecordBatch) -> str:
+    """One JSON object per row, each a line of standard JSON: binary as base64, decimals as their exact
+    text, times in ISO 8601, NaN and infinities as the strings "NaN", "Infinity", "-Infinity" (as Spark
+    writes them; bare NaN is not JSON, and jq refuses it)."""
+    rows = batch.to_pylist()
+    try:
+        return "".join(json.dumps(r, default=_json_value, allow_nan=False) + "\n" for r in rows)
+    except ValueError:   # a float that is not finite, somewhere in the batch: its rows take the slow path
+        return "".join(json.dumps(_finite(r), default=_json_value, allow_nan=False) + "\n" for r in rows)
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    return str(value)   # Decimal (its exact digits), timedelta, ...
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else ("NaN" if value != value else
+                                                   "Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, tuple):   # a map's (key, value) pairs
+        return [_finite(v) for v in value]
+    return value
 
 
 def head_and_count(rows: pa.RecordBatchReader, limit: int) -> tuple[pa.Table, int]:
