@@ -331,6 +331,8 @@ class TableConfig:
                 raise bad(f"column {f.name!r} is in group {_group_of(self, f.name)!r}, and a column never "
                           "moves to another group")
         names = [f.name for f in new]
+        if (why := case_twins(self.schema.names, names)) is not None:
+            raise bad(why)
         schema = pa.schema([*self.schema, *new], metadata=self.schema.metadata)
         if not self.column_groups:
             return self.with_schema(schema)
@@ -480,6 +482,19 @@ def _check_unique_names(c: TableConfig) -> None:
         twice = sorted({n for n in names if names.count(n) > 1})
         raise InvalidTableConfig(f"table {c.name!r}: the schema names {', '.join(map(repr, twice))} more "
                                  "than once; name each column once")
+
+
+def case_twins(names: Sequence[str], new: Sequence[str]) -> str | None:
+    """Why a `new` column name may not join `names` (which it extends): it differs from another only by
+    case. Spark (case-insensitive by default), Delta and DuckDB take such names for one column, so a
+    table holding both is one they cannot read. None when every name is distinct ignoring case."""
+    seen: dict[str, str] = {}
+    for name in [*names, *new]:
+        twin = seen.setdefault(name.casefold(), name)
+        if twin != name and name in new:
+            return (f"column {name!r} differs from {twin!r} only by case, and Spark, Delta and DuckDB take "
+                    "the two for one column; name it differently")
+    return None
 
 
 def _validate(c: TableConfig) -> None:

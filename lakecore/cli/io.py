@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from lakecore.config import type_name
 from lakecore.errors import InvalidInput
-from lakecore.write.conform import first_changed
+from lakecore.write.conform import first_changed, first_out_of_range
 
 Format = Literal["parquet", "csv", "json"]
 
@@ -185,10 +185,19 @@ def _typed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
             cast = _whole_to_decimal(given, kind) if pa.types.is_integer(given.type) and \
                 pa.types.is_decimal(kind) else given.cast(kind)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            if pa.types.is_string(given.type) and given.null_count < len(given):   # text of another type
-                _refuse_text(path, name, given, kind)
             if pa.types.is_integer(given.type) and pa.types.is_decimal(kind):
                 _refuse_too_large(path, name, given, kind)
+            elif given.null_count < len(given) and (pa.types.is_string(given.type) or (
+                    _number(given.type) and (pa.types.is_integer(kind) or pa.types.is_decimal(kind)))):
+                _refuse_value(path, name, given, kind)   # text of another type, 7.5 or 5e9 into an int32
+            continue
+        if pa.types.is_floating(given.type) and pa.types.is_floating(kind):
+            # rounded to the nearest float32, as Spark reads it: refused only beyond its range
+            if (row := first_out_of_range(given, cast)) is not None:
+                raise InvalidInput(f"input file {path!r}, column {name!r}: {given[row].as_py()!r} (line "
+                                   f"{row + 1}) is beyond the range of the table's {type_name(kind)}; fix "
+                                   "the value, or give the column a wider type")
+            table = table.set_column(i, name, cast)
             continue
         try:
             row = first_changed(given, cast)
@@ -229,9 +238,14 @@ def _refuse_too_large(path: str, name: str, given: pa.ChunkedArray, kind: pa.Dat
                            "the point)")
 
 
-def _refuse_text(path: str, name: str, given: pa.ChunkedArray, kind: pa.DataType) -> None:
-    """InvalidInput naming the first value of a JSON string column that is no value of `kind`, its line
-    and the form expected (found by halving the column: one vectorized cast per step)."""
+def _number(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
+
+
+def _refuse_value(path: str, name: str, given: pa.ChunkedArray, kind: pa.DataType) -> None:
+    """InvalidInput naming the first value of a JSON column that is no value of `kind` (text of another
+    type, a number too large or with a fraction), its line and the form expected (found by halving the
+    column: one vectorized cast per step)."""
     lo, hi = 0, len(given)
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -248,6 +262,10 @@ def _refuse_text(path: str, name: str, given: pa.ChunkedArray, kind: pa.DataType
     form = " (dates as 2026-03-01)" if pa.types.is_date(kind) else \
         " (times as 2026-03-01T10:00:00, with an offset or read as UTC)" if pa.types.is_timestamp(kind) \
         else ""
+    if _number(given.type):
+        raise InvalidInput(f"input file {path!r}, column {name!r}: {given[lo].as_py()!r} (line {lo + 1}) "
+                           f"does not fit the table's {type_name(kind)}; fix the value, or give the column "
+                           "a wider type")
     raise InvalidInput(f"input file {path!r}, column {name!r}: {given[lo].as_py()!r} (line {lo + 1}) is no "
                        f"{type_name(kind)} value{form}; fix the value")
 

@@ -117,19 +117,22 @@ class JsonOutput:
 
     def restore(self, savepoint: str, result: MaintenanceResult) -> None:
         if result.instant is not None:
-            emit_json({"restore": result.instant.requested_time})
+            emit_json({"restore": result.instant.requested_time, "published": list(result.published)})
         elif isinstance(result.plan, UndoPlan):
-            emit_json({"dry_run": True, "undo": list(result.plan.undone), "files": list(result.plan.files)})
+            emit_json({"dry_run": True, "undo": list(result.plan.undone), "files": list(result.plan.files),
+                       "published": list(result.published)})
         else:
             emit_json({"restored": None})
 
     def rollback(self, instant: str, result: MaintenanceResult, state: str, what: str) -> None:
         done = result.instant
         if done is not None:
-            emit_json({"rollback": done.requested_time, "completed": done.completion_time})
+            emit_json({"rollback": done.requested_time, "completed": done.completion_time,
+                       "published": list(result.published)})
         elif isinstance(result.plan, UndoPlan):
             emit_json({"dry_run": True, "state": state, "undo": list(result.plan.undone),
-                       "files": list(result.plan.files), "live": result.plan.live})
+                       "files": list(result.plan.files), "live": result.plan.live,
+                       "published": list(result.published)})
 
     def archival(self, result: MaintenanceResult) -> None:
         plan = result.plan

@@ -180,6 +180,7 @@ class TextOutput:
             "files it kept")
 
     def restore(self, savepoint: str, result: MaintenanceResult) -> None:
+        _published(result)
         if result.instant is not None:
             say(f"restored savepoint {savepoint} (restore instant {result.instant.requested_time})")
         elif isinstance(result.plan, UndoPlan):
@@ -192,6 +193,7 @@ class TextOutput:
             say("nothing to undo")
 
     def rollback(self, instant: str, result: MaintenanceResult, state: str, what: str) -> None:
+        _published(result)
         if result.instant is not None:
             say(f"rolled back {instant} (rollback instant {result.instant.requested_time})")
         elif isinstance(result.plan, UndoPlan) and result.plan.live:
@@ -290,3 +292,18 @@ def _instant_named(file_name: str) -> str:
     `20261129010000000_20261129010000123.deltacommit`."""
     stem, _, action = file_name.partition(".")
     return f"{stem.split('_')[0]} {action.split('.')[0]}" if action else file_name
+
+
+def _published(result: MaintenanceResult) -> None:
+    """An undo's warning: published snapshots read files it deletes (or deleted)."""
+    if not result.published:
+        return
+    formats = " and ".join(f"--format {p.split(':', 1)[0]}" for p in result.published)
+    shown = "; ".join(result.published)
+    if result.instant is not None:
+        say(f"warning: published snapshots read data files this deleted ({shown}): publish the table again "
+            f"(weir table publish URI {formats}) so their readers see it as it is now; reading those "
+            "snapshots fails from now on", stderr=True)
+    elif result.plan is not None:
+        say(f"warning: published snapshots read data files this deletes ({shown}): reading them fails once "
+            f"it runs; publish the table again afterwards (weir table publish URI {formats})", stderr=True)

@@ -10,8 +10,8 @@ in an Iceberg catalog. Sits above the services layer
 
 from lakecore.publish.catalog import CatalogRef
 from lakecore.publish.plan import PublishPlan, PublishView
-from lakecore.publish.publisher import TARGETS, PublishResult, Target, publish
+from lakecore.publish.publisher import TARGETS, PublishResult, Target, publish, published_since
 from lakecore.publish.snapshots import PublishedSnapshot
 
 __all__ = ["TARGETS", "CatalogRef", "PublishPlan", "PublishResult", "PublishView", "PublishedSnapshot",
-           "Target", "publish"]
+           "Target", "publish", "published_since"]

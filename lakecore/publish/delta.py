@@ -28,7 +28,8 @@ from urllib.parse import quote
 
 import pyarrow as pa
 
-from lakecore.errors import AlreadyExists, PublishConflict
+from lakecore.config import case_twins
+from lakecore.errors import AlreadyExists, NotPublishable, PublishConflict
 from lakecore.layout import parse_data_file_name, parse_partition_path
 from lakecore.publish import delta_checkpoint as ckpt
 from lakecore.publish.bounds import delta_stats
@@ -65,8 +66,12 @@ def location(storage: Storage) -> str:
 
 
 def check_schema(schema: pa.Schema) -> None:
-    """Raise NotPublishable for a column type Delta cannot hold."""
+    """Raise NotPublishable for a column type Delta cannot hold, or names that differ only by case (Delta
+    resolves columns ignoring case: delta-rs refuses the table, DuckDB's delta_scan too)."""
     delta_struct(schema)
+    if (why := case_twins([], schema.names)) is not None:
+        raise NotPublishable(f"Delta cannot hold this table: {why} (a table made before weir refused such "
+                             "names); publish --format iceberg, which tells them apart")
 
 
 def load(storage: Storage) -> DeltaState:

@@ -96,6 +96,21 @@ def _module(target: str) -> ModuleType:
     raise NotPublishable(f"unknown publish format {target!r}; use one of {', '.join(TARGETS)}")
 
 
+def published_since(storage: Storage, instant_time: str, *, inclusive: bool = True) -> tuple[str, ...]:
+    """The published snapshots that show `instant_time` (unless not `inclusive`) or a later instant, per
+    target ("iceberg: 2 snapshots, of instants A to B"): an undo of those instants deletes files they
+    read."""
+    said = []
+    for target in TARGETS:
+        shown = sorted(s.instant for s in _module(target).load(storage).snapshots
+                       if s.instant > instant_time or (inclusive and s.instant == instant_time))
+        if shown:
+            which = shown[0] if len(shown) == 1 else f"{shown[0]} to {shown[-1]}"
+            said.append(f"{target}: {counted(len(shown), 'snapshot')}, of instant{'s' * (len(shown) > 1)} "
+                        f"{which}")
+    return tuple(said)
+
+
 def publish(storage: Storage, config: TableConfig, lock: Lock, target: str, *, view: str | None = None,
             keep: int = 10, catalog: CatalogRef | None = None, format_version: int | None = None
             ) -> PublishResult:

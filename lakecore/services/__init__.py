@@ -56,7 +56,7 @@ from lakecore.services.rewrite import Running
 from lakecore.services.savepoint import Savepoint, create_savepoint, delete_savepoint, list_savepoints
 from lakecore.services.time_travel import check_readable, earliest_readable
 from lakecore.services.triggers import Trigger, due
-from lakecore.services.undo import UndoPlan, restore, resume_undos, rollback_completed
+from lakecore.services.undo import UndoPlan, refuse_live, restore, resume_undos, rollback_completed
 
 __all__ = ["ArchivalPlan", "ArchivalPolicy", "ArchivalResult", "CleanOperation", "CleanPlan",
            "CleanPolicy", "ClusteringOperation", "ClusteringPlan", "ClusteringStrategy",
@@ -65,6 +65,6 @@ __all__ = ["ArchivalPlan", "ArchivalPolicy", "ArchivalResult", "CleanOperation",
            "create_savepoint", "delete_savepoint", "due", "earliest_readable", "execute_operation",
            "list_savepoints", "load_clustering_plan", "pending_cleans", "pending_clusterings",
            "pending_compactions", "plan_archival", "plan_clean", "plan_clustering", "plan_compaction",
-           "restore", "resume_undos", "rollback_clustering", "rollback_compaction", "rollback_completed",
-           "run_archival", "run_clean", "run_clustering", "run_compaction", "schedule_clustering",
-           "schedule_compaction", "start_clustering", "start_compaction"]
+           "refuse_live", "restore", "resume_undos", "rollback_clustering", "rollback_compaction",
+           "rollback_completed", "run_archival", "run_clean", "run_clustering", "run_compaction",
+           "schedule_clustering", "schedule_compaction", "start_clustering", "start_compaction"]

@@ -115,8 +115,9 @@ def _pending_writes(store: TimelineStore, timeline: Timeline) -> list[Instant]:
     return [i for i in timeline.pending if is_pending_write(store, i) and i.requested_time not in claimed]
 
 
-def _refuse_live(storage: Storage, store: TimelineStore, timeline: Timeline, heartbeat: HeartbeatConfig,
-                 now: int, what: str) -> None:
+def refuse_live(storage: Storage, store: TimelineStore, timeline: Timeline, heartbeat: HeartbeatConfig,
+                now: int, what: str) -> None:
+    """WriterLive when a pending write's writer is alive (its heartbeat, or its process on this machine)."""
     for i in _pending_writes(store, timeline):   # an aborted write can never commit: not live
         if is_alive_here(storage, i.requested_time, now, heartbeat):
             raise WriterLive(f"writer {i.requested_time} ({i.action}) is live on the table; {what} needs a "
@@ -224,7 +225,7 @@ def rollback_completed(storage: Storage, config: TableConfig, lock: Lock, instan
         if not target.is_completed or target.action not in WRITE_ACTIONS:
             raise InvalidInstantState(f"{target} is not a completed write; roll back pending writes with "
                                       "Table.rollback")
-        _refuse_live(storage, store, timeline, heartbeat, clock(), f"rolling back {instant_time}")
+        refuse_live(storage, store, timeline, heartbeat, clock(), f"rolling back {instant_time}")
         _check_latest(storage, store, timeline, target, config.name)
         plan = UndoPlan("rollback", (target.file_name,), _stats_files(store, [target]))
         if dry_run:
@@ -341,7 +342,7 @@ def restore(storage: Storage, config: TableConfig, lock: Lock, savepoint_instant
     resumed = [u for u in resume_undos(storage, lock, clock=clock) if u.action == "restore"]
     timeline = store.load()
     find_savepoint(timeline, store.metadata, savepoint_instant)
-    _refuse_live(storage, store, timeline, heartbeat, clock(), f"restoring savepoint {savepoint_instant}")
+    refuse_live(storage, store, timeline, heartbeat, clock(), f"restoring savepoint {savepoint_instant}")
     claimed = claimed_by_rollbacks(store, timeline)
     rolled_back = []
     for i in timeline.pending:
@@ -350,7 +351,7 @@ def restore(storage: Storage, config: TableConfig, lock: Lock, savepoint_instant
             rolled_back.append(i.requested_time)
     with lock:
         timeline = store.load()
-        _refuse_live(storage, store, timeline, heartbeat, clock(), f"restoring savepoint {savepoint_instant}")
+        refuse_live(storage, store, timeline, heartbeat, clock(), f"restoring savepoint {savepoint_instant}")
         plan = _restore_plan(storage, store, timeline, savepoint_instant, tuple(rolled_back))
         if not plan.undone and not plan.rolled_back_pending:
             return resumed[-1] if resumed else None

@@ -15,12 +15,13 @@ do) into the one result shape. No decisions of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from lakecore.concurrency import rollback_write, view_for_services
 from lakecore.concurrency.rollback import live_runner
 from lakecore.errors import InstantArchived, InstantNotFound, InvalidInstantState
+from lakecore.publish import published_since
 from lakecore.services import (
     ArchivalPlan,
     ArchivalPolicy,
@@ -79,6 +80,8 @@ class MaintenanceResult:
     plan: Plan | None = None
     instant: Instant | None = None
     archived: ArchivalResult | None = None
+    # an undo (rollback, restore): the published snapshots that read files it deletes (or deleted)
+    published: tuple[str, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -222,8 +225,10 @@ class Maintenance:
         plan) unless `dry_run=False`."""
         t = self.table
         savepoint = _savepoint_time(savepoint)
-        return _result("restore", dry_run, restore(t.storage, t.config, t.lock, savepoint, dry_run=dry_run,
-                                                   heartbeat=t.options.heartbeat))
+        published = published_since(t.storage, savepoint, inclusive=False)
+        return replace(_result("restore", dry_run, restore(t.storage, t.config, t.lock, savepoint,
+                                                           dry_run=dry_run, heartbeat=t.options.heartbeat)),
+                       published=published)
 
     def rollback(self, instant_time: str | Instant, *, dry_run: bool = True, force: bool = False,
                  expect: Literal["pending", "completed"] | None = None) -> MaintenanceResult:
@@ -250,8 +255,10 @@ class Maintenance:
                                       f"looked ({instant}); look again (`weir table timeline`) and decide "
                                       "anew")
         if instant is None or instant.is_completed:
-            return _result("rollback", dry_run, rollback_completed(
-                t.storage, t.config, t.lock, instant_time, heartbeat=t.options.heartbeat, dry_run=dry_run))
+            published = published_since(t.storage, instant_time) if instant is not None else ()
+            return replace(_result("rollback", dry_run, rollback_completed(
+                t.storage, t.config, t.lock, instant_time, heartbeat=t.options.heartbeat, dry_run=dry_run)),
+                published=published)
         if dry_run:
             written = tuple(sorted(m.data_path for m in list_markers(t.storage, instant_time)))
             live = None if force else live_runner(t.storage, instant, now_ms(), t.options.heartbeat)

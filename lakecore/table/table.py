@@ -35,6 +35,7 @@ from lakecore.config import (
     MergeMode,
     TableConfig,
     TableType,
+    case_twins,
     default_merge_mode,
     did_you_mean,
     normalize_groups,
@@ -46,6 +47,7 @@ from lakecore.errors import (
     AlreadyExists,
     InvalidInput,
     InvalidTableConfig,
+    LockUnavailable,
     TableAlreadyExists,
     TableNotFound,
 )
@@ -66,6 +68,7 @@ from lakecore.services import (
     Savepoint,
     UndoPlan,
     check_readable,
+    refuse_live,
 )
 from lakecore.storage import OptionsRef, Storage, open_storage
 from lakecore.table.maintenance import Maintenance, MaintenanceResult
@@ -169,6 +172,8 @@ class Table:
     @classmethod
     def _create(cls, uri: str, storage: Storage, config: TableConfig, *, lock: Lock | LockSpec | None,
                 options: WriterOptions | None) -> Table:
+        if (why := case_twins([], config.schema.names)) is not None:   # a new table only: old ones still open
+            raise InvalidTableConfig(f"table {config.name!r}: {why}")
         if storage.list_names(TIMELINE_DIR) and not storage.exists(CONFIG_PATH):
             raise TableAlreadyExists(
                 f"{uri} holds a table's timeline but no {CONFIG_PATH} (it was lost): creating a new table "
@@ -210,13 +215,28 @@ class Table:
         self.config = evolved
         return evolved.schema
 
-    def set_lock_provider(self, lock: Lock | LockSpec, *, timeout: float | None = None) -> LockSpec:
+    def set_lock_provider(self, lock: Lock | LockSpec, *, timeout: float | None = None,
+                          unreachable_ok: bool = False) -> LockSpec:
         """Record another lock provider in table.json, holding the table's current lock and the new one,
         so no critical section runs under either meanwhile. Writers that opened the table before stop at
-        their next critical section (LockProviderChanged) and must open it again. Returns the new spec."""
+        their next critical section (LockProviderChanged) and must open it again. Returns the new spec.
+
+        `unreachable_ok`: when the current lock cannot be reached (LockUnavailable: a ZooKeeper gone for
+        good), change it holding the new lock only, unless a pending write's writer is alive (WriterLive).
+        Sound only if no writer can reach the old lock any more: one that still could would commit under
+        it while others commit under the new one."""
         new = _spec_to_record(lock, self.uri)
         new_lock = lock_for_spec(self.storage, new) if isinstance(lock, LockSpec) else lock
-        self.lock.acquire(timeout)
+        try:
+            self.lock.acquire(timeout)
+        except LockUnavailable as exc:
+            if not unreachable_ok:
+                raise LockUnavailable(
+                    f"{exc}. To move the table off a lock that is gone for good: stop every writer of the "
+                    f"table, then `weir table set-lock {self.uri} --lock-provider storage --old-lock-gone` "
+                    "(Table.set_lock_provider(..., unreachable_ok=True))") from exc
+            return self._set_lock_without_the_old(new, new_lock, None if isinstance(lock, LockSpec) else lock,
+                                                  timeout)
         try:
             recorded = _read_config(self.storage)
             if recorded.lock != new:
@@ -230,6 +250,22 @@ class Table:
         self.config = self.config.with_lock(new)
         self.lock = _table_lock(self.storage, new, None if isinstance(lock, LockSpec) else lock,
                                 self._recorded_lock)
+        return new
+
+    def _set_lock_without_the_old(self, new: LockSpec, new_lock: Lock, given: Lock | None,
+                                  timeout: float | None) -> LockSpec:
+        new_lock.acquire(timeout)
+        try:
+            timeline = self._store.load()
+            refuse_live(self.storage, self._store, timeline, self.options.heartbeat, now_ms(),
+                        "changing the lock without the old one")
+            recorded = _read_config(self.storage)
+            if recorded.lock != new:
+                self.storage.write(CONFIG_PATH, recorded.with_lock(new).dumps())
+        finally:
+            new_lock.release()
+        self.config = self.config.with_lock(new)
+        self.lock = _table_lock(self.storage, new, given, self._recorded_lock)
         return new
 
     def set_compression(self, codec: str, *, timeout: float | None = None) -> str:

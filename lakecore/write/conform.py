@@ -23,6 +23,7 @@ from lakecore.config import (
     OP_DELETE,
     OP_UPSERT,
     TableConfig,
+    case_twins,
     check_supported_type,
     did_you_mean,
     group_ordering_column,
@@ -122,7 +123,7 @@ def _conform_column(name: str, col: pa.ChunkedArray, field: pa.Field,
             raise SchemaMismatch(f"column {name!r} cannot be converted from {col.type} to {field.type} "
                                  f"without loss ({exc}); fix the values or the type") from None
         if pa.types.is_floating(col.type):
-            _exactly(name, col, cast)
+            (_in_range if pa.types.is_floating(field.type) else _exactly)(name, col, cast)
         col = cast
     nulls = col.null_count if upserts is None else _nulls_among(col, upserts)
     if not field.nullable and nulls:
@@ -157,6 +158,23 @@ def _exactly(name: str, given: pa.ChunkedArray, cast: pa.ChunkedArray) -> None:
         raise SchemaMismatch(f"column {name!r}: {given[row].as_py()!r} does not fit {cast.type} exactly (it "
                              f"would be stored as {cast[row].as_py()}); round it in the input, or give the "
                              "column a larger scale")
+
+
+def first_out_of_range(given: pa.ChunkedArray, cast: pa.ChunkedArray) -> int | None:
+    """The first row whose finite float `cast` (into a narrower float) made infinite, or None."""
+    over = pc.fill_null(pc.and_(pc.is_finite(given), pc.invert(pc.is_finite(cast))), False)
+    return pc.index(over, True).as_py() if pc.any(over).as_py() else None
+
+
+def _in_range(name: str, given: pa.ChunkedArray, cast: pa.ChunkedArray) -> None:
+    """Floats into a narrower float column (double into float32) round to the nearest value it holds, as
+    Spark's and SQL's casts do (0.1 is stored as float32's 0.1); a finite value beyond its range, which
+    would be stored as an infinity, is refused."""
+    row = first_out_of_range(given, cast)
+    if row is not None:
+        raise SchemaMismatch(f"column {name!r}: {given[row].as_py()!r} is beyond the range of {cast.type} "
+                             f"(it would be stored as {cast[row].as_py()}); fix the value, or give the "
+                             "column a wider type")
 
 
 def _zero(type_: pa.DataType) -> pa.Scalar:
@@ -274,7 +292,10 @@ def evolved_schema(data: pa.Table, config: TableConfig) -> pa.Schema | None:
         return None
     if config.merge_mode == "partial_update":
         raise SchemaMismatch(f"input columns {[f.name for f in new]} are not in the table; a partial-update "
-                             "table cannot gain columns through a write (each must join a column group)")
+                             "table cannot gain columns through a write (each must join a column group): add "
+                             "them first with Table.add_columns(fields, groups={column: group}), then write")
+    if (why := case_twins(config.schema.names, [f.name for f in new])) is not None:
+        raise SchemaMismatch(f"input {why}")
     fields = []
     for f in new:
         t = f.type.value_type if pa.types.is_dictionary(f.type) else f.type

@@ -124,12 +124,18 @@ def create(
 def set_lock(uri: Uri, lock_provider: LockProviderOpt = None, zookeeper: ZooKeeperOpt = None,
              zookeeper_path: ZooKeeperPathOpt = None,
              timeout: Annotated[float, typer.Option(help="Seconds to wait for each lock.")] = 60.0,
+             old_lock_gone: Annotated[bool, typer.Option(
+                 "--old-lock-gone",
+                 help="The current lock cannot be reached any more (a ZooKeeper gone for good): change it "
+                      "holding the new lock only. Stop every writer of the table first; refused while a "
+                      "write is live.")] = False,
              as_json: JsonFlag = False) -> None:
     """Change the lock every writer of the table takes, holding the old lock and the new one meanwhile.
     Writers still running with the old one stop at their next commit; restart them."""
     t = Table.open(uri)
     before = t.config.lock
-    after = t.set_lock_provider(lock_spec(lock_provider, zookeeper, zookeeper_path), timeout=timeout)
+    after = t.set_lock_provider(lock_spec(lock_provider, zookeeper, zookeeper_path), timeout=timeout,
+                                unreachable_ok=old_lock_gone)
     output_for(as_json).lock_changed(t, before, after)
 
 
