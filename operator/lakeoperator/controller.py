@@ -37,7 +37,14 @@ from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.kube import Conflict, Kube, KubeError, with_applied
 from lakeoperator.launch.kubernetes import KubernetesLauncher
 from lakeoperator.metrics import OperatorMetrics
-from lakeoperator.observe import TableInputs, observe_service, observe_table, observe_writer, storage_options
+from lakeoperator.observe import (
+    TableInputs,
+    observe_service,
+    observe_table,
+    observe_writer,
+    same_location,
+    storage_options,
+)
 from lakeoperator.plan.writer import SUBMISSION_LABEL
 from lakeoperator.reconcile import Outcome, reconcile
 from lakeoperator.specs import ObjectRef, SpecError, parse_lake_table
@@ -417,10 +424,30 @@ class Controller:
                     self.kube.post_event(body, "Warning", "DeletionWaiting", message)
                 return 10.0
             spec = parse_lake_table(body)
-            secret = storage_options(self.kube, key[1], spec)
-            delete_table_data(spec.location, {**spec.storage.options, **(secret or {})} or None)
-            self.kube.post_event(body, "Normal", "Deleted", f"deleted the table's data at {spec.location}")
+            kept = self._data_kept(key, body, spec.location)
+            if kept is not None:
+                self.kube.post_event(body, "Warning", "DataKept", kept)
+            else:
+                secret = storage_options(self.kube, key[1], spec)
+                delete_table_data(spec.location, {**spec.storage.options, **(secret or {})} or None)
+                self.kube.post_event(body, "Normal", "Deleted",
+                                     f"deleted the table's data at {spec.location}")
         self.kube.set_finalizers(body, [f for f in finalizers if f != FINALIZER])
+        return None
+
+    def _data_kept(self, key: Key, body: Mapping[str, Any], location: str) -> str | None:
+        """Why deleting this LakeTable must not delete the data at `location`, or None: it never created
+        or adopted the table there (it was refused: status.location does not record it), or another
+        LakeTable of the namespace names that location."""
+        if not same_location((body.get("status") or {}).get("location"), location):
+            return (f"the table at {location} was never created or adopted by this LakeTable (it was "
+                    "refused); its data stays")
+        others = sorted(b["metadata"]["name"] for b in self.kube.list_all("LakeTable", key[1])
+                        if b["metadata"]["name"] != key[2] and not b["metadata"].get("deletionTimestamp")
+                        and same_location((b.get("spec") or {}).get("location"), location))
+        if others:
+            return (f"LakeTable {', '.join(others)} names the table at {location} too; its data stays "
+                    "(delete that LakeTable with deletionPolicy Delete to delete it)")
         return None
 
     def _report(self, key: Key, body: dict[str, Any], outcome: Outcome,

@@ -45,11 +45,13 @@ S = TypeVar("S")
 class TableInputs:
     body: Mapping[str, Any]
     storage_options: dict[str, Any] | None = None   # the options the spec's storage Secret holds
-    secret_error: SpecError | None = None           # that Secret is missing or malformed
+    secret_error: SpecError | None = None           # that Secret is missing or malformed, or spec.location
+                                                    # cannot be used here (relative, on a cluster)
     zookeeper_credentials: Any = None               # lakecore.concurrency.zookeeper.Credentials, or None
     zookeeper_error: str | None = None              # why they could not be read (the table is not supervised)
     catalog_properties: dict[str, str] | None = None   # spec.publish.catalog's Secret (None: none; weir run)
     catalog_error: str | None = None                # that Secret is missing or malformed (nothing registers)
+    rival: str | None = None                        # another LakeTable that manages spec.location's table
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,43 @@ def observe(store: Store, kind: str, body: Mapping[str, Any]) -> Inputs:
     return observe_service(store, body)
 
 
+def same_location(a: object, b: object) -> bool:
+    return isinstance(a, str) and isinstance(b, str) and a.rstrip("/") == b.rstrip("/")
+
+
+def rival_table(store: Store, body: Mapping[str, Any], location: str) -> str | None:
+    """Another LakeTable of the namespace, not being deleted, that manages the table at `location` (its
+    status records it) or, when none does yet, was made before this one (creation time, then name). None
+    once this one manages it: the namespace is listed only until then."""
+    if same_location((body.get("status") or {}).get("location"), location):
+        return None
+    meta = body.get("metadata") or {}
+    mine = (str(meta.get("creationTimestamp") or ""), str(meta.get("name")))
+    for name in store.names("LakeTable", _namespace(body)):
+        other = store.get("LakeTable", _namespace(body), name) if name != mine[1] else None
+        if other is None or (other.get("metadata") or {}).get("deletionTimestamp") or \
+                not same_location((other.get("spec") or {}).get("location"), location):
+            continue
+        theirs = (str(other["metadata"].get("creationTimestamp") or ""), name)
+        if same_location((other.get("status") or {}).get("location"), location) or theirs < mine:
+            return name
+    return None
+
+
 def observe_table(store: Store, body: Mapping[str, Any]) -> TableInputs:
     namespace = _namespace(body)
     spec = _parsed(parse_lake_table, body)
     if spec is None:
         return TableInputs(body)
+    if not store.inherits_environment and "://" not in spec.location and not spec.location.startswith("/"):
+        # relative to what? The operator's working directory is not a driver pod's
+        return TableInputs(body, secret_error=SpecError(
+            "spec.location", f"{spec.location!r} is a relative path, which only `weir run` resolves (against "
+            "the directory it runs in); on a cluster name the table by a URI (s3://bucket/path, ...) or an "
+            "absolute path every driver pod mounts"))
+    rival = rival_table(store, body, spec.location)
+    if rival is not None:
+        return TableInputs(body, rival=rival)
     try:
         options = storage_options(store, namespace, spec)
     except SpecError as exc:

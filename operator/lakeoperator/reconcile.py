@@ -48,6 +48,7 @@ from lakeoperator.status import (
     TableInfo,
     invalid_spec_status,
     location_changed_status,
+    location_in_use_status,
     paused_status,
     read_service_status,
     read_writer_status,
@@ -134,7 +135,7 @@ def reconcile(inputs: Inputs, launcher: Launcher, now: datetime, settings: PodSe
     if isinstance(inputs, TableInputs):
         return reconcile_table(inputs.body, now, storage_options=inputs.storage_options,
                                secret_error=inputs.secret_error, catalog_properties=inputs.catalog_properties,
-                               catalog_error=inputs.catalog_error)
+                               catalog_error=inputs.catalog_error, rival=inputs.rival)
     if isinstance(inputs, WriterInputs):
         return reconcile_writer(inputs.body, inputs.table, launcher, now, settings, applied=inputs.applied,
                                 source_location=inputs.source_location, winner_running=inputs.winner_running,
@@ -147,12 +148,13 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
                     storage_options: Mapping[str, Any] | None = None,
                     secret_error: SpecError | None = None,
                     catalog_properties: Mapping[str, str] | None = None,
-                    catalog_error: str | None = None) -> Outcome:
+                    catalog_error: str | None = None, rival: str | None = None) -> Outcome:
     """Create the table at spec.location, or adopt the one there after checking its config; then publish
     the spec.publish targets due. `storage_options`: the options spec.storage refers to, resolved by the
     caller (a Secret's JSON); `secret_error`: why they could not be (a missing Secret may be created
     later: looked at again, as Secrets are not watched); `catalog_properties`, `catalog_error`: the same
-    for spec.publish.catalog's Secret."""
+    for spec.publish.catalog's Secret. `rival`: another LakeTable that manages the table at spec.location
+    (refused, looked at again: it may go)."""
     if secret_error is not None:
         ref = ObjectRef.from_body(body)
         return Outcome(invalid_spec_status(ref, secret_error, body.get("status"), now), requeue_after=10.0,
@@ -162,6 +164,10 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
         return admitted
     ref, spec, _ = admitted
     old = body.get("status")
+    if rival is not None:
+        status = location_in_use_status(ref, old, spec.location, rival, now)
+        return Outcome(status, requeue_after=30.0,
+                       events=(("Warning", "LocationInUse", status["lastError"]),))
     if (old or {}).get("location") not in (None, spec.location):  # where no API server rule refused it
         status = location_changed_status(ref, old or {}, spec.location, now)
         return Outcome(status, done=True, events=(("Warning", "LocationChanged", status["lastError"]),))
@@ -179,7 +185,7 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
     if plan.action == TableAction.REFUSE and error is None:
         status = table_status(ref, plan, old, now)
         return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
-    info = switched = recoded = None
+    info = switched = recoded = retention = None
     added: list[str] = []
     if error is None:
         try:
@@ -189,6 +195,7 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
                 switched = _switch_lock(spec, desired, options)
                 added = _add_columns(spec, plan, options)
                 recoded = _set_compression(spec, plan.desired or desired, options)
+                retention = _set_tombstone_retention(spec, plan.desired or desired, options)
             info = _table_info(spec, options)
         except Exception as exc:
             error = _storage_error(spec, exc)
@@ -209,6 +216,8 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
         events += (("Normal", "LockSwitched", switched),)
     if recoded and not error:
         events += (("Normal", "CompressionChanged", recoded),)
+    if retention and not error:
+        events += (("Normal", "TombstoneRetentionChanged", retention),)
     return Outcome(status, requeue_after=30.0 if error else 60.0, events=events)
 
 
@@ -268,6 +277,22 @@ def _set_compression(spec: LakeTableSpec, desired: TableConfig, options: dict[st
     table.set_compression(desired.compression, timeout=LOCK_SWITCH_TIMEOUT_S)
     return (f"files written from now on use {desired.compression} (was {before}); files written before "
             "keep theirs")
+
+
+def _set_tombstone_retention(spec: LakeTableSpec, desired: TableConfig, options: dict[str, Any] | None
+                             ) -> str | None:
+    """Record the spec's tombstone retention in table.json when the table records another (under the
+    table lock: writers may run). What was done, for the Event; None when nothing was to do."""
+    from lakecore import Table
+
+    table = Table.open(spec.location, storage_options=options)
+    before, after = table.config.tombstone_retention_hours, desired.tombstone_retention_hours
+    if before == after:
+        return None
+    table.set_tombstone_retention(after, timeout=LOCK_SWITCH_TIMEOUT_S)
+    said = "kept for ever" if after is None else f"kept {after:g} hours"
+    was = "for ever" if before is None else f"{before:g} hours"
+    return f"tombstones are {said} in rewrites from now on (was {was})"
 
 
 def _add_columns(spec: LakeTableSpec, plan: TablePlan, options: dict[str, Any] | None = None) -> list[str]:

@@ -314,6 +314,20 @@ TIMELINE_FIELDS = ("latestInstant", "latestAction", "latestInstantTime", "pendin
                    "activeWriters", "published", "publishedInstant")
 
 
+def location_in_use_status(ref: ObjectRef, old: Mapping[str, Any] | None, location: str, rival: str,
+                           now: datetime) -> dict[str, Any]:
+    """The LakeTable status when another LakeTable of its namespace manages the table at its location
+    (or was made first): nothing is touched there, and deleting this one never deletes that data."""
+    reason = "LocationInUse"
+    message = (f"LakeTable {rival} manages the table at {location} already; two LakeTables of one table "
+               f"would each act on it (deleting either with deletionPolicy Delete would delete the other's "
+               f"data): use LakeTable {rival}, or give this one another location")
+    conditions = (Condition("Ready", "False", reason, message), Condition("Progressing", "False", reason, ""),
+                  Condition("Degraded", "True", reason, message), _paused(ref),
+                  *kstatus_conditions(reconciling=False, stalled=True, reason=reason, message=message))
+    return _with(old or {}, ref, now, conditions, {"phase": "Failed", "lastError": message})
+
+
 def location_changed_status(ref: ObjectRef, old: Mapping[str, Any], location: str, now: datetime
                             ) -> dict[str, Any]:
     """The LakeTable status when spec.location no longer names the table recorded in status.location:

@@ -99,3 +99,5 @@ def test_table_statuses_fit(tmp_path):
     fits("laketables", reconcile_table(body, NOW).status)
     body["spec"]["buckets"] = 16
     fits("laketables", reconcile_table(body, NOW).status)  # refused: Failed with the mismatch
+    body.pop("status")
+    fits("laketables", reconcile_table(body, NOW, rival="orders").status)  # LocationInUse

@@ -116,12 +116,32 @@ def compare_config(desired: TableConfig, observed: TableConfig) -> tuple[Mismatc
                 out.append(Mismatch(key, want[key], have[key], "evolvable",
                                     f"the table writes {have[key]} files; the operator sets it to "
                                     f"{want[key]} for the files written from then on"))
+        elif key == "tombstone_retention_hours":
+            if desired.tombstone_retention_hours != observed.tombstone_retention_hours:
+                out.append(Mismatch(key, want[key], have[key], "evolvable",
+                                    f"the table keeps tombstones {_hours(have[key])}; the operator sets it "
+                                    f"to {_hours(want[key])} for the rewrites from then on"))
         elif getattr(desired, key) != getattr(observed, key):
+            field = SPEC_FIELDS.get(key, key)
             out.append(Mismatch(key, want[key], have[key], "refused",
-                                f"the table at this location has {key} {have[key]!r}, the spec "
-                                f"{want[key]!r}, and it cannot change; fix the spec to match, or "
+                                f"the table at this location has {field} {_said(have[key])}, the spec "
+                                f"{_said(want[key])}, and it cannot change; fix the spec to match, or "
                                 "point spec.location at a new table"))
     return tuple(out)
+
+
+# table.json's keys as a LakeTable's spec names them
+SPEC_FIELDS = {"table_type": "tableType", "record_key": "recordKey", "partition_fields": "partitionFields",
+               "ordering_field": "orderingField", "merge_mode": "mergeMode",
+               "concurrency_mode": "concurrencyMode", "tombstone_retention_hours": "tombstoneRetentionHours"}
+
+
+def _said(value: Any) -> str:
+    return "unset" if value is None else repr(value)
+
+
+def _hours(value: Any) -> str:
+    return "for ever (tombstoneRetentionHours unset)" if value is None else f"{value:g} hours"
 
 
 def _compare_groups(desired: list[Mapping[str, Any]], observed: list[Mapping[str, Any]],

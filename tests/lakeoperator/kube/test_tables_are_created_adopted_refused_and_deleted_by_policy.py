@@ -1,7 +1,9 @@
 """LakeTables under the real operator on a real API server (no kubelet: nothing here runs Spark).
 
-Created on disk (Ready); a second resource on the same location with the same identity adopts it; one
-with another record key is refused (Failed, ConfigMismatch, an Event) and the table is untouched; an
+Created on disk (Ready); a second resource on the same location is refused (Failed, LocationInUse:
+deleting either with deletionPolicy Delete would delete the other's data), and deleting it with Delete
+keeps that data (DataKept); one over a table of another record key is refused (Failed, ConfigMismatch,
+an Event), the table untouched, and deleting it with Delete keeps the table it never owned; an
 identity change of a Ready table and a new location are refused by the server's CEL rules (the
 operator's own refusal, where no server checks, is tested on the reconcile core). Deleting with
 `Retain` (the default) is
@@ -83,12 +85,17 @@ def test_create_adopt_refuse_and_delete_by_policy(tables: Tables, tmp_path: Path
     wait_until(lambda: tables.status("orders").get("phase") == "Ready")
     assert Table.open(str(location)).config.record_key == ("id",)
 
-    same = table(tmp_path, name="orders-again")
-    same["spec"]["location"] = str(location)
+    same = table(tmp_path, name="orders-again", location=str(location) + "/", deletionPolicy="Delete")
     client.create(path(), same)
-    wait_until(lambda: tables.status("orders-again").get("phase") == "Ready")
-    other = table(tmp_path, name="orders-by-amount", recordKey=["amount"])
-    other["spec"]["location"] = str(location)
+    wait_until(lambda: tables.status("orders-again").get("phase") == "Failed")
+    assert tables.condition("orders-again", "Ready")["reason"] == "LocationInUse"
+    assert f"LakeTable orders manages the table at {location}/ already" in \
+        tables.status("orders-again")["lastError"]
+    foreign = tmp_path / "lake" / "foreign"   # a table made outside the operator, keyed by id
+    Table.create(str(foreign), schema=Table.open(str(location)).schema, record_key="id", ordering_field="ts",
+                 buckets=1)
+    other = table(tmp_path, name="orders-by-amount", recordKey=["amount"], location=str(foreign),
+                  deletionPolicy="Delete")
     client.create(path(), other)
     wait_until(lambda: tables.status("orders-by-amount").get("phase") == "Failed")
     assert tables.condition("orders-by-amount", "Ready")["reason"] == "ConfigMismatch"
@@ -101,11 +108,20 @@ def test_create_adopt_refuse_and_delete_by_policy(tables: Tables, tmp_path: Path
     assert Table.open(str(location)).config.record_key == ("id",) and not moved.exists()
     assert tables.status("orders")["phase"] == "Ready"
 
+    # Delete on a table this resource never owned: the finalizer goes, the data stays
+    for name in ("orders-again", "orders-by-amount"):
+        client.delete(path(name))
+        wait_until(lambda name=name: tables.gone(name))
+        assert "DataKept" in tables.reasons(name)
+    assert Table.open(str(location)).config.record_key == ("id",)
+    assert Table.open(str(foreign)).config.record_key == ("id",)
+
     # Retain (the default): no finalizer, deleted at once, the data stays
-    assert not client.get(path("orders-again"))["metadata"].get("finalizers")
-    client.delete(path("orders-again"))
-    assert tables.gone("orders-again") and (location / ".weir").exists()
-    client.delete(path("orders-by-amount"))
+    client.create(path(), table(tmp_path, name="orders-readopted", location=str(foreign)))
+    wait_until(lambda: tables.status("orders-readopted").get("phase") == "Ready")   # adopted: nobody owns it
+    assert not client.get(path("orders-readopted"))["metadata"].get("finalizers")
+    client.delete(path("orders-readopted"))
+    assert tables.gone("orders-readopted") and (foreign / ".weir").exists()
 
     # Delete: a finalizer; held while a writer refers to the table; then the data goes
     client.patch(path("orders"), {"spec": {"deletionPolicy": "Delete"}})
@@ -160,3 +176,14 @@ def test_a_table_on_s3_uses_the_secret_its_spec_names(tables: Tables, tmp_path: 
                    "data": {"options.json": secret}})
     wait_until(lambda: tables.status("remote").get("phase") == "Ready", timeout=60)   # looked at again
     assert Table.open("s3://op-lake/orders", storage_options=s3_server.s3fs_options()).config.name == "remote"
+
+
+def test_a_relative_location_is_refused_on_a_cluster(tables: Tables, tmp_path: Path) -> None:
+    """A relative path meant the operator's own working directory, where no driver pod looks: the table
+    was created there and showed Ready, and every writer failed with TableNotFound."""
+    client, path = tables.client, tables.path
+    client.create(path(), table(tmp_path, name="relative", location="lake/relative"))
+    wait_until(lambda: tables.condition("relative", "Ready").get("reason") == "InvalidSpec")
+    said = tables.status("relative")["lastError"]
+    assert "spec.location: 'lake/relative' is a relative path, which only `weir run` resolves" in said, said
+    assert not any(tmp_path.rglob("relative")), list(tmp_path.rglob("relative"))
