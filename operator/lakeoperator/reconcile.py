@@ -424,8 +424,11 @@ def _table_not_ready(table_body: Mapping[str, Any] | None) -> str | None:
         return None
     conditions = status.get("conditions") or ()
     ready: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
-    state = phase or ready.get("reason") or "not reconciled yet"
-    return f"waiting for LakeTable {table.name} to be Ready (it is {state}; `kubectl describe lt` says why)"
+    state = ", ".join(str(s) for s in dict.fromkeys((phase, ready.get("reason"))) if s) or \
+        "not reconciled yet"
+    why = str(ready.get("message") or status.get("lastError") or "")
+    said = f": {why[:300]}{'...' if len(why) > 300 else ''}" if why else ""
+    return f"waiting for LakeTable {table.name} to be Ready (it is {state}{said})"
 
 
 # -- TableService ------------------------------------------------------------------------------

@@ -240,6 +240,7 @@ def service_status(ref: ObjectRef, plan: ServicePlan, old: Mapping[str, Any] | N
         "nextRunAt": timestamp(plan.next_run_at) if plan.next_run_at else None,
         "activeRun": active_run_json(plan.active_run, driver_pod) if plan.active_run else None,
         "history": [run_json(r) for r in plan.history],
+        "lastError": None,   # planned: the spec holds (an error of a spec since fixed is not left)
     })
 
 

@@ -114,7 +114,9 @@ def test_a_service_waits_while_its_table_is_refused_and_runs_once_it_is_fixed(tm
         assert not status.get("activeRun") and not status.get("history"), status
         ready = {c["type"]: c for c in status["conditions"]}["Ready"]
         assert (ready["status"], ready["reason"]) == ("False", "TableNotReady"), ready
-        assert "waiting for LakeTable orders to be Ready (it is Failed" in ready["message"], ready
+        # why, in the table's own words (it said "`kubectl describe lt` says why", under `weir run` too)
+        assert "waiting for LakeTable orders to be Ready (it is Failed, ConfigMismatch: the table at this " \
+               "location has buckets 2, the spec 8" in ready["message"], ready
         assert [p for p in launcher.pods() if "orders-compact" in p["metadata"]["name"]] == []
         assert [i.action for i in Table.open(str(lake)).timeline().completed] == ["deltacommit"]
 

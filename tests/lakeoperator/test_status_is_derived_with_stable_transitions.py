@@ -187,7 +187,7 @@ def test_a_refused_table_is_failed_and_says_why() -> None:
     observed = replace(desired, table_type="copy_on_write")   # the table at spec.location
     status = table_status(REF, plan_table(desired, observed), None, T0)
     assert status["phase"] == "Failed" and status["conditions"][2]["reason"] == "ConfigMismatch"
-    assert "table_type" in status["lastError"] and status["conditions"][0]["status"] == "False"
+    assert "tableType" in status["lastError"] and status["conditions"][0]["status"] == "False"
 
 
 def test_service_status_golden() -> None:
@@ -206,6 +206,7 @@ def test_service_status_golden() -> None:
                       "driverPod": "orders-compact-20261123120000-driver"},
         "history": [{"id": "orders-compact-20261123060000", "startedAt": "2026-11-23T06:00:00Z",
                      "finishedAt": "2026-11-23T07:00:00Z", "outcome": "failure", "instant": None}],
+        "lastError": None,
         "conditions": [cond("Ready", "True", "Starting", "starting run x", T0, 1),
                        cond("Progressing", "True", "Starting", "starting run x", T0, 1),
                        cond("Degraded", "True", "LastRunFailed", "run orders-compact-20261123060000 ended "
