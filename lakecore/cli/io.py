@@ -51,12 +51,28 @@ def read_input(path: str, schema: pa.Schema | None = None) -> pa.Table:
         if fmt == "csv":
             return _read_csv(path, schema)
         table = pjson.read_json(path)
+        texts = _inferred_times_of_text(table, schema)
+        if texts:   # read again with those columns as the text they are ("2026-11-22" stays as written)
+            table = pjson.read_json(path, parse_options=pjson.ParseOptions(
+                explicit_schema=pa.schema([(n, pa.string()) for n in texts])))
     except PermissionError:
         raise InvalidInput(f"cannot read input file {path!r}: permission denied; make it readable by "
                            "this user") from None
     except (pa.ArrowException, OSError) as exc:
         raise _not_valid(path, fmt, exc) from exc
     return _typed(table, schema, path) if schema is not None else table
+
+
+def _inferred_times_of_text(table: pa.Table, schema: pa.Schema | None) -> list[str]:
+    """The columns the table holds as text that pyarrow's JSON reader took for times or dates (it infers
+    them from the text's shape, and casting back gives other text: "2026-11-22" became "2026-11-22
+    00:00:00", a key or partition value changed)."""
+    if schema is None:
+        return []
+    text = (pa.types.is_string, pa.types.is_large_string)
+    return [f.name for f in table.schema if f.name in schema.names
+            and any(t(schema.field(f.name).type) for t in text)
+            and (pa.types.is_timestamp(f.type) or pa.types.is_date(f.type) or pa.types.is_time(f.type))]
 
 
 def _read_csv(path: str, schema: pa.Schema | None) -> pa.Table:

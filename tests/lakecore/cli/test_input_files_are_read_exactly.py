@@ -119,3 +119,26 @@ def test_a_json_column_of_two_types_is_named(tmp_path) -> None:
     told = r"column 'd' holds a string where its earlier values are a number; give each column one JSON type"
     with pytest.raises(InvalidInput, match=told):
         read_input(str(path), SCHEMA)
+
+
+def test_json_text_that_looks_like_a_time_stays_the_text_it_is(tmp_path) -> None:
+    """pyarrow's JSON reader takes "2026-11-22" for a timestamp, and the cast back into a string column
+    gave "2026-11-22 00:00:00": a partition value changed (the same key landed in two partitions) and a
+    delete by it deleted nothing. Read as the text it is, as Spark and the CSV reader do."""
+    from lakecore import Table
+    from tests.lakecore.cli.test_weir_table_commands import weir
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("dt", pa.string()), ("at", pa.string())])
+    path = tmp_path / "in.json"
+    path.write_text('{"id": 1, "dt": "2026-11-22", "at": "2026-11-22T10:00:00+02:00"}\n'
+                    '{"id": 2, "dt": "2026-11-23", "at": "10:00:00"}\n')
+    read = read_input(str(path), schema)
+    assert read.column("dt").to_pylist() == ["2026-11-22", "2026-11-23"]
+    assert read.column("at").to_pylist() == ["2026-11-22T10:00:00+02:00", "10:00:00"]
+
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=schema, record_key="id", partition_fields="dt")
+    assert weir("table", "upsert", uri, str(path))[0] == 0
+    (tmp_path / "gone.json").write_text('{"id": 1, "dt": "2026-11-22"}\n')
+    assert weir("table", "delete", uri, "--input", str(tmp_path / "gone.json"))[0] == 0
+    assert Table.open(uri).read().to_pylist() == [{"id": 2, "dt": "2026-11-23", "at": "10:00:00"}]
