@@ -435,14 +435,21 @@ def _recreate_config(storage: Storage, lock: Lock, *, dry_run: bool, clock: Cloc
     config = TableConfig.from_json(obj, table=storage.uri)
     what = (f"{config.table_type} table {config.name!r}, record key {list(config.record_key)}, "
             f"{config.buckets} buckets, schema {[f.name for f in config.schema]}")
+    # what only table.json holds between writes: changed after the newest write, the timeline lacks it
+    hours = config.tombstone_retention_hours
+    unknown = (f"settings changed since the newest write that recorded them are not on the timeline and come "
+               f"back as it recorded them (codec {config.compression}, tombstone retention "
+               f"{'unset' if hours is None else hours}, "
+               f"lock {config.lock.provider}, no column added without a write): set any you changed since "
+               "again (weir table set-compression / set-lock, Table.add_columns, or the LakeTable's spec)")
     if dry_run:
-        return RepairAction("recreate_config", CONFIG_PATH, f"would recreate it: {what}")
+        return RepairAction("recreate_config", CONFIG_PATH, f"would recreate it: {what}", unknown)
     with lock:
         ensure_held(lock, "recreating table.json")
         if storage.exists(CONFIG_PATH):
             quarantine(storage, CONFIG_PATH, clock)
         storage.write_if_absent(CONFIG_PATH, config.dumps())
-    return RepairAction("recreate_config", CONFIG_PATH, f"recreated it: {what}")
+    return RepairAction("recreate_config", CONFIG_PATH, f"recreated it: {what}", unknown)
 
 
 def _loadable(storage: Storage) -> Timeline:

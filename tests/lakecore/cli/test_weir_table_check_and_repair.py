@@ -170,6 +170,22 @@ def test_a_garbled_table_json_is_quarantined_and_recreated(tmp_path):
     assert ids(uri) == [0, 1]
 
 
+def test_a_recreated_table_json_warns_of_the_settings_changed_since_the_newest_write(tmp_path):
+    """A codec set after the newest write is not on the timeline: table.json comes back with the one
+    that write recorded, and the repair says so (it said nothing, with a null warning)."""
+    uri = str(tmp_path / "t")
+    t = table_with_rows(uri, 2)
+    t.set_compression("gzip")
+    with open(os.path.join(uri, ".weir", "table.json"), "wb") as fh:
+        fh.write(b'{"format_version": 1, "na')
+    code, out = weir("table", "repair", uri, "--run", "--json")
+    assert code == 0, out
+    (action,) = [a for a in json.loads(out)["actions"] if a["kind"] == "recreate_config"]
+    assert "settings changed since the newest write that recorded them are not on the timeline" in \
+        action["warning"] and "codec zstd" in action["warning"], action
+    assert Table.open(uri).config.compression == "zstd"
+
+
 def test_a_table_whose_writes_never_recorded_their_config_cannot_be_recreated(tmp_path):
     uri = str(tmp_path / "t")
     t = table_with_rows(uri, 2)
