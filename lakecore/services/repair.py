@@ -196,7 +196,9 @@ def _bytes(storage: Storage, inst: Instant) -> bytes:
 def _instant_remedy(storage: Storage, rb: Rebuild) -> str:
     cmd = f"`weir table repair {storage.uri} --run`"
     if rb.metadata is not None:
-        return f"run {cmd} to rebuild it {rb.describe()}; no row is lost"
+        return (f"run {cmd} to rebuild it {rb.describe()}; every row of those files is read again (a data "
+                "file of it lost as well cannot be told from what is left: if you know of one, restore it "
+                "from a backup first)")
     if _is_write(storage, rb.instant):
         return (f"restore the missing data file(s), or the instant file, from a backup, then run {cmd} to "
                 f"rebuild the instant; without a backup, {cmd} rolls its write back ({rb.why}): its rows "
