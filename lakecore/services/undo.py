@@ -245,6 +245,13 @@ def rollback_blocker(storage: Storage, timeline: Timeline, target: Instant) -> s
     return None
 
 
+def _drops(instant: Instant) -> str:
+    """What rolling back `instant` first costs, said beside that remedy."""
+    if instant.action in DATA_WRITES:
+        return f" (which drops what {instant.requested_time} wrote: write its input again after)"
+    return ""
+
+
 def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, target: Instant,
                   table: str) -> None:
     after = target.completion_time or ""
@@ -256,7 +263,7 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
             raise RollbackBlocked(f"{i.action} {i.requested_time} completed after {target.action} "
                                   f"{target.requested_time}; a table service instant can be rolled back only "
                                   f"while it is the latest write of table {table!r}: roll back "
-                                  f"{i.requested_time} first, or restore to a savepoint")
+                                  f"{i.requested_time} first{_drops(i)}, or restore to a savepoint")
         # later log files of the same file groups are independent deltas: the target's can go; a
         # later BASE file of one of its groups holds the target's data, so it cannot
         stats = store.metadata(i).write_stats
@@ -265,7 +272,7 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
             what = "compacted" if i.action == "compaction" else "rewrote"
             raise RollbackBlocked(f"{i.action} {i.requested_time} {what} its file group(s) "
                                   f"{_groups(rebased)} after it (the data is in a later base file): roll "
-                                  f"back {i.requested_time} first, or restore to a savepoint")
+                                  f"back {i.requested_time} first{_drops(i)}, or restore to a savepoint")
     for i in timeline.pending:
         if i.action == "replacecommit" and pending_overwrite(store, i) is not None:
             raise RollbackBlocked(f"overwrite {i.requested_time} is pending and replaces file groups after "
