@@ -111,14 +111,11 @@ class Table:
         self._store = TimelineStore(storage)
 
     def _recorded_lock(self) -> LockSpec:
-        """table.json's lock, read after each acquire of the table lock; its codec and tombstone retention
-        are taken up on the way (a change by set_compression or set_tombstone_retention reaches a handle
-        opened before at its next commit, for free)."""
+        """table.json's lock, read after each acquire of the table lock; its codec is taken up on the way
+        (a change by set_compression reaches a handle opened before at its next commit, for free)."""
         recorded = _read_config(self.storage)
-        if (recorded.compression, recorded.tombstone_retention_hours) != \
-                (self.config.compression, self.config.tombstone_retention_hours):
-            self.config = replace(self.config, compression=recorded.compression,
-                                  tombstone_retention_hours=recorded.tombstone_retention_hours)
+        if recorded.compression != self.config.compression:
+            self.config = replace(self.config, compression=recorded.compression)
         return recorded.lock
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -287,22 +284,6 @@ class Table:
             self.lock.release()
         self.config = replace(self.config, compression=wanted)
         return wanted
-
-    def set_tombstone_retention(self, hours: float | None, *, timeout: float | None = None) -> float | None:
-        """Record how many hours a delete's tombstone is kept in rewritten base files (None: kept for
-        ever), in table.json under the table lock. Rewrites from then on purge by it; a tombstone purged
-        before stays purged. Writers that opened the table before take it up at their next commit."""
-        self.lock.acquire(timeout)
-        try:
-            recorded = _read_config(self.storage)
-            if recorded.tombstone_retention_hours != hours:
-                changed = replace(recorded, tombstone_retention_hours=hours)   # validated (hours >= 0)
-                ensure_held(self.lock, "changing the table's tombstone retention in table.json")
-                self.storage.write(CONFIG_PATH, changed.dumps())
-        finally:
-            self.lock.release()
-        self.config = replace(self.config, tombstone_retention_hours=hours)
-        return hours
 
     @property
     def uri(self) -> str:
@@ -491,21 +472,9 @@ class Table:
         view = view_of(self.storage, timeline)
         if as_of is not None:
             check_readable(self.storage, full, point, view)  # a clear error if a clean removed files
-            if columns is None:   # the columns the table's commits had then, as Iceberg's and Delta's do
-                columns = self._columns_then(timeline)
         plan = plan_scan(view, self.config, columns=columns, partitions=partitions, filter=filter,
                          with_meta=with_meta, base_only=query == "read_optimized")
         return Scan(self.storage, self.config, plan)
-
-    def _columns_then(self, timeline: Timeline) -> list[str] | None:
-        """The data columns of the schema the newest write of `timeline` committed, in the table's order
-        (None: all of today's, when it recorded none or has every one)."""
-        recorded = self._store.latest_schema(timeline)
-        if not recorded:
-            return None
-        then = set(schema_from_json(recorded).names)
-        names = self.config.schema.names
-        return None if then.issuperset(names) else [n for n in names if n in then]
 
     def read_changes(self, start: str | datetime | Instant, end: str | datetime | Instant | None = None, *,
                      columns: Sequence[str] | None = None) -> pa.Table:
