@@ -111,11 +111,14 @@ class Table:
         self._store = TimelineStore(storage)
 
     def _recorded_lock(self) -> LockSpec:
-        """table.json's lock, read after each acquire of the table lock; its codec is taken up on the way
-        (a change by set_compression reaches a handle opened before at its next commit, for free)."""
+        """table.json's lock, read after each acquire of the table lock; its codec and tombstone retention
+        are taken up on the way (a change by set_compression or set_tombstone_retention reaches a handle
+        opened before at its next commit, for free)."""
         recorded = _read_config(self.storage)
-        if recorded.compression != self.config.compression:
-            self.config = replace(self.config, compression=recorded.compression)
+        if (recorded.compression, recorded.tombstone_retention_hours) != \
+                (self.config.compression, self.config.tombstone_retention_hours):
+            self.config = replace(self.config, compression=recorded.compression,
+                                  tombstone_retention_hours=recorded.tombstone_retention_hours)
         return recorded.lock
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -284,6 +287,22 @@ class Table:
             self.lock.release()
         self.config = replace(self.config, compression=wanted)
         return wanted
+
+    def set_tombstone_retention(self, hours: float | None, *, timeout: float | None = None) -> float | None:
+        """Record how many hours a delete's tombstone is kept in rewritten base files (None: kept for
+        ever), in table.json under the table lock. Rewrites from then on purge by it; a tombstone purged
+        before stays purged. Writers that opened the table before take it up at their next commit."""
+        self.lock.acquire(timeout)
+        try:
+            recorded = _read_config(self.storage)
+            if recorded.tombstone_retention_hours != hours:
+                changed = replace(recorded, tombstone_retention_hours=hours)   # validated (hours >= 0)
+                ensure_held(self.lock, "changing the table's tombstone retention in table.json")
+                self.storage.write(CONFIG_PATH, changed.dumps())
+        finally:
+            self.lock.release()
+        self.config = replace(self.config, tombstone_retention_hours=hours)
+        return hours
 
     @property
     def uri(self) -> str:
