@@ -99,10 +99,16 @@ def _module(target: str) -> ModuleType:
 def published_since(storage: Storage, instant_time: str, *, inclusive: bool = True) -> tuple[str, ...]:
     """The published snapshots that show `instant_time` (unless not `inclusive`) or a later instant, per
     target ("iceberg: 2 snapshots, of instants A to B"): an undo of those instants deletes files they
-    read."""
+    read. Metadata that does not read is said as such: it never stops the undo."""
     said = []
     for target in TARGETS:
-        shown = sorted(s.instant for s in _module(target).load(storage).snapshots
+        try:
+            snapshots = _module(target).load(storage).snapshots
+        except (CorruptMetadata, OSError, ValueError, KeyError, TypeError) as exc:
+            said.append(f"{target}: its published metadata does not read ({type(exc).__name__}); publish "
+                        "again to rebuild it")
+            continue
+        shown = sorted(s.instant for s in snapshots
                        if s.instant > instant_time or (inclusive and s.instant == instant_time))
         if shown:
             which = shown[0] if len(shown) == 1 else f"{shown[0]} to {shown[-1]}"

@@ -56,3 +56,12 @@ def test_a_restore_says_it_too_and_an_unpublished_table_says_nothing(tmp_path) -
     done = plain.upsert(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA)).instant.requested_time
     code, said = weir("table", "rollback", plain.uri, done)
     assert code == 0 and "published" not in said, said
+
+
+def test_published_metadata_that_does_not_read_never_stops_an_undo(tmp_path) -> None:
+    t, _, second = published_table(tmp_path)
+    for metadata in (tmp_path / "t" / "metadata").glob("*.metadata.json"):
+        metadata.write_text("{not json")
+    code, said = weir("table", "rollback", t.uri, second, "--yes")
+    assert code == 0 and f"rolled back {second}" in said, said
+    assert "(delta: 1 snapshot, of instant" in said, said   # the Iceberg metadata shows nothing now
