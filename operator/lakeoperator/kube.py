@@ -108,6 +108,9 @@ class Kube:
         items: list[dict[str, Any]] = listing.get("items") or []
         return items
 
+    def bodies(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return self.list_all(kind, namespace)
+
     def names(self, kind: str, namespace: str) -> list[str]:
         return sorted(str((item.get("metadata") or {}).get("name"))
                       for item in self.list_all(kind, namespace))

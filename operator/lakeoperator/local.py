@@ -125,6 +125,9 @@ class StateDir:
     def names(self, kind: str, namespace: str) -> list[str]:
         return sorted(r.key[2] for r in self.all(kind) if r.key[1] == namespace)
 
+    def bodies(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return [r.body for r in self.all(kind) if r.key[1] == namespace]
+
     def applied_spec(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         r = self._of(body)
         return dict(r.applied) if r is not None and r.applied is not None else None

@@ -98,12 +98,13 @@ def rival_table(store: Store, body: Mapping[str, Any], location: str) -> str | N
         return None
     meta = body.get("metadata") or {}
     mine = (str(meta.get("creationTimestamp") or ""), str(meta.get("name")))
-    for name in store.names("LakeTable", _namespace(body)):
-        other = store.get("LakeTable", _namespace(body), name) if name != mine[1] else None
-        if other is None or (other.get("metadata") or {}).get("deletionTimestamp") or \
+    for other in store.bodies("LakeTable", _namespace(body)):   # one listing
+        meta = other.get("metadata") or {}
+        name = str(meta.get("name"))
+        if name == mine[1] or meta.get("deletionTimestamp") or \
                 not same_location((other.get("spec") or {}).get("location"), location):
             continue
-        theirs = (str(other["metadata"].get("creationTimestamp") or ""), name)
+        theirs = (str(meta.get("creationTimestamp") or ""), name)
         if same_location((other.get("status") or {}).get("location"), location) or theirs < mine:
             return name
     return None

@@ -35,6 +35,10 @@ class Store(Protocol):
         names none)."""
         ...
 
+    def bodies(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """The bodies of the resources of `kind` in `namespace` (one listing)."""
+        ...
+
     def applied_spec(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         """The spec body a LakeWriter's current submission runs (None: none recorded, or unreadable)."""
         ...

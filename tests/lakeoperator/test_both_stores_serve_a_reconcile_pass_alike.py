@@ -179,7 +179,9 @@ def test_the_observe_step_gathers_a_pass_inputs_from_either_store(harness: Harne
     assert isinstance(ran, ServiceInputs) and ran.storage_options == {"endpoint_url": "http://s3"}
     assert ran.table_name == "orders"
     harness.put_secret("not-json", "options.json", "endpoint_url=http://s3")
-    harness.put({**lake_table(storage={"secretRef": {"name": "not-json", "key": "options.json"}}),
+    # a table of its own location (one of "orders"' would be LocationInUse, whichever the Secret)
+    harness.put({**lake_table(location="s3://lake/garbled",
+                              storage={"secretRef": {"name": "not-json", "key": "options.json"}}),
                  "metadata": {**table["metadata"], "name": "garbled", "uid": "uid-garbled"}})
     garbled = inputs("LakeTable", "garbled")
     assert isinstance(garbled, TableInputs) and "is not a JSON object" in str(garbled.secret_error)
