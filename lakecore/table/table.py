@@ -277,32 +277,32 @@ class Table:
         keep theirs (each file names its codec; readers read both). Writers that opened the table before
         take it up at their next commit, so their following write uses it. Returns the codec."""
         wanted = settable_codec(codec, self.config.name)
-        self.lock.acquire(timeout)
-        try:
-            recorded = _read_config(self.storage)
-            if recorded.compression != wanted:
-                ensure_held(self.lock, "changing the table's compression in table.json")
-                self.storage.write(CONFIG_PATH, recorded.with_compression(wanted).dumps())
-        finally:
-            self.lock.release()
-        self.config = replace(self.config, compression=wanted)
+        self._rewrite_config("compression", lambda c: c.with_compression(wanted), timeout)
         return wanted
 
     def set_tombstone_retention(self, hours: float | None, *, timeout: float | None = None) -> float | None:
         """Record how many hours a delete's tombstone is kept in rewritten base files (None: kept for
         ever), in table.json under the table lock. Rewrites from then on purge by it; a tombstone purged
         before stays purged. Writers that opened the table before take it up at their next commit."""
+        # replace validates (hours >= 0)
+        self._rewrite_config("tombstone retention", lambda c: replace(c, tombstone_retention_hours=hours),
+                             timeout)
+        return hours
+
+    def _rewrite_config(self, what: str, change: Callable[[TableConfig], TableConfig],
+                        timeout: float | None) -> None:
+        """table.json with `change` made, under the table lock as every change of it is made (not written
+        when it holds the change already); this handle's config changed alike."""
         self.lock.acquire(timeout)
         try:
             recorded = _read_config(self.storage)
-            if recorded.tombstone_retention_hours != hours:
-                changed = replace(recorded, tombstone_retention_hours=hours)   # validated (hours >= 0)
-                ensure_held(self.lock, "changing the table's tombstone retention in table.json")
+            changed = change(recorded)
+            if changed != recorded:
+                ensure_held(self.lock, f"changing the table's {what} in table.json")
                 self.storage.write(CONFIG_PATH, changed.dumps())
         finally:
             self.lock.release()
-        self.config = replace(self.config, tombstone_retention_hours=hours)
-        return hours
+        self.config = change(self.config)
 
     @property
     def uri(self) -> str:
