@@ -4,7 +4,8 @@ asking why a writer waits.
 - the table lock: a storage lock's newest generation (free, or held by whom, for how long a lease, and
   whether its holder's process is known to be gone); other providers, where the lock lives;
 - each pending instant: a write with its writer's last sign of life (heartbeat) and whether it is
-  alive or was aborted; a table service with the run that holds its claim, if one does;
+  alive, was aborted, or completed and lost its completed instant file (rollback.completion_lost);
+  a table service with the run that holds its claim, if one does;
 - the table-wide service runs (archival) that are live.
 
 Only reads; judged with the given heartbeat settings (the writers' defaults unless told), exactly as
@@ -25,7 +26,7 @@ from lakecore.concurrency.liveness.heartbeat import (
 )
 from lakecore.concurrency.liveness.runs import ARCHIVAL, Claim, live_run
 from lakecore.concurrency.locks.storage import newest_generation
-from lakecore.concurrency.rollback import is_pending_write
+from lakecore.concurrency.rollback import completion_lost, is_pending_write
 from lakecore.config import LockSpec
 from lakecore.storage import Storage
 from lakecore.timeline import Timeline, TimelineStore
@@ -42,9 +43,10 @@ def activity(storage: Storage, lock: LockSpec, timeline: Timeline, now: int, *,
         if is_pending_write(store, instant):
             last = last_sign_of_life(storage, t)
             aborted = is_aborted(storage, t)
+            lost = not aborted and bool(completion_lost(storage, instant))
             entry.update({"kind": "write", "last_sign_of_life_s_ago": round(max(0, now - last) / 1000, 1),
-                          "aborted": aborted,
-                          "alive": not aborted and not is_expired(last, now, heartbeat)
+                          "aborted": aborted, "completed_file_lost": lost,
+                          "alive": not aborted and not lost and not is_expired(last, now, heartbeat)
                           and not writer_gone(storage, t)})
         else:
             run = live_run(storage, t, now, heartbeat)

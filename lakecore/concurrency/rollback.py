@@ -9,6 +9,12 @@ same lock, that its instant is still inflight, that no rollback claimed it and t
 of death — so a slow writer and the cleaner can never both succeed. The rollback completes under
 the lock together with removing the target's requested/inflight files, so the invariant holds at
 every point: once a rollback of T is pending or completed, T never completes.
+
+A pending write whose data files have no markers completed: a file's marker is made before the file,
+a write's markers are deleted only after its completed instant file is written, and a rollback
+deletes the files before the markers. Its completed file was lost (deleted by hand, a partial restore
+from a backup). The lazy cleanup never rolls such a write back (`completion_lost`): `weir table check`
+reports it and `weir table repair` writes its completed file again (services/repair.py).
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from lakecore.concurrency.liveness.heartbeat import (
 )
 from lakecore.concurrency.locks.protocol import Lock, ensure_held
 from lakecore.errors import CorruptMetadata, InvalidInstantState, ServiceRunning, WriterLive
-from lakecore.storage import Storage
+from lakecore.layout.listing import data_files
+from lakecore.storage import FileInfo, Storage
 from lakecore.timeline import (
     WRITE_ACTIONS,
     CommitMetadata,
@@ -51,6 +58,7 @@ TABLE_SERVICES = frozenset({"compaction", "replacecommit"})  # rolled back by th
 SERVICE_ACTIONS = frozenset({"compaction", "replacecommit", "clean"})
 
 log = logging.getLogger(__name__)
+_LOST: set[tuple[str, str]] = set()  # (table URI, instant time): writes found completed, their file lost
 
 
 def is_pending_write(store: TimelineStore, instant: Instant) -> bool:
@@ -59,6 +67,24 @@ def is_pending_write(store: TimelineStore, instant: Instant) -> bool:
     if instant.action not in WRITE_ACTIONS or instant.is_completed:
         return False
     return instant.action not in TABLE_SERVICES or pending_overwrite(store, instant) is not None
+
+
+def completion_lost(storage: Storage, instant: Instant,
+                    files: Mapping[str, Mapping[str, FileInfo]] | None = None) -> tuple[str, ...]:
+    """The data files of the pending write `instant` when they prove it completed: it has files but
+    no markers and no proof of death (a repair that gives a write up records one first). Empty when
+    it may still be a failed write. Sound against a concurrent commit only when `instant` was seen
+    pending after the markers were listed (under the table lock, or by loading the timeline again).
+    `files`: a listing by instant (layout.listing.data_files) made before this call, to look in instead
+    of listing the table. Costs a listing of the whole table when the write has no markers."""
+    t = instant.requested_time
+    if not is_pending_write(TimelineStore(storage), instant) or is_aborted(storage, t) \
+            or (files is None and list_markers(storage, t)):  # the cheap answer first
+        return ()
+    found = tuple(sorted((data_files(storage) if files is None else files).get(t, {})))
+    # markers listed after the files: a live writer makes a file's marker before the file, so one
+    # listed has its marker listed here unless the write has completed or been rolled back since
+    return found if found and not list_markers(storage, t) else ()
 
 
 def claimed_by_rollbacks(store: TimelineStore, timeline: Timeline) -> set[str]:
@@ -120,6 +146,9 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
             if only_if_expired is not None:
                 return None
         elif only_if_expired is not None and _alive(storage, target, clock(), only_if_expired):
+            return None
+        elif only_if_expired is not None and (files := completion_lost(storage, target)):
+            _warn_lost(storage, target, files)
             return None
         elif refuse_live is not None and (who := _alive(storage, target, clock(), refuse_live)):
             service = target.action in SERVICE_ACTIONS and not is_pending_write(store, target)
@@ -213,6 +242,7 @@ def rollback_failed_writes(storage: Storage, lock: Lock, heartbeat: HeartbeatCon
     # alive unless it aborted (the common case: the other writers' current instants cost one stat)
     candidates = [i for i in pending
                   if (now - to_epoch_ms(i.requested_time) > heartbeat.timeout_ms
+                      and (storage.uri, i.requested_time) not in _LOST  # said once, skipped since
                       and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat))
                   or is_aborted(storage, i.requested_time)]
     done = list(resumed)
@@ -224,3 +254,14 @@ def rollback_failed_writes(storage: Storage, lock: Lock, heartbeat: HeartbeatCon
             log.warning("could not roll back the dead write %s of %s: %s", inst.requested_time, storage.uri,
                         exc)
     return done
+
+
+def _warn_lost(storage: Storage, target: Instant, files: tuple[str, ...]) -> None:
+    """Say once per process that a write's completed file is lost, and skip it from then on."""
+    if (storage.uri, target.requested_time) in _LOST:
+        return
+    _LOST.add((storage.uri, target.requested_time))
+    log.warning("write %s of %s looks pending, but its %d data file(s) have no markers: it completed and its "
+                "completed instant file was lost. It is not rolled back; run `weir table check %s` and "
+                "`weir table repair %s --run` to write it again", target.requested_time, storage.uri,
+                len(files), storage.uri, storage.uri)

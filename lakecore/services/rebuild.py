@@ -35,7 +35,7 @@ from lakecore.concurrency.transaction import recorded_config
 from lakecore.config import COMMIT_TIME, CONFIG_PATH, META_PREFIX, OP, TableConfig, schema_to_json
 from lakecore.errors import CorruptMetadata, DamagedFile
 from lakecore.formats import file_stats, read_file, read_footer
-from lakecore.layout import is_table_path, parse_data_file_name
+from lakecore.layout import parse_data_file_name
 from lakecore.services.clean_plan import CleanPlan
 from lakecore.services.clustering import clustering_extra
 from lakecore.services.clustering_plan import ClusteringPlan
@@ -113,18 +113,6 @@ def _whole_object(text: str, start: int) -> dict[str, object] | None:
     except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
-
-
-def data_files(storage: Storage) -> dict[str, dict[str, FileInfo]]:
-    """Every data file of the table (one listing), by the instant its name carries."""
-    out: dict[str, dict[str, FileInfo]] = {}
-    for f in storage.list_tree(""):
-        if not is_table_path(f.path):
-            continue
-        name = parse_data_file_name(f.path.rsplit("/", 1)[-1])
-        if name is not None:
-            out.setdefault(name.instant_time, {})[f.path] = f
-    return out
 
 
 @dataclass

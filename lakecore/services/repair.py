@@ -15,6 +15,9 @@ aside is kept in `.weir/quarantine/`.
                                           its data files stay), a table service's instant is pending again
     the newest history manifest is     -> fall back to the newest kept version that parses and
       missing or does not parse           reactivate the instants archived since (repair_history.py)
+    a completed write's instant file   -> write it again (lost_instants.py): rebuilt like a damaged one,
+      is lost (a pending write whose      with a completion time that keeps what readers saw; reported
+      data files have no markers)         only when none fits: restore it from a backup
     a pending table service's plan     -> quarantine it; a pending compaction or clustering is then
       does not parse                      rolled back (its files deleted through its markers), a
                                           pending clean, restore or rollback dropped: run it again
@@ -32,16 +35,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write
+from lakecore.concurrency.liveness.heartbeat import mark_aborted
 from lakecore.concurrency.locks.choice import lock_for_spec
 from lakecore.concurrency.rollback import TABLE_SERVICES
 from lakecore.config import CONFIG_PATH, LockSpec, TableConfig
 from lakecore.errors import CorruptMetadata, HistoryMoved, TableNotFound
 from lakecore.layout import build_view
+from lakecore.layout.listing import data_files
 from lakecore.services.clean_plan import CleanPlan
 from lakecore.services.clustering_plan import ClusteringPlan
 from lakecore.services.compaction_plan import CompactionPlan
+from lakecore.services.lost_instants import LostWrite, complete_lost, lost_writes
 from lakecore.services.quarantine import QUARANTINE_DIR, keep_copy, quarantine
-from lakecore.services.rebuild import Rebuild, data_files, rebuild_instant
+from lakecore.services.rebuild import Rebuild, rebuild_instant
 from lakecore.services.repair_history import fall_back_history
 from lakecore.services.undo import UndoPlan
 from lakecore.services.verify import verify_files
@@ -58,15 +64,16 @@ from lakecore.timeline import (
 )
 from lakecore.timeline.history import EMPTY, HISTORY_DIR, Manifest
 from lakecore.timeline.history_store import HistoryStore, manifest_path
+from lakecore.timeline.metadata import counted
 from lakecore.timeline.overwrite import requested_scope
 from lakecore.write import delete_markers, prune_marker_dirs
 
 log = logging.getLogger(__name__)
 
-ProblemKind = Literal["config_missing", "config_corrupt", "instant_corrupt", "plan_corrupt",
+ProblemKind = Literal["config_missing", "config_corrupt", "instant_corrupt", "instant_lost", "plan_corrupt",
                       "history_corrupt", "history_file_corrupt", "data_file_missing", "data_file_damaged"]
-ActionKind = Literal["recreate_config", "rebuild_instant", "quarantine_instant", "quarantine_plan",
-                     "fall_back_history"]
+ActionKind = Literal["recreate_config", "rebuild_instant", "complete_lost_write", "quarantine_instant",
+                     "quarantine_plan", "fall_back_history"]
 Clock = Callable[[], int]
 
 # What `weir table check` and `weir table repair` (dry run or --run) exit with: the state of the table
@@ -166,6 +173,9 @@ def check_table(storage: Storage, *, deep: bool = False) -> tuple[Problem, ...]:
                                 + ("roll the pending service back" if inst.action in TABLE_SERVICES else
                                    f"drop the pending {inst.action}") + ", then run the service again", True,
                                 inst.requested_time))
+    for lw in lost_writes(storage, readable):
+        problems.append(Problem("instant_lost", lw.path, _lost_detail(lw), _lost_remedy(storage, lw),
+                                lw.rebuild.metadata is not None, lw.instant.requested_time))
     problems = [_config_remedy(p, store, readable, repair) if p.kind.startswith("config_") else p
                 for p in problems]
     if not any(p.kind == "history_corrupt" for p in problems):
@@ -204,6 +214,24 @@ def _instant_remedy(storage: Storage, rb: Rebuild) -> str:
                 f"rebuild the instant; without a backup, {cmd} rolls its write back ({rb.why}): its rows "
                 "are then no longer read")
     return f"run {cmd} to quarantine it ({rb.why}): its {rb.instant.action} is then pending again"
+
+
+def _lost_detail(lw: LostWrite) -> str:
+    t, n = lw.instant.requested_time, len(lw.files)
+    return (f"write {t} looks pending, but its {counted(n, 'data file')} {'has' if n == 1 else 'have'} no "
+            f"markers: it completed, and its completed instant file ({t}_<completion time>."
+            f"{lw.instant.action}) is lost. It is not rolled back; its rows are not read until repaired")
+
+
+def _lost_remedy(storage: Storage, lw: LostWrite) -> str:
+    cmd = f"`weir table repair {storage.uri} --run`"
+    t, action = lw.instant.requested_time, lw.instant.action
+    if lw.rebuild.metadata is not None:
+        return (f"restore {TIMELINE_DIR}/{t}_*.{action} from a backup if you have it; else run {cmd} to "
+                f"write it again {lw.rebuild.describe()}")
+    return (f"restore {TIMELINE_DIR}/{t}_*.{action} from a backup ({lw.rebuild.why}); to give the write up "
+            f"instead, `weir table rollback {storage.uri} {t} --yes`: its rows are then no longer read (its "
+            "data files stay on storage)")
 
 
 def _config_remedy(p: Problem, store: TimelineStore, readable: Timeline, repair: str) -> Problem:
@@ -299,6 +327,7 @@ def run_repair(storage: Storage, lock: Lock, *, dry_run: bool = True, clock: Clo
     damaged = [inst for inst, _ in store.damaged(timeline)]
     for rb in rebuilds(storage, timeline, damaged):
         actions.append(_repair_instant(storage, lock, rb, dry_run=dry_run, clock=clock))
+    actions += _complete_lost_writes(storage, lock, dry_run=dry_run)
     for p in problems:
         if p.kind == "plan_corrupt":
             actions.append(_quarantine_plan(storage, lock, p.path, dry_run=dry_run, clock=clock))
@@ -344,6 +373,36 @@ def _repair_instant(storage: Storage, lock: Lock, rb: Rebuild, *, dry_run: bool,
                                                  f"as {kept}")
 
 
+def _complete_lost_writes(storage: Storage, lock: Lock, *, dry_run: bool) -> list[RepairAction]:
+    """Write the lost completed instant files again, oldest first, each rebuilt on a timeline that holds
+    the ones before it (a copy-on-write write's base merged theirs)."""
+    def todo() -> list[LostWrite]:
+        return [lw for lw in lost_writes(storage, _loadable(storage)) if lw.rebuild.metadata is not None]
+
+    if dry_run:
+        return [_complete_lost(storage, lock, lw, dry_run=True) for lw in todo()]
+    actions: list[RepairAction] = []
+    tried: set[str] = set()
+    while lw := next((lw for lw in todo() if lw.instant.requested_time not in tried), None):
+        tried.add(lw.instant.requested_time)
+        actions.append(_complete_lost(storage, lock, lw, dry_run=False))
+    return actions
+
+
+def _complete_lost(storage: Storage, lock: Lock, lw: LostWrite, *, dry_run: bool) -> RepairAction:
+    """Write a lost write's completed instant file again."""
+    what = f"its completed instant file {lw.rebuild.describe()}"
+    if dry_run:
+        return RepairAction("complete_lost_write", lw.path, f"would write {what}")
+    done = complete_lost(storage, lock, lw)
+    if done is None:
+        return RepairAction("complete_lost_write", lw.path, "left as it is: it is no longer pending without "
+                                                            "markers (restored or rolled back meanwhile)")
+    log.info("wrote the lost completed instant file %s/%s/%s again %s", storage.uri, TIMELINE_DIR,
+             done.file_name, lw.rebuild.describe())
+    return RepairAction("complete_lost_write", f"{TIMELINE_DIR}/{done.file_name}", f"wrote {what}")
+
+
 def _quarantine_instant(storage: Storage, lock: Lock, rb: Rebuild, *, dry_run: bool, clock: Clock
                         ) -> RepairAction:
     inst = rb.instant
@@ -363,9 +422,11 @@ def _quarantine_instant(storage: Storage, lock: Lock, rb: Rebuild, *, dry_run: b
                             lost + keep)
     with lock:
         ensure_held(lock, f"quarantining {path}")
+        if is_write:  # given up: never taken for a completed write whose file was lost (rollback.py)
+            mark_aborted(storage, inst.requested_time, "weir table repair", clock())
+            delete_markers(storage, inst.requested_time)  # so the rollback deletes none of its data files
         moved = quarantine(storage, path, clock)
     if is_write:
-        delete_markers(storage, inst.requested_time)  # so the rollback deletes none of its data files
         rollback_write(storage, lock, Instant(inst.requested_time, inst.action, State.INFLIGHT), clock=clock)
         log.info("repair of %s: %s", storage.uri, lost)
     return RepairAction("quarantine_instant", path, f"moved to {moved}, {then}", lost)

@@ -90,7 +90,7 @@ def test_describe_names_the_lock_holder_the_pending_instants_and_the_runs(tmp_pa
                             aborted.instant.requested_time, plan.instant_time}
     assert pending[live.instant.requested_time] | {"last_sign_of_life_s_ago": 0} == {
         "instant": live.instant.requested_time, "action": "deltacommit", "state": "inflight", "kind": "write",
-        "last_sign_of_life_s_ago": 0, "aborted": False, "alive": True}
+        "last_sign_of_life_s_ago": 0, "aborted": False, "completed_file_lost": False, "alive": True}
     assert pending[live.instant.requested_time]["last_sign_of_life_s_ago"] < 60
     assert pending[dead.instant.requested_time]["alive"] is False
     assert pending[dead.instant.requested_time]["last_sign_of_life_s_ago"] >= 600

@@ -14,7 +14,7 @@ import pytest
 
 from lakecore import Table
 from lakecore.layout import FOREIGN_DIRS, is_table_path
-from lakecore.services.rebuild import data_files
+from lakecore.layout.listing import data_files
 from lakecore.services.repair import check_table, repair_lock, run_repair
 from lakecore.timeline.store import clear_cache
 
