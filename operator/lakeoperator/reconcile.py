@@ -469,6 +469,10 @@ def reconcile_service(body: Mapping[str, Any], table_body: Mapping[str, Any] | N
         # not match its spec) is not touched (a run already recorded goes on: it was decided)
         plan = replace(plan, action=ServiceAction.WAIT, active_run=None, next_run_at=None,
                        reason="TableNotReady", message=waiting, requeue_after=10.0)
+    elif waiting and plan.active_run is None and plan.reason != "Suspended":
+        # idle between runs: not Ready while its table is not, since its next run would wait too
+        plan = replace(plan, reason="TableNotReady", message=waiting,
+                       requeue_after=min(plan.requeue_after or 10.0, 10.0))
     driver = child_name(plan.active_run.id) if plan.active_run else None
     status = service_status(ref, plan, old, now, driver_pod=driver)
     events: list[tuple[str, str, str]] = []

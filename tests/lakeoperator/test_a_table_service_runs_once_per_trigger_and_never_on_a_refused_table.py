@@ -7,6 +7,8 @@ alike), with its run's `spark-submit` a stand-in that ends at once:
   starts there, on the table's own clock.
 - A service does not run on a table the operator refused (its files do not match its spec: `Failed`,
   ConfigMismatch). It waits, as a writer does (`TableNotReady`), and runs once the spec is fixed.
+- Between runs too, a service is not Ready while its table is not (it showed Ready, waiting for
+  commits, beside a Failed table); it is Ready again once the table is.
 """
 
 from __future__ import annotations
@@ -123,5 +125,31 @@ def test_a_service_waits_while_its_table_is_refused_and_runs_once_it_is_fixed(tm
         apply(state, manifests(lake, 2), datetime.now(UTC))   # the spec fixed: the service runs
         steps(run, lambda: bool(service_status(state).get("lastRun")))
         assert service_status(state)["lastRun"]["outcome"] == "success"
+    finally:
+        launcher.close()
+
+
+def test_a_service_between_runs_is_not_ready_while_its_table_is_not(tmp_path: Path) -> None:
+    lake = tmp_path / "lake" / "orders"
+    t = Table.create(str(lake), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=2,
+                     table_type="merge_on_read")
+    t.upsert(pa.table({"id": [1, 2], "ts": [1, 1]}, schema=SCHEMA))
+    run, state, launcher = runner(tmp_path, lake, 2, lambda: datetime.now(UTC))
+
+    def ready() -> dict[str, Any]:
+        return {c["type"]: c for c in service_status(state)["conditions"]}["Ready"]
+
+    try:
+        steps(run, lambda: bool(service_status(state).get("lastRun")) and not service_status(state).get(
+            "activeRun"))
+        steps(run, lambda: ready()["reason"] == "WaitingForCommits")
+        assert ready()["status"] == "True"
+        apply(state, manifests(lake, 8), datetime.now(UTC))   # the spec now says 8 buckets: refused
+        steps(run, lambda: ready()["reason"] == "TableNotReady", n=20)
+        assert ready()["status"] == "False" and "ConfigMismatch" in ready()["message"], ready()
+        assert len(service_status(state)["history"]) == 1
+        apply(state, manifests(lake, 2), datetime.now(UTC))
+        steps(run, lambda: ready()["reason"] == "WaitingForCommits", n=20)
+        assert ready()["status"] == "True"
     finally:
         launcher.close()
