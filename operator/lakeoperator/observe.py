@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from lakecore.errors import InvalidTableConfig
+from lakecore.errors import InvalidTableConfig, LakecoreError
 from lakeoperator.plan.writer import WriterPhase
 from lakeoperator.specs import (
     LakeTableSpec,
@@ -38,6 +38,7 @@ from lakeoperator.store import Store
 from lakeoperator.supervision import watched_table
 
 log = logging.getLogger(__name__)
+LOCK_PROBE_S = 5.0   # how long a pass waits for the ZooKeeper of a table's lock to answer
 S = TypeVar("S")
 
 
@@ -52,6 +53,7 @@ class TableInputs:
     catalog_properties: dict[str, str] | None = None   # spec.publish.catalog's Secret (None: none; weir run)
     catalog_error: str | None = None                # that Secret is missing or malformed (nothing registers)
     rival: str | None = None                        # another LakeTable that manages spec.location's table
+    lock_error: str | None = None                   # the ZooKeeper of spec.lock cannot be reached from here
 
 
 @dataclass(frozen=True)
@@ -134,10 +136,28 @@ def observe_table(store: Store, body: Mapping[str, Any]) -> TableInputs:
     except SpecError as exc:
         catalog["catalog_error"] = str(exc)
     try:
-        return TableInputs(body, options, zookeeper_credentials=zookeeper_credentials(store, namespace, spec),
-                           **catalog)
+        credentials = zookeeper_credentials(store, namespace, spec)
     except (SpecError, InvalidTableConfig) as exc:
         return TableInputs(body, options, zookeeper_error=str(exc), **catalog)
+    return TableInputs(body, options, zookeeper_credentials=credentials,
+                       lock_error=lock_error(spec, credentials), **catalog)
+
+
+def lock_error(spec: LakeTableSpec, credentials: Any) -> str | None:
+    """Why the ZooKeeper ensemble of the table's lock cannot be reached (or refuses the credentials) from
+    here; None when it can, or the table takes another lock. A connected client is kept and reused, so
+    this costs nothing while ZooKeeper is up; while it is down, up to LOCK_PROBE_S each pass."""
+    lock = spec.lock
+    if lock.provider != "zookeeper" or not lock.connect:
+        return None
+    from lakecore.concurrency.zookeeper import Endpoint, shared_clients
+
+    try:
+        shared_clients.client(Endpoint(lock.connect, connection_timeout_s=LOCK_PROBE_S,
+                                       credentials=credentials))
+    except LakecoreError as exc:
+        return str(exc)
+    return None
 
 
 def observe_writer(store: Store, body: Mapping[str, Any]) -> WriterInputs:

@@ -135,7 +135,8 @@ def reconcile(inputs: Inputs, launcher: Launcher, now: datetime, settings: PodSe
     if isinstance(inputs, TableInputs):
         return reconcile_table(inputs.body, now, storage_options=inputs.storage_options,
                                secret_error=inputs.secret_error, catalog_properties=inputs.catalog_properties,
-                               catalog_error=inputs.catalog_error, rival=inputs.rival)
+                               catalog_error=inputs.catalog_error, rival=inputs.rival,
+                               lock_error=inputs.lock_error)
     if isinstance(inputs, WriterInputs):
         return reconcile_writer(inputs.body, inputs.table, launcher, now, settings, applied=inputs.applied,
                                 source_location=inputs.source_location, winner_running=inputs.winner_running,
@@ -148,13 +149,16 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
                     storage_options: Mapping[str, Any] | None = None,
                     secret_error: SpecError | None = None,
                     catalog_properties: Mapping[str, str] | None = None,
-                    catalog_error: str | None = None, rival: str | None = None) -> Outcome:
+                    catalog_error: str | None = None, rival: str | None = None,
+                    lock_error: str | None = None) -> Outcome:
     """Create the table at spec.location, or adopt the one there after checking its config; then publish
     the spec.publish targets due. `storage_options`: the options spec.storage refers to, resolved by the
     caller (a Secret's JSON); `secret_error`: why they could not be (a missing Secret may be created
     later: looked at again, as Secrets are not watched); `catalog_properties`, `catalog_error`: the same
     for spec.publish.catalog's Secret. `rival`: another LakeTable that manages the table at spec.location
-    (refused, looked at again: it may go)."""
+    (refused, looked at again: it may go). `lock_error`: why the ZooKeeper of spec.lock cannot be reached
+    (the table is then not Ready, reason LockUnreachable, so writers wait rather than fail; looked at
+    again every 30 s; nothing that needs the lock is done meanwhile)."""
     if secret_error is not None:
         ref = ObjectRef.from_body(body)
         return Outcome(invalid_spec_status(ref, secret_error, body.get("status"), now), requeue_after=10.0,
@@ -187,7 +191,13 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
         return Outcome(status, done=True, events=(("Warning", "ConfigMismatch", status["lastError"] or ""),))
     info = switched = recoded = retention = None
     added: list[str] = []
-    if error is None:
+    reason = None
+    if error is None and lock_error is not None and plan.action != TableAction.CREATE:
+        try:
+            info = _table_info(spec, options)   # what it holds, for the status; nothing that locks
+        except Exception as exc:
+            error = _storage_error(spec, exc)
+    elif error is None:
         try:
             if plan.action == TableAction.CREATE:
                 _create_table(spec, desired, options)
@@ -199,8 +209,13 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
             info = _table_info(spec, options)
         except Exception as exc:
             error = _storage_error(spec, exc)
-    status = table_status(ref, plan, old, now, info=info, error=error, location=spec.location)
-    events: tuple[tuple[str, str, str], ...] = (("Warning", "StorageError", error),) if error else \
+    if error is None and lock_error is not None:
+        reason, error = "LockUnreachable", (
+            f"the table's lock cannot be taken: {lock_error}. Writers and services wait until it can; reads "
+            "are not affected (looked at again every 30 s)")
+    status = table_status(ref, plan, old, now, info=info, error=error, location=spec.location,
+                          error_reason=reason)
+    events: tuple[tuple[str, str, str], ...] = (("Warning", reason or "StorageError", error),) if error else \
         (("Normal", "Created", f"created table at {spec.location}"),) if plan.action == TableAction.CREATE \
         else (("Normal", "Evolved", f"added column(s) {', '.join(added)} to the table"),) if added else ()
     if spec.publish is None:

@@ -262,15 +262,15 @@ class TableInfo:
 
 def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None, now: datetime, *,
                  info: TableInfo | None = None, error: str | None = None,
-                 location: str | None = None) -> dict[str, Any]:
+                 location: str | None = None, error_reason: str | None = None) -> dict[str, Any]:
     """The LakeTable status after carrying out `plan` (info: the table as read after; error: the action
-    failed, with a message that ends in a remedy; location: the table's URI, recorded once it was
-    created or adopted there)."""
+    failed, with a message that ends in a remedy, `error_reason` its reason (ReconcileFailed unless
+    given); location: the table's URI, recorded once it was created or adopted there)."""
     refused = plan.action == TableAction.REFUSE
     if refused:
         reason, message = "ConfigMismatch", "; ".join(m.message for m in plan.refused)
     elif error is not None:
-        reason, message = "ReconcileFailed", error
+        reason, message = error_reason or "ReconcileFailed", error
     elif info is None:
         reason, message = "Creating" if plan.action == TableAction.CREATE else "Adopting", ""
     else:
