@@ -29,6 +29,7 @@ EARLY_DETECTION = ("direct", "direct_zk", "marker_service")
 SERVICES = ("compaction", "clustering", "clean", "archival")
 VALUE_FORMATS = ("json", "avro", "debezium")       # how a Kafka message's value decodes (sparkjobs.kafka)
 BAD_RECORDS = ("fail", "skip", "deadLetter")       # what a message that does not decode does
+ON_DATA_LOSS = ("fail", "skip")                    # what messages gone from Kafka before they were read do
 STARTING_OFFSETS = ("earliest", "latest")
 # Kafka consumer properties that hold secrets: never on a command line, only in --kafka-options-env
 _SECRET_KAFKA_OPTION = re.compile(r"(password|jaas|secret|token|credential|\.key$|keystore\.key|"
@@ -185,6 +186,7 @@ class KafkaArgs(JobArgs):
     bad_records: str = "fail"                    # fail | skip | deadLetter
     dead_letter_topic: str | None = None         # deadLetter: a topic on the same brokers, or
     dead_letter_table: str | None = None         # a Weir table's URI (sparkjobs.kafka.dead_letter's schema)
+    kafka_on_data_loss: str = "fail"             # fail | skip (go on at the oldest offset Kafka still holds)
 
     def __post_init__(self) -> None:
         if self.kafka_bootstrap_servers is None:
@@ -195,6 +197,7 @@ class KafkaArgs(JobArgs):
         _one_of("kafka starting offsets", self.kafka_starting_offsets, STARTING_OFFSETS)
         _one_of("value format", self.value_format, VALUE_FORMATS)
         _one_of("bad records policy", self.bad_records, BAD_RECORDS)
+        _one_of("kafka on data loss", self.kafka_on_data_loss, ON_DATA_LOSS)
         if self.kafka_max_offsets_per_trigger is not None and self.kafka_max_offsets_per_trigger < 1:
             raise ValueError("kafka_max_offsets_per_trigger must be at least 1")
         if (self.value_format == "avro") != (bool(self.avro_schema) != bool(self.schema_registry_url)):

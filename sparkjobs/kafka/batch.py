@@ -12,7 +12,7 @@ window over the batch), and a write that cannot carry the summary (sparkjobs.wri
 those persist the decoded batch, summarize it in one aggregation and write its good rows (two passes).
 
 The offsets and the rows land in one instant, so the table always says where its writer is: a query that
-lost its Spark checkpoint starts at those offsets (source.starting_offsets), and a micro-batch Spark runs
+lost its Spark checkpoint starts at those offsets (source.start), and a micro-batch Spark runs
 again after a crash between our commit and its checkpoint is skipped by its batch id (stream.BatchWriter).
 """
 
@@ -43,11 +43,13 @@ class KafkaBatches:
     """The `prepare` of a Kafka writer's micro-batches (stream.BatchWriter), or of its one batch write."""
 
     def __init__(self, table: Table, args: WriterArgs, columns: list[str], writer: str,
-                 recorded: offsets.Offsets | None, storage_options: Any = None) -> None:
+                 recorded: offsets.Offsets | None, storage_options: Any = None,
+                 lost: offsets.Lost | None = None) -> None:
         self.table, self.args, self.columns, self.writer = table, args, columns, writer
         self.operation = check_operation(args.operation)
         self.storage_options = storage_options   # the job's (by reference), for a dead-letter table
         self.offsets = recorded        # where the table says the writer is (advanced at each commit)
+        self.lost = lost or {}         # what Kafka no longer held at the start: the next commit records it
         self.registry = registry.SchemaRegistry(args.schema_registry_url, args.schema_registry_auth_env) \
             if args.schema_registry_url else None
 
@@ -69,9 +71,10 @@ class KafkaBatches:
             raise
         now = offsets.advanced(self.offsets, summary.read)
         extra[offsets.OFFSETS_KEY] = offsets.encode(now)
+        extra.update(self._lost())
 
         def committed() -> None:
-            self.offsets = now
+            self.offsets, self.lost = now, {}
 
         def release() -> None:
             decoded.unpersist()
@@ -89,16 +92,19 @@ class KafkaBatches:
             if summary.bad and self.args.bad_records == "deadLetter":
                 self._dead_letter(decoded)
             now[:] = [offsets.advanced(self.offsets, summary.read)]
-            return {**extra, offsets.OFFSETS_KEY: offsets.encode(now[0])}
+            return {**extra, offsets.OFFSETS_KEY: offsets.encode(now[0]), **self._lost()}
 
         def committed() -> None:
-            self.offsets = now[0]
+            self.offsets, self.lost = now[0], {}
 
         rows = decoded.select(*self.columns, *bad_records.SIDE_COLUMNS)
         return Prepared(rows, {}, committed,
                         sidecar=Sidecar(bad_records.SIDE_COLUMNS,
                                         partial(bad_records.split, policy=self.args.bad_records),  # type: ignore[arg-type]
                                         decide))
+
+    def _lost(self) -> dict[str, str]:
+        return {offsets.LOST_KEY: offsets.encode_lost(self.lost)} if self.lost else {}
 
     def _dead_letter(self, decoded: DataFrame) -> None:
         rows = bad_records.dead_letter_rows(decoded, self.writer)

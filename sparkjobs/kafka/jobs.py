@@ -3,6 +3,8 @@ micro-batches are prepared, and the one-instant batch write. Thin: source.py rea
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +13,8 @@ from sparkjobs.contract import WriterArgs
 from sparkjobs.kafka import offsets, source
 from sparkjobs.kafka.batch import KafkaBatches
 from sparkjobs.stream import WRITER_KEY, checkpoint_is_fresh, last_commit_extra
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -28,11 +32,29 @@ def recorded_offsets(table: Table, writer: str) -> offsets.Offsets | None:
 
 def stream(spark: Any, table: Table, args: WriterArgs, columns: list[str], writer: str, checkpoint: str,
            storage_options: Any = None) -> KafkaStream:
-    recorded = recorded_offsets(table, writer)
-    fresh = checkpoint_is_fresh(spark, checkpoint)
-    starting = source.starting_offsets(spark, args, recorded)   # asks the brokers: unreachable ones fail here
-    df = source.read(spark, args, starting if fresh else args.kafka_starting_offsets, streaming=True)
-    return KafkaStream(df, KafkaBatches(table, args, columns, writer, recorded, storage_options), fresh)
+    begin = source.start(spark, args, recorded_offsets(table, writer))   # asks the brokers: unreachable
+    fresh = checkpoint_is_fresh(spark, checkpoint)                          # ones fail here
+    if begin.lost and not fresh:   # its offsets are gone too: start where the table now says instead
+        moved = set_aside(spark, checkpoint)
+        log.warning("the Spark checkpoint %s names offsets Kafka no longer holds: moved to %s (kept, not "
+                    "read); the query starts at the offsets above", checkpoint, moved)
+        fresh = True
+    df = source.read(spark, args, begin.starting if fresh else args.kafka_starting_offsets, streaming=True)
+    return KafkaStream(df, KafkaBatches(table, args, columns, writer, begin.recorded, storage_options,
+                                        lost=begin.lost), fresh)
+
+
+def set_aside(spark: Any, checkpoint: str) -> str:
+    """Rename the Spark checkpoint to `<checkpoint>.lost-<epoch ms>` (through Spark's file systems); the
+    new name."""
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(checkpoint.rstrip("/"))
+    moved = f"{checkpoint.rstrip('/')}.lost-{time.time_ns() // 1_000_000}"
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.rename(path, jvm.org.apache.hadoop.fs.Path(moved)):
+        raise RuntimeError(f"could not move the Spark checkpoint {checkpoint} aside to {moved}; move or "
+                           "delete it, then start the writer again")
+    return moved
 
 
 def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], writer: str,
@@ -42,10 +64,11 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
     Run again, it goes on from there."""
     from sparkjobs.write import write_dataframe
 
-    recorded = recorded_offsets(table, writer)
-    df = source.read(spark, args, source.starting_offsets(spark, args, recorded), streaming=False)
+    begin = source.start(spark, args, recorded_offsets(table, writer))
+    df = source.read(spark, args, begin.starting, streaming=False)
     try:
-        prepared = KafkaBatches(table, args, columns, writer, recorded, storage_options)(df)
+        prepared = KafkaBatches(table, args, columns, writer, begin.recorded, storage_options,
+                                lost=begin.lost)(df)
         try:
             extra = {**args.extra, **prepared.extra, WRITER_KEY: writer}
             return write_dataframe(prepared.df, table, args.operation,  # type: ignore[arg-type]

@@ -11,15 +11,18 @@ apart: SourceUnavailable, before any query starts). Must not decode values or wr
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
+from dataclasses import dataclass
 from typing import Any
 
 from lakecore.errors import InvalidInput, LakecoreError
 from sparkjobs.contract import KafkaArgs
 from sparkjobs.kafka import offsets as kafka_offsets
 
+log = logging.getLogger(__name__)
 PROBE_TIMEOUT_S = 30   # how long the driver waits for the brokers' metadata, unless default.api.timeout.ms
 CONNECT_TIMEOUT_S = 3  # how long a TCP connection to one bootstrap address may take before the probe
 
@@ -73,6 +76,8 @@ def reader_options(args: KafkaArgs, starting: str, *, streaming: bool) -> dict[s
         opts["maxOffsetsPerTrigger"] = str(args.kafka_max_offsets_per_trigger)
     if not streaming:
         opts["endingOffsets"] = "latest"
+    if args.kafka_on_data_loss == "skip":   # messages gone while it runs: Spark goes on, with a warning
+        opts["failOnDataLoss"] = "false"
     return opts
 
 
@@ -107,25 +112,11 @@ def partitions(spark: Any, args: KafkaArgs) -> dict[str, list[int]]:
         raise SourceUnavailable(f"no Kafka broker at {servers} answered ({why}); the writer retries with "
                                 "backoff — check that the brokers run and the address")
     jvm = spark._jvm
-    props = jvm.java.util.Properties()
-    for key, value in consumer_properties(args).items():
-        props.setProperty(key, value)
-    props.setProperty("bootstrap.servers", str(args.kafka_bootstrap_servers))
-    deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
-    props.setProperty("key.deserializer", deserializer)
-    props.setProperty("value.deserializer", deserializer)
-    timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
-    consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
+    consumer, timeout_ms = _consumer(spark, args)
     try:
         found = consumer.listTopics(jvm.java.time.Duration.ofMillis(timeout_ms))
     except Exception as exc:   # py4j's Py4JJavaError: a timeout, an authentication failure, ...
-        cause = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        java = getattr(exc, "java_exception", None)
-        if java is not None:
-            cause = f"{java.getClass().getSimpleName()}: {java.getMessage()}"
-        raise SourceUnavailable(f"no Kafka broker at {args.kafka_bootstrap_servers} answered within "
-                                f"{timeout_ms / 1000:g} s ({cause}); the writer retries with backoff — check "
-                                "the brokers, the address and the credentials") from None
+        raise _unavailable(args, timeout_ms, exc) from None
     finally:
         consumer.close()
     regex = args.kafka_topic_pattern
@@ -139,6 +130,51 @@ def partitions(spark: Any, args: KafkaArgs) -> dict[str, list[int]]:
     if missing:
         raise InvalidInput(f"Kafka topic(s) {', '.join(missing)} do not exist at "
                            f"{args.kafka_bootstrap_servers}; create them or fix source.kafka.topics")
+    return out
+
+
+def _consumer(spark: Any, args: KafkaArgs) -> tuple[Any, int]:
+    """A KafkaConsumer of the connector's kafka-clients on the driver, and how long its calls may wait."""
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    for key, value in consumer_properties(args).items():
+        props.setProperty(key, value)
+    props.setProperty("bootstrap.servers", str(args.kafka_bootstrap_servers))
+    deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+    props.setProperty("key.deserializer", deserializer)
+    props.setProperty("value.deserializer", deserializer)
+    timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
+    return jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props), timeout_ms
+
+
+def _unavailable(args: KafkaArgs, timeout_ms: int, exc: BaseException) -> SourceUnavailable:
+    cause = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        cause = f"{java.getClass().getSimpleName()}: {java.getMessage()}"
+    return SourceUnavailable(f"no Kafka broker at {args.kafka_bootstrap_servers} answered within "
+                             f"{timeout_ms / 1000:g} s ({cause}); the writer retries with backoff — check "
+                             "the brokers, the address and the credentials")
+
+
+def bounds(spark: Any, args: KafkaArgs, found: dict[str, list[int]]) -> kafka_offsets.Bounds:
+    """Per topic-partition of `found`, the oldest offset Kafka holds and the next it will write."""
+    jvm = spark._jvm
+    tps = jvm.java.util.ArrayList()
+    for topic, parts in found.items():
+        for p in parts:
+            tps.add(jvm.org.apache.kafka.common.TopicPartition(topic, p))
+    consumer, timeout_ms = _consumer(spark, args)
+    try:
+        wait = jvm.java.time.Duration.ofMillis(timeout_ms)
+        oldest, end = consumer.beginningOffsets(tps, wait), consumer.endOffsets(tps, wait)
+    except Exception as exc:
+        raise _unavailable(args, timeout_ms, exc) from None
+    finally:
+        consumer.close()
+    out: kafka_offsets.Bounds = {}
+    for tp in tps:
+        out.setdefault(str(tp.topic()), {})[int(tp.partition())] = (int(oldest.get(tp)), int(end.get(tp)))
     return out
 
 
@@ -179,18 +215,37 @@ def data_lost(failure: BaseException) -> KafkaDataLost | None:
     return KafkaDataLost(
         f"Kafka no longer holds messages this writer has not read ({what}): the topic was deleted and "
         "created again, or its retention deleted them before they were read. Retrying cannot read them, so "
-        "nothing was written. Send them again if you still have them elsewhere; to read a topic created "
-        "anew from its start, write it into a new LakeTable (this one's recorded offsets stay)")
+        "nothing was written. Send them again if you still have them elsewhere; to go on without them, set "
+        "source.kafka.onDataLoss: skip on the LakeWriter (--kafka-on-data-loss skip): it goes on at the "
+        "oldest offsets Kafka holds and its next commit records what was lost")
 
 
-def starting_offsets(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None) -> str:
+@dataclass(frozen=True)
+class Start:
+    """Where a writer's query starts, and from which offsets its commits go on."""
+
+    starting: str                          # Spark's startingOffsets for a query without a checkpoint
+    recorded: kafka_offsets.Offsets | None  # the last commit's offsets, past what Kafka lost (skip)
+    lost: kafka_offsets.Lost                # what Kafka no longer held (skip; else empty)
+
+
+def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None) -> Start:
     """Where a query without a Spark checkpoint starts: the offsets the writer's last commit recorded (every
-    partition there is now: a new one at --kafka-starting-offsets), else --kafka-starting-offsets."""
+    partition there is now: a new one at --kafka-starting-offsets), else --kafka-starting-offsets. With
+    --kafka-on-data-loss skip, a recorded offset Kafka no longer holds moves on to the oldest it holds, and
+    `lost` says what was gone (the first commit records it; a warning is logged)."""
     found = partitions(spark, args)   # also tells an unreachable broker apart, before any query starts
+    lost: kafka_offsets.Lost = {}
+    if recorded and args.kafka_on_data_loss == "skip":
+        recorded, lost = kafka_offsets.past_lost(recorded, bounds(spark, args, found))
+        if lost:
+            log.warning("Kafka no longer holds messages this writer has not read: %s. It goes on at the "
+                        "oldest offsets Kafka holds (source.kafka.onDataLoss: skip); its next commit records "
+                        "them under %s", kafka_offsets.describe_lost(lost), kafka_offsets.LOST_KEY)
     if not recorded:
-        return args.kafka_starting_offsets
+        return Start(args.kafka_starting_offsets, recorded, lost)
     default = kafka_offsets.EARLIEST if args.kafka_starting_offsets == "earliest" else kafka_offsets.LATEST
-    return kafka_offsets.starting(recorded, found, default)
+    return Start(kafka_offsets.starting(recorded, found, default), recorded, lost)
 
 
 def read(spark: Any, args: KafkaArgs, starting: str, *, streaming: bool) -> Any:

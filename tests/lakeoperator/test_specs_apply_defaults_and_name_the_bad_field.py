@@ -76,9 +76,13 @@ def test_lake_writer_defaults() -> None:
 def test_a_kafka_source_defaults_to_json_from_the_earliest_offsets_failing_on_bad_messages() -> None:
     spec = parse_lake_writer(lake_writer(source={"kafka": {"bootstrapServers": "k:9092", "topics": ["t"]}}))
     kafka = spec.source.kafka
-    assert kafka is not None and (kafka.value_format, kafka.starting_offsets, kafka.bad_records) == \
-        ("json", "earliest", "fail")
+    assert kafka is not None and (kafka.value_format, kafka.starting_offsets, kafka.bad_records,
+                                  kafka.on_data_loss) == ("json", "earliest", "fail", "fail")
     assert kafka.credentials is None and spec.source.path is None
+    assert "--kafka-on-data-loss" not in kafka.args(None).to_argv()
+    told = parse_lake_writer(lake_writer(source={"kafka": {"bootstrapServers": "k:9092", "topics": ["t"],
+                                                           "onDataLoss": "skip"}})).source.kafka
+    assert told is not None and told.args(None).kafka_on_data_loss == "skip"
 
 
 def test_table_service_defaults_match_the_jobs_arguments() -> None:

@@ -18,6 +18,7 @@ from sparkjobs.contract import KafkaArgs
 ValueFormat = Literal["json", "avro", "debezium"]
 BadRecordsPolicy = Literal["fail", "skip", "deadLetter"]
 StartingOffsets = Literal["earliest", "latest"]
+OnDataLoss = Literal["fail", "skip"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class KafkaSourceSpec:
     bad_records: BadRecordsPolicy = "fail"
     dead_letter_topic: str | None = None
     dead_letter_table: str | None = None
+    on_data_loss: OnDataLoss = "fail"
 
     def args(self, credentials_env: str | None, registry_auth_env: str | None = None) -> KafkaArgs:
         """The job's Kafka arguments; the credentials reach it as the variable `credentials_env`, the schema
@@ -49,11 +51,12 @@ class KafkaSourceSpec:
             schema_registry_url=self.schema_registry_url,
             schema_registry_auth_env=registry_auth_env if self.schema_registry_credentials else None,
             bad_records=self.bad_records,
-            dead_letter_topic=self.dead_letter_topic, dead_letter_table=self.dead_letter_table)
+            dead_letter_topic=self.dead_letter_topic, dead_letter_table=self.dead_letter_table,
+            kafka_on_data_loss=self.on_data_loss)
 
 
 KAFKA_FIELDS = ("bootstrapServers", "topics", "topicPattern", "startingOffsets", "maxOffsetsPerTrigger",
-                "options", "credentialsSecretRef", "value", "badRecords")
+                "options", "credentialsSecretRef", "value", "badRecords", "onDataLoss")
 
 
 def _secret_key_ref(f: Fields) -> SecretKeyRef | None:
@@ -78,7 +81,8 @@ def parse_kafka(f: Fields) -> KafkaSourceSpec:
         avro_schema=v.text("avroSchema", None), schema_registry_url=r.req_str("url") if r else None,
         schema_registry_credentials=_secret_key_ref(r) if r else None,
         bad_records=b.enum("policy", BadRecordsPolicy, "fail"),
-        dead_letter_topic=b.text("deadLetterTopic", None), dead_letter_table=b.text("deadLetterTable", None))
+        dead_letter_topic=b.text("deadLetterTopic", None), dead_letter_table=b.text("deadLetterTable", None),
+        on_data_loss=f.enum("onDataLoss", OnDataLoss, "fail"))
     try:
         # the job's own rules: one of topics/pattern, no secret options, one Avro schema source, ...
         spec.args("WEIR_KAFKA_OPTIONS", "WEIR_SCHEMA_REGISTRY_AUTH")

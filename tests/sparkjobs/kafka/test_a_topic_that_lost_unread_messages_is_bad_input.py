@@ -1,7 +1,12 @@
 """A topic deleted and created again (its offsets begin again below those the table recorded) is bad
 input naming what happened, for a batch writer, a streaming writer without its checkpoint and one with
 it: Spark's "offset was changed ... some data may have been missed" was a generic failure, retried for
-ever (`weir run` looped on it). Nothing is written, and the table keeps what it had."""
+ever (`weir run` looped on it). Nothing is written, and the table keeps what it had.
+
+With `onDataLoss: skip` (`--kafka-on-data-loss skip`) a writer goes on instead, at the oldest offsets
+Kafka holds: messages retention deleted unread are skipped, a recreated topic is read from its start
+(a Spark checkpoint naming the old offsets is moved aside, not deleted), and the next commit records
+what was lost under `weir.kafka.lost`. There was no way on but a new table."""
 
 from __future__ import annotations
 
@@ -14,8 +19,16 @@ from confluent_kafka.admin import AdminClient
 
 from lakecore import Table
 from sparkjobs.contract import EXIT_BAD_INPUT, BatchWriteArgs
+from sparkjobs.kafka.offsets import LOST_KEY, OFFSETS_KEY
 from sparkjobs.kafka.source import KafkaDataLost
-from tests.sparkjobs.kafka.support import new_topic, rows_by_key, run_stream, send_json, stream_args
+from tests.sparkjobs.kafka.support import (
+    commits_extra,
+    new_topic,
+    rows_by_key,
+    run_stream,
+    send_json,
+    stream_args,
+)
 from tests.support.fixtures import require_spark_connectors
 from tests.support.kafka_broker import create_topic
 
@@ -68,3 +81,65 @@ def test_a_recreated_topic_is_told_not_retried(spark, kafka_broker, tmp_path, ca
     assert said["outcome"] == "bad_input" and "Kafka no longer holds messages" in said["error"], said
     assert {k: r["v"] for k, r in rows_by_key(table.uri).items()} == {i: "first" for i in range(5)}
     assert len([i for i in Table.open(table.uri).timeline().completed if i.action != "rollback"]) == before
+
+
+def delete_unread(bootstrap: str, topic: str, before: int) -> None:
+    """Delete the messages of partition 0 below offset `before`, as retention does."""
+    from confluent_kafka import TopicPartition
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 0, before)]).values():
+        future.result(timeout=30)
+
+
+def lost_of(uri: str) -> list[dict]:
+    return [json.loads(e[LOST_KEY]) for e in commits_extra(uri) if LOST_KEY in e]
+
+
+def test_messages_retention_deleted_unread_are_skipped_when_told(spark, kafka_broker, tmp_path) -> None:
+    topic = new_topic(kafka_broker, "retention", partitions=1)
+    send_json(kafka_broker, topic, [{"id": i, "ts": 1, "v": "read"} for i in range(3)])
+    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
+                         merge_mode="event_time")
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp")))
+    send_json(kafka_broker, topic, [{"id": i, "ts": 1, "v": "unread"} for i in range(3, 8)])  # offsets 3..7
+    delete_unread(kafka_broker.bootstrap_servers, topic, 6)   # 3, 4 and 5 go before the writer reads them
+
+    with pytest.raises(KafkaDataLost, match="onDataLoss: skip"):   # the default fails, naming the way on
+        run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp-new")))
+    assert sorted(rows_by_key(table.uri)) == [0, 1, 2]
+
+    for checkpoint in ("cp", "cp-new"):   # with its Spark checkpoint, and starting from the table's offsets
+        run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / checkpoint),
+                               kafka_on_data_loss="skip"))
+        assert sorted(rows_by_key(table.uri)) == [0, 1, 2, 6, 7]
+    assert lost_of(table.uri) == [{topic: {"0": {"from": 3, "resumed_at": 6, "reason": "retention"}}}]
+    assert json.loads(commits_extra(table.uri)[-1][OFFSETS_KEY]) == {topic: {"0": 8}}
+    [moved] = list(tmp_path.glob("cp.lost-*"))   # its checkpoint named offsets Kafka lost: kept aside
+    assert (moved / "offsets").is_dir()
+
+
+def test_a_recreated_topic_is_read_from_its_start_when_told(spark, kafka_broker, tmp_path) -> None:
+    from sparkjobs import batch_write
+
+    topic = new_topic(kafka_broker, "recreated-skip", partitions=1)
+    send_json(kafka_broker, topic, [{"id": i, "ts": 1, "v": "first"} for i in range(5)])
+    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
+                         merge_mode="event_time")
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp")))
+    recreate(kafka_broker.bootstrap_servers, topic)
+    send_json(kafka_broker, topic, [{"id": i, "ts": 2, "v": "second"} for i in range(10, 12)])
+
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), kafka_on_data_loss="skip"))
+    assert {k: r["v"] for k, r in rows_by_key(table.uri).items()} == \
+        {**{i: "first" for i in range(5)}, 10: "second", 11: "second"}
+    [moved] = list(tmp_path.glob("cp.lost-*"))   # the stale checkpoint, kept
+    assert (moved / "offsets").is_dir()
+    assert lost_of(table.uri) == [{topic: {"0": {"from": 5, "resumed_at": 0, "reason": "recreated"}}}]
+
+    send_json(kafka_broker, topic, [{"id": 12, "ts": 2, "v": "second"}])   # a batch writer goes on from there
+    args = BatchWriteArgs(table=table.uri, kafka_bootstrap_servers=kafka_broker.bootstrap_servers,
+                          kafka_topics=(topic,), extra={"writer": "w1"}, kafka_on_data_loss="skip")
+    assert batch_write.main(args.to_argv()) == 0
+    assert sorted(rows_by_key(table.uri)) == [*range(5), 10, 11, 12]
+    assert len(lost_of(table.uri)) == 1   # nothing more was lost
