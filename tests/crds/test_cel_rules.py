@@ -316,6 +316,13 @@ CASES = [
     # -- TableService ---------------------------------------------------------------------------
     service("minimal"),
     service("by trigger", {"schedule": DELETE, "trigger": {"afterDeltaCommits": 3}}),
+    service("cron in range", {"schedule": "*/15 0-23/2 1,15,L 1-12 mon-fri"}),
+    service("cron by names", {"schedule": "0 3 * JAN-MAR SUN#2"}),
+    service("minute 60", {"schedule": "60 * * * *"}, violates=("schedule has a field out of its range",)),
+    service("hour 24", {"schedule": "0 24 * * *"}, violates=("schedule has a field out of its range",)),
+    service("day of month 0", {"schedule": "0 0 0 * *"}, violates=("schedule has a field out of its range",)),
+    service("month 13", {"schedule": "0 0 1 13 *"}, violates=("schedule has a field out of its range",)),
+    service("day of week 8", {"schedule": "0 0 * * 8"}, violates=("schedule has a field out of its range",)),
     service("schedule and trigger", {"trigger": {"afterDeltaCommits": 3}},
             violates=("a TableService runs on a schedule",)),
     service("neither schedule nor trigger", {"schedule": DELETE},
