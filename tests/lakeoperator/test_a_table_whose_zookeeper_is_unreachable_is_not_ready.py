@@ -2,12 +2,10 @@
 otherwise), and its writers and services started jobs that could only fail on the lock. It is now
 Failed with reason LockUnreachable, naming the ensemble; its TableService waits (TableNotReady); once
 ZooKeeper answers, the next pass makes it Ready (here the ensemble is a real ZooKeeper behind a TCP
-forwarder that is down, then up)."""
+proxy that is down, then up)."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,52 +16,7 @@ import pytest
 from lakeoperator.builders.driver_pod import PodSettings
 from lakeoperator.launch.local import LocalLauncher
 from lakeoperator.local import Runner, StateDir, apply
-
-
-class Forwarder:
-    """Forwards every connection to 127.0.0.1:`port` to `target` (host, port), until closed."""
-
-    def __init__(self, port: int, target: tuple[str, int]) -> None:
-        self.target = target
-        self.server = socket.create_server(("127.0.0.1", port), reuse_port=False)
-        self.conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            self.conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self.server.close()
-        for c in self.conns:
-            c.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.tcp_faults import StallingProxy
 
 
 def manifests(lake: Path, connect: str) -> list[dict[str, Any]]:
@@ -97,13 +50,13 @@ def steps(run: Runner, until: Callable[[], bool], n: int = 30) -> None:
 @pytest.mark.zookeeper
 def test_a_table_is_not_ready_while_its_zookeeper_does_not_answer(tmp_path, zookeeper_server, monkeypatch):
     monkeypatch.setattr("lakeoperator.observe.LOCK_PROBE_S", 1.0)
-    port = free_port()
-    connect = f"127.0.0.1:{port}"
+    zk_port = int(zookeeper_server.connect_string.split(",")[0].rsplit(":", 1)[1])
+    proxy = StallingProxy(zk_port)   # its port names the ensemble; nothing listens there until start()
+    connect = proxy.connect_string
     state = StateDir(tmp_path / "state")
     apply(state, manifests(tmp_path / "lake" / "orders", connect), datetime.now(UTC))
     launcher = LocalLauncher(tmp_path / "state" / "pods-state")
     run = Runner(state, launcher, PodSettings(), clock=lambda: datetime.now(UTC), supervise=False)
-    forwarder = None
     try:
         steps(run, lambda: ready_of(state, "LakeTable")[1].get("reason") == "LockUnreachable")
         status, ready = ready_of(state, "LakeTable")
@@ -113,12 +66,10 @@ def test_a_table_is_not_ready_while_its_zookeeper_does_not_answer(tmp_path, zook
         assert "LockUnreachable" in ready_of(state, "TableService")[1]["message"]
         assert launcher.pods() == []
 
-        host, zk_port = zookeeper_server.connect_string.split(",")[0].rsplit(":", 1)
-        forwarder = Forwarder(port, (host, int(zk_port)))   # ZooKeeper answers from now on
+        proxy.start()   # ZooKeeper answers from now on
         steps(run, lambda: ready_of(state, "LakeTable")[0].get("phase") == "Ready")
         assert ready_of(state, "LakeTable")[1]["reason"] == "TableReady"
         steps(run, lambda: ready_of(state, "TableService")[1].get("status") == "True")
     finally:
-        if forwarder is not None:
-            forwarder.close()
+        proxy.stop()
         launcher.close()
