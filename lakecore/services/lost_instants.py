@@ -116,8 +116,9 @@ def completion_for(storage: Storage, timeline: Timeline, inst: Instant, present:
     if high is not None and c >= high:
         c, how = _free(low, taken), f"just after {max(skipped)}" if skipped else "just after its start"
         if c >= high:
-            return None, (f"no completion time fits: {merged} merged its files, but {max(skipped)}, "
-                          "planned before it, left them out")
+            after = f"{max(skipped)}, planned before it, left them out" if skipped else \
+                "no free time is left between its start and it"
+            return None, f"no completion time fits: {merged} merged its files, but {after}"
     why = f"completion time {format_ms(c)} chosen {how}"
     if merged is not None:
         why += f", before {merged}, which merged its files"
