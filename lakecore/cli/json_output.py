@@ -94,8 +94,11 @@ class JsonOutput:
 
     def clean(self, table: Table, result: MaintenanceResult) -> None:
         if result.instant is not None:
-            emit_json({"clean": result.instant.requested_time,
-                       "deleted": table.commit_metadata(result.instant).extra.get("deleted", [])})
+            extra = table.commit_metadata(result.instant).extra
+            emit_json({"clean": result.instant.requested_time, "deleted": extra.get("deleted", []),
+                       "rolled_back": extra.get("rolled_back", [])})
+        elif isinstance(result.plan, CleanPlan) and not result.dry_run:   # it only rolled back
+            emit_json({"deleted": [], "rolled_back": list(result.plan.rollbacks)})
         elif isinstance(result.plan, CleanPlan):
             emit_json({"dry_run": True, "files": result.plan.files, "rollbacks": list(result.plan.rollbacks)})
         else:

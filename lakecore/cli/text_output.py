@@ -149,8 +149,12 @@ class TextOutput:
 
     def clean(self, table: Table, result: MaintenanceResult) -> None:
         if result.instant is not None:
-            deleted = table.commit_metadata(result.instant).extra.get("deleted", [])
-            say(f"clean {result.instant.requested_time}: deleted {counted(len(deleted), 'file')}")
+            extra = table.commit_metadata(result.instant).extra
+            deleted, rolled = extra.get("deleted", []), extra.get("rolled_back", [])
+            also = f", after rolling back {_dead_writes(rolled)}" if rolled else ""
+            say(f"clean {result.instant.requested_time}: deleted {counted(len(deleted), 'file')}{also}")
+        elif isinstance(result.plan, CleanPlan) and not result.dry_run:   # it only rolled back
+            say(f"rolled back {_dead_writes(result.plan.rollbacks)}; no file was due for deletion")
         elif isinstance(result.plan, CleanPlan):
             plan = result.plan
             say(f"would delete {counted(len(plan.files), 'file')} and roll back "
@@ -287,6 +291,10 @@ def _print_activity(now: dict[str, Any]) -> None:
         say(f"  {'pending':<17} {p['instant']} {p['action']} {p['state']}, {doing}")
     for r in now["running"]:
         say(f"  {'running':<17} {r['what']}, pid {r['pid']} on {r['host']} (attempt {r['attempt']})")
+
+
+def _dead_writes(instants: Sequence[str]) -> str:
+    return f"{counted(len(instants), 'dead write')} ({', '.join(instants)})"
 
 
 def _instant_named(file_name: str) -> str:

@@ -102,7 +102,8 @@ def run_clean(storage: Storage, config: TableConfig, lock: Lock, policy: CleanPo
               clock: Clock = now_ms) -> CleanPlan | Instant | None:
     """Clean the table per `policy`. Dry run (the default): the plan, nothing changed. Otherwise roll
     back expired writes, then schedule, execute and complete a clean; returns the completed instant,
-    or None when nothing is left to delete. A pending clean is resumed instead of planning anew."""
+    the plan of what it rolled back when nothing is left to delete (no operations, its `rollbacks`),
+    or None when nothing was due. A pending clean is resumed instead of planning anew."""
     store = TimelineStore(storage)
     if dry_run:
         timeline = store.load()
@@ -122,10 +123,10 @@ def run_clean(storage: Storage, config: TableConfig, lock: Lock, policy: CleanPo
             target, plan = pending[0], load_clean_plan(storage, pending[0])
         else:
             t = next_instant_time(clock(), timeline.newest_time())
-            plan = _plan(storage, store, timeline, policy, clock(), heartbeat, t)
-            if not plan.operations:
-                return None
-            plan = replace(plan, rollbacks=tuple(sorted(rolled_back)))
+            plan = replace(_plan(storage, store, timeline, policy, clock(), heartbeat, t),
+                           rollbacks=tuple(sorted(rolled_back)))
+            if not plan.operations:   # nothing to delete: what it rolled back, or nothing was due
+                return plan if plan.rollbacks else None
             target = Instant(t, ACTION)
         run = ServiceRun.claim(storage, lock, target.requested_time, f"clean {target.requested_time}",
                                heartbeat, now=clock())

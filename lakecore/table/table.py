@@ -407,7 +407,7 @@ class Table:
         _deprecated("clean")
         done = _old_shape(self.maintenance.clean(policy, dry_run=dry_run))
         assert done is None or isinstance(done, CleanPlan | Instant)
-        return done
+        return None if not dry_run and isinstance(done, CleanPlan) else done  # only rolled back: as before
 
     def archive(self, policy: ArchivalPolicy | None = None, *, dry_run: bool = False
                 ) -> ArchivalPlan | ArchivalResult | None:

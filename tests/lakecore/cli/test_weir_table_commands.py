@@ -150,6 +150,27 @@ def test_clean_is_a_dry_run_unless_asked(tmp_path):
     assert code == 1 and "retain more" in out
 
 
+def test_clean_says_which_dead_writes_it_rolled_back(tmp_path):
+    """`clean --run` rolls dead writes back first; it said "nothing to clean" when no file was due."""
+    from lakecore import Table
+    from lakecore.concurrency import begin_write
+    from lakecore.concurrency.liveness.heartbeat import mark_aborted
+    from lakecore.timeline import now_ms
+
+    uri = str(tmp_path / "t")
+    event_table(uri)
+    upsert_json(tmp_path, uri, 1, '{"id": 1, "ts": 1}\n')
+    t = Table.open(uri)
+    dead = [begin_write(t.storage, t.config, t.lock, "upsert").instant.requested_time for _ in range(2)]
+    mark_aborted(t.storage, dead[0], "a test", now_ms())   # its writer is gone: rolled back at once
+    code, out = weir("table", "clean", uri, "--run")
+    assert code == 0 and out.strip() == f"rolled back 1 dead write ({dead[0]}); no file was due for deletion"
+    mark_aborted(t.storage, dead[1], "a test", now_ms())
+    code, out = weir("table", "clean", uri, "--run", "--json")
+    assert code == 0 and json.loads(out) == {"deleted": [], "rolled_back": [dead[1]]}
+    assert weir("table", "clean", uri, "--run")[1].strip() == "nothing to clean"
+
+
 def test_savepoint_restore_and_rollback_of_the_latest_write(tmp_path):
     uri = str(tmp_path / "t")
     assert weir("table", "create", uri, "--schema", "id:int64,v:string", "--record-key", "id")[0] == 0
