@@ -64,12 +64,15 @@ def remedy(f: Facts) -> str:
             return out + (f"; or roll {what} back with {undo}: the files it merged still exist, so nothing "
                           "is lost (compact or cluster again afterwards)")
         return out + f"; the files {what} merged are gone, so only a backup holds these rows"
+    undone = ("keys it updated read their earlier values again, keys it deleted come back, keys it "
+              "inserted are gone")
     if f.files <= 1:
-        return out + (f"; without a backup its rows are lost: {undo} makes the table readable again without "
-                      f"them ({what} wrote only this file): write them again from its source afterwards")
+        return out + (f"; without a backup its rows are lost: {undo} makes the table readable again by "
+                      f"undoing {what} (it wrote only this file: {undone}): write them again from its "
+                      "source afterwards")
     return out + (f"; without a backup this file's rows are lost: {undo} makes the table readable again "
-                  f"but also drops the rows of {what}'s intact files ({f.rows} rows in {f.files} files): "
-                  "write them again from its source afterwards")
+                  f"by undoing all of {what}, its intact files too ({f.rows} rows in {f.files} files: "
+                  f"{undone}): write them again from its source afterwards")
 
 
 def row_count_problem(stat: WriteStat, rows: int) -> str | None:

@@ -66,7 +66,8 @@ def test_a_truncated_log_file_is_named_with_its_instant_and_reads_fail_not_retry
     assert "truncated" in p["detail"] and instant.requested_time in p["detail"]
     assert p["remedy"].startswith("restore it from a backup")
     assert f"weir table rollback {uri} {instant.requested_time} --yes" in p["remedy"]
-    assert "drops the rows" in p["remedy"] and "100 rows in 2 files" in p["remedy"], "what a rollback costs"
+    assert "undoing all of" in p["remedy"] and "100 rows in 2 files" in p["remedy"], "what a rollback costs"
+    assert "keys it updated read their earlier values again" in p["remedy"]
 
     code, out = weir("table", "read", uri, "--json")
     error = json.loads(out.strip().splitlines()[-1])["error"]
