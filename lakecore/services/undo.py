@@ -259,13 +259,17 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
     for i in reversed(timeline.completed):
         if i.action not in WRITE_ACTIONS or (i.completion_time or "") <= after:
             continue
-        if target.action not in DATA_WRITES:
+        if target.action not in DATA_WRITES and \
+                (target.action != "compaction" or i.action not in DATA_WRITES):
             raise RollbackBlocked(f"{i.action} {i.requested_time} completed after {target.action} "
                                   f"{target.requested_time}; a table service instant can be rolled back only "
-                                  f"while it is the latest write of table {table!r}: roll back "
-                                  f"{i.requested_time} first{_drops(i)}, or restore to a savepoint")
-        # later log files of the same file groups are independent deltas: the target's can go; a
-        # later BASE file of one of its groups holds the target's data, so it cannot
+                                  f"while it is the latest write of table {table!r} (a compaction also "
+                                  "before later data writes that wrote only log files of its file groups): "
+                                  f"roll back {i.requested_time} first{_drops(i)}, or restore to a savepoint")
+        # later log files of the same file groups are independent deltas: the target's can go (a
+        # compaction's too: without its base they join the slice it merged, whose files stay until a
+        # clean, checked below, so the table reads the same); a later BASE file of one of its groups
+        # holds the target's data, so it cannot
         stats = store.metadata(i).write_stats
         rebased = {(s.partition, s.file_id) for s in stats if s.kind == "base"} & groups
         if rebased:

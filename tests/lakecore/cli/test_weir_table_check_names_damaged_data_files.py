@@ -142,12 +142,40 @@ def test_a_damaged_compaction_base_is_rolled_back_losing_nothing(tmp_path):
     assert weir("table", "check", uri)[0] == 0
 
 
-def test_an_instant_later_ones_built_on_is_not_offered_for_rollback(tmp_path):
+def test_a_compaction_later_writes_logged_on_is_rolled_back_keeping_their_rows(tmp_path):
+    """Its later writes' log files join the slice it merged once it is gone (it was refused: the remedy
+    was a backup or losing the later writes)."""
     uri = str(tmp_path / "t")
     t = table(uri)
     compaction = t.maintenance.compact().instant
     base = t.commit_metadata(compaction).write_stats[0]
-    later = t.upsert(rows(range(0, 10), 9)).instant  # logs on top of the compacted base
+    t.upsert(rows(range(0, 10), 9))  # logs on top of the compacted base
+    before = t.read().sort_by("id")
+    path = Path(uri, base.path)
+    path.write_bytes(path.read_bytes()[:100])
+
+    code, found = problems(uri)
+    assert code == 3 and [p["path"] for p in found] == [base.path]
+    remedy = found[0]["remedy"]
+    assert "the files it merged still exist, so nothing is lost" in remedy
+    [command] = [c for c in re.findall(r"`(weir [^`]+)`", remedy) if "rollback" in c]
+    code, out = weir(*shlex.split(command)[1:])
+    assert code == 0, out
+    clear_cache()
+    assert Table.open(uri).read().sort_by("id").equals(before)
+    assert weir("table", "check", uri)[0] == 0
+
+
+def test_an_instant_a_pending_service_needs_is_not_offered_for_rollback(tmp_path):
+    from lakecore.services import schedule_compaction
+
+    uri = str(tmp_path / "t")
+    t = table(uri)
+    compaction = t.maintenance.compact().instant
+    base = t.commit_metadata(compaction).write_stats[0]
+    t.upsert(rows(range(0, 10), 9))
+    pending = schedule_compaction(t.storage, t.config, t.lock)  # it may merge the compacted base
+    assert pending is not None
     path = Path(uri, base.path)
     path.write_bytes(path.read_bytes()[:100])
 
@@ -156,4 +184,4 @@ def test_an_instant_later_ones_built_on_is_not_offered_for_rollback(tmp_path):
     remedy = found[0]["remedy"]
     assert remedy.startswith("restore it from a backup")
     assert f"compaction {compaction.requested_time} cannot be rolled back alone" in remedy
-    assert later.requested_time in remedy and "weir table rollback" not in remedy
+    assert pending.instant_time in remedy and "weir table rollback" not in remedy

@@ -1,6 +1,8 @@
 """Rolling back a completed write brings back the snapshot without it; it works for an older write
 only followed by log files, and is refused for a compacted or rewritten one, a table service that is
-not the latest write, a savepointed one, and while a writer is live."""
+not the latest write, a savepointed one, and while a writer is live. A compaction followed only by
+log files of later writes can be rolled back too (they join the slice it merged): the table reads
+the same, so a damaged compaction output is repaired without losing the later writes' rows."""
 
 import pytest
 
@@ -50,11 +52,6 @@ def test_an_older_uncompacted_write_can_be_undone_a_compacted_or_rewritten_one_c
     assert c is not None
     with pytest.raises(RollbackBlocked, match=f"compaction {c.requested_time} compacted its file group"):
         rollback_completed(t.storage, t.config, t.lock, first)
-    # the remedy says what it costs: rolling back the later write drops what it wrote
-    with pytest.raises(RollbackBlocked, match=r"table service instant can be rolled back only .* roll back "
-                       r"(\d+) first \(which drops what \1 wrote: write its input again after\)"):
-        t.upsert(rows([4], 4))
-        rollback_completed(t.storage, t.config, t.lock, c.requested_time)
     fourth = t.upsert(rows([1], 5)).instant.requested_time
     plan = schedule_compaction(t.storage, t.config, t.lock)
     assert plan is not None
@@ -98,3 +95,46 @@ def test_a_clean_that_deleted_the_previous_files_blocks_it(tmp_path):
     assert t.maintenance.clean(CleanPolicy("keep_latest_file_versions", 1), dry_run=False).instant is not None
     with pytest.raises(RollbackBlocked, match=r"clean \d+ deleted .* restore to a savepoint instead"):
         rollback_completed(t.storage, t.config, t.lock, last)
+
+
+@pytest.mark.parametrize("mode", ["event_time", "commit_time"])
+def test_a_compaction_followed_by_log_files_rolls_back_and_the_table_reads_the_same(tmp_path, mode):
+    t = create(str(tmp_path / "t"), mode)
+    batch = rows
+    t.upsert(batch(list(range(20)), 1))
+    t.upsert(batch(list(range(10, 30)), 2))
+    t.delete(rows([3, 4], 2).select(["id"]))
+    c = compact(t)
+    assert c is not None
+    t.upsert(batch([1, 2, 11, 40, 41], 3))   # later writes: log files of the compacted groups only
+    t.delete(rows([5, 12], 4).select(["id"]))
+    later = [i.requested_time for i in t.timeline().completed if i.completion_time > c.completion_time]
+    before = {"latest": snapshot(t), **{i: snapshot(t, as_of=i) for i in later}}
+    written = {s.path for s in t.commit_metadata(c).write_stats}
+    rb = rollback_completed(t.storage, t.config, t.lock, c.requested_time)
+    assert rb.is_completed and t.timeline().find(c.requested_time) is None
+    assert not written & _data_files(t)
+    assert {"latest": snapshot(t), **{i: snapshot(t, as_of=i) for i in later}} == before
+    assert compact(t) is not None and snapshot(t) == before["latest"]   # and compacts again the same
+
+
+def test_a_compaction_with_a_later_service_or_base_file_still_refuses(tmp_path):
+    from lakecore.services import ClusteringStrategy
+
+    t = create(str(tmp_path / "t"), "event_time")
+    t.upsert(rows(list(range(20)), 1))
+    t.upsert(rows(list(range(5)), 2))
+    c = compact(t)
+    t.upsert(rows([1], 3))
+    c2 = compact(t)
+    assert c is not None and c2 is not None
+    with pytest.raises(RollbackBlocked, match=f"compaction {c2.requested_time} completed after compaction "
+                       f"{c.requested_time}; a table service instant can be rolled back only"):
+        rollback_completed(t.storage, t.config, t.lock, c.requested_time)
+    # a clustering followed by a data write: rolling that write back first drops what it wrote
+    t.maintenance.cluster(ClusteringStrategy("all", ("id",)))
+    clustered = t.timeline().completed[-1]
+    t.upsert(rows([2], 4))
+    with pytest.raises(RollbackBlocked, match=r"table service instant can be rolled back only .* roll back "
+                       r"(\d+) first \(which drops what \1 wrote: write its input again after\)"):
+        rollback_completed(t.storage, t.config, t.lock, clustered.requested_time)
