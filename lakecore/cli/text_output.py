@@ -280,8 +280,9 @@ def _print_activity(now: dict[str, Any]) -> None:
     for p in now["pending"]:
         if p["kind"] == "write":
             state = "aborted" if p["aborted"] else \
-                "it completed, but its completed instant file is lost (`weir table check` says how to " \
-                "repair it)" if p.get("completed_file_lost") else "alive" if p["alive"] else \
+                "its data files have no markers: its completed instant file is lost, or a crash lost " \
+                "its markers (`weir table check` says what to do)" if p.get("completed_file_lost") else \
+                "alive" if p["alive"] else \
                 "dead (the next write rolls it back)"
             doing = f"last sign of life {p['last_sign_of_life_s_ago']} s ago: {state}"
         else:

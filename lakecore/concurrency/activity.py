@@ -44,6 +44,9 @@ def activity(storage: Storage, lock: LockSpec, timeline: Timeline, now: int, *,
             last = last_sign_of_life(storage, t)
             aborted = is_aborted(storage, t)
             lost = not aborted and bool(completion_lost(storage, instant))
+            if lost:   # completed since `timeline` was loaded? (its markers go after its completed file)
+                again = store.load().find(t)
+                lost = again is not None and not again.is_completed
             entry.update({"kind": "write", "last_sign_of_life_s_ago": round(max(0, now - last) / 1000, 1),
                           "aborted": aborted, "completed_file_lost": lost,
                           "alive": not aborted and not lost and not is_expired(last, now, heartbeat)

@@ -132,6 +132,12 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
     store = TimelineStore(storage)
     plan = json.dumps({"rolled_back": instant.requested_time, "action": instant.action}).encode()
     t = instant.requested_time
+    listing = None
+    if only_if_expired is not None and not is_aborted(storage, t):
+        if (storage.uri, t) in _LOST:
+            return None   # its completed file is lost: said once, left alone since
+        if not list_markers(storage, t):   # the table's files, listed outside the lock (before the
+            listing = data_files(storage)  # markers are listed again under it: completion_lost)
     with lock:
         timeline = store.load()
         target = timeline.find(t)
@@ -147,7 +153,7 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
                 return None
         elif only_if_expired is not None and _alive(storage, target, clock(), only_if_expired):
             return None
-        elif only_if_expired is not None and (files := completion_lost(storage, target)):
+        elif only_if_expired is not None and (files := completion_lost(storage, target, listing)):
             _warn_lost(storage, target, files)
             return None
         elif refuse_live is not None and (who := _alive(storage, target, clock(), refuse_live)):

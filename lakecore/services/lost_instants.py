@@ -17,7 +17,7 @@ Reads only; repair.py writes under the lock (`complete_lost`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from lakecore.concurrency import Lock, ensure_held
 from lakecore.concurrency.liveness.heartbeat import delete_heartbeat, delete_writer_record
@@ -39,6 +39,7 @@ from lakecore.timeline import (
     requested_scope,
     to_epoch_ms,
 )
+from lakecore.write.markers import list_markers
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class LostWrite:
     instant: Instant                 # pending on the timeline
     files: tuple[str, ...]           # its data files (no markers)
     rebuild: Rebuild                 # metadata None: cannot be written again (`rebuild.why`)
+    present: Mapping[str, FileInfo] = field(default_factory=dict)   # its files' listing entries
 
     @property
     def path(self) -> str:
@@ -73,12 +75,15 @@ def lost_writes(storage: Storage, timeline: Timeline) -> list[LostWrite]:
     if not found:
         return []
     now = store.load()
+    readable = Timeline(tuple(i for i in now.instants if i not in {d for d, _ in store.damaged(now)}),
+                        now.archived)
     out = []
     for inst, fs in found:
         again = now.find(inst.requested_time)
         if again is None or again.is_completed:
             continue
-        out.append(LostWrite(again, fs, _rebuild(storage, now, again, files)))
+        out.append(LostWrite(again, fs, _rebuild(storage, readable, again, files),
+                             files.get(inst.requested_time, {})))
     return out
 
 
@@ -102,7 +107,13 @@ def completion_for(storage: Storage, timeline: Timeline, inst: Instant, present:
     """A completion time for the lost write `inst` (the module docstring says which), and how it was
     chosen or why there is none. Reads only."""
     t = inst.requested_time
-    services = _services_of(storage, timeline, {_group(p) for p in present}, t)
+    groups = {_group(p) for p in present}
+    services = _services_of(storage, timeline, groups, t)
+    for w, built_on in _later_bases(storage, timeline, groups, t):
+        if not built_on:   # made while it looked pending: that base, not its, is read in those groups
+            return None, (f"write {w} wrote a new base file of its file group(s) without its rows (made "
+                          "while it looked pending), so its rows there would not be read")
+        services.append((w, True))   # built on its base: it completed before that write
     merged = min((s for s, named in services if named), default=None)
     # a service planned after the first that merged T's files left them out because they were in an
     # older slice already, not because T looked pending
@@ -136,6 +147,41 @@ def _free(ms: int, taken: set[str]) -> int:
     return ms
 
 
+def _later_bases(storage: Storage, timeline: Timeline, groups: set[tuple[str, str]], t: str
+                 ) -> list[tuple[str, bool]]:
+    """The completed data writes after T that wrote base files of T's file groups, each with whether
+    every such base merged T's (its `base_instant`)."""
+    store = TimelineStore(storage)
+    out = []
+    for inst in timeline.completed:
+        if inst.requested_time <= t or inst.action not in ("commit", "deltacommit", "replacecommit"):
+            continue
+        try:
+            if inst.action == "replacecommit" and requested_scope(store.read_plan(inst)) is None:
+                continue   # a clustering: _services_of
+            stats = store.metadata(inst).write_stats
+        except (FileNotFoundError, CorruptMetadata):
+            continue
+        bases = [s for s in stats if s.kind == "base" and (s.partition, s.file_id) in groups]
+        if bases:
+            out.append((inst.requested_time, all(s.base_instant == t for s in bases)))
+    return out
+
+
+def pending_bases(storage: Storage, timeline: Timeline, groups: set[tuple[str, str]], t: str) -> list[str]:
+    """Pending writes other than T whose markers name base files of T's file groups."""
+    out = []
+    for inst in timeline.pending:
+        if inst.requested_time == t or not is_pending_write(TimelineStore(storage), inst):
+            continue
+        for m in list_markers(storage, inst.requested_time):
+            parsed = parse_data_file_name(m.data_path.rsplit("/", 1)[-1])
+            if parsed is not None and parsed.kind == "base" and _group(m.data_path) in groups:
+                out.append(inst.requested_time)
+                break
+    return out
+
+
 def _services_of(storage: Storage, timeline: Timeline, groups: set[tuple[str, str]], t: str
                  ) -> list[tuple[str, bool]]:
     """The compactions and clusterings (pending or completed) planned on T's file groups, each with
@@ -163,19 +209,30 @@ def _services_of(storage: Storage, timeline: Timeline, groups: set[tuple[str, st
     return out
 
 
-def complete_lost(storage: Storage, lock: Lock, lost: LostWrite) -> Instant | None:
+def complete_lost(storage: Storage, lock: Lock, lost: LostWrite) -> Instant | str:
     """Write the lost write's completed instant file again, under the lock, after checking it is
-    still pending, unclaimed, without markers and not given up. None (nothing written) otherwise."""
+    still pending, unclaimed, without markers and not given up, that no pending write is making a
+    base file of its file groups, and that its completion time still fits. Else why not (nothing
+    written)."""
     meta, completion = lost.rebuild.metadata, lost.completion_time
     assert meta is not None and completion is not None
     store = TimelineStore(storage)
     t = lost.instant.requested_time
+    groups = {_group(p) for p in lost.files}
     with lock:
         timeline = store.load()
         now = timeline.find(t)
         if now is None or now.is_completed or t in claimed_by_rollbacks(store, timeline) \
                 or not completion_lost(storage, now):
-            return None
+            return ("left as it is: it is no longer pending without markers (restored or rolled back "
+                    "meanwhile)")
+        busy = pending_bases(storage, timeline, groups, t)
+        if busy:
+            return (f"not now: pending write(s) {', '.join(busy)} write base files of its file groups; run "
+                    "the repair again once they have finished")
+        again, why = completion_for(storage, timeline, now, lost.present)
+        if again != completion:
+            return f"not now: the timeline changed meanwhile ({why}); run the repair again"
         ensure_held(lock, f"completing the lost write {t} again")
         inflight = store.transition_inflight(now) if now.state is State.REQUESTED else now
         done = store.complete(inflight, completion, meta)

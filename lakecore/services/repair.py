@@ -15,9 +15,10 @@ aside is kept in `.weir/quarantine/`.
                                           its data files stay), a table service's instant is pending again
     the newest history manifest is     -> fall back to the newest kept version that parses and
       missing or does not parse           reactivate the instants archived since (repair_history.py)
-    a completed write's instant file   -> write it again (lost_instants.py): rebuilt like a damaged one,
-      is lost (a pending write whose      with a completion time that keeps what readers saw; reported
-      data files have no markers)         only when none fits: restore it from a backup
+    a completed write's instant file   -> reported (a human knows whether it completed); told so
+      is lost (a pending write whose      (`complete_lost`), write it again (lost_instants.py): rebuilt
+      data files have no markers)         like a damaged one, with a completion time that keeps what
+                                          readers saw
     a pending table service's plan     -> quarantine it; a pending compaction or clustering is then
       does not parse                      rolled back (its files deleted through its markers), a
                                           pending clean, restore or rollback dropped: run it again
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -39,7 +40,7 @@ from lakecore.concurrency.liveness.heartbeat import mark_aborted
 from lakecore.concurrency.locks.choice import lock_for_spec
 from lakecore.concurrency.rollback import TABLE_SERVICES
 from lakecore.config import CONFIG_PATH, LockSpec, TableConfig
-from lakecore.errors import CorruptMetadata, HistoryMoved, TableNotFound
+from lakecore.errors import CorruptMetadata, HistoryMoved, InvalidInput, TableNotFound
 from lakecore.layout import build_view
 from lakecore.layout.listing import data_files
 from lakecore.services.clean_plan import CleanPlan
@@ -173,9 +174,9 @@ def check_table(storage: Storage, *, deep: bool = False) -> tuple[Problem, ...]:
                                 + ("roll the pending service back" if inst.action in TABLE_SERVICES else
                                    f"drop the pending {inst.action}") + ", then run the service again", True,
                                 inst.requested_time))
-    for lw in lost_writes(storage, readable):
-        problems.append(Problem("instant_lost", lw.path, _lost_detail(lw), _lost_remedy(storage, lw),
-                                lw.rebuild.metadata is not None, lw.instant.requested_time))
+    for lw in lost_writes(storage, readable):   # a human decides: did it complete?
+        problems.append(Problem("instant_lost", lw.path, _lost_detail(lw), _lost_remedy(storage, lw), False,
+                                lw.instant.requested_time))
     problems = [_config_remedy(p, store, readable, repair) if p.kind.startswith("config_") else p
                 for p in problems]
     if not any(p.kind == "history_corrupt" for p in problems):
@@ -219,19 +220,21 @@ def _instant_remedy(storage: Storage, rb: Rebuild) -> str:
 def _lost_detail(lw: LostWrite) -> str:
     t, n = lw.instant.requested_time, len(lw.files)
     return (f"write {t} looks pending, but its {counted(n, 'data file')} {'has' if n == 1 else 'have'} no "
-            f"markers: it completed, and its completed instant file ({t}_<completion time>."
-            f"{lw.instant.action}) is lost. It is not rolled back; its rows are not read until repaired")
+            "markers, which a write deletes only once it completed: its completed instant file "
+            f"({t}_<completion time>.{lw.instant.action}) is lost (deleted, or left out of a restore), or, "
+            "after a crash on a file system that kept the files but not the markers, it never completed. It "
+            "is not rolled back; its rows are not read")
 
 
 def _lost_remedy(storage: Storage, lw: LostWrite) -> str:
-    cmd = f"`weir table repair {storage.uri} --run`"
     t, action = lw.instant.requested_time, lw.instant.action
-    if lw.rebuild.metadata is not None:
-        return (f"restore {TIMELINE_DIR}/{t}_*.{action} from a backup if you have it; else run {cmd} to "
-                f"write it again {lw.rebuild.describe()}")
-    return (f"restore {TIMELINE_DIR}/{t}_*.{action} from a backup ({lw.rebuild.why}); to give the write up "
-            f"instead, `weir table rollback {storage.uri} {t} --yes`: its rows are then no longer read (its "
-            "data files stay on storage)")
+    restore = f"restore {TIMELINE_DIR}/{t}_*.{action} from a backup if you have it"
+    give_up = (f"if it did not complete (its writer failed or was killed), `weir table rollback "
+               f"{storage.uri} {t} --yes` drops it (its data files stay on storage, unread)")
+    if lw.rebuild.metadata is None:
+        return f"{restore} ({lw.rebuild.why}); {give_up}"
+    return (f"{restore}; if you know it completed (its writer reported it), `weir table repair {storage.uri} "
+            f"--run --complete-lost {t}` writes it again {lw.rebuild.describe()}; {give_up}")
 
 
 def _config_remedy(p: Problem, store: TimelineStore, readable: Timeline, repair: str) -> Problem:
@@ -311,11 +314,13 @@ def _history_files(store: TimelineStore, manifest: Manifest) -> list[Problem]:
 # -- repair ---------------------------------------------------------------------------------------
 
 
-def run_repair(storage: Storage, lock: Lock, *, dry_run: bool = True, clock: Clock = now_ms
-               ) -> RepairReport:
+def run_repair(storage: Storage, lock: Lock, *, dry_run: bool = True, clock: Clock = now_ms,
+               complete_lost: Collection[str] = ()) -> RepairReport:
     """Repair what check_table finds repairable (history first, then instants, then table.json: each
     step needs the one before). Dry run by default: the actions it would take. A run also removes
-    the empty marker directories older versions left."""
+    the empty marker directories older versions left. `complete_lost`: writes check reports as
+    instant_lost whose completed instant file to write again (a human knows they completed);
+    InvalidInput naming one that is not such a write."""
     problems = check_table(storage)
     actions: list[RepairAction] = []
     kinds = {p.kind for p in problems}
@@ -327,7 +332,7 @@ def run_repair(storage: Storage, lock: Lock, *, dry_run: bool = True, clock: Clo
     damaged = [inst for inst, _ in store.damaged(timeline)]
     for rb in rebuilds(storage, timeline, damaged):
         actions.append(_repair_instant(storage, lock, rb, dry_run=dry_run, clock=clock))
-    actions += _complete_lost_writes(storage, lock, dry_run=dry_run)
+    actions += _complete_lost_writes(storage, lock, set(complete_lost), dry_run=dry_run)
     for p in problems:
         if p.kind == "plan_corrupt":
             actions.append(_quarantine_plan(storage, lock, p.path, dry_run=dry_run, clock=clock))
@@ -373,19 +378,33 @@ def _repair_instant(storage: Storage, lock: Lock, rb: Rebuild, *, dry_run: bool,
                                                  f"as {kept}")
 
 
-def _complete_lost_writes(storage: Storage, lock: Lock, *, dry_run: bool) -> list[RepairAction]:
-    """Write the lost completed instant files again, oldest first, each rebuilt on a timeline that holds
-    the ones before it (a copy-on-write write's base merged theirs)."""
-    def todo() -> list[LostWrite]:
-        return [lw for lw in lost_writes(storage, _loadable(storage)) if lw.rebuild.metadata is not None]
-
+def _complete_lost_writes(storage: Storage, lock: Lock, wanted: set[str], *, dry_run: bool
+                          ) -> list[RepairAction]:
+    """Write the lost completed instant files of `wanted` again, oldest first, each rebuilt on a timeline
+    that holds the ones before it (a copy-on-write write's base merged theirs)."""
+    if not wanted:
+        return []
+    lost = lost_writes(storage, _loadable(storage))
+    found = {lw.instant.requested_time: lw for lw in lost}
+    unknown = sorted(wanted - set(found))
+    if unknown:
+        said = ", ".join(sorted(found)) or "none"
+        raise InvalidInput(f"{', '.join(unknown)} is not a pending write whose completed instant file is "
+                           f"lost (those of {storage.uri}: {said}); `weir table check {storage.uri}` lists "
+                           "them")
+    cannot = [found[t] for t in sorted(wanted) if found[t].rebuild.metadata is None]
+    if cannot:
+        raise InvalidInput(f"write {cannot[0].instant.requested_time} cannot be written again: "
+                           f"{cannot[0].rebuild.why}; restore its instant file from a backup, or roll it "
+                           "back")
     if dry_run:
-        return [_complete_lost(storage, lock, lw, dry_run=True) for lw in todo()]
+        return [_complete_lost(storage, lock, found[t], dry_run=True) for t in sorted(wanted)]
     actions: list[RepairAction] = []
-    tried: set[str] = set()
-    while lw := next((lw for lw in todo() if lw.instant.requested_time not in tried), None):
-        tried.add(lw.instant.requested_time)
-        actions.append(_complete_lost(storage, lock, lw, dry_run=False))
+    for t in sorted(wanted):   # each rebuilt after the ones before it are complete again
+        lw = next((lw for lw in lost_writes(storage, _loadable(storage)) if lw.instant.requested_time == t),
+                  None)
+        if lw is not None and lw.rebuild.metadata is not None:
+            actions.append(_complete_lost(storage, lock, lw, dry_run=False))
     return actions
 
 
@@ -395,9 +414,8 @@ def _complete_lost(storage: Storage, lock: Lock, lw: LostWrite, *, dry_run: bool
     if dry_run:
         return RepairAction("complete_lost_write", lw.path, f"would write {what}")
     done = complete_lost(storage, lock, lw)
-    if done is None:
-        return RepairAction("complete_lost_write", lw.path, "left as it is: it is no longer pending without "
-                                                            "markers (restored or rolled back meanwhile)")
+    if isinstance(done, str):
+        return RepairAction("complete_lost_write", lw.path, done)
     log.info("wrote the lost completed instant file %s/%s/%s again %s", storage.uri, TIMELINE_DIR,
              done.file_name, lw.rebuild.describe())
     return RepairAction("complete_lost_write", f"{TIMELINE_DIR}/{done.file_name}", f"wrote {what}")

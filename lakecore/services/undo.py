@@ -278,6 +278,11 @@ def _check_latest(storage: Storage, store: TimelineStore, timeline: Timeline, ta
                                   f"{_groups(rebased)} after it (the data is in a later base file): roll "
                                   f"back {i.requested_time} first{_drops(i)}, or restore to a savepoint")
     for i in timeline.pending:
+        if i.action == "clean" and target.action == "compaction" and i.requested_time > after:
+            raise RollbackBlocked(f"clean {i.requested_time} is pending and may delete the files "
+                                  f"compaction {target.requested_time} merged, which the table needs "
+                                  "without it; let the clean finish (`weir table clean URI --run`), then "
+                                  "rerun")
         if i.action == "replacecommit" and pending_overwrite(store, i) is not None:
             raise RollbackBlocked(f"overwrite {i.requested_time} is pending and replaces file groups after "
                                   f"{target.requested_time}; let it commit or roll it back (Table.rollback), "

@@ -169,16 +169,21 @@ def archive(uri: Uri,
 @table_app.command("repair", help="Repair a damaged table (dry run unless --run): rebuild a damaged "
                    "completed instant from its data files (or, when a file it wrote is missing, roll the "
                    "write back, with a warning), recreate a lost table.json from the timeline, fall back "
-                   "to an older history manifest, quarantine a damaged plan. Files it replaces or moves "
+                   "to an older history manifest, quarantine a damaged plan, write a lost completed "
+                   "instant file again when told (--complete-lost). Files it replaces or moves "
                    "aside are kept in .weir/quarantine/. " + HEALTH_CODES)
 @friendly
 def repair(uri: Uri,
            dry_run: Annotated[bool, typer.Option("--dry-run/--run", help="Only print the plan.")] = True,
+           complete_lost: Annotated[list[str] | None, typer.Option(
+               "--complete-lost", metavar="INSTANT",
+               help="Write the completed instant file of this pending write again: one `weir table check` "
+                    "reports as instant_lost and that you know completed (repeatable).")] = None,
            as_json: JsonFlag = False) -> None:
     from lakecore.services.repair import exit_code, repair_lock, run_repair
     from lakecore.storage import open_storage
     storage = open_storage(uri)
-    report = run_repair(storage, repair_lock(storage), dry_run=dry_run)
+    report = run_repair(storage, repair_lock(storage), dry_run=dry_run, complete_lost=complete_lost or ())
     output_for(as_json).repair(report, dry_run)
     code = exit_code(report.remaining)
     if code:

@@ -18,6 +18,7 @@ import pytest
 from lakecore import Table
 from lakecore.concurrency import begin_write, rollback_failed_writes
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+from lakecore.errors import InvalidInput
 from lakecore.layout import base_file_name, write_token
 from lakecore.services.repair import check_table, exit_code, repair_lock, run_repair
 from lakecore.table import AfterCommitOptions, WriterOptions
@@ -124,14 +125,20 @@ def test_check_reports_it_and_repair_writes_it_again_reading_as_before(tmp_path,
     [pending] = t.activity()["pending"]  # what `weir table describe` shows
     assert pending["instant"] == lost and pending["completed_file_lost"] and not pending["alive"]
     [problem] = check_table(t.storage)
-    assert (problem.kind, problem.instant, problem.repairable) == ("instant_lost", lost, True)
-    assert "no markers" in problem.detail and "repair" in problem.remedy and "backup" in problem.remedy
-    assert exit_code([problem]) == 2
-    plan = run_repair(t.storage, repair_lock(t.storage))
+    # a human decides: the same signs follow a crash that lost a failed write's markers
+    assert (problem.kind, problem.instant, problem.repairable) == ("instant_lost", lost, False)
+    assert "no markers" in problem.detail and "never completed" in problem.detail
+    assert f"--complete-lost {lost}" in problem.remedy and "backup" in problem.remedy
+    assert f"weir table rollback {t.storage.uri} {lost} --yes" in problem.remedy
+    assert exit_code([problem]) == 3
+    assert run_repair(t.storage, repair_lock(t.storage), dry_run=False).actions == ()   # not unless told
+    with pytest.raises(InvalidInput, match="20990101000000000 is not a pending write whose completed"):
+        run_repair(t.storage, repair_lock(t.storage), complete_lost=["20990101000000000"])
+    plan = run_repair(t.storage, repair_lock(t.storage), complete_lost=[lost])
     assert [a.kind for a in plan.actions] == ["complete_lost_write"]
     assert not original.exists()  # a dry run writes nothing
 
-    done = run_repair(t.storage, repair_lock(t.storage), dry_run=False)
+    done = run_repair(t.storage, repair_lock(t.storage), dry_run=False, complete_lost=[lost])
     assert [a.kind for a in done.actions] == ["complete_lost_write"] and done.remaining == ()
     assert reads(t) == before  # row for row, latest and as of every instant: the later write still wins
     again = json.loads(completed_file(t, lost).read_bytes())
@@ -156,8 +163,8 @@ def test_a_compaction_planned_while_it_looked_pending_does_not_hide_its_rows(tmp
     compaction = t.maintenance.compact()
     assert compaction is not None
     [problem] = check_table(t.storage)
-    assert problem.repairable, problem.remedy
-    run_repair(t.storage, repair_lock(t.storage), dry_run=False)
+    assert "--complete-lost" in problem.remedy, problem.remedy
+    run_repair(t.storage, repair_lock(t.storage), dry_run=False, complete_lost=[lost])
     clear_cache()
     assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == before
     done = t.timeline().find(lost)
@@ -192,3 +199,22 @@ def test_a_write_repair_gives_up_is_still_rolled_back(tmp_path, monkeypatch, kil
     clear_cache()
     assert t.timeline().find(lost) is None
     assert check_table(t.storage) == ()
+
+
+def test_a_base_file_made_while_it_looked_pending_stops_the_repair(tmp_path):
+    """A write that first made a file group lost its completed file; a later write then made that group
+    anew without its rows. Completing it would show its rows in its other groups only: check says no
+    completion time fits, and the repair refuses it, naming the later write."""
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=SCHEMA, record_key="id", table_type="copy_on_write", buckets=1)
+    t = Table.open(uri, options=WriterOptions(after_commit=AfterCommitOptions(archival=None)))
+    lost = t.upsert(rows(range(0, 5), 1)).instant.requested_time   # makes the only file group
+    completed_file(t, lost).unlink()
+    clear_cache()
+    later = t.upsert(rows([7], 2)).instant.requested_time   # the group looks empty: a new base
+    [problem] = check_table(t.storage)
+    assert problem.kind == "instant_lost" and f"write {later} wrote a new base file" in problem.remedy
+    assert "--complete-lost" not in problem.remedy
+    with pytest.raises(InvalidInput, match=f"write {later} wrote a new base file"):
+        run_repair(t.storage, repair_lock(t.storage), dry_run=False, complete_lost=[lost])
+    assert sorted(r["id"] for r in t.read().to_pylist()) == [7]   # nothing changed

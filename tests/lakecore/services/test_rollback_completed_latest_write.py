@@ -138,3 +138,25 @@ def test_a_compaction_with_a_later_service_or_base_file_still_refuses(tmp_path):
     with pytest.raises(RollbackBlocked, match=r"table service instant can be rolled back only .* roll back "
                        r"(\d+) first \(which drops what \1 wrote: write its input again after\)"):
         rollback_completed(t.storage, t.config, t.lock, clustered.requested_time)
+
+
+def test_a_pending_clean_after_a_compaction_blocks_its_rollback(tmp_path):
+    """A clean planned after the compaction deletes the files it merged, which the table needs
+    without it: while that clean is pending (killed after it was planned), the rollback waits."""
+    from dataclasses import replace
+
+    from lakecore.services import run_clean
+    from lakecore.timeline import Instant, TimelineStore, next_instant_time, now_ms
+
+    t = create(str(tmp_path / "t"), "event_time")
+    t.upsert(rows(list(range(10)), 1))
+    t.upsert(rows(list(range(5)), 2))
+    c = compact(t)
+    t.upsert(rows([1, 8], 3))
+    plan = run_clean(t.storage, t.config, t.lock, CleanPolicy("keep_latest_commits", 1))
+    assert plan is not None and plan.files   # it would delete what the compaction merged
+    store = TimelineStore(t.storage)
+    when = next_instant_time(now_ms(), t.timeline().newest_time())
+    store.create_requested(Instant(when, "clean"), replace(plan, instant_time=when).dumps())
+    with pytest.raises(RollbackBlocked, match=f"clean {when} is pending and may delete the files compaction"):
+        rollback_completed(t.storage, t.config, t.lock, c.requested_time)
