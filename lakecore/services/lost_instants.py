@@ -27,7 +27,7 @@ from lakecore.layout import parse_data_file_name
 from lakecore.layout.listing import data_files
 from lakecore.services.clustering_plan import ClusteringOperation, ClusteringPlan
 from lakecore.services.compaction_plan import CompactionOperation, CompactionPlan
-from lakecore.services.rebuild import Rebuild, rebuild_instant
+from lakecore.services.rebuild import Rebuild, group_of, instant_of, rebuild_instant
 from lakecore.storage import FileInfo, Storage
 from lakecore.timeline import (
     TIMELINE_DIR,
@@ -107,7 +107,7 @@ def completion_for(storage: Storage, timeline: Timeline, inst: Instant, present:
     """A completion time for the lost write `inst` (the module docstring says which), and how it was
     chosen or why there is none. Reads only."""
     t = inst.requested_time
-    groups = {_group(p) for p in present}
+    groups = {group_of(p) for p in present}
     services = _services_of(storage, timeline, groups, t)
     for w, built_on in _later_bases(storage, timeline, groups, t):
         if not built_on:   # made while it looked pending: that base, not its, is read in those groups
@@ -170,13 +170,14 @@ def _later_bases(storage: Storage, timeline: Timeline, groups: set[tuple[str, st
 
 def pending_bases(storage: Storage, timeline: Timeline, groups: set[tuple[str, str]], t: str) -> list[str]:
     """Pending writes other than T whose markers name base files of T's file groups."""
+    store = TimelineStore(storage)
     out = []
     for inst in timeline.pending:
-        if inst.requested_time == t or not is_pending_write(TimelineStore(storage), inst):
+        if inst.requested_time == t or not is_pending_write(store, inst):
             continue
         for m in list_markers(storage, inst.requested_time):
             parsed = parse_data_file_name(m.data_path.rsplit("/", 1)[-1])
-            if parsed is not None and parsed.kind == "base" and _group(m.data_path) in groups:
+            if parsed is not None and parsed.kind == "base" and group_of(m.data_path) in groups:
                 out.append(inst.requested_time)
                 break
     return out
@@ -204,7 +205,7 @@ def _services_of(storage: Storage, timeline: Timeline, groups: set[tuple[str, st
             continue
         mine = [op for op in ops if (op.partition, op.file_id) in groups]
         if mine:
-            named = any(_instant_of(p) == t for op in mine for p in op.paths())
+            named = any(instant_of(p) == t for op in mine for p in op.paths())
             out.append((inst.requested_time, named))
     return out
 
@@ -218,7 +219,7 @@ def complete_lost(storage: Storage, lock: Lock, lost: LostWrite) -> Instant | st
     assert meta is not None and completion is not None
     store = TimelineStore(storage)
     t = lost.instant.requested_time
-    groups = {_group(p) for p in lost.files}
+    groups = {group_of(p) for p in lost.files}
     with lock:
         timeline = store.load()
         now = timeline.find(t)
@@ -239,15 +240,3 @@ def complete_lost(storage: Storage, lock: Lock, lost: LostWrite) -> Instant | st
     delete_heartbeat(storage, t)  # what its writer would have removed after committing
     delete_writer_record(storage, t)
     return done
-
-
-def _group(path: str) -> tuple[str, str]:
-    partition, _, name = path.rpartition("/")
-    parsed = parse_data_file_name(name)
-    assert parsed is not None, path
-    return partition, parsed.file_id
-
-
-def _instant_of(path: str) -> str | None:
-    parsed = parse_data_file_name(path.rsplit("/", 1)[-1])
-    return parsed.instant_time if parsed else None

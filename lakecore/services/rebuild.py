@@ -205,7 +205,7 @@ def _rebuild_from_files(job: _Job, operation: str, extra: dict[str, object],
     evidence = _evidence(job.storage, job.timeline, job.instant.requested_time)
     accounted = set(job.present) | evidence.cleaned
     missing = sorted((evidence.expected | {s.path for s in job.saved.stats}) - accounted)
-    groups = {_group(p) for p in accounted}
+    groups = {group_of(p) for p in accounted}
     lost = [f"the base file of file group {fid} in {p or '(unpartitioned)'}"
             for p, fid in sorted(set(bases) - groups)] if service else []
     if missing or lost:
@@ -272,7 +272,7 @@ def _evidence(storage: Storage, timeline: Timeline, t: str) -> _Evidence:
                 out.expected |= {str(p) for p in store.metadata(inst).extra.get("files", ())}
         except (FileNotFoundError, CorruptMetadata):
             continue
-    mine = {p for p in out.expected | out.cleaned if _instant_of(p) == t}
+    mine = {p for p in out.expected | out.cleaned if instant_of(p) == t}
     return _Evidence((out.expected & mine) - out.cleaned, out.cleaned & mine)
 
 
@@ -338,12 +338,14 @@ def _parts(path: str) -> tuple[str, str, str, FileKind]:
     return partition, parsed.file_id, name, parsed.kind
 
 
-def _group(path: str) -> tuple[str, str]:
+def group_of(path: str) -> tuple[str, str]:
+    """(partition, file id) of a data file path."""
     partition, fid, _, _ = _parts(path)
     return partition, fid
 
 
-def _instant_of(path: str) -> str | None:
+def instant_of(path: str) -> str | None:
+    """The instant a data file path's name carries (None: not a data file name)."""
     parsed = parse_data_file_name(path.rsplit("/", 1)[-1])
     return parsed.instant_time if parsed else None
 
