@@ -14,7 +14,9 @@ A pending write whose data files have no markers completed: a file's marker is m
 a write's markers are deleted only after its completed instant file is written, and a rollback
 deletes the files before the markers. Its completed file was lost (deleted by hand, a partial restore
 from a backup). The lazy cleanup never rolls such a write back (`completion_lost`): `weir table check`
-reports it and `weir table repair` writes its completed file again (services/repair.py).
+reports it and `weir table repair` writes its completed file again (services/repair.py). Rolled back by
+name (`weir table rollback T`), it is dropped: its data files, which no marker names, are listed in the
+rollback's plan and deleted.
 """
 
 from __future__ import annotations
@@ -87,6 +89,33 @@ def completion_lost(storage: Storage, instant: Instant,
     return found if found and not list_markers(storage, t) else ()
 
 
+def lost_completions(storage: Storage, timeline: Timeline, heartbeat: HeartbeatConfig, now: int
+                     ) -> tuple[str, ...]:
+    """The pending writes of `timeline` that completed and lost their completed instant file
+    (`completion_lost`), among those whose writer is dead: what a watcher (the operator) reports. Reads
+    only. A write found so once is not listed again while it stays pending (nothing brings its markers
+    back), so a table with one costs a listing once per process, not once per look."""
+    store = TimelineStore(storage)
+    dead = [i for i in timeline.pending
+            if is_pending_write(store, i) and now - to_epoch_ms(i.requested_time) > heartbeat.timeout_ms
+            and not is_aborted(storage, i.requested_time)
+            and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
+    if not dead:
+        return ()
+    known = [i.requested_time for i in dead if (storage.uri, i.requested_time) in _LOST]
+    unknown = [i for i in dead if (storage.uri, i.requested_time) not in _LOST
+               and not list_markers(storage, i.requested_time)]
+    listing = data_files(storage) if unknown else {}
+    found = [(i, files) for i in unknown if (files := completion_lost(storage, i, listing))]
+    if found:
+        again = store.load()   # completed meanwhile? (its markers go after its completed file)
+        for i, files in found:
+            if (now_pending := again.find(i.requested_time)) is not None and not now_pending.is_completed:
+                _warn_lost(storage, i, files)
+                known.append(i.requested_time)
+    return tuple(sorted(known))
+
+
 def claimed_by_rollbacks(store: TimelineStore, timeline: Timeline) -> set[str]:
     """Instants that pending rollbacks have claimed (their plans name them)."""
     claimed = set()
@@ -130,9 +159,9 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
     roll back whatever runs it (a writer aborting its own instant, or a forced rollback). Returns None
     when another rollback claimed it already."""
     store = TimelineStore(storage)
-    plan = json.dumps({"rolled_back": instant.requested_time, "action": instant.action}).encode()
     t = instant.requested_time
     listing = None
+    lost: tuple[str, ...] = ()
     if only_if_expired is not None and not is_aborted(storage, t):
         if (storage.uri, t) in _LOST:
             return None   # its completed file is lost: said once, left alone since
@@ -162,11 +191,16 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
             raise error(f"{target.action} {t} is alive: {who}; stop it, or wait until its heartbeat expires "
                         f"({refuse_live.timeout_ms} ms after its last beat), or force the rollback if you "
                         "are sure its process is gone")
+        elif target is not None and only_if_expired is None:
+            # asked for by name: a write whose completed file was lost is dropped with its data files,
+            # which no marker names (the plan does, for a rollback resumed after a crash)
+            lost = completion_lost(storage, target)
         ensure_held(lock, f"claiming instant {t} for a rollback")
         mark_aborted(storage, t, by, clock())  # T can never complete from here on, even if we die now
+        plan = {"rolled_back": t, "action": instant.action, **({"files": list(lost)} if lost else {})}
         rb = store.create_requested(Instant(next_instant_time(clock(), timeline.newest_time()), "rollback"),
-                                    plan)
-    return _execute(storage, lock, store, rb, t, instant.action, clock)
+                                    json.dumps(plan).encode())
+    return _execute(storage, lock, store, rb, t, instant.action, clock, lost)
 
 
 def live_runner(storage: Storage, target: Instant, now: int, config: HeartbeatConfig) -> str | None:
@@ -188,17 +222,17 @@ def _alive(storage: Storage, target: Instant, now: int, config: HeartbeatConfig)
 
 
 def _execute(storage: Storage, lock: Lock, store: TimelineStore, rb: Instant, target: str, action: str,
-             clock: Clock) -> Instant:
-    """The work of a claimed rollback (also resumes one whose process died half-way)."""
+             clock: Clock, lost: tuple[str, ...] = ()) -> Instant:
+    """The work of a claimed rollback (also resumes one whose process died half-way). `lost`: the data
+    files of a write whose completed file was lost (no marker names them)."""
     mark_aborted(storage, target, f"rollback {rb.requested_time}", clock())  # a claim made before it existed
     if rb.state is State.REQUESTED:
         rb = store.transition_inflight(rb)
-    markers = list_markers(storage, target)
-    for m in markers:
-        storage.delete(m.data_path)
+    deleted = sorted({m.data_path for m in list_markers(storage, target)} | set(lost))
+    for path in deleted:
+        storage.delete(path)
     meta = CommitMetadata("rollback", (), None,
-                          {"rolled_back": target, "action": action,
-                           "deleted_files": sorted(m.data_path for m in markers)})
+                          {"rolled_back": target, "action": action, "deleted_files": deleted})
     with lock:
         timeline = store.load()
         ensure_held(lock, f"completing rollback {rb.requested_time}")
@@ -228,7 +262,8 @@ def resume_rollbacks(storage: Storage, lock: Lock, older_than_ms: int, *, clock:
             continue
         target = str(plan.get("rolled_back", ""))
         if target:
-            _execute(storage, lock, store, rb, target, str(plan.get("action", "deltacommit")), clock)
+            _execute(storage, lock, store, rb, target, str(plan.get("action", "deltacommit")), clock,
+                     tuple(str(f) for f in plan.get("files", ())))
             done.append(target)
     return done
 
@@ -268,6 +303,6 @@ def _warn_lost(storage: Storage, target: Instant, files: tuple[str, ...]) -> Non
         return
     _LOST.add((storage.uri, target.requested_time))
     log.warning("write %s of %s looks pending, but its %d data file(s) have no markers: it completed and its "
-                "completed instant file was lost. It is not rolled back; run `weir table check %s` and "
-                "`weir table repair %s --run` to write it again", target.requested_time, storage.uri,
-                len(files), storage.uri, storage.uri)
+                "completed instant file was lost. It is not rolled back; `weir table check %s` says how "
+                "to write it again (`weir table repair ... --run --complete-lost %s`) or drop it",
+                target.requested_time, storage.uri, len(files), storage.uri, target.requested_time)

@@ -32,7 +32,7 @@ from lakecore.concurrency.liveness.heartbeat import (
     prune_aborted,
 )
 from lakecore.concurrency.liveness.runs import ServiceRun, forget
-from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
+from lakecore.concurrency.rollback import claimed_by_rollbacks, completion_lost, is_pending_write
 from lakecore.config import TableConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.services.clean_plan import CleanPlan, CleanPolicy, plan_clean
@@ -67,10 +67,13 @@ def pending_cleans(store: TimelineStore, timeline: Timeline) -> list[Instant]:
 
 def _expired_writes(storage: Storage, store: TimelineStore, timeline: Timeline, heartbeat: HeartbeatConfig,
                     now: int) -> list[str]:
+    """The dead writes the lazy rollback takes: not those whose completed file was lost
+    (rollback.completion_lost), which it leaves for a human to decide."""
     claimed = claimed_by_rollbacks(store, timeline)
     return [i.requested_time for i in timeline.pending
             if is_pending_write(store, i) and i.requested_time not in claimed
-            and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
+            and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)
+            and not completion_lost(storage, i)]
 
 
 def _in_use(storage: Storage, store: TimelineStore, timeline: Timeline) -> set[str]:

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
 from lakecore.concurrency.liveness.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_alive_here
-from lakecore.concurrency.rollback import claimed_by_rollbacks, is_pending_write
+from lakecore.concurrency.rollback import claimed_by_rollbacks, completion_lost, is_pending_write
 from lakecore.config import TableConfig
 from lakecore.errors import (
     CorruptMetadata,
@@ -122,6 +122,22 @@ def refuse_live(storage: Storage, store: TimelineStore, timeline: Timeline, hear
         if is_alive_here(storage, i.requested_time, now, heartbeat):
             raise WriterLive(f"writer {i.requested_time} ({i.action}) is live on the table; {what} needs a "
                              "quiet table: rerun after it commits or dies")
+
+
+def refuse_lost(storage: Storage, store: TimelineStore, timeline: Timeline, what: str) -> None:
+    """RollbackBlocked when a pending write completed and lost its completed file (rollback.completion_lost):
+    rolling it back with the other pending writes would drop rows a reader saw, so a human decides
+    first, as `weir table check` says."""
+    for i in _pending_writes(store, timeline):
+        if files := completion_lost(storage, i):
+            uri, t = storage.uri, i.requested_time
+            raise RollbackBlocked(
+                f"write {t} looks pending, but its {len(files)} data file(s) have no markers: it "
+                f"completed and its completed instant file was lost; {what} would roll it back and drop "
+                "its rows. "
+                f"Decide first (`weir table check {uri}` says more): if it completed, `weir table repair "
+                f"{uri} --run --complete-lost {t}` writes the file again; if it did not, `weir table "
+                f"rollback {uri} {t} --yes` drops it. Then {what} again")
 
 
 def _delete_file(storage: Storage, path: str) -> None:
@@ -353,12 +369,16 @@ def restore(storage: Storage, config: TableConfig, lock: Lock, savepoint_instant
     restore, or None when there is nothing to undo. Raises WriterLive while a writer is live."""
     store = TimelineStore(storage)
     timeline = store.load()
+    what = f"restoring savepoint {savepoint_instant}"
     if dry_run:
-        return _restore_plan(storage, store, timeline, savepoint_instant)
+        plan = _restore_plan(storage, store, timeline, savepoint_instant)
+        refuse_lost(storage, store, timeline, what)
+        return plan
     resumed = [u for u in resume_undos(storage, lock, clock=clock) if u.action == "restore"]
     timeline = store.load()
     find_savepoint(timeline, store.metadata, savepoint_instant)
-    refuse_live(storage, store, timeline, heartbeat, clock(), f"restoring savepoint {savepoint_instant}")
+    refuse_live(storage, store, timeline, heartbeat, clock(), what)
+    refuse_lost(storage, store, timeline, what)
     claimed = claimed_by_rollbacks(store, timeline)
     rolled_back = []
     for i in timeline.pending:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from lakecore.concurrency import rollback_write, view_for_services
-from lakecore.concurrency.rollback import live_runner
+from lakecore.concurrency.rollback import completion_lost, live_runner
 from lakecore.errors import InstantArchived, InstantNotFound, InvalidInstantState
 from lakecore.publish import published_since
 from lakecore.services import (
@@ -260,7 +260,8 @@ class Maintenance:
                 t.storage, t.config, t.lock, instant_time, heartbeat=t.options.heartbeat, dry_run=dry_run)),
                 published=published)
         if dry_run:
-            written = tuple(sorted(m.data_path for m in list_markers(t.storage, instant_time)))
+            written = tuple(sorted(m.data_path for m in list_markers(t.storage, instant_time))) \
+                or completion_lost(t.storage, instant)   # its completed file lost: no marker names them
             live = None if force else live_runner(t.storage, instant, now_ms(), t.options.heartbeat)
             return MaintenanceResult("rollback", True, UndoPlan("rollback", (instant.file_name,), written,
                                                                 live=live))

@@ -86,7 +86,7 @@ def test_a_rollback_that_died_after_claiming_still_blocks_the_commit(tmp_path, m
     def die(*a, **kw):
         raise Died
 
-    monkeypatch.setattr(rollback_module, "list_markers", die)  # dies right after claiming
+    monkeypatch.setattr(rollback_module, "_execute", die)  # dies right after claiming
     with pytest.raises(Died):
         rollback_write(t.storage, t.lock, txn.instant)
     monkeypatch.undo()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,7 +19,7 @@ import pytest
 from lakecore import Table
 from lakecore.concurrency import begin_write, rollback_failed_writes
 from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
-from lakecore.errors import InvalidInput
+from lakecore.errors import InvalidInput, RollbackBlocked
 from lakecore.layout import base_file_name, write_token
 from lakecore.services.repair import check_table, exit_code, repair_lock, run_repair
 from lakecore.table import AfterCommitOptions, WriterOptions
@@ -218,3 +219,73 @@ def test_a_base_file_made_while_it_looked_pending_stops_the_repair(tmp_path):
     with pytest.raises(InvalidInput, match=f"write {later} wrote a new base file"):
         run_repair(t.storage, repair_lock(t.storage), dry_run=False, complete_lost=[lost])
     assert sorted(r["id"] for r in t.read().to_pylist()) == [7]   # nothing changed
+
+
+def quiet(t: Table) -> Table:
+    """The table opened again with a short heartbeat, after the writers' heartbeats expired."""
+    time.sleep(3 * SHORT.timeout_ms / 1000)
+    clear_cache()
+    return Table.open(t.storage.uri, options=WriterOptions(heartbeat=SHORT,
+                                                           after_commit=AfterCommitOptions(archival=None)))
+
+
+def test_a_restore_refuses_to_drop_it_until_a_human_decides(tmp_path):
+    """A restore rolls back every pending write before it undoes the later ones. It used to roll back
+    the lost write with them, though the savepoint's state held its rows: restored to the latest
+    instant, the table no longer read as before. It now refuses, dry run or not, and changes nothing;
+    once the write is completed again, the restore reads as the savepoint did."""
+    t, lost = made(tmp_path, "merge_on_read")
+    savepointed = t.timeline().completed[-1].requested_time
+    t.maintenance.savepoint(savepointed)
+    before = reads(t)["latest"]
+    completed_file(t, lost).unlink()
+    t = quiet(t)
+    timeline = sorted(os.listdir(Path(tmp_path / "t/.weir/timeline")))
+    for dry_run in (True, False):
+        with pytest.raises(RollbackBlocked, match=f"--complete-lost {lost}") as refused:
+            t.maintenance.restore(savepointed, dry_run=dry_run)
+        assert f"weir table rollback {t.storage.uri} {lost} --yes" in str(refused.value)
+    assert sorted(os.listdir(Path(tmp_path / "t/.weir/timeline"))) == timeline   # nothing changed
+    assert len(data_files_of(t, lost)) == 2
+    run_repair(t.storage, repair_lock(t.storage), dry_run=False, complete_lost=[lost])
+    t.upsert(rows([1, 2], 7))
+    assert t.maintenance.restore(savepointed, dry_run=False).instant is not None
+    assert reads(t)["latest"] == before
+
+
+@pytest.mark.parametrize("killed", [False, True])
+def test_rolled_back_by_name_it_is_dropped_with_its_files(tmp_path, monkeypatch, killed):
+    """`weir table rollback T --yes`, the remedy for a write that did not complete, drops it: the dry run
+    names its data files and the rollback deletes them, though no marker names them (they used to be
+    left on storage, unread, for good). A rollback killed after its claim is finished by the next
+    writer's cleanup, which finds the files in the rollback's plan. The clean's dry run does not list
+    the write among the dead writes it would roll back: the lazy rollback leaves it alone."""
+    t, lost = made(tmp_path, "merge_on_read")
+    completed_file(t, lost).unlink()
+    t = quiet(t)
+    assert t.maintenance.clean(dry_run=True).plan is None
+    files = data_files_of(t, lost)
+    plan = t.maintenance.rollback(lost, dry_run=True).plan
+    assert [str(tmp_path / "t" / f) for f in plan.files] == files and len(files) == 2
+    if killed:
+        import lakecore.concurrency.rollback as rollback
+
+        real = rollback._execute
+
+        def die(*args, **kwargs):
+            raise KeyboardInterrupt("killed after the claim")
+
+        monkeypatch.setattr(rollback, "_execute", die)
+        with pytest.raises(KeyboardInterrupt):
+            t.maintenance.rollback(lost, dry_run=False)
+        monkeypatch.setattr(rollback, "_execute", real)
+        assert data_files_of(t, lost) == files
+        assert rollback_failed_writes(t.storage, t.lock, SHORT, clock=lambda: now_ms() + 600_000) == [lost]
+    else:
+        assert t.maintenance.rollback(lost, dry_run=False).instant is not None
+    assert data_files_of(t, lost) == []
+    clear_cache()
+    assert t.timeline().find(lost) is None and check_table(t.storage) == ()
+    [rb] = [i for i in t.timeline().completed if i.action == "rollback"]
+    assert sorted(json.loads(completed_file(t, rb.requested_time).read_bytes())["extra"]["deleted_files"]) \
+        == sorted(plan.files)

@@ -64,7 +64,7 @@ def test_a_claimed_writer_blocks_nobody_while_its_rollback_is_unfinished(tmp_pat
     def die(*a, **kw):
         raise Died
 
-    monkeypatch.setattr(rollback_module, "list_markers", die)  # the rollback dies right after claiming
+    monkeypatch.setattr(rollback_module, "_execute", die)  # the rollback dies right after claiming
     with pytest.raises(Died):
         rollback_write(t.storage, t.lock, job.instant)
     monkeypatch.undo()
