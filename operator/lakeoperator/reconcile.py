@@ -49,6 +49,7 @@ from lakeoperator.status import (
     invalid_spec_status,
     location_changed_status,
     location_in_use_status,
+    lost_writes_message,
     paused_status,
     read_service_status,
     read_writer_status,
@@ -227,6 +228,9 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
             status.update(published_fields(spec.publish, old, outcomes, timestamp(now)))
             events += tuple(("Warning", "PublishFailed", f"{o.format}: {o.error}")
                             for o in outcomes if o.error)
+    lost = info.lost_writes if info is not None else ()
+    if lost and list(lost) != list((old or {}).get("lostWrites") or ()):   # said when it changes
+        events += (("Warning", "CompletedFileLost", lost_writes_message(spec.location, lost) or ""),)
     if switched and not error:
         events += (("Normal", "LockSwitched", switched),)
     if recoded and not error:
@@ -324,16 +328,21 @@ def _add_columns(spec: LakeTableSpec, plan: TablePlan, options: dict[str, Any] |
 
 def _table_info(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> TableInfo:
     from lakecore import Table
-    from lakecore.timeline import to_epoch_ms
+    from lakecore.concurrency.liveness.heartbeat import HeartbeatConfig
+    from lakecore.concurrency.rollback import lost_completions
+    from lakecore.timeline import now_ms, to_epoch_ms
 
-    timeline = Table.open(spec.location, storage_options=options).timeline()
+    table = Table.open(spec.location, storage_options=options)
+    timeline = table.timeline()
     last = timeline.last_completed()
     at = datetime.fromtimestamp(to_epoch_ms(last.completion_time) / 1000, UTC) \
         if last is not None and last.completion_time else None
+    heartbeat = HeartbeatConfig(float(spec.heartbeat.interval_seconds), spec.heartbeat.tolerable_misses)
     return TableInfo(latest_instant=last.requested_time if last else None, latest_instant_time=at,
                      latest_action=last.action if last else None,
                      pending_compactions=sum(1 for i in timeline.pending if i.action == "compaction"),
-                     active_writers=sum(1 for i in timeline.pending if i.action in ("commit", "deltacommit")))
+                     active_writers=sum(1 for i in timeline.pending if i.action in ("commit", "deltacommit")),
+                     lost_writes=lost_completions(table.storage, timeline, heartbeat, now_ms()))
 
 
 def delta_commits_since(location: str, after: str | datetime | None,

@@ -258,6 +258,7 @@ class TableInfo:
     latest_action: str | None = None      # the action of latest_instant (commit, rollback, ...)
     pending_compactions: int = 0
     active_writers: int = 0
+    lost_writes: tuple[str, ...] = ()     # writes that completed and lost their completed instant file
 
 
 def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None, now: datetime, *,
@@ -277,10 +278,12 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
         reason, message = "TableReady", ""
     phase = "Failed" if refused or error else "Ready" if info is not None else "Pending"
     failed = phase == "Failed"
+    lost = lost_writes_message(location, info.lost_writes) if info is not None and not failed else None
+    degraded = "CompletedFileLost" if lost else reason if failed else "AsExpected"
     conditions = (Condition("Ready", _flag(phase == "Ready"), reason, message),
                   Condition("Progressing", _flag(phase == "Pending"), reason, ""),
-                  Condition("Degraded", _flag(failed), reason if failed else "AsExpected",
-                            message if failed else ""),
+                  Condition("Degraded", _flag(failed or bool(lost)), degraded,
+                            lost or (message if failed else "")),
                   _paused(ref),
                   # a storage error is retried (it may heal); a config mismatch waits for a spec change
                   *kstatus_conditions(reconciling=phase == "Pending" or error is not None, stalled=refused,
@@ -292,9 +295,21 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
         "latestAction": i.latest_action,
         "latestInstantTime": timestamp(i.latest_instant_time) if i.latest_instant_time else None,
         "pendingCompactions": i.pending_compactions, "activeWriters": i.active_writers,
+        **({"lostWrites": list(i.lost_writes) or None} if info is not None else {}),
         "lastError": message if phase == "Failed" else None,
         **({"location": location} if location is not None and info is not None else {}),
     })
+
+
+def lost_writes_message(location: str | None, lost: tuple[str, ...]) -> str | None:
+    """What the Degraded condition says of writes whose completed instant file was lost (None: none)."""
+    if not lost:
+        return None
+    uri = location or "URI"
+    return (f"write(s) {', '.join(lost)} completed, but their completed instant file is lost: their rows "
+            f"are not read, and nothing rolls them back. `weir table check {uri}` says what to do: restore "
+            f"the file from a backup, or `weir table repair {uri} --run --complete-lost T` if the write "
+            f"completed, `weir table rollback {uri} T --yes` if it did not")
 
 
 def deleting_status(ref: ObjectRef, old: Mapping[str, Any] | None, message: str, now: datetime
