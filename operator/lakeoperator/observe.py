@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -39,6 +41,10 @@ from lakeoperator.supervision import watched_table
 
 log = logging.getLogger(__name__)
 LOCK_PROBE_S = 5.0   # how long a pass waits for the ZooKeeper of a table's lock to answer
+PROBE_MEMORY_S = 10.0   # an ensemble that did not answer is not asked again for this long
+_probes: dict[tuple[str, Any], tuple[float, str]] = {}   # (connect, credentials) -> (when, why not)
+_probing: dict[tuple[str, Any], threading.Lock] = {}
+_probing_guard = threading.Lock()
 S = TypeVar("S")
 
 
@@ -146,17 +152,28 @@ def observe_table(store: Store, body: Mapping[str, Any]) -> TableInputs:
 def lock_error(spec: LakeTableSpec, credentials: Any) -> str | None:
     """Why the ZooKeeper ensemble of the table's lock cannot be reached (or refuses the credentials) from
     here; None when it can, or the table takes another lock. A connected client is kept and reused, so
-    this costs nothing while ZooKeeper is up; while it is down, up to LOCK_PROBE_S each pass."""
+    this costs nothing while ZooKeeper is up. While it is down, one pass waits up to LOCK_PROBE_S for it
+    and the answer stands for PROBE_MEMORY_S: the other tables on that ensemble (the passes running at
+    the same time wait for that one answer) are not each held LOCK_PROBE_S."""
     lock = spec.lock
     if lock.provider != "zookeeper" or not lock.connect:
         return None
     from lakecore.concurrency.zookeeper import Endpoint, shared_clients
 
-    try:
-        shared_clients.client(Endpoint(lock.connect, connection_timeout_s=LOCK_PROBE_S,
-                                       credentials=credentials))
-    except LakecoreError as exc:
-        return str(exc)
+    key = (lock.connect, credentials)
+    with _probing_guard:
+        probing = _probing.setdefault(key, threading.Lock())
+    with probing:   # one probe of an ensemble at a time
+        said = _probes.get(key)
+        if said is not None and time.monotonic() - said[0] < PROBE_MEMORY_S:
+            return said[1]
+        try:
+            shared_clients.client(Endpoint(lock.connect, connection_timeout_s=LOCK_PROBE_S,
+                                           credentials=credentials))
+        except LakecoreError as exc:
+            _probes[key] = (time.monotonic(), str(exc))
+            return str(exc)
+        _probes.pop(key, None)
     return None
 
 
