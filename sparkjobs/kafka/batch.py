@@ -44,12 +44,13 @@ class KafkaBatches:
 
     def __init__(self, table: Table, args: WriterArgs, columns: list[str], writer: str,
                  recorded: offsets.Offsets | None, storage_options: Any = None,
-                 lost: offsets.Lost | None = None) -> None:
+                 lost: offsets.Lost | None = None, topic_ids: dict[str, str] | None = None) -> None:
         self.table, self.args, self.columns, self.writer = table, args, columns, writer
         self.operation = check_operation(args.operation)
         self.storage_options = storage_options   # the job's (by reference), for a dead-letter table
         self.offsets = recorded        # where the table says the writer is (advanced at each commit)
         self.lost = lost or {}         # what Kafka no longer held at the start: the next commit records it
+        self.topic_ids = topic_ids or {}   # the topics' ids at the start: every commit records them
         self.registry = registry.SchemaRegistry(args.schema_registry_url, args.schema_registry_auth_env) \
             if args.schema_registry_url else None
 
@@ -104,7 +105,9 @@ class KafkaBatches:
                                         decide))
 
     def _lost(self) -> dict[str, str]:
-        return {offsets.LOST_KEY: offsets.encode_lost(self.lost)} if self.lost else {}
+        """What a commit records beside its offsets: the topics' ids, and what Kafka no longer held."""
+        ids = {offsets.TOPIC_IDS_KEY: offsets.encode_ids(self.topic_ids)} if self.topic_ids else {}
+        return {**ids, **({offsets.LOST_KEY: offsets.encode_lost(self.lost)} if self.lost else {})}
 
     def _dead_letter(self, decoded: DataFrame) -> None:
         rows = bad_records.dead_letter_rows(decoded, self.writer)

@@ -24,24 +24,26 @@ class KafkaStream:
     fresh_checkpoint: bool       # no Spark checkpoint: the query starts where the table says
 
 
-def recorded_offsets(table: Table, writer: str) -> offsets.Offsets | None:
-    """The offsets the newest commit of `writer` recorded, or None."""
-    extra = last_commit_extra(table, writer, offsets.OFFSETS_KEY)
-    return offsets.decode(extra.get(offsets.OFFSETS_KEY)) if extra else None
+def begin(spark: Any, table: Table, args: WriterArgs, writer: str) -> source.Start:
+    """Where the writer goes on: source.start from the offsets (and the topics' ids) its newest commit
+    recorded."""
+    extra = last_commit_extra(table, writer, offsets.OFFSETS_KEY) or {}
+    return source.start(spark, args, offsets.decode(extra.get(offsets.OFFSETS_KEY)),
+                        offsets.decode_ids(extra.get(offsets.TOPIC_IDS_KEY)))
 
 
 def stream(spark: Any, table: Table, args: WriterArgs, columns: list[str], writer: str, checkpoint: str,
            storage_options: Any = None) -> KafkaStream:
-    begin = source.start(spark, args, recorded_offsets(table, writer))   # asks the brokers: unreachable
-    fresh = checkpoint_is_fresh(spark, checkpoint)                          # ones fail here
-    if begin.lost and not fresh:   # its offsets are gone too: start where the table now says instead
+    start = begin(spark, table, args, writer)           # asks the brokers: unreachable ones fail here
+    fresh = checkpoint_is_fresh(spark, checkpoint)
+    if start.lost and not fresh:   # its offsets are gone too: start where the table now says instead
         moved = set_aside(spark, checkpoint)
         log.warning("the Spark checkpoint %s names offsets Kafka no longer holds: moved to %s (kept, not "
                     "read); the query starts at the offsets above", checkpoint, moved)
         fresh = True
-    df = source.read(spark, args, begin.starting if fresh else args.kafka_starting_offsets, streaming=True)
-    return KafkaStream(df, KafkaBatches(table, args, columns, writer, begin.recorded, storage_options,
-                                        lost=begin.lost), fresh)
+    df = source.read(spark, args, start.starting if fresh else args.kafka_starting_offsets, streaming=True)
+    return KafkaStream(df, KafkaBatches(table, args, columns, writer, start.recorded, storage_options,
+                                        lost=start.lost, topic_ids=start.topic_ids), fresh)
 
 
 def set_aside(spark: Any, checkpoint: str) -> str:
@@ -64,11 +66,11 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
     Run again, it goes on from there."""
     from sparkjobs.write import write_dataframe
 
-    begin = source.start(spark, args, recorded_offsets(table, writer))
-    df = source.read(spark, args, begin.starting, streaming=False)
+    start = begin(spark, table, args, writer)
+    df = source.read(spark, args, start.starting, streaming=False)
     try:
-        prepared = KafkaBatches(table, args, columns, writer, begin.recorded, storage_options,
-                                lost=begin.lost)(df)
+        prepared = KafkaBatches(table, args, columns, writer, start.recorded, storage_options,
+                                lost=start.lost, topic_ids=start.topic_ids)(df)
         try:
             extra = {**args.extra, **prepared.extra, WRITER_KEY: writer}
             return write_dataframe(prepared.df, table, args.operation,  # type: ignore[arg-type]

@@ -4,9 +4,13 @@ table (like Hudi's checkpoint in its commit metadata). Pure: values in, values o
 `weir.kafka.offsets` in a commit's metadata is JSON {topic: {partition: next offset}}: the first offset
 the writer has not written, per partition it has read (Spark's `startingOffsets` form).
 
+`weir.kafka.topic_ids` beside them: JSON {topic: Kafka's topic id}, the ids of the topics read when the
+offsets were. A topic deleted and created again under the same name has a new id, so offsets recorded in
+the old one are told apart from the new topic's, whatever its length (`recreated`).
+
 `weir.kafka.lost` (a writer with `--kafka-on-data-loss skip`, in the first commit after it went on past
 messages Kafka no longer held): JSON {topic: {partition: {"from": the offset it would have read next,
-"resumed_at": the oldest offset Kafka held, "reason": "retention" | "recreated"}}}."""
+"resumed_at": the offset it read on from, "reason": "retention" | "recreated" | "truncated"}}}."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import json
 from collections.abc import Iterable, Mapping
 
 OFFSETS_KEY = "weir.kafka.offsets"
+TOPIC_IDS_KEY = "weir.kafka.topic_ids"
 LOST_KEY = "weir.kafka.lost"
 EARLIEST, LATEST = -2, -1    # Spark's startingOffsets codes
 
@@ -34,6 +39,25 @@ def decode(text: str | None) -> Offsets | None:
         return {str(t): {int(p): int(o) for p, o in ps.items()} for t, ps in raw.items()}
     except (ValueError, AttributeError, TypeError):
         return None
+
+
+def encode_ids(ids: Mapping[str, str]) -> str:
+    return json.dumps(dict(sorted(ids.items())), separators=(",", ":"))
+
+
+def decode_ids(text: str | None) -> dict[str, str]:
+    """Topic ids from a commit's metadata value; empty when absent (a commit of an older writer)."""
+    try:
+        raw = json.loads(text) if text else {}
+        return {str(t): str(i) for t, i in raw.items()} if isinstance(raw, dict) else {}
+    except ValueError:
+        return {}
+
+
+def recreated(recorded_ids: Mapping[str, str], ids: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """The topics whose id changed since the ids were recorded (deleted and created again): topic ->
+    (recorded id, id now). A topic known on one side only is not judged."""
+    return {t: (old, ids[t]) for t, old in recorded_ids.items() if t in ids and ids[t] != old}
 
 
 def advanced(previous: Mapping[str, Mapping[int, int]] | None,
@@ -61,12 +85,17 @@ Lost = dict[str, dict[int, dict[str, object]]]
 
 
 def past_lost(recorded: Mapping[str, Mapping[int, int]] | None,
-              bounds: Mapping[str, Mapping[int, tuple[int, int]]]) -> tuple[Offsets | None, Lost]:
+              bounds: Mapping[str, Mapping[int, tuple[int, int]]],
+              unchanged: Iterable[str] = ()) -> tuple[Offsets | None, Lost]:
     """The recorded offsets moved on past what Kafka no longer holds, and what was lost: a partition whose
     recorded offset is below the oldest it holds lost the messages in between (retention deleted them
     unread); one whose recorded offset is past its end was created again (every message from the
-    recorded offset on, of the old topic, is gone) and is read from its start. Partitions Kafka no longer
-    has are left as recorded (Spark's subscription no longer reads them)."""
+    recorded offset on, of the old topic, is gone) and is read from its start, unless its topic is one of
+    `unchanged` (its id is the one recorded): then the partition was truncated (an unclean leader
+    election dropped messages the writer had read) and is read on from its end, where Kafka writes the
+    messages that came since, so nothing is read twice. Partitions Kafka no longer has are left as
+    recorded (Spark's subscription no longer reads them)."""
+    same = set(unchanged)
     if not recorded:
         return ({} if recorded is not None else None), {}
     out: Offsets = {t: dict(ps) for t, ps in recorded.items()}
@@ -78,10 +107,27 @@ def past_lost(recorded: Mapping[str, Mapping[int, int]] | None,
                 continue
             oldest, end = held
             if offset < oldest or offset > end:
-                reason = "retention" if offset < oldest else "recreated"
-                out[topic][partition] = oldest
-                lost.setdefault(topic, {})[partition] = {"from": offset, "resumed_at": oldest,
+                reason = "retention" if offset < oldest else "truncated" if topic in same else "recreated"
+                out[topic][partition] = end if reason == "truncated" else oldest
+                lost.setdefault(topic, {})[partition] = {"from": offset, "resumed_at": out[topic][partition],
                                                          "reason": reason}
+    return out, lost
+
+
+def past_recreated(recorded: Mapping[str, Mapping[int, int]], topics: Iterable[str],
+                   bounds: Mapping[str, Mapping[int, tuple[int, int]]]) -> tuple[Offsets, Lost]:
+    """The recorded offsets of `topics` (created again since they were recorded) moved to the oldest
+    offset each partition of the new topic holds, and what was lost: every message of the old topic from
+    the recorded offset on. Partitions the new topic does not have are left as recorded (not read)."""
+    out: Offsets = {t: dict(ps) for t, ps in recorded.items()}
+    lost: Lost = {}
+    for topic in topics:
+        for partition, offset in (recorded.get(topic) or {}).items():
+            held = (bounds.get(topic) or {}).get(partition)
+            if held is not None:
+                out[topic][partition] = held[0]
+                lost.setdefault(topic, {})[partition] = {"from": offset, "resumed_at": held[0],
+                                                         "reason": "recreated"}
     return out, lost
 
 
@@ -98,6 +144,10 @@ def describe_lost(lost: Mapping[str, Mapping[int, Mapping[str, object]]]) -> str
             if v["reason"] == "retention":
                 said.append(f"{topic}-{partition} offsets {v['from']}..{int(str(v['resumed_at'])) - 1} "
                             "(deleted by retention before they were read)")
+            elif v["reason"] == "truncated":
+                said.append(f"{topic}-{partition} offsets {v['resumed_at']}..{int(str(v['from'])) - 1}, read "
+                            "before, are gone (the partition was truncated, as after an unclean leader "
+                            f"election); read on from offset {v['resumed_at']}, where newer messages went")
             else:
                 said.append(f"{topic}-{partition} from offset {v['from']} on (the topic was created again; "
                             f"read from its offset {v['resumed_at']})")

@@ -15,7 +15,8 @@ import logging
 import os
 import re
 import socket
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from lakecore.errors import InvalidInput, LakecoreError
@@ -178,6 +179,34 @@ def bounds(spark: Any, args: KafkaArgs, found: dict[str, list[int]]) -> kafka_of
     return out
 
 
+def topic_ids(spark: Any, args: KafkaArgs, topics: Iterable[str]) -> dict[str, str]:
+    """Kafka's id of each topic (it changes when a topic is deleted and created again under its name),
+    through an admin client of the connector's kafka-clients. Empty, with a warning, when the brokers do
+    not tell (an old broker, no Describe right): a recreated topic is then told only by its offsets."""
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    for key, value in consumer_properties(args).items():
+        if not key.startswith(("group.", "auto.", "enable.", "isolation.", "max.poll", "fetch.")):
+            props.setProperty(key, value)   # the connection's settings (security, timeouts), not a consumer's
+    props.setProperty("bootstrap.servers", str(args.kafka_bootstrap_servers))
+    timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
+    names = jvm.java.util.ArrayList()
+    for topic in sorted(topics):
+        names.add(topic)
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    try:
+        unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+        found = admin.describeTopics(names).allTopicNames().get(timeout_ms, unit)
+        return {str(name): str(found.get(name).topicId()) for name in found.keySet()}
+    except Exception as exc:   # py4j's Py4JJavaError
+        log.warning("the Kafka brokers at %s did not tell the topics' ids (%s): a topic deleted and created "
+                    "again is told only by its offsets", args.kafka_bootstrap_servers,
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return {}
+    finally:
+        admin.close()
+
+
 def probe_timeout_ms(consumer_timeout: str | None) -> int:
     """How long the brokers' metadata may take: the consumer's default.api.timeout.ms when set (a number),
     else PROBE_TIMEOUT_S."""
@@ -227,25 +256,49 @@ class Start:
     starting: str                          # Spark's startingOffsets for a query without a checkpoint
     recorded: kafka_offsets.Offsets | None  # the last commit's offsets, past what Kafka lost (skip)
     lost: kafka_offsets.Lost                # what Kafka no longer held (skip; else empty)
+    topic_ids: dict[str, str] = field(default_factory=dict)   # the topics' ids now (the commits record them)
 
 
-def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None) -> Start:
+def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
+          recorded_ids: Mapping[str, str] | None = None) -> Start:
     """Where a query without a Spark checkpoint starts: the offsets the writer's last commit recorded (every
     partition there is now: a new one at --kafka-starting-offsets), else --kafka-starting-offsets. With
     --kafka-on-data-loss skip, a recorded offset Kafka no longer holds moves on to the oldest it holds, and
-    `lost` says what was gone (the first commit records it; a warning is logged)."""
+    `lost` says what was gone (the first commit records it; a warning is logged). A topic whose id is not
+    the one recorded with the offsets (`recorded_ids`) was deleted and created again: the recorded offsets
+    are the old topic's, so it is KafkaDataLost, or (skip) read from its start."""
     found = partitions(spark, args)   # also tells an unreachable broker apart, before any query starts
+    ids = topic_ids(spark, args, found)
     lost: kafka_offsets.Lost = {}
+    again = kafka_offsets.recreated(recorded_ids or {}, ids) if recorded else {}
+    if again and args.kafka_on_data_loss != "skip":
+        raise recreated_topic(again)
     if recorded and args.kafka_on_data_loss == "skip":
-        recorded, lost = kafka_offsets.past_lost(recorded, bounds(spark, args, found))
+        held = bounds(spark, args, found)
+        recorded, lost = kafka_offsets.past_recreated(recorded, again, held)
+        unchanged = {t for t, i in (recorded_ids or {}).items() if ids.get(t) == i}
+        recorded, more = kafka_offsets.past_lost(recorded, held, unchanged)
+        lost = {t: {**lost.get(t, {}), **more.get(t, {})} for t in {*lost, *more}}
         if lost:
             log.warning("Kafka no longer holds messages this writer has not read: %s. It goes on at the "
                         "oldest offsets Kafka holds (source.kafka.onDataLoss: skip); its next commit records "
                         "them under %s", kafka_offsets.describe_lost(lost), kafka_offsets.LOST_KEY)
     if not recorded:
-        return Start(args.kafka_starting_offsets, recorded, lost)
+        return Start(args.kafka_starting_offsets, recorded, lost, ids)
     default = kafka_offsets.EARLIEST if args.kafka_starting_offsets == "earliest" else kafka_offsets.LATEST
-    return Start(kafka_offsets.starting(recorded, found, default), recorded, lost)
+    return Start(kafka_offsets.starting(recorded, found, default), recorded, lost, ids)
+
+
+def recreated_topic(topics: Mapping[str, tuple[str, str]]) -> KafkaDataLost:
+    """A topic deleted and created again since the writer's last commit, as the bad input it is."""
+    named = ", ".join(f"{t} (id {old}, now {new})" for t, (old, new) in sorted(topics.items()))
+    return KafkaDataLost(
+        f"Kafka no longer holds messages this writer has not read: topic(s) {named} were deleted and "
+        "created again since its last commit. The offsets it recorded are the old topic's: the old topic's "
+        "messages it had not read are gone, and the new topic's would be read from the wrong offset. "
+        "Retrying cannot change that, so nothing was written. "
+        "To read the new topic from its start, set source.kafka.onDataLoss: skip on the LakeWriter "
+        "(--kafka-on-data-loss skip): its next commit records what was lost")
 
 
 def read(spark: Any, args: KafkaArgs, starting: str, *, streaming: bool) -> Any:

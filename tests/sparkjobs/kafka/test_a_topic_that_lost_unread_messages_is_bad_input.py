@@ -1,7 +1,8 @@
-"""A topic deleted and created again (its offsets begin again below those the table recorded) is bad
-input naming what happened, for a batch writer, a streaming writer without its checkpoint and one with
-it: Spark's "offset was changed ... some data may have been missed" was a generic failure, retried for
-ever (`weir run` looped on it). Nothing is written, and the table keeps what it had.
+"""A topic deleted and created again (its offsets begin again below those the table recorded, or its
+id is not the one recorded with them) is bad input naming what happened, for a batch writer, a
+streaming writer without its checkpoint and one with it: Spark's "offset was changed ... some data
+may have been missed" was a generic failure, retried for ever (`weir run` looped on it). Nothing is
+written, and the table keeps what it had.
 
 With `onDataLoss: skip` (`--kafka-on-data-loss skip`) a writer goes on instead, at the oldest offsets
 Kafka holds: messages retention deleted unread are skipped, a recreated topic is read from its start
@@ -19,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from lakecore import Table
 from sparkjobs.contract import EXIT_BAD_INPUT, BatchWriteArgs
-from sparkjobs.kafka.offsets import LOST_KEY, OFFSETS_KEY
+from sparkjobs.kafka.offsets import LOST_KEY, OFFSETS_KEY, TOPIC_IDS_KEY
 from sparkjobs.kafka.source import KafkaDataLost
 from tests.sparkjobs.kafka.support import (
     commits_extra,
@@ -34,8 +35,8 @@ from tests.support.kafka_broker import create_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64()), ("v", pa.string())])
-SAID = r"Kafka no longer holds messages this writer has not read \(partition .*-0 now ends at offset 2, " \
-       r"before offset 5, from which this writer would read on\)"
+SAID = r"Kafka no longer holds messages this writer has not read: topic\(s\) recreated-\S+ \(id \S+, now " \
+       r"\S+\) were deleted and created again since its last commit"
 
 
 @pytest.fixture(autouse=True)
@@ -143,3 +144,40 @@ def test_a_recreated_topic_is_read_from_its_start_when_told(spark, kafka_broker,
     assert batch_write.main(args.to_argv()) == 0
     assert sorted(rows_by_key(table.uri)) == [*range(5), 10, 11, 12]
     assert len(lost_of(table.uri)) == 1   # nothing more was lost
+
+
+def test_a_recreated_topic_longer_than_the_old_is_told_by_its_id(spark, kafka_broker, tmp_path) -> None:
+    """A topic created again that already holds more messages than the offset the writer recorded gives no
+    sign in its offsets: the writer used to go on at the recorded offset, silently skipping the new
+    topic's first messages. Each commit now records the topics' ids beside the offsets; a new id is the
+    bad input it is, with or without the Spark checkpoint, and with onDataLoss: skip the new topic is read
+    from its start."""
+    from sparkjobs import batch_write
+
+    topic = new_topic(kafka_broker, "recreated-longer", partitions=1)
+    send_json(kafka_broker, topic, [{"id": i, "ts": 1, "v": "first"} for i in range(3)])
+    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
+                         merge_mode="event_time")
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp")))
+    [ids] = [json.loads(e[TOPIC_IDS_KEY]) for e in commits_extra(table.uri) if TOPIC_IDS_KEY in e]
+    assert list(ids) == [topic] and ids[topic]
+    recreate(kafka_broker.bootstrap_servers, topic)
+    send_json(kafka_broker, topic, [{"id": i, "ts": 2, "v": "second"} for i in range(10, 16)])  # offsets 0..5
+
+    for checkpoint in ("cp", "cp-new"):
+        with pytest.raises(KafkaDataLost, match=f"{topic} \\(id {ids[topic]}, now \\S+\\) were deleted and "
+                                                "created again"):
+            run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / checkpoint)))
+    args = BatchWriteArgs(table=table.uri, kafka_bootstrap_servers=kafka_broker.bootstrap_servers,
+                          kafka_topics=(topic,), extra={"writer": "w1"})
+    assert batch_write.main(args.to_argv()) == EXIT_BAD_INPUT
+    assert {k: r["v"] for k, r in rows_by_key(table.uri).items()} == {i: "first" for i in range(3)}
+
+    run_stream(stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), kafka_on_data_loss="skip"))
+    assert {k: r["v"] for k, r in rows_by_key(table.uri).items()} == \
+        {**{i: "first" for i in range(3)}, **{i: "second" for i in range(10, 16)}}   # none skipped
+    assert lost_of(table.uri) == [{topic: {"0": {"from": 3, "resumed_at": 0, "reason": "recreated"}}}]
+    [moved] = list(tmp_path.glob("cp.lost-*"))   # the old topic's checkpoint, kept aside
+    assert (moved / "offsets").is_dir()
+    newest = json.loads(commits_extra(table.uri)[-1][TOPIC_IDS_KEY])
+    assert newest[topic] != ids[topic]

@@ -1,10 +1,18 @@
 """`offsets.past_lost`: a writer told to skip what Kafka lost goes on at the oldest offset a partition
 holds when its recorded offset is below it (retention deleted messages unread) or past its end (the
-topic was created again), and says what was lost; other partitions keep their offsets."""
+topic was created again; from its end when the topic kept its id: truncated), and says what was lost;
+other partitions keep their offsets. A topic's id recorded with the offsets tells a recreated topic."""
 
 from __future__ import annotations
 
-from sparkjobs.kafka.offsets import describe_lost, past_lost
+from sparkjobs.kafka.offsets import (
+    decode_ids,
+    describe_lost,
+    encode_ids,
+    past_lost,
+    past_recreated,
+    recreated,
+)
 
 
 def test_offsets_move_past_what_retention_or_a_new_topic_lost() -> None:
@@ -22,3 +30,27 @@ def test_offsets_move_past_what_retention_or_a_new_topic_lost() -> None:
 def test_nothing_lost_changes_nothing() -> None:
     assert past_lost({"a": {0: 8}}, {"a": {0: (8, 8)}}) == ({"a": {0: 8}}, {})
     assert past_lost(None, {"a": {0: (0, 1)}}) == (None, {})
+
+
+def test_a_topic_with_its_recorded_id_was_truncated_not_recreated() -> None:
+    """Past the end of a partition whose topic still has the id recorded with the offsets: an unclean
+    leader election truncated it after the writer read on. Kafka writes new messages from its end, so the
+    writer reads on from there: reading from the oldest offset (as for a recreated topic) read what it
+    had written again, duplicating an insert's rows."""
+    moved, lost = past_lost({"a": {0: 10, 1: 4}}, {"a": {0: (2, 7), 1: (0, 6)}}, unchanged={"a"})
+    assert moved == {"a": {0: 7, 1: 4}}
+    assert lost == {"a": {0: {"from": 10, "resumed_at": 7, "reason": "truncated"}}}
+    assert describe_lost(lost) == ("a-0 offsets 7..9, read before, are gone (the partition was truncated, as "
+                                   "after an unclean leader election); read on from offset 7, where newer "
+                                   "messages went")
+    assert past_lost({"a": {0: 10}}, {"a": {0: (2, 7)}}, unchanged={"b"})[0] == {"a": {0: 2}}   # id unknown
+
+
+def test_a_recreated_topic_is_read_from_its_start_and_its_ids_compare() -> None:
+    assert recreated({"a": "id1", "b": "id2", "c": "id3"}, {"a": "id1", "b": "id9"}) == {"b": ("id2", "id9")}
+    moved, lost = past_recreated({"a": {0: 3, 1: 5}, "b": {0: 1}}, ["a"], {"a": {0: (0, 9), 1: (2, 2)}})
+    assert moved == {"a": {0: 0, 1: 2}, "b": {0: 1}}   # longer or shorter than before: from its start
+    assert lost == {"a": {0: {"from": 3, "resumed_at": 0, "reason": "recreated"},
+                          1: {"from": 5, "resumed_at": 2, "reason": "recreated"}}}
+    assert decode_ids(encode_ids({"b": "y", "a": "x"})) == {"a": "x", "b": "y"}
+    assert decode_ids(None) == {} and decode_ids("not json") == {}
