@@ -137,7 +137,7 @@ def refuse_lost(storage: Storage, store: TimelineStore, timeline: Timeline, what
                 "its rows. "
                 f"Decide first (`weir table check {uri}` says more): if it completed, `weir table repair "
                 f"{uri} --run --complete-lost {t}` writes the file again; if it did not, `weir table "
-                f"rollback {uri} {t} --yes` drops it. Then {what} again")
+                f"rollback {uri} {t} --yes` drops it; then run it again")
 
 
 def _delete_file(storage: Storage, path: str) -> None:
