@@ -15,8 +15,8 @@ a write's markers are deleted only after its completed instant file is written, 
 deletes the files before the markers. Its completed file was lost (deleted by hand, a partial restore
 from a backup). The lazy cleanup never rolls such a write back (`completion_lost`): `weir table check`
 reports it and `weir table repair` writes its completed file again (services/repair.py). Rolled back by
-name (`weir table rollback T`), it is dropped: its data files, which no marker names, are listed in the
-rollback's plan and deleted.
+name (`weir table rollback T`: `drop_lost`), it is dropped: its data files, which no marker names, are
+listed in the rollback's plan and deleted.
 """
 
 from __future__ import annotations
@@ -152,18 +152,21 @@ def abort_pending(storage: Storage, lock: Lock, instant_time: str, by: str,
 
 def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clock = now_ms,
                    only_if_expired: HeartbeatConfig | None = None,
-                   refuse_live: HeartbeatConfig | None = None, by: str = "rollback") -> Instant | None:
+                   refuse_live: HeartbeatConfig | None = None, by: str = "rollback",
+                   drop_lost: bool = False) -> Instant | None:
     """Roll back a pending instant. With `only_if_expired`, do it only if its writer is (still, under
     the lock) dead; returns None when the target turned out alive or finished. With `refuse_live`,
     raise WriterLive (ServiceRunning for a table service run) if its writer is alive. Without either,
     roll back whatever runs it (a writer aborting its own instant, or a forced rollback). Returns None
-    when another rollback claimed it already."""
+    when another rollback claimed it already. `drop_lost` (a rollback asked for by name): a write whose
+    completed file was lost (completion_lost) is dropped with its data files, which no marker names;
+    the rollback's plan lists them, so a rollback resumed after a crash deletes them too."""
     store = TimelineStore(storage)
     t = instant.requested_time
     listing = None
     lost: tuple[str, ...] = ()
-    if only_if_expired is not None and not is_aborted(storage, t):
-        if (storage.uri, t) in _LOST:
+    if (only_if_expired is not None or drop_lost) and not is_aborted(storage, t):
+        if only_if_expired is not None and (storage.uri, t) in _LOST:
             return None   # its completed file is lost: said once, left alone since
         if not list_markers(storage, t):   # the table's files, listed outside the lock (before the
             listing = data_files(storage)  # markers are listed again under it: completion_lost)
@@ -191,15 +194,15 @@ def rollback_write(storage: Storage, lock: Lock, instant: Instant, *, clock: Clo
             raise error(f"{target.action} {t} is alive: {who}; stop it, or wait until its heartbeat expires "
                         f"({refuse_live.timeout_ms} ms after its last beat), or force the rollback if you "
                         "are sure its process is gone")
-        elif target is not None and only_if_expired is None:
-            # asked for by name: a write whose completed file was lost is dropped with its data files,
-            # which no marker names (the plan does, for a rollback resumed after a crash)
-            lost = completion_lost(storage, target)
+        elif target is not None and drop_lost and listing is not None:
+            lost = completion_lost(storage, target, listing)   # its files, which no marker names
         ensure_held(lock, f"claiming instant {t} for a rollback")
-        mark_aborted(storage, t, by, clock())  # T can never complete from here on, even if we die now
         plan = {"rolled_back": t, "action": instant.action, **({"files": list(lost)} if lost else {})}
+        # the claim: T can never complete from here on (a commit checks both), even if we die now. The
+        # plan goes first: once T is marked aborted, completion_lost no longer finds its lost files
         rb = store.create_requested(Instant(next_instant_time(clock(), timeline.newest_time()), "rollback"),
                                     json.dumps(plan).encode())
+        mark_aborted(storage, t, by, clock())
     return _execute(storage, lock, store, rb, t, instant.action, clock, lost)
 
 

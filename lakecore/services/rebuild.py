@@ -225,7 +225,9 @@ def _rebuild_undo(instant: Instant, plan: bytes) -> Rebuild:
         extra = {**undo.to_json(), "rebuilt": _mark([], [])}
         return Rebuild(instant, CommitMetadata(instant.action, (), None, extra))
     extra = {"rolled_back": str(body["rolled_back"]), "action": str(body.get("action", "deltacommit")),
-             "deleted_files": [], "rebuilt": _mark([], ["deleted_files"])}
+             # those its markers named are lost; a lost write's files, which none named, its plan keeps
+             "deleted_files": sorted(str(f) for f in body.get("files", ())),
+             "rebuilt": _mark([], ["deleted_files"])}
     return Rebuild(instant, CommitMetadata("rollback", (), None, extra),
                    notes=("the list of files it deleted is lost",))
 

@@ -230,7 +230,8 @@ def _lost_remedy(storage: Storage, lw: LostWrite) -> str:
     t, action = lw.instant.requested_time, lw.instant.action
     restore = f"restore {TIMELINE_DIR}/{t}_*.{action} from a backup if you have it"
     give_up = (f"if it did not complete (its writer failed or was killed), `weir table rollback "
-               f"{storage.uri} {t} --yes` drops it (its data files stay on storage, unread)")
+               f"{storage.uri} {t} --yes` drops it and deletes its data files (its dry run, without --yes, "
+               "lists them)")
     if lw.rebuild.metadata is None:
         return f"{restore} ({lw.rebuild.why}); {give_up}"
     return (f"{restore}; if you know it completed (its writer reported it), `weir table repair {storage.uri} "

@@ -31,7 +31,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
-from lakecore.concurrency.liveness.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_alive_here
+from lakecore.concurrency.liveness.heartbeat import (
+    DEFAULT_HEARTBEAT,
+    HeartbeatConfig,
+    is_aborted,
+    is_alive_here,
+)
 from lakecore.concurrency.rollback import claimed_by_rollbacks, completion_lost, is_pending_write
 from lakecore.config import TableConfig
 from lakecore.errors import (
@@ -42,6 +47,7 @@ from lakecore.errors import (
     RollbackBlocked,
     WriterLive,
 )
+from lakecore.layout.listing import data_files
 from lakecore.services.clean_plan import DATA_WRITES
 from lakecore.services.savepoint import find_savepoint, savepoints
 from lakecore.storage import Storage
@@ -58,7 +64,7 @@ from lakecore.timeline import (
     parse_file_name,
     pending_overwrite,
 )
-from lakecore.write.markers import delete_markers
+from lakecore.write.markers import delete_markers, list_markers
 
 Clock = Callable[[], int]
 UndoAction = Literal["rollback", "restore"]
@@ -128,8 +134,11 @@ def refuse_lost(storage: Storage, store: TimelineStore, timeline: Timeline, what
     """RollbackBlocked when a pending write completed and lost its completed file (rollback.completion_lost):
     rolling it back with the other pending writes would drop rows a reader saw, so a human decides
     first, as `weir table check` says."""
-    for i in _pending_writes(store, timeline):
-        if files := completion_lost(storage, i):
+    unmarked = [i for i in _pending_writes(store, timeline)
+                if not is_aborted(storage, i.requested_time) and not list_markers(storage, i.requested_time)]
+    listing = data_files(storage) if unmarked else {}   # one listing of the table for them all
+    for i in unmarked:
+        if files := completion_lost(storage, i, listing):
             uri, t = storage.uri, i.requested_time
             raise RollbackBlocked(
                 f"write {t} looks pending, but its {len(files)} data file(s) have no markers: it "

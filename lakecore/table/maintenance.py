@@ -266,7 +266,7 @@ class Maintenance:
             return MaintenanceResult("rollback", True, UndoPlan("rollback", (instant.file_name,), written,
                                                                 live=live))
         refuse = None if force else t.options.heartbeat
-        done = rollback_write(t.storage, t.lock, instant, refuse_live=refuse,
+        done = rollback_write(t.storage, t.lock, instant, refuse_live=refuse, drop_lost=True,
                               by="Table.rollback (forced)" if force else "Table.rollback")
         if done is None:
             raise InvalidInstantState(f"instant {instant_time} is already being rolled back")

@@ -253,13 +253,15 @@ def test_a_restore_refuses_to_drop_it_until_a_human_decides(tmp_path):
     assert reads(t)["latest"] == before
 
 
-@pytest.mark.parametrize("killed", [False, True])
+@pytest.mark.parametrize("killed", [None, "_execute", "mark_aborted"])
 def test_rolled_back_by_name_it_is_dropped_with_its_files(tmp_path, monkeypatch, killed):
     """`weir table rollback T --yes`, the remedy for a write that did not complete, drops it: the dry run
     names its data files and the rollback deletes them, though no marker names them (they used to be
-    left on storage, unread, for good). A rollback killed after its claim is finished by the next
-    writer's cleanup, which finds the files in the rollback's plan. The clean's dry run does not list
-    the write among the dead writes it would roll back: the lazy rollback leaves it alone."""
+    left on storage, unread, for good). A rollback killed after its claim, or in it before the write's
+    proof of death, is finished by the next writer's cleanup, which finds the files in the rollback's
+    plan (written first: once the write is marked dead, its files no longer prove it completed). The
+    clean's dry run does not list the write among the dead writes it would roll back: the lazy rollback
+    leaves it alone."""
     t, lost = made(tmp_path, "merge_on_read")
     completed_file(t, lost).unlink()
     t = quiet(t)
@@ -270,15 +272,15 @@ def test_rolled_back_by_name_it_is_dropped_with_its_files(tmp_path, monkeypatch,
     if killed:
         import lakecore.concurrency.rollback as rollback
 
-        real = rollback._execute
+        real = getattr(rollback, killed)
 
         def die(*args, **kwargs):
-            raise KeyboardInterrupt("killed after the claim")
+            raise KeyboardInterrupt(f"killed at {killed}")
 
-        monkeypatch.setattr(rollback, "_execute", die)
+        monkeypatch.setattr(rollback, killed, die)
         with pytest.raises(KeyboardInterrupt):
             t.maintenance.rollback(lost, dry_run=False)
-        monkeypatch.setattr(rollback, "_execute", real)
+        monkeypatch.setattr(rollback, killed, real)
         assert data_files_of(t, lost) == files
         assert rollback_failed_writes(t.storage, t.lock, SHORT, clock=lambda: now_ms() + 600_000) == [lost]
     else:
