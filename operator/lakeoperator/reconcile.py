@@ -21,6 +21,7 @@ is idempotent by name).
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -60,6 +61,7 @@ from lakeoperator.status import (
     writer_status,
 )
 
+log = logging.getLogger(__name__)
 S = TypeVar("S")
 LOCK_SWITCH_TIMEOUT_S = 30.0   # waits out a commit holding the old lock; longer: retried at the next pass
 
@@ -228,7 +230,7 @@ def reconcile_table(body: Mapping[str, Any], now: datetime, *,
             status.update(published_fields(spec.publish, old, outcomes, timestamp(now)))
             events += tuple(("Warning", "PublishFailed", f"{o.format}: {o.error}")
                             for o in outcomes if o.error)
-    lost = info.lost_writes if info is not None else ()
+    lost = info.lost_writes if info is not None and info.lost_writes is not None else ()
     if lost and list(lost) != list((old or {}).get("lostWrites") or ()):   # said when it changes
         events += (("Warning", "CompletedFileLost", lost_writes_message(spec.location, lost) or ""),)
     if switched and not error:
@@ -338,11 +340,16 @@ def _table_info(spec: LakeTableSpec, options: dict[str, Any] | None = None) -> T
     at = datetime.fromtimestamp(to_epoch_ms(last.completion_time) / 1000, UTC) \
         if last is not None and last.completion_time else None
     heartbeat = HeartbeatConfig(float(spec.heartbeat.interval_seconds), spec.heartbeat.tolerable_misses)
+    try:   # a diagnosis: its failure (a listing that failed) must not hold the table's writers
+        lost: tuple[str, ...] | None = lost_completions(table.storage, timeline, heartbeat, now_ms())
+    except Exception as exc:
+        log.warning("could not look for writes whose completed file was lost at %s: %s", spec.location, exc)
+        lost = None
     return TableInfo(latest_instant=last.requested_time if last else None, latest_instant_time=at,
                      latest_action=last.action if last else None,
                      pending_compactions=sum(1 for i in timeline.pending if i.action == "compaction"),
                      active_writers=sum(1 for i in timeline.pending if i.action in ("commit", "deltacommit")),
-                     lost_writes=lost_completions(table.storage, timeline, heartbeat, now_ms()))
+                     lost_writes=lost)
 
 
 def delta_commits_since(location: str, after: str | datetime | None,

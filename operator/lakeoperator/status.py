@@ -258,7 +258,8 @@ class TableInfo:
     latest_action: str | None = None      # the action of latest_instant (commit, rollback, ...)
     pending_compactions: int = 0
     active_writers: int = 0
-    lost_writes: tuple[str, ...] = ()     # writes that completed and lost their completed instant file
+    lost_writes: tuple[str, ...] | None = ()   # writes that completed and lost their completed instant file
+                                                # (None: unknown, the look failed; the status keeps its list)
 
 
 def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None, now: datetime, *,
@@ -278,7 +279,9 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
         reason, message = "TableReady", ""
     phase = "Failed" if refused or error else "Ready" if info is not None else "Pending"
     failed = phase == "Failed"
-    lost = lost_writes_message(location, info.lost_writes) if info is not None and not failed else None
+    known = info.lost_writes if info is not None and info.lost_writes is not None else \
+        tuple((old or {}).get("lostWrites") or ())
+    lost = lost_writes_message(location, known) if info is not None and not failed else None
     degraded = "CompletedFileLost" if lost else reason if failed else "AsExpected"
     conditions = (Condition("Ready", _flag(phase == "Ready"), reason, message),
                   Condition("Progressing", _flag(phase == "Pending"), reason, ""),
@@ -295,7 +298,7 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
         "latestAction": i.latest_action,
         "latestInstantTime": timestamp(i.latest_instant_time) if i.latest_instant_time else None,
         "pendingCompactions": i.pending_compactions, "activeWriters": i.active_writers,
-        **({"lostWrites": list(i.lost_writes) or None} if info is not None else {}),
+        **({"lostWrites": list(known) or None} if info is not None else {}),
         "lastError": message if phase == "Failed" else None,
         **({"location": location} if location is not None and info is not None else {}),
     })
