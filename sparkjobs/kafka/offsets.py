@@ -92,9 +92,9 @@ def past_lost(recorded: Mapping[str, Mapping[int, int]] | None,
     unread); one whose recorded offset is past its end was created again (every message from the
     recorded offset on, of the old topic, is gone) and is read from its start, unless its topic is one of
     `unchanged` (its id is the one recorded): then the partition was truncated (an unclean leader
-    election dropped messages the writer had read) and is read on from its end, where Kafka writes the
-    messages that came since, so nothing is read twice. Partitions Kafka no longer has are left as
-    recorded (Spark's subscription no longer reads them)."""
+    election dropped messages the writer had read). It is read from its start too: where the truncation
+    began is not known, and new messages may have come after it, below the end. Partitions Kafka no
+    longer has are left as recorded (Spark's subscription no longer reads them)."""
     same = set(unchanged)
     if not recorded:
         return ({} if recorded is not None else None), {}
@@ -108,25 +108,26 @@ def past_lost(recorded: Mapping[str, Mapping[int, int]] | None,
             oldest, end = held
             if offset < oldest or offset > end:
                 reason = "retention" if offset < oldest else "truncated" if topic in same else "recreated"
-                out[topic][partition] = end if reason == "truncated" else oldest
-                lost.setdefault(topic, {})[partition] = {"from": offset, "resumed_at": out[topic][partition],
+                out[topic][partition] = oldest
+                lost.setdefault(topic, {})[partition] = {"from": offset, "resumed_at": oldest,
                                                          "reason": reason}
     return out, lost
 
 
 def past_recreated(recorded: Mapping[str, Mapping[int, int]], topics: Iterable[str],
                    bounds: Mapping[str, Mapping[int, tuple[int, int]]]) -> tuple[Offsets, Lost]:
-    """The recorded offsets of `topics` (created again since they were recorded) moved to the oldest
-    offset each partition of the new topic holds, and what was lost: every message of the old topic from
-    the recorded offset on. Partitions the new topic does not have are left as recorded (not read)."""
+    """The offsets of `topics` (created again since they were recorded) at the oldest offset of every
+    partition of the new topic (one the old topic did not have too), and what was lost: every message
+    of the old topic from the recorded offset on. Partitions the new topic does not have are left as
+    recorded (not read)."""
     out: Offsets = {t: dict(ps) for t, ps in recorded.items()}
     lost: Lost = {}
     for topic in topics:
-        for partition, offset in (recorded.get(topic) or {}).items():
-            held = (bounds.get(topic) or {}).get(partition)
-            if held is not None:
-                out[topic][partition] = held[0]
-                lost.setdefault(topic, {})[partition] = {"from": offset, "resumed_at": held[0],
+        for partition, (oldest, _) in (bounds.get(topic) or {}).items():
+            out.setdefault(topic, {})[partition] = oldest
+            offset = (recorded.get(topic) or {}).get(partition)
+            if offset is not None:
+                lost.setdefault(topic, {})[partition] = {"from": offset, "resumed_at": oldest,
                                                          "reason": "recreated"}
     return out, lost
 
@@ -145,9 +146,9 @@ def describe_lost(lost: Mapping[str, Mapping[int, Mapping[str, object]]]) -> str
                 said.append(f"{topic}-{partition} offsets {v['from']}..{int(str(v['resumed_at'])) - 1} "
                             "(deleted by retention before they were read)")
             elif v["reason"] == "truncated":
-                said.append(f"{topic}-{partition} offsets {v['resumed_at']}..{int(str(v['from'])) - 1}, read "
-                            "before, are gone (the partition was truncated, as after an unclean leader "
-                            f"election); read on from offset {v['resumed_at']}, where newer messages went")
+                said.append(f"{topic}-{partition} now ends before offset {v['from']}, which the writer had "
+                            "reached (the partition was truncated, as after an unclean leader election, its "
+                            f"topic unchanged); read again from its offset {v['resumed_at']}")
             else:
                 said.append(f"{topic}-{partition} from offset {v['from']} on (the topic was created again; "
                             f"read from its offset {v['resumed_at']})")

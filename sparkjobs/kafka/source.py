@@ -179,6 +179,9 @@ def bounds(spark: Any, args: KafkaArgs, found: dict[str, list[int]]) -> kafka_of
     return out
 
 
+NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"   # Kafka's Uuid.ZERO_UUID: a topic without an id
+
+
 def topic_ids(spark: Any, args: KafkaArgs, topics: Iterable[str]) -> dict[str, str]:
     """Kafka's id of each topic (it changes when a topic is deleted and created again under its name),
     through an admin client of the connector's kafka-clients. Empty, with a warning, when the brokers do
@@ -193,18 +196,22 @@ def topic_ids(spark: Any, args: KafkaArgs, topics: Iterable[str]) -> dict[str, s
     names = jvm.java.util.ArrayList()
     for topic in sorted(topics):
         names.add(topic)
-    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    admin = None
     try:
+        admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
         unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
         found = admin.describeTopics(names).allTopicNames().get(timeout_ms, unit)
-        return {str(name): str(found.get(name).topicId()) for name in found.keySet()}
+        ids = {str(name): found.get(name).topicId() for name in found.keySet()}
     except Exception as exc:   # py4j's Py4JJavaError
         log.warning("the Kafka brokers at %s did not tell the topics' ids (%s): a topic deleted and created "
                     "again is told only by its offsets", args.kafka_bootstrap_servers,
                     str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return {}
     finally:
-        admin.close()
+        if admin is not None:
+            admin.close(jvm.java.time.Duration.ofMillis(min(timeout_ms, 5000)))
+    # a broker older than 2.8 (or on an older inter-broker protocol) has no ids: the zero id, not judged
+    return {t: str(i) for t, i in ids.items() if i is not None and str(i) not in (NO_TOPIC_ID, "None")}
 
 
 def probe_timeout_ms(consumer_timeout: str | None) -> int:
@@ -270,7 +277,8 @@ def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
     found = partitions(spark, args)   # also tells an unreachable broker apart, before any query starts
     ids = topic_ids(spark, args, found)
     lost: kafka_offsets.Lost = {}
-    again = kafka_offsets.recreated(recorded_ids or {}, ids) if recorded else {}
+    read = {t for t, ps in (recorded or {}).items() if ps}   # topics the writer has read from
+    again = {t: v for t, v in kafka_offsets.recreated(recorded_ids or {}, ids).items() if t in read}
     if again and args.kafka_on_data_loss != "skip":
         raise recreated_topic(again)
     if recorded and args.kafka_on_data_loss == "skip":

@@ -1,7 +1,7 @@
 """`offsets.past_lost`: a writer told to skip what Kafka lost goes on at the oldest offset a partition
 holds when its recorded offset is below it (retention deleted messages unread) or past its end (the
-topic was created again; from its end when the topic kept its id: truncated), and says what was lost;
-other partitions keep their offsets. A topic's id recorded with the offsets tells a recreated topic."""
+topic was created again, or truncated when the topic kept its id), and says what was lost; other
+partitions keep their offsets. A topic's id recorded with the offsets tells a recreated topic."""
 
 from __future__ import annotations
 
@@ -34,22 +34,24 @@ def test_nothing_lost_changes_nothing() -> None:
 
 def test_a_topic_with_its_recorded_id_was_truncated_not_recreated() -> None:
     """Past the end of a partition whose topic still has the id recorded with the offsets: an unclean
-    leader election truncated it after the writer read on. Kafka writes new messages from its end, so the
-    writer reads on from there: reading from the oldest offset (as for a recreated topic) read what it
-    had written again, duplicating an insert's rows."""
+    leader election truncated it after the writer read on. It is said so (it used to be called a
+    recreated topic) and read again from its start: where the truncation began is not known, and new
+    messages may have come after it, below the end."""
     moved, lost = past_lost({"a": {0: 10, 1: 4}}, {"a": {0: (2, 7), 1: (0, 6)}}, unchanged={"a"})
-    assert moved == {"a": {0: 7, 1: 4}}
-    assert lost == {"a": {0: {"from": 10, "resumed_at": 7, "reason": "truncated"}}}
-    assert describe_lost(lost) == ("a-0 offsets 7..9, read before, are gone (the partition was truncated, as "
-                                   "after an unclean leader election); read on from offset 7, where newer "
-                                   "messages went")
-    assert past_lost({"a": {0: 10}}, {"a": {0: (2, 7)}}, unchanged={"b"})[0] == {"a": {0: 2}}   # id unknown
+    assert moved == {"a": {0: 2, 1: 4}}
+    assert lost == {"a": {0: {"from": 10, "resumed_at": 2, "reason": "truncated"}}}
+    assert describe_lost(lost) == ("a-0 now ends before offset 10, which the writer had reached (the "
+                                   "partition was truncated, as after an unclean leader election, its topic "
+                                   "unchanged); read again from its offset 2")
+    assert past_lost({"a": {0: 10}}, {"a": {0: (2, 7)}}, unchanged={"b"})[1]["a"][0]["reason"] == "recreated"
 
 
 def test_a_recreated_topic_is_read_from_its_start_and_its_ids_compare() -> None:
     assert recreated({"a": "id1", "b": "id2", "c": "id3"}, {"a": "id1", "b": "id9"}) == {"b": ("id2", "id9")}
-    moved, lost = past_recreated({"a": {0: 3, 1: 5}, "b": {0: 1}}, ["a"], {"a": {0: (0, 9), 1: (2, 2)}})
-    assert moved == {"a": {0: 0, 1: 2}, "b": {0: 1}}   # longer or shorter than before: from its start
+    moved, lost = past_recreated({"a": {0: 3, 1: 5}, "b": {0: 1}}, ["a"],
+                                 {"a": {0: (0, 9), 1: (2, 2), 2: (0, 4)}})
+    # longer or shorter than before, or a partition the old topic did not have: from its start
+    assert moved == {"a": {0: 0, 1: 2, 2: 0}, "b": {0: 1}}
     assert lost == {"a": {0: {"from": 3, "resumed_at": 0, "reason": "recreated"},
                           1: {"from": 5, "resumed_at": 2, "reason": "recreated"}}}
     assert decode_ids(encode_ids({"b": "y", "a": "x"})) == {"a": "x", "b": "y"}
