@@ -298,7 +298,9 @@ def table_status(ref: ObjectRef, plan: TablePlan, old: Mapping[str, Any] | None,
         "latestAction": i.latest_action,
         "latestInstantTime": timestamp(i.latest_instant_time) if i.latest_instant_time else None,
         "pendingCompactions": i.pending_compactions, "activeWriters": i.active_writers,
-        **({"lostWrites": list(known) or None} if info is not None else {}),
+        # set while there are some; null (a merge patch deletes it) once there are none
+        **({"lostWrites": list(known) or None}
+           if info is not None and (known or (old or {}).get("lostWrites")) else {}),
         "lastError": message if phase == "Failed" else None,
         **({"location": location} if location is not None and info is not None else {}),
     })
