@@ -89,6 +89,15 @@ def completion_lost(storage: Storage, instant: Instant,
     return found if found and not list_markers(storage, t) else ()
 
 
+def completions_lost(storage: Storage, instants: list[Instant]) -> list[tuple[Instant, tuple[str, ...]]]:
+    """`completion_lost` of each of `instants` that it finds, each with its data files: the table is listed
+    once for them all, and only when one of them has no markers."""
+    unmarked = [i for i in instants
+                if not is_aborted(storage, i.requested_time) and not list_markers(storage, i.requested_time)]
+    listing = data_files(storage) if unmarked else {}
+    return [(i, files) for i in unmarked if (files := completion_lost(storage, i, listing))]
+
+
 def lost_completions(storage: Storage, timeline: Timeline, heartbeat: HeartbeatConfig, now: int
                      ) -> tuple[str, ...]:
     """The pending writes of `timeline` that completed and lost their completed instant file
@@ -103,10 +112,7 @@ def lost_completions(storage: Storage, timeline: Timeline, heartbeat: HeartbeatC
     if not dead:
         return ()
     known = [i.requested_time for i in dead if (storage.uri, i.requested_time) in _LOST]
-    unknown = [i for i in dead if (storage.uri, i.requested_time) not in _LOST
-               and not list_markers(storage, i.requested_time)]
-    listing = data_files(storage) if unknown else {}
-    found = [(i, files) for i in unknown if (files := completion_lost(storage, i, listing))]
+    found = completions_lost(storage, [i for i in dead if (storage.uri, i.requested_time) not in _LOST])
     if found:
         again = store.load()   # completed meanwhile? (its markers go after its completed file)
         for i, files in found:

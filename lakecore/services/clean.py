@@ -32,7 +32,7 @@ from lakecore.concurrency.liveness.heartbeat import (
     prune_aborted,
 )
 from lakecore.concurrency.liveness.runs import ServiceRun, forget
-from lakecore.concurrency.rollback import claimed_by_rollbacks, completion_lost, is_pending_write
+from lakecore.concurrency.rollback import claimed_by_rollbacks, completions_lost, is_pending_write
 from lakecore.config import TableConfig
 from lakecore.errors import InvalidInstantState
 from lakecore.services.clean_plan import CleanPlan, CleanPolicy, plan_clean
@@ -70,10 +70,11 @@ def _expired_writes(storage: Storage, store: TimelineStore, timeline: Timeline, 
     """The dead writes the lazy rollback takes: not those whose completed file was lost
     (rollback.completion_lost), which it leaves for a human to decide."""
     claimed = claimed_by_rollbacks(store, timeline)
-    return [i.requested_time for i in timeline.pending
-            if is_pending_write(store, i) and i.requested_time not in claimed
-            and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)
-            and not completion_lost(storage, i)]
+    expired = [i for i in timeline.pending
+               if is_pending_write(store, i) and i.requested_time not in claimed
+               and is_expired(last_sign_of_life(storage, i.requested_time), now, heartbeat)]
+    lost = {i.requested_time for i, _ in completions_lost(storage, expired)}
+    return [i.requested_time for i in expired if i.requested_time not in lost]
 
 
 def _in_use(storage: Storage, store: TimelineStore, timeline: Timeline) -> set[str]:

@@ -31,13 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakecore.concurrency import Lock, ensure_held, rollback_write, view_of
-from lakecore.concurrency.liveness.heartbeat import (
-    DEFAULT_HEARTBEAT,
-    HeartbeatConfig,
-    is_aborted,
-    is_alive_here,
-)
-from lakecore.concurrency.rollback import claimed_by_rollbacks, completion_lost, is_pending_write
+from lakecore.concurrency.liveness.heartbeat import DEFAULT_HEARTBEAT, HeartbeatConfig, is_alive_here
+from lakecore.concurrency.rollback import claimed_by_rollbacks, completions_lost, is_pending_write
 from lakecore.config import TableConfig
 from lakecore.errors import (
     CorruptMetadata,
@@ -47,7 +42,6 @@ from lakecore.errors import (
     RollbackBlocked,
     WriterLive,
 )
-from lakecore.layout.listing import data_files
 from lakecore.services.clean_plan import DATA_WRITES
 from lakecore.services.savepoint import find_savepoint, savepoints
 from lakecore.storage import Storage
@@ -64,7 +58,7 @@ from lakecore.timeline import (
     parse_file_name,
     pending_overwrite,
 )
-from lakecore.write.markers import delete_markers, list_markers
+from lakecore.write.markers import delete_markers
 
 Clock = Callable[[], int]
 UndoAction = Literal["rollback", "restore"]
@@ -134,19 +128,17 @@ def refuse_lost(storage: Storage, store: TimelineStore, timeline: Timeline, what
     """RollbackBlocked when a pending write completed and lost its completed file (rollback.completion_lost):
     rolling it back with the other pending writes would drop rows a reader saw, so a human decides
     first, as `weir table check` says."""
-    unmarked = [i for i in _pending_writes(store, timeline)
-                if not is_aborted(storage, i.requested_time) and not list_markers(storage, i.requested_time)]
-    listing = data_files(storage) if unmarked else {}   # one listing of the table for them all
-    for i in unmarked:
-        if files := completion_lost(storage, i, listing):
-            uri, t = storage.uri, i.requested_time
-            raise RollbackBlocked(
-                f"write {t} looks pending, but its {len(files)} data file(s) have no markers: it "
-                f"completed and its completed instant file was lost; {what} would roll it back and drop "
-                "its rows. "
-                f"Decide first (`weir table check {uri}` says more): if it completed, `weir table repair "
-                f"{uri} --run --complete-lost {t}` writes the file again; if it did not, `weir table "
-                f"rollback {uri} {t} --yes` drops it; then run it again")
+    found = completions_lost(storage, _pending_writes(store, timeline))
+    if found:
+        (i, files), uri = found[0], storage.uri
+        t = i.requested_time
+        raise RollbackBlocked(
+            f"write {t} looks pending, but its {len(files)} data file(s) have no markers: it "
+            f"completed and its completed instant file was lost; {what} would roll it back and drop "
+            "its rows. "
+            f"Decide first (`weir table check {uri}` says more): if it completed, `weir table repair "
+            f"{uri} --run --complete-lost {t}` writes the file again; if it did not, `weir table "
+            f"rollback {uri} {t} --yes` drops it; then run it again")
 
 
 def _delete_file(storage: Storage, path: str) -> None:
