@@ -58,6 +58,9 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
         follow: Annotated[bool, typer.Option(help="Keep going after every batch writer is done (streams go "
                                              "on; a manifest edited meanwhile is applied).")] = False,
         timeout: Annotated[float, typer.Option(help="Give up after this many seconds (0: never).")] = 0.0,
+        give_up_after: Annotated[float, typer.Option(
+            help="Give up on a table that keeps failing (its storage or ZooKeeper does not answer; retried "
+                 "meanwhile) for this many seconds (0: never; --follow never does).")] = 300.0,
         secrets_dir: Annotated[str | None, typer.Option(help="Secrets as DIR/<secret>/<key> files.")] = None,
         retry_failed: Annotated[bool, typer.Option(
             help="Run again the writers that ended Failed or Aborted in an earlier run.")] = True,
@@ -66,7 +69,8 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
     writers' and services' Spark jobs run as local processes, status kept in --state. Ends when nothing
     is going any more: exit 0 when every resource got where its spec says, 1 naming each one that cannot
     go on until its manifest changes (an invalid spec, a missing table, a failed writer). A writer that
-    ended Failed or Aborted in an earlier run runs again (--no-retry-failed: it stays as it ended)."""
+    ended Failed or Aborted in an earlier run runs again (--no-retry-failed: it stays as it ended). A table
+    whose reconcile keeps failing for --give-up-after seconds (retried meanwhile) ends the run too."""
     loaded = read_manifests(directory)   # every mistake refused before anything is applied
     missing = missing_inputs(loaded, Path.cwd())
     if missing:
@@ -74,11 +78,12 @@ def run(directory: Annotated[str, typer.Option("-f", "--filename", help="Directo
     with run_alone(state):   # one run per state directory
         for note in (*loaded.notes, *run_notes(loaded, follow=follow)):
             err.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
-        _run(loaded, directory, state, follow, timeout, secrets_dir, retry_failed, as_json)
+        _run(loaded, directory, state, follow, timeout, secrets_dir, retry_failed, as_json,
+             give_up_s=None if follow or give_up_after <= 0 else give_up_after)
 
 
 def _run(loaded: Manifests, directory: str, state: str, follow: bool, timeout: float, secrets_dir: str | None,
-         retry_failed: bool, as_json: bool) -> None:
+         retry_failed: bool, as_json: bool, give_up_s: float | None = None) -> None:
     from datetime import UTC, datetime
 
     store = StateDir(state, secrets_dir=secrets_dir)
@@ -91,7 +96,7 @@ def _run(loaded: Manifests, directory: str, state: str, follow: bool, timeout: f
     settings, substitute, env = local_settings()
     launcher = LocalLauncher(Path(state) / "pods-state", secrets_dir=secrets_dir, substitute=substitute,
                              base_env=env)
-    runner = Runner(store, launcher, settings, keys=frozenset(r.key for r in applied))
+    runner = Runner(store, launcher, settings, keys=frozenset(r.key for r in applied), give_up_s=give_up_s)
     seen: dict[tuple[str, str, str], list[str]] = {}
     stamp = manifest_stamp(directory)
 

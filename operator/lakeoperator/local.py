@@ -447,6 +447,9 @@ class Runner:
     # the resources this run runs (`weir run`: those of its manifests); the others the state holds from
     # an earlier run are left as they are, neither reconciled nor judged. None: every one.
     keys: frozenset[tuple[str, str, str]] | None = None
+    # a table failing and retried for longer than this is given up on (run_verdict: failing); None: never
+    give_up_s: float | None = None
+    started: datetime | None = field(default=None, init=False)   # when run() began
     supervisor: Supervisor | None = field(default=None, init=False)
     sink: StoreSink = field(init=False)
     _due: set[tuple[str, str]] = field(default_factory=set, init=False)   # tables whose status is due
@@ -527,7 +530,8 @@ class Runner:
 
     def verdicts(self) -> list[Verdict]:
         """Where each resource stands (run_verdict.py): the run is over when none is going."""
-        return judge_all(r.body for r in self._ours(self.state.all()))
+        return judge_all((r.body for r in self._ours(self.state.all())), now=self.clock(),
+                         give_up_s=self.give_up_s, started=self.started)
 
     def _ours(self, resources: list[Resource]) -> list[Resource]:
         return resources if self.keys is None else [r for r in resources if r.key in self.keys]
@@ -584,6 +588,7 @@ class Runner:
         the rest waits for a change to its manifest: `verdicts()` says which), or forever without
         `until_done`, or the timeout. True when over."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        self.started = self.started or self.clock()
         while True:
             done, wait = self.step()
             if on_step is not None:

@@ -4,9 +4,11 @@ A resource is going (it works towards its spec and gets there without a change),
 a finished writer, an idle service), paused (weir.dev/paused, or a table weir.dev/managed "false": left
 as it is), stalled (it cannot go on until its manifest changes: the status' kstatus Stalled condition,
 set for an invalid spec, a reference to a missing table, a failed or aborted writer, a refused change,
-a table that does not match its spec) or blocked (a writer that waits for a table that is stalled or
-paused). The run is over when nothing is going: resources that are fine run to completion first, then
-the run ends non-zero naming every stalled and blocked resource with its reason and message.
+a table that does not match its spec), failing (a table whose reconcile has failed and been retried for
+longer than the run's `give_up_s`: its storage or ZooKeeper does not answer) or blocked (a writer that
+waits for a table that is stalled, failing or paused). The run is over when nothing is going: resources
+that are fine run to completion first, then the run ends non-zero naming every stalled, failing and
+blocked resource with its reason and message.
 
 Reads only the status the reconcile core derived (status.py); must not decide anything of its own
 about a resource's spec.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from lakecore.cli.errors import CommandError
@@ -30,10 +33,11 @@ class Standing(enum.StrEnum):
     DONE = "done"
     PAUSED = "paused"
     STALLED = "stalled"
+    FAILING = "failing"     # retried, failing for longer than the run gives it (`weir run --give-up-after`)
     BLOCKED = "blocked"
 
 
-WAITS_FOR_A_CHANGE = (Standing.STALLED, Standing.BLOCKED)
+WAITS_FOR_A_CHANGE = (Standing.STALLED, Standing.FAILING, Standing.BLOCKED)
 
 
 @dataclass(frozen=True)
@@ -65,8 +69,24 @@ def _ref(body: Mapping[str, Any]) -> str:
     return str(((body.get("spec") or {}).get("tableRef") or {}).get("name") or "")
 
 
-def judge(body: Mapping[str, Any], table: Verdict | None = None) -> Verdict:
-    """One resource after a reconcile pass; `table`: the verdict on the LakeTable a writer refers to."""
+def _failing_for(condition: Mapping[str, Any] | None, now: datetime,
+                 started: datetime | None) -> float | None:
+    """Seconds since a True condition last flipped (its lastTransitionTime), counted from `started` at the
+    earliest (a run gives a table failing before it started the whole time too); None when unknown."""
+    if not _true(condition) or condition is None or not condition.get("lastTransitionTime"):
+        return None
+    try:
+        since = datetime.fromisoformat(str(condition["lastTransitionTime"]).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (now - max(since, started or since)).total_seconds()
+
+
+def judge(body: Mapping[str, Any], table: Verdict | None = None, *, now: datetime | None = None,
+          give_up_s: float | None = None, started: datetime | None = None) -> Verdict:
+    """One resource after a reconcile pass; `table`: the verdict on the LakeTable a writer refers to. With
+    `now` and `give_up_s`, a table whose reconcile has failed (and been retried) for longer than
+    `give_up_s` (since the run `started`, at the earliest) is failing, no longer going."""
     ref = ObjectRef.from_body(body)
     kind = str(body.get("kind"))
     status = body.get("status") or {}
@@ -85,8 +105,14 @@ def judge(body: Mapping[str, Any], table: Verdict | None = None) -> Verdict:
     if kind == "LakeTable":
         if stalled is not None:
             return verdict(Standing.STALLED, stalled)
-        return verdict(Standing.DONE) if status.get("phase") == "Ready" and current else \
-            verdict(Standing.GOING, conditions.get("Ready"))
+        if status.get("phase") == "Ready" and current:
+            return verdict(Standing.DONE)
+        degraded = conditions.get("Degraded")
+        age = _failing_for(degraded, now, started) if now is not None and give_up_s is not None and \
+            status.get("phase") == "Failed" else None
+        if age is not None and give_up_s is not None and age >= give_up_s:
+            return verdict(Standing.FAILING, degraded)
+        return verdict(Standing.GOING, conditions.get("Ready"))
     if kind == "LakeWriter":
         if invalid:
             return verdict(Standing.STALLED, stalled)
@@ -112,10 +138,12 @@ def writer_finished(body: Mapping[str, Any]) -> bool:
     return (body.get("status") or {}).get("phase") in FINISHED_WRITER_PHASES
 
 
-def judge_all(bodies: Iterable[Mapping[str, Any]]) -> list[Verdict]:
+def judge_all(bodies: Iterable[Mapping[str, Any]], *, now: datetime | None = None,
+              give_up_s: float | None = None, started: datetime | None = None) -> list[Verdict]:
     """Every resource's verdict (tables first: a writer's depends on its table's)."""
     listed = list(bodies)
-    tables = {(v.namespace, v.name): v for v in (judge(b) for b in listed if b.get("kind") == "LakeTable")}
+    tables = {(v.namespace, v.name): v for v in (judge(b, now=now, give_up_s=give_up_s, started=started)
+                                                 for b in listed if b.get("kind") == "LakeTable")}
     out = []
     for body in listed:
         if body.get("kind") == "LakeTable":
@@ -184,10 +212,16 @@ def closing_error(verdicts: Iterable[Verdict], origins: Mapping[tuple[str, str, 
         return None
     many = len(waiting) > 1
     others = " (the others ran to completion)" if len(waiting) < len(listed) else ""
-    lines = [f"{len(waiting)} resource{'s' if many else ''} cannot go on until "
-             f"{'their manifests change' if many else 'its manifest changes'}{others}:"]
+    failing = any(v.standing == Standing.FAILING for v in waiting)
+    until = "" if failing else f" until {'their manifests change' if many else 'its manifest changes'}"
+    lines = [f"{len(waiting)} resource{'s' if many else ''} cannot go on{until}{others}:"]
     for v in waiting:
         where = (origins or {}).get((v.kind, v.namespace, v.name))
         named = f"{v.label} ({where})" if where else v.label
-        lines.append(f"  {named}: {v.reason}: {v.message}" if v.reason else f"  {named}: {v.message}")
+        reason = f"{v.reason} (still failing, retried; the run gave up on it)" \
+            if v.standing == Standing.FAILING else v.reason
+        lines.append(f"  {named}: {reason}: {v.message}" if reason else f"  {named}: {v.message}")
+    if failing:
+        lines.append("A failing resource may recover once what its message names answers again: start the "
+                     "run again then (or give it longer: --give-up-after SECONDS, 0 waits for ever).")
     return "\n".join(lines)
