@@ -65,7 +65,8 @@ def _newest(table: Table, instants: Any, writer_id: str, key: str) -> dict[str, 
 @dataclass(frozen=True)
 class Prepared:
     """What a micro-batch writes (`df`, with `extra` in its commit, and a `sidecar` its write summarizes and
-    decides on before the commit), and what to do once it committed or whatever happened (`release`, e.g.
+    decides on before the commit), what to check once it is written, before its commit (`before_commit`:
+    raising rolls it back), and what to do once it committed or whatever happened (`release`, e.g.
     unpersist)."""
 
     df: DataFrame
@@ -73,6 +74,7 @@ class Prepared:
     committed: Callable[[], None] = lambda: None
     release: Callable[[], None] = lambda: None
     sidecar: Sidecar | None = None
+    before_commit: Callable[[], None] | None = None
 
 
 Prepare = Callable[[DataFrame, int], Prepared]
@@ -123,7 +125,8 @@ class BatchWriter:
         while True:
             try:
                 return write_dataframe(prepared.df, self.table, self.operation, options=self.options,
-                                       extra=extra, sidecar=prepared.sidecar)
+                                       extra=extra, sidecar=prepared.sidecar,
+                                       before_commit=prepared.before_commit)
             except WriteConflict as exc:
                 if isinstance(exc, EarlyConflict) and exc.aborted_by:  # decided outside: stop, never retry
                     self.aborted = exc

@@ -12,22 +12,24 @@ Prints one JSON line when it ends; exit codes as sparkjobs.contract.
 
 from __future__ import annotations
 
+import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkjobs.contract import StreamWriteArgs
 from sparkjobs.entry import open_table, run_job, storage_options
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
 
 def run(args: StreamWriteArgs) -> dict[str, Any]:
     import pyarrow as pa
-    from pyspark.sql.pandas.types import from_arrow_schema
 
-    from sparkjobs.batch_write import table_zookeeper, writer_options
     from sparkjobs.entry import owned_columns
-    from sparkjobs.file_source import options_for, told_as_bad_input, unknown_json_fields, unreadable
     from sparkjobs.session import job_session
-    from sparkjobs.stream import BatchWriter, Prepare, write_stream
 
     table = open_table(args.table, args.zookeeper, args)
     spark = job_session(args.app_name)
@@ -35,6 +37,29 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     columns = owned_columns(table.config, args.column_group)
     if columns is not None:
         schema = pa.schema([schema.field(name) for name in columns])
+    if not args.kafka_bootstrap_servers:
+        return _run_query(spark, table, args, schema)
+    from sparkjobs.kafka.jobs import RESTARTS
+    from sparkjobs.kafka.source import TopicRecreated
+
+    for attempt in range(RESTARTS + 1):
+        try:
+            return _run_query(spark, table, args, schema)
+        except TopicRecreated as exc:   # rolled back: the next query reads the new topic from its start
+            if attempt == RESTARTS:
+                raise
+            log.warning("%s; starting again", exc)
+    raise AssertionError("unreachable")
+
+
+def _run_query(spark: Any, table: Any, args: StreamWriteArgs, schema: pa.Schema) -> dict[str, Any]:
+    """One streaming query of the job, until it ends (stopped, drained with --available-now, or failed)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from sparkjobs.batch_write import table_zookeeper, writer_options
+    from sparkjobs.file_source import options_for, told_as_bad_input, unknown_json_fields, unreadable
+    from sparkjobs.stream import BatchWriter, Prepare, write_stream
+
     kafka = None
     prepare: Prepare | None   # what a micro-batch goes through before its write
     if args.kafka_bootstrap_servers:
@@ -74,6 +99,9 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
         failure = query.exception()
     except Exception as exc:  # the query failed: a micro-batch aborted from outside ends it as a conflict
         failure = exc
+    finally:
+        if kafka is not None:
+            kafka.prepare.close()
     writer = seen[-1] if seen else None
     if failure is not None:
         if writer is not None and writer.aborted is not None:

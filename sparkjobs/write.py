@@ -124,10 +124,13 @@ def takes_sidecar(config: TableConfig, operation: Operation) -> bool:
 
 def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert", *,
                     options: WriterOptions | None = None, extra: Mapping[str, Any] | None = None,
-                    parallelism: int | None = None, sidecar: Sidecar | None = None) -> WriteResult:
+                    parallelism: int | None = None, sidecar: Sidecar | None = None,
+                    before_commit: Callable[[], None] | None = None) -> WriteResult:
     """Write `df` as one instant of `table` (the table's lock and, unless given, its writer options).
     An unknown `operation` raises UnknownOperation before anything runs. `sidecar`: extra columns of `df`
-    its tasks summarize and the driver decides on before the commit (takes_sidecar says when)."""
+    its tasks summarize and the driver decides on before the commit (takes_sidecar says when).
+    `before_commit`: called once every task wrote (the input was read), right before the commit; raising
+    rolls the write back."""
     operation = check_operation(operation)
     config = table.config
     if sidecar is not None and not takes_sidecar(config, operation):
@@ -163,6 +166,8 @@ def write_dataframe(df: DataFrame, table: Table, operation: Operation = "upsert"
         _check_whole_groups(by_task)
         if sidecar is not None:   # may raise: the with block rolls the write back
             job.extra.update(sidecar.decide([json.loads(r["side"]) for r in rows]))
+        if before_commit is not None:   # may raise: rolled back the same way
+            before_commit()
         stats = [s for task in by_task for s in task]
         emptied = job.replaced_without_rows((s.partition, s.file_id) for s in stats)
         if emptied:  # an overwrite's groups without rows: small empty files, written here

@@ -5,7 +5,8 @@
     groups and summarizes all of its messages (per partition the highest offset read, the bad ones:
     bad_records.split) -> between the tasks' writes and the commit, the policy (bad_records.py: fail rolls
     the write back, skip, dead-letter them first: the bad ones decoded again from the batch) -> the commit,
-    with the offsets the table now holds (`weir.kafka.offsets`)
+    with the offsets the table now holds (`weir.kafka.offsets`), once Kafka confirmed that the topics are
+    still the ones the writer started reading (their ids: source.check_same_topics)
 
 A change stream (Debezium) is cut to the latest event per key first (source timestamp, then offset: a
 window over the batch), and a write that cannot carry the summary (sparkjobs.write.takes_sidecar) neither:
@@ -18,6 +19,7 @@ again after a crash between our commit and its checkpoint is skipped by its batc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -30,7 +32,7 @@ from lakecore.config import OP, TableConfig
 from lakecore.write import check_operation
 from sparkjobs.contract import WriterArgs
 from sparkjobs.kafka import bad_records, offsets, registry
-from sparkjobs.kafka.source import consumer_properties
+from sparkjobs.kafka.source import TopicIds, check_same_topics, consumer_properties
 from sparkjobs.kafka.values import ERROR, TOMBSTONE, decode
 from sparkjobs.stream import Prepared
 from sparkjobs.write import Sidecar, takes_sidecar
@@ -53,14 +55,23 @@ class KafkaBatches:
         self.topic_ids = topic_ids or {}   # the topics' ids at the start: every commit records them
         self.registry = registry.SchemaRegistry(args.schema_registry_url, args.schema_registry_auth_env) \
             if args.schema_registry_url else None
+        self._admin: TopicIds | None = None   # asks the topics' ids before each commit (close() ends it)
+
+    def close(self) -> None:
+        """Let go of the brokers' admin client (the job's query or batch write ended)."""
+        if self._admin is not None:
+            self._admin.close()
 
     def __call__(self, batch: DataFrame, batch_id: int | None = None) -> Prepared:
         config = self.table.config
         schemas = self.registry.schemas(registry.batch_schema_ids(batch)) if self.registry else None
         decoded = decode(batch, config, self.columns, self.args.value_format, self.args.avro_schema, schemas)
         changes = self.args.value_format == "debezium"
+        if self._admin is None:
+            self._admin = TopicIds(batch.sparkSession, self.args)
+        same_topics = partial(check_same_topics, self._admin, self.topic_ids)
         if not changes and takes_sidecar(config, self.operation):
-            return self._one_pass(decoded)
+            return self._one_pass(decoded, same_topics)
         decoded = raw_of_bad_only(decoded).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             summary = bad_records.summarize(decoded)
@@ -80,9 +91,10 @@ class KafkaBatches:
         def release() -> None:
             decoded.unpersist()
 
-        return Prepared(good_rows(decoded, config, self.columns, changes), extra, committed, release)
+        return Prepared(good_rows(decoded, config, self.columns, changes), extra, committed, release,
+                        before_commit=same_topics)
 
-    def _one_pass(self, decoded: DataFrame) -> Prepared:
+    def _one_pass(self, decoded: DataFrame, same_topics: Callable[[], None]) -> Prepared:
         """The write's own tasks summarize the batch (bad_records.split); the policy is decided before
         its commit (a dead letter reads the bad messages again: `decoded` is not held)."""
         now: list[offsets.Offsets] = []
@@ -102,7 +114,7 @@ class KafkaBatches:
         return Prepared(rows, {}, committed,
                         sidecar=Sidecar(bad_records.SIDE_COLUMNS,
                                         partial(bad_records.split, policy=self.args.bad_records),  # type: ignore[arg-type]
-                                        decide))
+                                        decide), before_commit=same_topics)
 
     def _lost(self) -> dict[str, str]:
         """What a commit records beside its offsets: the topics' ids, and what Kafka no longer held."""

@@ -15,6 +15,7 @@ from sparkjobs.kafka.batch import KafkaBatches
 from sparkjobs.stream import WRITER_KEY, checkpoint_is_fresh, last_commit_extra
 
 log = logging.getLogger(__name__)
+RESTARTS = 3   # how often a job starts again at once on a topic recreated while it read it (skip)
 
 
 @dataclass(frozen=True)
@@ -63,22 +64,33 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
                 options: Any, storage_options: Any = None) -> Any:
     """A batch writer's Kafka source: what the topics hold after the offsets this writer's last commit
     recorded (else from --kafka-starting-offsets) up to now, as one instant that records the new offsets.
-    Run again, it goes on from there."""
+    Run again, it goes on from there. A topic deleted and created again while it was read
+    (source.TopicRecreated, onDataLoss: skip) rolls the write back, and it starts again from the table's
+    offsets (at most RESTARTS times)."""
     from sparkjobs.write import write_dataframe
 
-    start = begin(spark, table, args, writer)
-    df = source.read(spark, args, start.starting, streaming=False)
-    try:
-        prepared = KafkaBatches(table, args, columns, writer, start.recorded, storage_options,
-                                lost=start.lost, topic_ids=start.topic_ids)(df)
+    for attempt in range(RESTARTS + 1):
+        start = begin(spark, table, args, writer)
+        df = source.read(spark, args, start.starting, streaming=False)
+        batches = KafkaBatches(table, args, columns, writer, start.recorded, storage_options,
+                               lost=start.lost, topic_ids=start.topic_ids)
         try:
-            extra = {**args.extra, **prepared.extra, WRITER_KEY: writer}
-            return write_dataframe(prepared.df, table, args.operation,  # type: ignore[arg-type]
-                                   options=options, extra=extra, sidecar=prepared.sidecar)
-        finally:
-            prepared.release()
-    except Exception as exc:
-        lost = source.data_lost(exc)
-        if lost is not None:   # offsets no longer in the topic: bad input, not retried
-            raise lost from None
-        raise
+            prepared = batches(df)
+            try:
+                extra = {**args.extra, **prepared.extra, WRITER_KEY: writer}
+                return write_dataframe(prepared.df, table, args.operation,  # type: ignore[arg-type]
+                                       options=options, extra=extra, sidecar=prepared.sidecar,
+                                       before_commit=prepared.before_commit)
+            finally:
+                prepared.release()
+                batches.close()
+        except source.TopicRecreated as exc:
+            if attempt == RESTARTS:
+                raise
+            log.warning("%s; starting again", exc)
+        except Exception as exc:
+            lost = source.data_lost(exc)
+            if lost is not None:   # offsets no longer in the topic: bad input, not retried
+                raise lost from None
+            raise
+    raise AssertionError("unreachable")

@@ -186,32 +186,108 @@ def topic_ids(spark: Any, args: KafkaArgs, topics: Iterable[str]) -> dict[str, s
     """Kafka's id of each topic (it changes when a topic is deleted and created again under its name),
     through an admin client of the connector's kafka-clients. Empty, with a warning, when the brokers do
     not tell (an old broker, no Describe right): a recreated topic is then told only by its offsets."""
-    jvm = spark._jvm
-    props = jvm.java.util.Properties()
-    for key, value in consumer_properties(args).items():
-        if not key.startswith(("group.", "auto.", "enable.", "isolation.", "max.poll", "fetch.")):
-            props.setProperty(key, value)   # the connection's settings (security, timeouts), not a consumer's
-    props.setProperty("bootstrap.servers", str(args.kafka_bootstrap_servers))
-    timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
-    names = jvm.java.util.ArrayList()
-    for topic in sorted(topics):
-        names.add(topic)
-    admin = None
+    admin = TopicIds(spark, args)
     try:
-        admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
-        unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
-        found = admin.describeTopics(names).allTopicNames().get(timeout_ms, unit)
-        ids = {str(name): found.get(name).topicId() for name in found.keySet()}
+        return admin.describe(topics)
     except Exception as exc:   # py4j's Py4JJavaError
         log.warning("the Kafka brokers at %s did not tell the topics' ids (%s): a topic deleted and created "
-                    "again is told only by its offsets", args.kafka_bootstrap_servers,
-                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                    "again is told only by its offsets", args.kafka_bootstrap_servers, _first_line(exc))
         return {}
     finally:
+        admin.close()
+
+
+class TopicIds:
+    """Asks the brokers for topics' ids through one admin client of the connector's kafka-clients on the
+    driver, made at the first question and kept (a job asks before every commit: a new client costs
+    ~0.1 s, a question to a kept one a few ms) until close()."""
+
+    def __init__(self, spark: Any, args: KafkaArgs) -> None:
+        self.spark, self.args = spark, args
+        self._admin: Any = None
+        self._timeout_ms = PROBE_TIMEOUT_S * 1000
+
+    def describe(self, topics: Iterable[str]) -> dict[str, str]:
+        """Kafka's id of each of `topics` that has one (a broker older than 2.8 gives none); raises what the
+        admin client raised (an unknown topic, a timeout, no Describe right), and the client is made
+        anew at the next question."""
+        jvm = self.spark._jvm
+        wanted = sorted(set(topics))
+        names = jvm.java.util.ArrayList()
+        for topic in wanted:
+            names.add(topic)
+        try:
+            admin = self._client()
+            found = admin.describeTopics(names).allTopicNames().get(
+                self._timeout_ms, jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
+            described = {t: found.get(t) for t in wanted}   # each py4j call is a round trip: few of them
+            ids = {t: d.topicId() for t, d in described.items() if d is not None}
+        except Exception:
+            self.close()
+            raise
+        # a broker older than 2.8 (or on an older inter-broker protocol) has no ids: the zero id, not judged
+        return {t: str(i) for t, i in ids.items() if i is not None and str(i) not in (NO_TOPIC_ID, "None")}
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            jvm = self.spark._jvm
+            props = jvm.java.util.Properties()
+            for key, value in consumer_properties(self.args).items():
+                if not key.startswith(("group.", "auto.", "enable.", "isolation.", "max.poll", "fetch.")):
+                    props.setProperty(key, value)   # the connection's settings (security, timeouts)
+            props.setProperty("bootstrap.servers", str(self.args.kafka_bootstrap_servers))
+            self._timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
+            self._admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+        return self._admin
+
+    def close(self) -> None:
+        admin, self._admin = self._admin, None
         if admin is not None:
-            admin.close(jvm.java.time.Duration.ofMillis(min(timeout_ms, 5000)))
-    # a broker older than 2.8 (or on an older inter-broker protocol) has no ids: the zero id, not judged
-    return {t: str(i) for t, i in ids.items() if i is not None and str(i) not in (NO_TOPIC_ID, "None")}
+            try:
+                admin.close(self.spark._jvm.java.time.Duration.ofMillis(min(self._timeout_ms, 5000)))
+            except Exception as exc:   # closing is best effort: the JVM's own threads end with the job
+                log.debug("closing the Kafka admin client: %s", _first_line(exc))
+
+
+class TopicRecreated(SourceUnavailable):
+    """A topic was deleted and created again while the writer read it, and the writer was told to go on
+    (onDataLoss: skip): what it read since is rolled back, and it starts again from what its commits
+    recorded (a job that cannot start again itself exits as unavailable: restarted, no budget spent)."""
+
+    def __init__(self, message: str, topics: Mapping[str, tuple[str, str]]) -> None:
+        super().__init__(message)
+        self.topics = dict(topics)
+
+
+def check_same_topics(admin: TopicIds, ids: Mapping[str, str]) -> None:
+    """Before a commit of what was read since the start: each topic still has the id it had at the start
+    (`ids`), so every message read came from the topic the recorded offsets belong to. Spark's source reads
+    a topic deleted and created again on at the offset it had reached, now in the new topic, and says
+    nothing when that offset exists there. A changed id is KafkaDataLost, or (onDataLoss: skip)
+    TopicRecreated; brokers that do not answer are SourceUnavailable: either way nothing is committed."""
+    if not ids:
+        return   # the brokers gave no ids at the start (an old broker, no Describe right): not judged
+    args = admin.args
+    try:
+        now = admin.describe(ids)
+    except Exception as exc:   # py4j's Py4JJavaError: a timeout, the topic deleted, ...
+        raise SourceUnavailable(
+            f"the Kafka brokers at {args.kafka_bootstrap_servers} did not confirm that topic(s) "
+            f"{', '.join(sorted(ids))} are still the ones this writer started reading ({_first_line(exc)}): "
+            "what it read since its last commit is not committed; the writer retries with backoff — check "
+            "that the topics exist and the brokers answer") from None
+    changed = {t: (old, now[t]) for t, old in ids.items() if now.get(t) not in (None, old)}
+    if not changed:
+        return
+    if args.kafka_on_data_loss == "skip":
+        raise TopicRecreated(f"topic(s) {_named(changed)} were deleted and created again while this writer "
+                             "was reading them: what it read since its last commit is rolled back, and it "
+                             "reads the new topic(s) from their start (onDataLoss: skip)", changed)
+    raise recreated_topic(changed, since="while this writer was reading them")
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def probe_timeout_ms(consumer_timeout: str | None) -> int:
@@ -297,16 +373,21 @@ def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
     return Start(kafka_offsets.starting(recorded, found, default), recorded, lost, ids)
 
 
-def recreated_topic(topics: Mapping[str, tuple[str, str]]) -> KafkaDataLost:
-    """A topic deleted and created again since the writer's last commit, as the bad input it is."""
-    named = ", ".join(f"{t} (id {old}, now {new})" for t, (old, new) in sorted(topics.items()))
+def recreated_topic(topics: Mapping[str, tuple[str, str]],
+                    since: str = "since its last commit") -> KafkaDataLost:
+    """A topic deleted and created again since the writer's last commit (or while it read it), as the bad
+    input it is."""
     return KafkaDataLost(
-        f"Kafka no longer holds messages this writer has not read: topic(s) {named} were deleted and "
-        "created again since its last commit. The offsets it recorded are the old topic's: the old topic's "
+        f"Kafka no longer holds messages this writer has not read: topic(s) {_named(topics)} were deleted "
+        f"and created again {since}. The offsets it recorded are the old topic's: the old topic's "
         "messages it had not read are gone, and the new topic's would be read from the wrong offset. "
         "Retrying cannot change that, so nothing was written. "
         "To read the new topic from its start, set source.kafka.onDataLoss: skip on the LakeWriter "
         "(--kafka-on-data-loss skip): its next commit records what was lost")
+
+
+def _named(topics: Mapping[str, tuple[str, str]]) -> str:
+    return ", ".join(f"{t} (id {old}, now {new})" for t, (old, new) in sorted(topics.items()))
 
 
 def read(spark: Any, args: KafkaArgs, starting: str, *, streaming: bool) -> Any:

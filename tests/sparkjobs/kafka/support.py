@@ -26,7 +26,7 @@ def send_json(broker: KafkaBroker, topic: str, rows: list[dict[str, Any]], key: 
 def stream_args(table: Table, broker: KafkaBroker, topic: str, checkpoint: str, **kw: Any) -> StreamWriteArgs:
     return StreamWriteArgs(table=table.uri, kafka_bootstrap_servers=broker.bootstrap_servers,
                            kafka_topics=(topic,), writer_id=kw.pop("writer_id", "w1"), checkpoint=checkpoint,
-                           available_now=True, **kw)
+                           available_now=kw.pop("available_now", True), **kw)
 
 
 def run_stream(args: StreamWriteArgs) -> dict[str, Any]:
