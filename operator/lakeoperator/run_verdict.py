@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from lakecore.cli.errors import CommandError
@@ -71,14 +71,16 @@ def _ref(body: Mapping[str, Any]) -> str:
 
 def _failing_for(condition: Mapping[str, Any] | None, now: datetime,
                  started: datetime | None) -> float | None:
-    """Seconds since a True condition last flipped (its lastTransitionTime), counted from `started` at the
-    earliest (a run gives a table failing before it started the whole time too); None when unknown."""
-    if not _true(condition) or condition is None or not condition.get("lastTransitionTime"):
+    """Seconds since a False Ready condition last flipped (its lastTransitionTime: not ready since),
+    counted from `started` at the earliest (a run gives a table failing before it started the whole time
+    too); None when unknown."""
+    if condition is None or condition.get("status") != "False":
         return None
     try:
-        since = datetime.fromisoformat(str(condition["lastTransitionTime"]).replace("Z", "+00:00"))
-    except ValueError:
+        since = datetime.fromisoformat(str(condition.get("lastTransitionTime") or ""))
+    except ValueError:   # none, or not a time
         return None
+    since = since if since.tzinfo is not None else since.replace(tzinfo=UTC)   # no zone: UTC, as written
     return (now - max(since, started or since)).total_seconds()
 
 
@@ -107,11 +109,10 @@ def judge(body: Mapping[str, Any], table: Verdict | None = None, *, now: datetim
             return verdict(Standing.STALLED, stalled)
         if status.get("phase") == "Ready" and current:
             return verdict(Standing.DONE)
-        degraded = conditions.get("Degraded")
-        age = _failing_for(degraded, now, started) if now is not None and give_up_s is not None and \
-            status.get("phase") == "Failed" else None
+        age = _failing_for(conditions.get("Ready"), now, started) \
+            if now is not None and give_up_s is not None and status.get("phase") == "Failed" else None
         if age is not None and give_up_s is not None and age >= give_up_s:
-            return verdict(Standing.FAILING, degraded)
+            return verdict(Standing.FAILING, conditions.get("Degraded"))
         return verdict(Standing.GOING, conditions.get("Ready"))
     if kind == "LakeWriter":
         if invalid:

@@ -35,15 +35,16 @@ def test_a_table_whose_zookeeper_never_answers_ends_the_run_after_give_up_after(
     assert "--give-up-after SECONDS" in err
 
 
-def failed_table(since: datetime) -> dict:
+def failed_table(since: datetime, degraded_since: datetime | None = None) -> dict:
     stamp = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+    earlier = (degraded_since or since).strftime("%Y-%m-%dT%H:%M:%S")   # no zone: taken as UTC
     return {"apiVersion": "weir.dev/v1alpha1", "kind": "LakeTable",
             "metadata": {"namespace": "default", "name": "t", "generation": 1},
             "status": {"phase": "Failed", "observedGeneration": 1, "conditions": [
                 {"type": "Ready", "status": "False", "reason": "ReconcileFailed", "message": "m",
                  "lastTransitionTime": stamp},
                 {"type": "Degraded", "status": "True", "reason": "ReconcileFailed", "message": "no answer",
-                 "lastTransitionTime": stamp},
+                 "lastTransitionTime": earlier},
                 {"type": "Reconciling", "status": "True", "reason": "ReconcileFailed", "message": "m",
                  "lastTransitionTime": stamp}]}}
 
@@ -58,6 +59,10 @@ def test_a_failing_table_is_given_the_time_from_the_later_of_its_failure_and_the
     assert judge(fresh, now=now, give_up_s=300, started=now - timedelta(days=1)).standing == Standing.GOING
     assert judge(fresh, now=now, give_up_s=60, started=now - timedelta(days=1)).standing == Standing.FAILING
     assert judge(old, now=now).standing == Standing.GOING              # never, unless asked (--follow)
+    # Degraded since long before (a lost completed file: Ready then), not ready only since 100 s: going
+    lost_then_failing = failed_table(now - timedelta(seconds=100), degraded_since=now - timedelta(days=3))
+    assert judge(lost_then_failing, now=now, give_up_s=300, started=now - timedelta(days=1)).standing == \
+        Standing.GOING
     said = closing_error([gave_up])
     assert said is not None and said.startswith("1 resource cannot go on:\n  LakeTable/t: ReconcileFailed "
                                                 "(still failing, retried; the run gave up on it): no answer")
