@@ -42,17 +42,20 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     from sparkjobs.kafka.jobs import RESTARTS
     from sparkjobs.kafka.source import TopicRecreated
 
+    recreated: dict[str, tuple[str, str]] = {}
     for attempt in range(RESTARTS + 1):
         try:
-            return _run_query(spark, table, args, schema)
+            return _run_query(spark, table, args, schema, recreated)
         except TopicRecreated as exc:   # rolled back: the next query reads the new topic from its start
             if attempt == RESTARTS:
                 raise
             log.warning("%s; starting again", exc)
+            recreated |= exc.topics
     raise AssertionError("unreachable")
 
 
-def _run_query(spark: Any, table: Any, args: StreamWriteArgs, schema: pa.Schema) -> dict[str, Any]:
+def _run_query(spark: Any, table: Any, args: StreamWriteArgs, schema: pa.Schema,
+               recreated: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """One streaming query of the job, until it ends (stopped, drained with --available-now, or failed)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -66,7 +69,7 @@ def _run_query(spark: Any, table: Any, args: StreamWriteArgs, schema: pa.Schema)
         from sparkjobs.kafka import jobs
 
         kafka = jobs.stream(spark, table, args, list(schema.names), args.writer_id, args.checkpoint,
-                            storage_options(args))
+                            storage_options(args), recreated)
         df = kafka.df
         prepare = kafka.prepare
     else:

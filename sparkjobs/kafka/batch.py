@@ -77,6 +77,7 @@ class KafkaBatches:
             summary = bad_records.summarize(decoded)
             extra = bad_records.judge(summary, self.args.bad_records)  # type: ignore[arg-type]
             if summary.bad and self.args.bad_records == "deadLetter":
+                same_topics()   # never dead-letter what a recreated topic's wrong offsets gave
                 self._dead_letter(decoded)
         except BaseException:
             decoded.unpersist()
@@ -103,6 +104,7 @@ class KafkaBatches:
             summary = bad_records.merged(summaries)
             extra = bad_records.judge(summary, self.args.bad_records)  # type: ignore[arg-type]
             if summary.bad and self.args.bad_records == "deadLetter":
+                same_topics()   # never dead-letter what a recreated topic's wrong offsets gave
                 self._dead_letter(decoded)
             now[:] = [offsets.advanced(self.offsets, summary.read)]
             return {**extra, offsets.OFFSETS_KEY: offsets.encode(now[0]), **self._lost()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,19 +26,21 @@ class KafkaStream:
     fresh_checkpoint: bool       # no Spark checkpoint: the query starts where the table says
 
 
-def begin(spark: Any, table: Table, args: WriterArgs, writer: str) -> source.Start:
+def begin(spark: Any, table: Table, args: WriterArgs, writer: str,
+          recreated: Mapping[str, tuple[str, str]] | None = None) -> source.Start:
     """Where the writer goes on: source.start from the offsets (and the topics' ids) its newest commit
-    recorded."""
+    recorded (`recreated`: topics the job saw created again while it read them, read from their start)."""
     extra = last_commit_extra(table, writer, offsets.OFFSETS_KEY) or {}
     return source.start(spark, args, offsets.decode(extra.get(offsets.OFFSETS_KEY)),
-                        offsets.decode_ids(extra.get(offsets.TOPIC_IDS_KEY)))
+                        offsets.decode_ids(extra.get(offsets.TOPIC_IDS_KEY)), recreated)
 
 
 def stream(spark: Any, table: Table, args: WriterArgs, columns: list[str], writer: str, checkpoint: str,
-           storage_options: Any = None) -> KafkaStream:
-    start = begin(spark, table, args, writer)           # asks the brokers: unreachable ones fail here
+           storage_options: Any = None,
+           recreated: Mapping[str, tuple[str, str]] | None = None) -> KafkaStream:
+    start = begin(spark, table, args, writer, recreated)   # asks the brokers: unreachable ones fail here
     fresh = checkpoint_is_fresh(spark, checkpoint)
-    if start.lost and not fresh:   # its offsets are gone too: start where the table now says instead
+    if (start.lost or start.recreated) and not fresh:   # its offsets are gone: start where the table says
         moved = set_aside(spark, checkpoint)
         log.warning("the Spark checkpoint %s names offsets Kafka no longer holds: moved to %s (kept, not "
                     "read); the query starts at the offsets above", checkpoint, moved)
@@ -69,8 +72,9 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
     offsets (at most RESTARTS times)."""
     from sparkjobs.write import write_dataframe
 
+    recreated: dict[str, tuple[str, str]] = {}
     for attempt in range(RESTARTS + 1):
-        start = begin(spark, table, args, writer)
+        start = begin(spark, table, args, writer, recreated)
         df = source.read(spark, args, start.starting, streaming=False)
         batches = KafkaBatches(table, args, columns, writer, start.recorded, storage_options,
                                lost=start.lost, topic_ids=start.topic_ids)
@@ -83,14 +87,16 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
                                        before_commit=prepared.before_commit)
             finally:
                 prepared.release()
-                batches.close()
         except source.TopicRecreated as exc:
             if attempt == RESTARTS:
                 raise
             log.warning("%s; starting again", exc)
+            recreated |= exc.topics
         except Exception as exc:
             lost = source.data_lost(exc)
             if lost is not None:   # offsets no longer in the topic: bad input, not retried
                 raise lost from None
             raise
+        finally:
+            batches.close()
     raise AssertionError("unreachable")

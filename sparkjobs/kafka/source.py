@@ -190,11 +190,17 @@ def topic_ids(spark: Any, args: KafkaArgs, topics: Iterable[str]) -> dict[str, s
     try:
         return admin.describe(topics)
     except Exception as exc:   # py4j's Py4JJavaError
-        log.warning("the Kafka brokers at %s did not tell the topics' ids (%s): a topic deleted and created "
+        if not _NO_IDS.search(str(exc)):   # a timeout, a broker gone: not a broker that cannot tell
+            raise _unavailable(args, admin.timeout_ms, exc) from None
+        log.warning("the Kafka brokers at %s do not tell the topics' ids (%s): a topic deleted and created "
                     "again is told only by its offsets", args.kafka_bootstrap_servers, _first_line(exc))
         return {}
     finally:
         admin.close()
+
+
+# what an admin client raises when the brokers cannot or will not describe topics: no ids to judge by
+_NO_IDS = re.compile(r"UnsupportedVersionException|AuthorizationException")
 
 
 class TopicIds:
@@ -205,7 +211,7 @@ class TopicIds:
     def __init__(self, spark: Any, args: KafkaArgs) -> None:
         self.spark, self.args = spark, args
         self._admin: Any = None
-        self._timeout_ms = PROBE_TIMEOUT_S * 1000
+        self.timeout_ms = PROBE_TIMEOUT_S * 1000
 
     def describe(self, topics: Iterable[str]) -> dict[str, str]:
         """Kafka's id of each of `topics` that has one (a broker older than 2.8 gives none); raises what the
@@ -219,7 +225,7 @@ class TopicIds:
         try:
             admin = self._client()
             found = admin.describeTopics(names).allTopicNames().get(
-                self._timeout_ms, jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
+                self.timeout_ms, jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
             described = {t: found.get(t) for t in wanted}   # each py4j call is a round trip: few of them
             ids = {t: d.topicId() for t, d in described.items() if d is not None}
         except Exception:
@@ -236,7 +242,7 @@ class TopicIds:
                 if not key.startswith(("group.", "auto.", "enable.", "isolation.", "max.poll", "fetch.")):
                     props.setProperty(key, value)   # the connection's settings (security, timeouts)
             props.setProperty("bootstrap.servers", str(self.args.kafka_bootstrap_servers))
-            self._timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
+            self.timeout_ms = probe_timeout_ms(props.getProperty("default.api.timeout.ms"))
             self._admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
         return self._admin
 
@@ -244,7 +250,7 @@ class TopicIds:
         admin, self._admin = self._admin, None
         if admin is not None:
             try:
-                admin.close(self.spark._jvm.java.time.Duration.ofMillis(min(self._timeout_ms, 5000)))
+                admin.close(self.spark._jvm.java.time.Duration.ofMillis(min(self.timeout_ms, 5000)))
             except Exception as exc:   # closing is best effort: the JVM's own threads end with the job
                 log.debug("closing the Kafka admin client: %s", _first_line(exc))
 
@@ -340,26 +346,31 @@ class Start:
     recorded: kafka_offsets.Offsets | None  # the last commit's offsets, past what Kafka lost (skip)
     lost: kafka_offsets.Lost                # what Kafka no longer held (skip; else empty)
     topic_ids: dict[str, str] = field(default_factory=dict)   # the topics' ids now (the commits record them)
+    recreated: bool = False   # a topic read from its start as created again: a Spark checkpoint is stale
 
 
 def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
-          recorded_ids: Mapping[str, str] | None = None) -> Start:
+          recorded_ids: Mapping[str, str] | None = None,
+          recreated: Mapping[str, tuple[str, str]] | None = None) -> Start:
     """Where a query without a Spark checkpoint starts: the offsets the writer's last commit recorded (every
     partition there is now: a new one at --kafka-starting-offsets), else --kafka-starting-offsets. With
     --kafka-on-data-loss skip, a recorded offset Kafka no longer holds moves on to the oldest it holds, and
     `lost` says what was gone (the first commit records it; a warning is logged). A topic whose id is not
     the one recorded with the offsets (`recorded_ids`) was deleted and created again: the recorded offsets
-    are the old topic's, so it is KafkaDataLost, or (skip) read from its start."""
+    are the old topic's, so it is KafkaDataLost, or (skip) read from its start. `recreated`: topics the job
+    saw recreated while it read them (TopicRecreated, skip), read from their start whatever the commits
+    recorded (the writer may not have committed yet, or recorded no ids, or never read that topic)."""
     found = partitions(spark, args)   # also tells an unreachable broker apart, before any query starts
     ids = topic_ids(spark, args, found)
     lost: kafka_offsets.Lost = {}
     read = {t for t, ps in (recorded or {}).items() if ps}   # topics the writer has read from
     again = {t: v for t, v in kafka_offsets.recreated(recorded_ids or {}, ids).items() if t in read}
+    again |= {t: v for t, v in (recreated or {}).items() if t in found}
     if again and args.kafka_on_data_loss != "skip":
         raise recreated_topic(again)
-    if recorded and args.kafka_on_data_loss == "skip":
+    if (recorded or again) and args.kafka_on_data_loss == "skip":
         held = bounds(spark, args, found)
-        recorded, lost = kafka_offsets.past_recreated(recorded, again, held)
+        recorded, lost = kafka_offsets.past_recreated(recorded or {}, again, held)
         unchanged = {t for t, i in (recorded_ids or {}).items() if ids.get(t) == i}
         recorded, more = kafka_offsets.past_lost(recorded, held, unchanged)
         lost = {t: {**lost.get(t, {}), **more.get(t, {})} for t in {*lost, *more}}
@@ -368,9 +379,9 @@ def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
                         "oldest offsets Kafka holds (source.kafka.onDataLoss: skip); its next commit records "
                         "them under %s", kafka_offsets.describe_lost(lost), kafka_offsets.LOST_KEY)
     if not recorded:
-        return Start(args.kafka_starting_offsets, recorded, lost, ids)
+        return Start(args.kafka_starting_offsets, recorded, lost, ids, bool(again))
     default = kafka_offsets.EARLIEST if args.kafka_starting_offsets == "earliest" else kafka_offsets.LATEST
-    return Start(kafka_offsets.starting(recorded, found, default), recorded, lost, ids)
+    return Start(kafka_offsets.starting(recorded, found, default), recorded, lost, ids, bool(again))
 
 
 def recreated_topic(topics: Mapping[str, tuple[str, str]],

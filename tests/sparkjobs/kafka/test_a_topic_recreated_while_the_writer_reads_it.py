@@ -137,6 +137,24 @@ def test_a_topic_recreated_mid_stream_is_read_from_its_start_when_told(spark, ka
     assert sum(records) == 9, records   # nothing of the new topic written twice
 
 
+def recreated_at_the_first_check(monkeypatch, broker, topic: str, ids: range) -> list[tuple]:
+    """The topic deleted and created again (holding messages of `ids`, ts 2, "second") right before the
+    job's first check of the topics' ids: between its tasks' read and its commit. The checks' arguments."""
+    from sparkjobs.kafka import batch
+
+    real, calls = batch.check_same_topics, []
+
+    def recreated_first(*a: Any) -> None:
+        if not calls:
+            recreate(broker.bootstrap_servers, topic)
+            send_json(broker, topic, [{"id": i, "ts": 2, "v": "second"} for i in ids])
+        calls.append(a)
+        real(*a)
+
+    monkeypatch.setattr(batch, "check_same_topics", recreated_first)
+    return calls
+
+
 @pytest.mark.parametrize("on_loss", ["fail", "skip"])
 def test_a_batch_write_of_a_topic_recreated_after_its_read_is_not_committed(spark, kafka_broker, tmp_path,
                                                                             monkeypatch, capsys,
@@ -145,7 +163,6 @@ def test_a_batch_write_of_a_topic_recreated_after_its_read_is_not_committed(spar
     read it (and wrote their files) rolls the write back; with skip it starts again at once and reads the
     new topic from its start."""
     from sparkjobs import batch_write
-    from sparkjobs.kafka import batch
 
     topic = new_topic(kafka_broker, f"batch-{on_loss}", partitions=1)
     send_json(kafka_broker, topic, [{"id": i, "ts": 1, "v": "first"} for i in range(3)])
@@ -155,16 +172,7 @@ def test_a_batch_write_of_a_topic_recreated_after_its_read_is_not_committed(spar
                           kafka_topics=(topic,), extra={"writer": "w1"}, kafka_on_data_loss=on_loss)
     assert batch_write.main(args.to_argv()) == EXIT_OK
     send_json(kafka_broker, topic, [{"id": i, "ts": 1, "v": "unread"} for i in (3, 4)])
-    real, calls = batch.check_same_topics, []
-
-    def recreated_first(*a: Any) -> None:   # the topic goes between the tasks' read and the commit
-        if not calls:
-            recreate(kafka_broker.bootstrap_servers, topic)
-            send_json(kafka_broker, topic, [{"id": i, "ts": 2, "v": "second"} for i in range(10, 16)])
-        calls.append(a)
-        real(*a)
-
-    monkeypatch.setattr(batch, "check_same_topics", recreated_first)
+    calls = recreated_at_the_first_check(monkeypatch, kafka_broker, topic, range(10, 16))
     capsys.readouterr()
     code = batch_write.main(args.to_argv())
     said = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -178,3 +186,26 @@ def test_a_batch_write_of_a_topic_recreated_after_its_read_is_not_committed(spar
     lost = [json.loads(e[LOST_KEY]) for e in commits_extra(table.uri) if LOST_KEY in e]
     assert lost == [{topic: {"0": {"from": 3, "resumed_at": 0, "reason": "recreated"}}}]
     assert len(calls) == 2
+
+
+def test_a_topic_recreated_in_the_first_micro_batch_is_read_from_its_start(spark, kafka_broker, tmp_path,
+                                                                           monkeypatch) -> None:
+    """The writer had committed nothing (no recorded offsets or ids to tell the recreation by at the
+    restart): the restart is told which topic was created again, so the Spark checkpoint that planned the
+    old topic's offsets 0..6 is moved aside and the new topic read from its start. With that checkpoint
+    kept, the restart read the new topic's three messages as offsets 0..6, and the next run went on at
+    offset 6: the messages at offsets 3..5 (ids 13..15) were skipped."""
+    topic = new_topic(kafka_broker, "first-batch", partitions=1)
+    send_json(kafka_broker, topic, [{"id": i, "ts": 1, "v": "first"} for i in range(6)])
+    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
+                         merge_mode="event_time")
+    recreated_at_the_first_check(monkeypatch, kafka_broker, topic, range(10, 13))
+    args = stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), kafka_on_data_loss="skip")
+    run_stream(args)
+    assert {k: r["v"] for k, r in rows_by_key(table.uri).items()} == {i: "second" for i in range(10, 13)}
+    [moved] = list(tmp_path.glob("cp.lost-*"))   # the old topic's checkpoint, kept aside
+    assert (moved / "offsets").is_dir()
+
+    send_json(kafka_broker, topic, [{"id": i, "ts": 2, "v": "second"} for i in range(13, 19)])  # offsets 3..8
+    run_stream(args)
+    assert sorted(rows_by_key(table.uri)) == list(range(10, 19))   # none skipped
