@@ -47,7 +47,13 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
         try:
             return _run_query(spark, table, args, schema, recreated)
         except TopicRecreated as exc:   # rolled back: the next query reads the new topic from its start
-            if attempt == RESTARTS:
+            if attempt == RESTARTS:   # the next process is not told: its stale checkpoint must not be used
+                from sparkjobs.kafka.jobs import set_aside
+                from sparkjobs.stream import checkpoint_is_fresh
+
+                if not checkpoint_is_fresh(spark, args.checkpoint):
+                    log.warning("the Spark checkpoint %s names offsets of a topic created again: moved to %s",
+                                args.checkpoint, set_aside(spark, args.checkpoint))
                 raise
             log.warning("%s; starting again", exc)
             recreated |= exc.topics

@@ -365,7 +365,9 @@ def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
     lost: kafka_offsets.Lost = {}
     read = {t for t, ps in (recorded or {}).items() if ps}   # topics the writer has read from
     again = {t: v for t, v in kafka_offsets.recreated(recorded_ids or {}, ids).items() if t in read}
-    again |= {t: v for t, v in (recreated or {}).items() if t in found}
+    # told by the job (TopicRecreated), unless a commit has recorded the new id since (read on from there)
+    again |= {t: v for t, v in (recreated or {}).items()
+              if t in found and (recorded_ids or {}).get(t) != v[1]}
     if again and args.kafka_on_data_loss != "skip":
         raise recreated_topic(again)
     if (recorded or again) and args.kafka_on_data_loss == "skip":

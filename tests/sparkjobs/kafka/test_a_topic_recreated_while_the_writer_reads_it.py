@@ -30,7 +30,7 @@ from tests.sparkjobs.kafka.support import (
     send_json,
     stream_args,
 )
-from tests.sparkjobs.kafka.test_a_topic_that_lost_unread_messages_is_bad_input import recreate
+from tests.sparkjobs.kafka.test_a_topic_that_lost_unread_messages_is_bad_input import delete_unread, recreate
 from tests.support.fixtures import require_spark_connectors
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -192,20 +192,23 @@ def test_a_topic_recreated_in_the_first_micro_batch_is_read_from_its_start(spark
                                                                            monkeypatch) -> None:
     """The writer had committed nothing (no recorded offsets or ids to tell the recreation by at the
     restart): the restart is told which topic was created again, so the Spark checkpoint that planned the
-    old topic's offsets 0..6 is moved aside and the new topic read from its start. With that checkpoint
-    kept, the restart read the new topic's three messages as offsets 0..6, and the next run went on at
-    offset 6: the messages at offsets 3..5 (ids 13..15) were skipped."""
+    old topic's offsets 3..6 (retention had deleted 0..2) is moved aside and the new topic read from its
+    start. With that checkpoint kept, the restart read the new topic's offsets 3..5 only (ids 13..15):
+    10..12 were skipped."""
     topic = new_topic(kafka_broker, "first-batch", partitions=1)
     send_json(kafka_broker, topic, [{"id": i, "ts": 1, "v": "first"} for i in range(6)])
+    delete_unread(kafka_broker.bootstrap_servers, topic, 3)
     table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
                          merge_mode="event_time")
-    recreated_at_the_first_check(monkeypatch, kafka_broker, topic, range(10, 13))
+    recreated_at_the_first_check(monkeypatch, kafka_broker, topic, range(10, 16))
     args = stream_args(table, kafka_broker, topic, str(tmp_path / "cp"), kafka_on_data_loss="skip")
     run_stream(args)
-    assert {k: r["v"] for k, r in rows_by_key(table.uri).items()} == {i: "second" for i in range(10, 13)}
+    assert {k: r["v"] for k, r in rows_by_key(table.uri).items()} == {i: "second" for i in range(10, 16)}
     [moved] = list(tmp_path.glob("cp.lost-*"))   # the old topic's checkpoint, kept aside
     assert (moved / "offsets").is_dir()
 
-    send_json(kafka_broker, topic, [{"id": i, "ts": 2, "v": "second"} for i in range(13, 19)])  # offsets 3..8
-    run_stream(args)
-    assert sorted(rows_by_key(table.uri)) == list(range(10, 19))   # none skipped
+    send_json(kafka_broker, topic, [{"id": i, "ts": 2, "v": "second"} for i in range(16, 19)])  # offsets 6..8
+    run_stream(args)   # goes on from what the restart committed, the new id recorded: nothing read again
+    assert sorted(rows_by_key(table.uri)) == list(range(10, 19))
+    t = Table.open(table.uri)
+    assert sum(t.commit_metadata(i).records for i in t.timeline().completed if i.action != "rollback") == 9
