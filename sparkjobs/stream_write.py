@@ -43,9 +43,10 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
     from sparkjobs.kafka.source import TopicRecreated
 
     recreated: dict[str, tuple[str, str]] = {}
+    resumed: dict[str, dict[int, int]] = {}   # where the query before started unrecorded partitions
     for attempt in range(RESTARTS + 1):
         try:
-            return _run_query(spark, table, args, schema, recreated)
+            return _run_query(spark, table, args, schema, recreated, resumed)
         except TopicRecreated as exc:   # rolled back: the next query reads the new topic from its start
             if attempt == RESTARTS:   # the next process is not told: its stale checkpoint must not be used
                 from sparkjobs.kafka.jobs import set_aside
@@ -61,8 +62,10 @@ def run(args: StreamWriteArgs) -> dict[str, Any]:
 
 
 def _run_query(spark: Any, table: Any, args: StreamWriteArgs, schema: pa.Schema,
-               recreated: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
-    """One streaming query of the job, until it ends (stopped, drained with --available-now, or failed)."""
+               recreated: dict[str, tuple[str, str]] | None = None,
+               resumed: dict[str, dict[int, int]] | None = None) -> dict[str, Any]:
+    """One streaming query of the job, until it ends (stopped, drained with --available-now, or failed).
+    A Kafka query's start of partitions without a recorded offset goes into `resumed` (for a restart)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from sparkjobs.batch_write import table_zookeeper, writer_options
@@ -75,7 +78,10 @@ def _run_query(spark: Any, table: Any, args: StreamWriteArgs, schema: pa.Schema,
         from sparkjobs.kafka import jobs
 
         kafka = jobs.stream(spark, table, args, list(schema.names), args.writer_id, args.checkpoint,
-                            storage_options(args), recreated)
+                            storage_options(args), recreated, dict(resumed or {}))
+        if resumed is not None:
+            resumed.clear()
+            resumed.update(kafka.unrecorded)
         df = kafka.df
         prepare = kafka.prepare
     else:

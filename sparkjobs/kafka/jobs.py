@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lakecore import Table
@@ -24,21 +24,27 @@ class KafkaStream:
     df: Any                      # the streaming DataFrame of Kafka rows
     prepare: KafkaBatches
     fresh_checkpoint: bool       # no Spark checkpoint: the query starts where the table says
+    unrecorded: offsets.Offsets = field(default_factory=dict)   # source.Start.unrecorded
 
 
 def begin(spark: Any, table: Table, args: WriterArgs, writer: str,
-          recreated: Mapping[str, tuple[str, str]] | None = None) -> source.Start:
+          recreated: Mapping[str, tuple[str, str]] | None = None,
+          resumed: offsets.Offsets | None = None, *, streaming: bool = False) -> source.Start:
     """Where the writer goes on: source.start from the offsets (and the topics' ids) its newest commit
-    recorded (`recreated`: topics the job saw created again while it read them, read from their start)."""
+    recorded (`recreated`: topics the job saw created again while it read them, read from their start;
+    `resumed`: where its previous query started partitions without a recorded offset)."""
     extra = last_commit_extra(table, writer, offsets.OFFSETS_KEY) or {}
     return source.start(spark, args, offsets.decode(extra.get(offsets.OFFSETS_KEY)),
-                        offsets.decode_ids(extra.get(offsets.TOPIC_IDS_KEY)), recreated)
+                        offsets.decode_ids(extra.get(offsets.TOPIC_IDS_KEY)), recreated, resumed,
+                        resolve_latest=streaming)
 
 
 def stream(spark: Any, table: Table, args: WriterArgs, columns: list[str], writer: str, checkpoint: str,
            storage_options: Any = None,
-           recreated: Mapping[str, tuple[str, str]] | None = None) -> KafkaStream:
-    start = begin(spark, table, args, writer, recreated)   # asks the brokers: unreachable ones fail here
+           recreated: Mapping[str, tuple[str, str]] | None = None,
+           resumed: offsets.Offsets | None = None) -> KafkaStream:
+    start = begin(spark, table, args, writer, recreated, resumed,   # unreachable brokers fail here
+                  streaming=True)
     fresh = checkpoint_is_fresh(spark, checkpoint)
     if (start.lost or start.recreated) and not fresh:   # its offsets are gone: start where the table says
         moved = set_aside(spark, checkpoint)
@@ -47,7 +53,7 @@ def stream(spark: Any, table: Table, args: WriterArgs, columns: list[str], write
         fresh = True
     df = source.read(spark, args, start.starting if fresh else args.kafka_starting_offsets, streaming=True)
     return KafkaStream(df, KafkaBatches(table, args, columns, writer, start.recorded, storage_options,
-                                        lost=start.lost, topic_ids=start.topic_ids), fresh)
+                                        lost=start.lost, topic_ids=start.topic_ids), fresh, start.unrecorded)
 
 
 def set_aside(spark: Any, checkpoint: str) -> str:
@@ -73,8 +79,10 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
     from sparkjobs.write import write_dataframe
 
     recreated: dict[str, tuple[str, str]] = {}
+    resumed: offsets.Offsets = {}
     for attempt in range(RESTARTS + 1):
-        start = begin(spark, table, args, writer, recreated)
+        start = begin(spark, table, args, writer, recreated, resumed)
+        resumed = start.unrecorded
         df = source.read(spark, args, start.starting, streaming=False)
         batches = KafkaBatches(table, args, columns, writer, start.recorded, storage_options,
                                lost=start.lost, topic_ids=start.topic_ids)

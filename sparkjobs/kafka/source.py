@@ -347,11 +347,14 @@ class Start:
     lost: kafka_offsets.Lost                # what Kafka no longer held (skip; else empty)
     topic_ids: dict[str, str] = field(default_factory=dict)   # the topics' ids now (the commits record them)
     recreated: bool = False   # a topic read from its start as created again: a Spark checkpoint is stale
+    unrecorded: kafka_offsets.Offsets = field(default_factory=dict)   # where partitions without a recorded
+                                                                      # offset start (a restart's `resumed`)
 
 
 def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
           recorded_ids: Mapping[str, str] | None = None,
-          recreated: Mapping[str, tuple[str, str]] | None = None) -> Start:
+          recreated: Mapping[str, tuple[str, str]] | None = None,
+          resumed: kafka_offsets.Offsets | None = None, resolve_latest: bool = False) -> Start:
     """Where a query without a Spark checkpoint starts: the offsets the writer's last commit recorded (every
     partition there is now: a new one at --kafka-starting-offsets), else --kafka-starting-offsets. With
     --kafka-on-data-loss skip, a recorded offset Kafka no longer holds moves on to the oldest it holds, and
@@ -359,7 +362,11 @@ def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
     the one recorded with the offsets (`recorded_ids`) was deleted and created again: the recorded offsets
     are the old topic's, so it is KafkaDataLost, or (skip) read from its start. `recreated`: topics the job
     saw recreated while it read them (TopicRecreated, skip), read from their start whatever the commits
-    recorded (the writer may not have committed yet, or recorded no ids, or never read that topic)."""
+    recorded (the writer may not have committed yet, or recorded no ids, or never read that topic).
+    A partition with no recorded offset starts at --kafka-starting-offsets; with `resolve_latest` (a
+    streaming query) `latest` is taken as the offsets it names now (`Start.unrecorded`), and a restart of
+    the job (`resumed`: the previous query's `unrecorded`) starts such a partition where the query before
+    it did, not at a later latest."""
     found = partitions(spark, args)   # also tells an unreachable broker apart, before any query starts
     ids = topic_ids(spark, args, found)
     lost: kafka_offsets.Lost = {}
@@ -380,10 +387,35 @@ def start(spark: Any, args: KafkaArgs, recorded: kafka_offsets.Offsets | None,
             log.warning("Kafka no longer holds messages this writer has not read: %s. It goes on at the "
                         "oldest offsets Kafka holds (source.kafka.onDataLoss: skip); its next commit records "
                         "them under %s", kafka_offsets.describe_lost(lost), kafka_offsets.LOST_KEY)
-    if not recorded:
+    unrecorded = _unrecorded_start(spark, args, found, recorded or {}, {
+        t: ps for t, ps in (resumed or {}).items() if t not in again}, resolve_latest)
+    if not recorded and not unrecorded:
         return Start(args.kafka_starting_offsets, recorded, lost, ids, bool(again))
     default = kafka_offsets.EARLIEST if args.kafka_starting_offsets == "earliest" else kafka_offsets.LATEST
-    return Start(kafka_offsets.starting(recorded, found, default), recorded, lost, ids, bool(again))
+    told = recorded or {}
+    at = {t: {**unrecorded.get(t, {}), **told.get(t, {})} for t in {*unrecorded, *told}}
+    return Start(kafka_offsets.starting(at, found, default), recorded, lost, ids, bool(again), unrecorded)
+
+
+def _unrecorded_start(spark: Any, args: KafkaArgs, found: Mapping[str, list[int]],
+                      recorded: kafka_offsets.Offsets, resumed: kafka_offsets.Offsets,
+                      resolve_latest: bool) -> kafka_offsets.Offsets:
+    """Where each partition the writer recorded no offset for starts, when that is an offset: where the
+    job's previous query started it (`resumed`), else (`resolve_latest`, --kafka-starting-offsets latest)
+    the offset it names now (its end); a partition left out starts at --kafka-starting-offsets."""
+    out: kafka_offsets.Offsets = {}
+    for topic, parts in found.items():
+        for p in parts:
+            if p not in recorded.get(topic, {}) and p in resumed.get(topic, {}):
+                out.setdefault(topic, {})[p] = resumed[topic][p]
+    left = {t: [p for p in ps if p not in recorded.get(t, {}) and p not in out.get(t, {})]
+            for t, ps in found.items()}
+    left = {t: ps for t, ps in left.items() if ps}
+    if left and resolve_latest and args.kafka_starting_offsets == "latest":
+        for topic, held in bounds(spark, args, left).items():
+            for p, (_, end) in held.items():
+                out.setdefault(topic, {})[p] = end
+    return out
 
 
 def recreated_topic(topics: Mapping[str, tuple[str, str]],

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import Table
-from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_OK, BatchWriteArgs
+from sparkjobs.contract import EXIT_BAD_INPUT, EXIT_OK, BatchWriteArgs, StreamWriteArgs
 from sparkjobs.kafka.offsets import LOST_KEY, TOPIC_IDS_KEY
 from sparkjobs.kafka.source import KafkaDataLost
 from sparkjobs.stream import COMMITTED_PAUSE_ENV
@@ -137,14 +137,18 @@ def test_a_topic_recreated_mid_stream_is_read_from_its_start_when_told(spark, ka
     assert sum(records) == 9, records   # nothing of the new topic written twice
 
 
-def recreated_at_the_first_check(monkeypatch, broker, topic: str, ids: range) -> list[tuple]:
+def recreated_at_the_first_check(monkeypatch, broker, topic: str, ids: range,
+                                 after: threading.Event | None = None) -> list[tuple]:
     """The topic deleted and created again (holding messages of `ids`, ts 2, "second") right before the
-    job's first check of the topics' ids: between its tasks' read and its commit. The checks' arguments."""
+    job's first check of the topics' ids (the first once `after` is set): between its tasks' read and
+    its commit. The checks' arguments."""
     from sparkjobs.kafka import batch
 
     real, calls = batch.check_same_topics, []
 
     def recreated_first(*a: Any) -> None:
+        if after is not None and not after.is_set():
+            return real(*a)
         if not calls:
             recreate(broker.bootstrap_servers, topic)
             send_json(broker, topic, [{"id": i, "ts": 2, "v": "second"} for i in ids])
@@ -212,3 +216,34 @@ def test_a_topic_recreated_in_the_first_micro_batch_is_read_from_its_start(spark
     assert sorted(rows_by_key(table.uri)) == list(range(10, 19))
     t = Table.open(table.uri)
     assert sum(t.commit_metadata(i).records for i in t.timeline().completed if i.action != "rollback") == 9
+
+
+def test_the_other_topics_of_a_restart_go_on_where_the_first_query_began(spark, kafka_broker, tmp_path,
+                                                                         monkeypatch) -> None:
+    """A writer of two topics starting at `latest` that has read nothing of the other topic when one is
+    created again: its restart starts the other topic where the first query began, not at a later latest
+    (the old restart started it at the latest offsets again: the messages of the micro-batch rolled back,
+    ids 100..102, were never read)."""
+    recreated_topic = new_topic(kafka_broker, "several-a", partitions=1)
+    other = new_topic(kafka_broker, "several-b", partitions=1)
+    table = Table.create(str(tmp_path / "t"), schema=SCHEMA, record_key="id", ordering_field="ts", buckets=1,
+                         merge_mode="event_time")
+    sent = threading.Event()
+    recreated_at_the_first_check(monkeypatch, kafka_broker, recreated_topic, range(10, 13), after=sent)
+    args = StreamWriteArgs(table=table.uri, kafka_bootstrap_servers=kafka_broker.bootstrap_servers,
+                           kafka_topics=(recreated_topic, other), writer_id="w1",
+                           checkpoint=str(tmp_path / "cp"), kafka_starting_offsets="latest",
+                           kafka_on_data_loss="skip")
+    job = Running(args)
+    deadline = time.monotonic() + 120
+    while not [q for q in spark.streams.active if q.lastProgress is not None]:   # its latest is taken
+        assert job.thread.is_alive(), job.out
+        assert time.monotonic() < deadline, "the query never reported progress"
+        time.sleep(0.2)
+    sent.set()   # the micro-batch that reads what follows (no batch runs without data) sees A recreated
+    send_json(kafka_broker, other, [{"id": i, "ts": 1, "v": "other"} for i in range(100, 103)])
+    rows_once(table, {10, 11, 12, 100, 101, 102}, job)
+    job.stop(spark)
+    assert "error" not in job.out, job.out
+    assert {k: r["v"] for k, r in rows_by_key(table.uri).items()} == \
+        {**{i: "second" for i in range(10, 13)}, **{i: "other" for i in range(100, 103)}}
