@@ -62,7 +62,9 @@ def test_each_commit_is_published_and_registered(cluster: Cluster) -> None:
     status = published(cluster, second)
     entries = {e["format"]: e for e in status["published"]}
     assert entries["iceberg"]["instant"] == entries["delta"]["instant"] == second
-    assert "lake.orders registered" in entries["iceberg"]["catalog"]
+    # registered at this publish, or at one of the upsert alone before it (a slow pass) and moved on here
+    said = entries["iceberg"]["catalog"]
+    assert "lake.orders registered" in said or "lake.orders moved -> " in said, said
     want = t.read()
     catalog = load_catalog("lake", **properties)
     readers.assert_same(readers.normalized(catalog.load_table("lake.orders").scan().to_arrow()),
