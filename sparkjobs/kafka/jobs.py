@@ -79,10 +79,8 @@ def batch_write(spark: Any, table: Table, args: WriterArgs, columns: list[str], 
     from sparkjobs.write import write_dataframe
 
     recreated: dict[str, tuple[str, str]] = {}
-    resumed: offsets.Offsets = {}
-    for attempt in range(RESTARTS + 1):
-        start = begin(spark, table, args, writer, recreated, resumed)
-        resumed = start.unrecorded
+    for attempt in range(RESTARTS + 1):   # a batch read never takes `latest` as offsets: nothing to resume
+        start = begin(spark, table, args, writer, recreated)
         df = source.read(spark, args, start.starting, streaming=False)
         batches = KafkaBatches(table, args, columns, writer, start.recorded, storage_options,
                                lost=start.lost, topic_ids=start.topic_ids)
